@@ -1,0 +1,350 @@
+//! Model requests and responses as hooks see them (SPEC P2.5, P2.6, P3.3 to P3.9, R1, R5).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// Why an outbound model call is made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Purpose {
+    /// A working turn.
+    Work,
+    /// A planning turn.
+    Plan,
+    /// A side question: answered, never stored.
+    Side,
+    /// A compaction call.
+    Compaction,
+}
+
+impl Purpose {
+    /// Whether a failure of this call can earn the raw-change note (SPEC R5.7: work or plan only).
+    pub fn is_turn_call(self) -> bool {
+        matches!(self, Self::Work | Self::Plan)
+    }
+}
+
+/// An image media type. Exactly these four exist (SPEC P3.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum MediaType {
+    /// `image/png`
+    #[serde(rename = "image/png")]
+    Png,
+    /// `image/jpeg`
+    #[serde(rename = "image/jpeg")]
+    Jpeg,
+    /// `image/gif`
+    #[serde(rename = "image/gif")]
+    Gif,
+    /// `image/webp`
+    #[serde(rename = "image/webp")]
+    Webp,
+}
+
+impl MediaType {
+    /// The MIME string.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Png => "image/png",
+            Self::Jpeg => "image/jpeg",
+            Self::Gif => "image/gif",
+            Self::Webp => "image/webp",
+        }
+    }
+
+    /// Parses one of the four MIME strings, exactly (case-sensitive, no parameters).
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "image/png" => Some(Self::Png),
+            "image/jpeg" => Some(Self::Jpeg),
+            "image/gif" => Some(Self::Gif),
+            "image/webp" => Some(Self::Webp),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for MediaType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A marker for an image the session holds. Plugins see markers, never bytes (SPEC R5.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageRef {
+    /// The session's number for the image.
+    pub number: u32,
+    /// Its media type.
+    pub media_type: MediaType,
+}
+
+/// The images a session holds, by number: what a raw hook may name (SPEC R1, R5.4).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct HeldImages(BTreeMap<u32, MediaType>);
+
+impl HeldImages {
+    /// Records that the session holds image `number` of type `media_type`.
+    pub fn insert(&mut self, number: u32, media_type: MediaType) {
+        self.0.insert(number, media_type);
+    }
+
+    /// Whether the session holds exactly this image (number and media type).
+    pub fn holds(&self, image: &ImageRef) -> bool {
+        self.0.get(&image.number) == Some(&image.media_type)
+    }
+}
+
+impl FromIterator<ImageRef> for HeldImages {
+    fn from_iter<I: IntoIterator<Item = ImageRef>>(iter: I) -> Self {
+        Self(iter.into_iter().map(|i| (i.number, i.media_type)).collect())
+    }
+}
+
+/// An item's id within one request. The host assigns them; hooks keep them (SPEC R5.2).
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ItemId(pub String);
+
+impl fmt::Debug for ItemId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl From<&str> for ItemId {
+    fn from(s: &str) -> Self {
+        Self(s.to_owned())
+    }
+}
+
+/// One item of a model request or response.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Item {
+    /// The item's id.
+    pub id: ItemId,
+    /// What the item is.
+    #[serde(flatten)]
+    pub body: ItemBody,
+}
+
+impl Item {
+    /// An item with the given id and body.
+    pub fn new(id: impl Into<String>, body: ItemBody) -> Self {
+        Self {
+            id: ItemId(id.into()),
+            body,
+        }
+    }
+
+    /// The item's kind.
+    pub fn kind(&self) -> ItemKind {
+        self.body.kind()
+    }
+}
+
+/// The kinds of item.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ItemKind {
+    /// The system message.
+    System,
+    /// A user message.
+    User,
+    /// An assistant message.
+    Assistant,
+    /// A tool call the model made.
+    ToolCall,
+    /// A tool's result.
+    ToolResult,
+    /// Model reasoning.
+    Reasoning,
+}
+
+impl ItemKind {
+    /// Whether this kind is a chat message with a role (system, user, assistant).
+    pub fn is_message(self) -> bool {
+        matches!(self, Self::System | Self::User | Self::Assistant)
+    }
+}
+
+/// An item's content, tagged by kind on the wire (`"kind": "user"`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum ItemBody {
+    /// The system message.
+    System {
+        /// Its text.
+        text: String,
+        /// Images; sent to the model as plain text (SPEC R5.5).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageRef>,
+    },
+    /// A user message.
+    User {
+        /// Its text.
+        text: String,
+        /// Attached images.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageRef>,
+    },
+    /// An assistant message.
+    Assistant {
+        /// Its text.
+        text: String,
+        /// Images; sent to the model as plain text (SPEC R5.5).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageRef>,
+    },
+    /// A tool call.
+    #[serde(rename_all = "camelCase")]
+    ToolCall {
+        /// The call id.
+        call_id: String,
+        /// The tool name.
+        name: String,
+        /// The arguments.
+        arguments: serde_json::Value,
+    },
+    /// A tool result.
+    #[serde(rename_all = "camelCase")]
+    ToolResult {
+        /// The id of the call it answers.
+        call_id: String,
+        /// The tool name (for new results, derived from the call: SPEC R5.3).
+        name: String,
+        /// The result text.
+        text: String,
+        /// Attached images.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageRef>,
+        /// Whether the tool succeeded.
+        success: bool,
+    },
+    /// Model reasoning.
+    #[serde(rename_all = "camelCase")]
+    Reasoning {
+        /// The reasoning text.
+        text: String,
+        /// Opaque provider state. Never sent to plugins; dropped when a hook rewrites the
+        /// text or adds reasoning (SPEC R5.3).
+        #[serde(skip)]
+        provider_state: Option<String>,
+    },
+}
+
+impl ItemBody {
+    /// The body's kind.
+    pub fn kind(&self) -> ItemKind {
+        match self {
+            Self::System { .. } => ItemKind::System,
+            Self::User { .. } => ItemKind::User,
+            Self::Assistant { .. } => ItemKind::Assistant,
+            Self::ToolCall { .. } => ItemKind::ToolCall,
+            Self::ToolResult { .. } => ItemKind::ToolResult,
+            Self::Reasoning { .. } => ItemKind::Reasoning,
+        }
+    }
+
+    /// The images this item names (empty for kinds that carry none).
+    pub fn images(&self) -> &[ImageRef] {
+        match self {
+            Self::System { images, .. }
+            | Self::User { images, .. }
+            | Self::Assistant { images, .. }
+            | Self::ToolResult { images, .. } => images,
+            Self::ToolCall { .. } | Self::Reasoning { .. } => &[],
+        }
+    }
+}
+
+/// One outbound model request, as `rebuild_model` and `transform_model` see it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelRequest {
+    /// Why the call is made.
+    pub purpose: Purpose,
+    /// True only for work or plan calls on an image-capable model (SPEC R5.6).
+    pub accepts_images: bool,
+    /// The items, in the order they are sent.
+    pub items: Vec<Item>,
+}
+
+impl ModelRequest {
+    /// Whether a request of `purpose` on a model that does (or does not) take images may carry
+    /// images (SPEC R5.6).
+    pub fn accepts_images_for(purpose: Purpose, model_takes_images: bool) -> bool {
+        model_takes_images && purpose.is_turn_call()
+    }
+
+    /// The request as the provider receives it: images on assistant and system messages become
+    /// plain text (SPEC R5.5), and a request that cannot carry images carries none (SPEC R5.6).
+    #[must_use]
+    pub fn prepared_for_provider(mut self) -> Self {
+        let accepts = self.accepts_images;
+        for item in &mut self.items {
+            match &mut item.body {
+                ItemBody::System { text, images } | ItemBody::Assistant { text, images } => {
+                    images_to_text(text, images)
+                }
+                ItemBody::User { images, .. } | ItemBody::ToolResult { images, .. } if !accepts => {
+                    images.clear()
+                }
+                _ => {}
+            }
+        }
+        self
+    }
+}
+
+fn images_to_text(text: &mut String, images: &mut Vec<ImageRef>) {
+    for image in images.drain(..) {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&format!("[image {}: {}]", image.number, image.media_type));
+    }
+}
+
+/// Why a model call finished.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FinishReason {
+    /// The model finished its answer.
+    Stop,
+    /// The model asked for tool calls.
+    ToolCalls,
+    /// The output limit was reached.
+    Length,
+    /// The provider filtered the answer.
+    ContentFilter,
+}
+
+/// Token usage of one call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    /// Tokens sent.
+    pub input_tokens: u64,
+    /// Tokens received.
+    pub output_tokens: u64,
+}
+
+/// A finished model call, as `on_model_response` reads it (SPEC P2.6).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelResponse {
+    /// Why the call was made.
+    pub purpose: Purpose,
+    /// Why it finished.
+    pub finish_reason: FinishReason,
+    /// The returned items.
+    pub items: Vec<Item>,
+    /// Token usage.
+    pub usage: Usage,
+}

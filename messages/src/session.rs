@@ -1,0 +1,74 @@
+//! Session identity and the read-only facts session hooks see (SPEC P2.1).
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+/// A session's identifier. Cheap to clone: every hook call carries one.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct SessionId(Arc<str>);
+
+impl SessionId {
+    /// Wraps a string as a session id.
+    pub fn new(id: impl Into<Arc<str>>) -> Self {
+        Self(id.into())
+    }
+
+    /// The id as text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl fmt::Display for SessionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for SessionId {
+    fn from(id: &str) -> Self {
+        Self::new(id)
+    }
+}
+
+impl From<String> for SessionId {
+    fn from(id: String) -> Self {
+        Self::new(id)
+    }
+}
+
+/// How the approval policy treats tool calls in a session.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalMode {
+    /// Ask the operator for anything above read risk.
+    #[default]
+    AskAboveRead,
+    /// Ask the operator for every tool call.
+    AskAll,
+    /// Allow every call whose authority stays inside the workspace; ask for the rest.
+    AllowWorkspace,
+}
+
+/// What `on_session_started` and `on_session_ended` may read (SPEC P2.1).
+///
+/// The end callback carries the workspace and session being left (SPEC P3.11).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInfo {
+    /// The workspace root directory, as the host resolved it.
+    pub workspace_root: String,
+    /// The session's id.
+    pub session_id: SessionId,
+    /// The session's approval mode.
+    pub approval_mode: ApprovalMode,
+}
