@@ -1,0 +1,215 @@
+//! The pipeline coordinator: runs each hook call through the plugin actors that implement the
+//! hook, in load order, each seeing the previous accepted value (SPEC P1.1, P1.2, R0.3).
+//!
+//! Ordering and concurrency (written down in `docs/runtime-semantics.md`):
+//! - the calls of one session run one after another, in the order the coordinator received them;
+//! - calls of different sessions run concurrently, each as its own task on this arbiter;
+//! - the coordinator admits at most `max_pending` calls (running or queued); beyond that a call
+//!   fails at once with [`PipelineError::Overloaded`] instead of growing a queue without bound.
+
+mod chain;
+mod session;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use actix::{Actor, ActorContext, Addr, AsyncContext, Context, Handler, Message, ResponseFuture};
+use hookline_messages::hook::{HookContext, HookKind};
+use hookline_messages::note::Note;
+use hookline_messages::session::SessionId;
+use tokio::sync::oneshot;
+
+use crate::error::PipelineError;
+use crate::plugin::{Dispatch, PluginActor};
+use chain::{run_chain, Run};
+use session::SessionState;
+
+/// How many messages may wait in the coordinator's mailbox.
+pub(crate) const COORDINATOR_MAILBOX_CAPACITY: usize = 4096;
+
+/// The default bound on calls admitted at once (running or queued behind their session).
+pub const DEFAULT_MAX_PENDING: usize = 100_000;
+
+/// One plugin actor that implements a given hook, with the name notes use.
+#[derive(Clone)]
+pub(crate) struct Step {
+    pub(crate) name: Arc<str>,
+    pub(crate) addr: Addr<PluginActor>,
+}
+
+/// The actor that sends each hook call through the plugin actors in load order.
+pub struct PipelineCoordinator {
+    /// For each hook, the plugins that implement it, in load order. Plugins that do not
+    /// implement a hook are not in its list, so they cost nothing.
+    steps: [Arc<[Step]>; HookKind::ALL.len()],
+    sessions: HashMap<SessionId, SessionState>,
+    pending: usize,
+    max_pending: usize,
+}
+
+impl PipelineCoordinator {
+    /// A coordinator over `steps`, indexed by [`HookKind`] as `usize`.
+    pub(crate) fn new(steps: [Arc<[Step]>; HookKind::ALL.len()], max_pending: usize) -> Self {
+        Self {
+            steps,
+            sessions: HashMap::new(),
+            pending: 0,
+            max_pending,
+        }
+    }
+
+    /// Starts `call`: spawns its chain as a task that reports back with [`Completed`].
+    fn start<H: Dispatch>(&mut self, call: Call<H>, reply: Reply<H>, ctx: &mut Context<Self>) {
+        let steps = self.steps[H::KIND as usize].clone();
+        let me = ctx.address();
+        let session = call.session;
+        let cx = HookContext {
+            session_id: session.clone(),
+        };
+        actix_rt::spawn(async move {
+            let run = run_chain::<H>(&steps, cx, call.context, call.value).await;
+            // `do_send` ignores the mailbox bound on purpose: completions are already bounded by
+            // `max_pending`, and blocking here could deadlock against a full mailbox.
+            me.do_send(Completed::<H> {
+                session,
+                run,
+                reply,
+            });
+        });
+    }
+}
+
+impl Actor for PipelineCoordinator {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.set_mailbox_capacity(COORDINATOR_MAILBOX_CAPACITY);
+    }
+}
+
+/// One hook call for one session.
+///
+/// `context` carries the facts the hook's rule needs (for most hooks `()`; the session's images
+/// for `rebuild_model`; the turn's image support for `on_tool_result`).
+pub struct Call<H: Dispatch> {
+    /// The session the call belongs to; its calls complete in the order they arrive.
+    pub session: SessionId,
+    /// Facts the rule needs.
+    pub context: H::Context,
+    /// The value the first plugin sees.
+    pub value: H::Value,
+}
+
+impl<H: Dispatch> Message for Call<H> {
+    type Result = Result<Outcome<H::Value>, PipelineError>;
+}
+
+/// What a hook call produced: the final value, the notes new to this session, and which plugins
+/// changed the value (in load order).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome<T> {
+    /// The value after every plugin that implements the hook.
+    pub value: T,
+    /// Notes recorded by this call that the session has not seen before (SPEC P1.4: once per
+    /// session, not once per call).
+    pub notes: Vec<Note>,
+    /// Plugins whose accepted replacement changed the value (SPEC R5.7 needs this for raw hooks).
+    pub changed_by: Vec<Arc<str>>,
+}
+
+type Reply<H> = oneshot::Sender<Result<Outcome<<H as hookline_messages::hook::Hook>::Value>, PipelineError>>;
+
+impl<H: Dispatch> Handler<Call<H>> for PipelineCoordinator {
+    type Result = ResponseFuture<Result<Outcome<H::Value>, PipelineError>>;
+
+    fn handle(&mut self, call: Call<H>, ctx: &mut Self::Context) -> Self::Result {
+        if self.pending >= self.max_pending {
+            return Box::pin(async { Err(PipelineError::Overloaded) });
+        }
+        self.pending += 1;
+        metrics::counter!("hookline_hook_calls_total", "hook" => H::KIND.wire_name()).increment(1);
+        let (tx, rx) = oneshot::channel();
+        let state = self.sessions.entry(call.session.clone()).or_default();
+        if state.running {
+            state.queue.push_back(Box::new(move |this, ctx| this.start(call, tx, ctx)));
+        } else {
+            state.running = true;
+            self.start(call, tx, ctx);
+        }
+        Box::pin(async move { rx.await.unwrap_or(Err(PipelineError::Stopped)) })
+    }
+}
+
+/// A chain's report back to the coordinator: dedupe its notes, answer the caller, start the
+/// session's next call.
+struct Completed<H: Dispatch> {
+    session: SessionId,
+    run: Run<H::Value>,
+    reply: Reply<H>,
+}
+
+impl<H: Dispatch> Message for Completed<H> {
+    type Result = ();
+}
+
+impl<H: Dispatch> Handler<Completed<H>> for PipelineCoordinator {
+    type Result = ();
+
+    fn handle(&mut self, done: Completed<H>, ctx: &mut Self::Context) {
+        self.pending -= 1;
+        let Some(state) = self.sessions.get_mut(&done.session) else {
+            return;
+        };
+        let notes = state.first_seen(done.run.notes);
+        // The caller may have stopped waiting; the call still counted, so ignore a closed channel.
+        let _ = done.reply.send(Ok(Outcome {
+            value: done.run.value,
+            notes,
+            changed_by: done.run.changed_by,
+        }));
+        if let Some(next) = state.queue.pop_front() {
+            next(self, ctx);
+        } else if state.forget {
+            self.sessions.remove(&done.session);
+        } else {
+            state.running = false;
+        }
+    }
+}
+
+/// Drops a session's state (its queue position and the notes it has seen) once its calls finish.
+/// Send it when a session closes.
+pub struct ForgetSession(pub SessionId);
+
+impl Message for ForgetSession {
+    type Result = ();
+}
+
+impl Handler<ForgetSession> for PipelineCoordinator {
+    type Result = ();
+
+    fn handle(&mut self, ForgetSession(session): ForgetSession, _: &mut Self::Context) {
+        match self.sessions.get_mut(&session) {
+            Some(state) if state.running => state.forget = true,
+            Some(_) => {
+                self.sessions.remove(&session);
+            }
+            None => {}
+        }
+    }
+}
+
+/// Stops the coordinator. Calls still running are answered with [`PipelineError::Stopped`].
+pub struct StopPipeline;
+
+impl Message for StopPipeline {
+    type Result = ();
+}
+
+impl Handler<StopPipeline> for PipelineCoordinator {
+    type Result = ();
+
+    fn handle(&mut self, _: StopPipeline, ctx: &mut Self::Context) {
+        ctx.stop();
+    }
+}
