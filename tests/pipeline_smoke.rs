@@ -1,10 +1,12 @@
-//! A first end-to-end check of the coordinator: waterfall order, a refusal, a panic.
+//! A first end-to-end check of the coordinator: waterfall order, a refusal, a panic, and
+//! sessions that do not hold each other up.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use hookline::actors::plugin::{HookError, HookResult, Plugin, PluginRegistration, Reply};
-use hookline::actors::Pipeline;
+use hookline::actors::{Call, Pipeline};
 use hookline::messages::hook::{HookContext, HookKind, HookSet, OnToolCall};
 use hookline::messages::session::SessionId;
 use hookline::messages::tool::{ToolCall, ToolProvider};
@@ -20,8 +22,14 @@ impl Plugin for Rename {
         match self.0 {
             "panic" => panic!("plugin bug"),
             "error" => Err(HookError::msg("no thanks")),
-            "new-id" => Ok(Reply::Replace(ToolCall { call_id: "other".into(), ..call })),
-            suffix => Ok(Reply::Replace(ToolCall { name: format!("{}{suffix}", call.name), ..call })),
+            "new-id" => Ok(Reply::Replace(ToolCall {
+                call_id: "other".into(),
+                ..call
+            })),
+            suffix => Ok(Reply::Replace(ToolCall {
+                name: format!("{}{suffix}", call.name),
+                ..call
+            })),
         }
     }
 }
@@ -37,11 +45,20 @@ fn call() -> ToolCall {
 
 #[actix_rt::test]
 async fn waterfall_skips_failures_and_keeps_going() {
-    let plugins = [("a", "-a"), ("boom", "panic"), ("b", "-b"), ("bad", "new-id"), ("err", "error"), ("c", "-c")];
+    let plugins = [
+        ("a", "-a"),
+        ("boom", "panic"),
+        ("b", "-b"),
+        ("bad", "new-id"),
+        ("err", "error"),
+        ("c", "-c"),
+    ];
     let pipeline = Pipeline::builder()
-        .plugins(plugins.iter().map(|(name, op)| {
-            PluginRegistration::new(*name).with_hooks(Arc::new(Rename(op)))
-        }))
+        .plugins(
+            plugins
+                .iter()
+                .map(|(name, op)| PluginRegistration::new(*name).with_hooks(Arc::new(Rename(op)))),
+        )
         .start()
         .unwrap();
     let session = SessionId::new("s");
@@ -60,4 +77,57 @@ async fn waterfall_skips_failures_and_keeps_going() {
     let again = pipeline.call::<OnToolCall>(&session, call()).await.unwrap();
     assert_eq!(again.value.name, "t-a-b-c");
     assert!(again.notes.is_empty());
+}
+
+struct Gate(Arc<tokio::sync::Notify>);
+
+#[async_trait]
+impl Plugin for Gate {
+    fn hooks(&self) -> HookSet {
+        HookSet::of(&[HookKind::OnToolCall])
+    }
+    async fn on_tool_call(&self, cx: &HookContext, call: ToolCall) -> HookResult<Reply<ToolCall>> {
+        if cx.session_id.as_str() == "slow" {
+            self.0.notified().await;
+        }
+        Ok(Reply::Replace(ToolCall {
+            name: format!("{}-gate", call.name),
+            ..call
+        }))
+    }
+}
+
+#[actix_rt::test]
+async fn a_call_awaiting_for_one_session_does_not_hold_up_another_in_the_same_batch() {
+    let release = Arc::new(tokio::sync::Notify::new());
+    let pipeline = Pipeline::builder()
+        .plugin(PluginRegistration::new("gate").with_hooks(Arc::new(Gate(release.clone()))))
+        .plugin(PluginRegistration::new("a").with_hooks(Arc::new(Rename("-a"))))
+        .start()
+        .unwrap();
+    let slow_session = SessionId::new("slow");
+    let fast_session = SessionId::new("fast");
+    // `send` enqueues at once: both calls are in the mailbox before the coordinator flushes, so
+    // they start in one batch.
+    let slow = pipeline.coordinator().send(Call::<OnToolCall> {
+        session: slow_session,
+        context: (),
+        value: call(),
+    });
+    let fast = pipeline.coordinator().send(Call::<OnToolCall> {
+        session: fast_session,
+        context: (),
+        value: call(),
+    });
+    let slow = actix_rt::spawn(slow);
+    let fast = tokio::time::timeout(std::time::Duration::from_secs(5), fast)
+        .await
+        .expect("the fast session was held up by the slow one")
+        .unwrap()
+        .unwrap();
+    assert_eq!(fast.value.name, "t-gate-a");
+    assert!(!slow.is_finished());
+    release.notify_one();
+    let slow = slow.await.unwrap().unwrap().unwrap();
+    assert_eq!(slow.value.name, "t-gate-a");
 }

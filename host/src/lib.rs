@@ -2,4 +2,5 @@
 //! the CLI's commands. It builds on `hookline-actors` (order and state) and `hookline-messages`
 //! (data and rules).
 
+pub mod bench;
 pub mod cli;

@@ -1,12 +1,17 @@
 //! The pipeline coordinator: runs each hook call through the plugin actors that implement the
 //! hook, in load order, each seeing the previous accepted value (SPEC P1.1, P1.2, R0.3).
 //!
+//! Calls are carried in batches: the calls of one hook that arrive while the coordinator drains
+//! its mailbox go through the plugins together, one message per plugin per batch. Under load a
+//! batch holds many sessions' calls; alone, a call is a batch of one.
+//!
 //! Ordering and concurrency (written down in `docs/runtime-semantics.md`):
 //! - the calls of one session run one after another, in the order the coordinator received them;
-//! - calls of different sessions run concurrently, each as its own task on this arbiter;
+//! - calls of different sessions run concurrently;
 //! - the coordinator admits at most `max_pending` calls (running or queued); beyond that a call
 //!   fails at once with [`PipelineError::Overloaded`] instead of growing a queue without bound.
 
+mod batch;
 mod chain;
 mod session;
 
@@ -14,14 +19,14 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use actix::{Actor, ActorContext, Addr, AsyncContext, Context, Handler, Message, ResponseFuture};
-use hookline_messages::hook::{HookContext, HookKind};
+use hookline_messages::hook::{Hook, HookKind};
 use hookline_messages::note::Note;
 use hookline_messages::session::SessionId;
 use tokio::sync::oneshot;
 
 use crate::error::PipelineError;
 use crate::plugin::{Dispatch, PluginActor};
-use chain::{run_chain, Run};
+use batch::{Batches, Flush, Pending};
 use session::SessionState;
 
 /// How many messages may wait in the coordinator's mailbox.
@@ -29,6 +34,9 @@ pub(crate) const COORDINATOR_MAILBOX_CAPACITY: usize = 4096;
 
 /// The default bound on calls admitted at once (running or queued behind their session).
 pub const DEFAULT_MAX_PENDING: usize = 100_000;
+
+/// The most calls one batch carries through the plugins.
+pub(crate) const MAX_BATCH: usize = 512;
 
 /// One plugin actor that implements a given hook, with the name notes use.
 #[derive(Clone)]
@@ -43,6 +51,7 @@ pub struct PipelineCoordinator {
     /// implement a hook are not in its list, so they cost nothing.
     steps: [Arc<[Step]>; HookKind::ALL.len()],
     sessions: HashMap<SessionId, SessionState>,
+    batches: Batches,
     pending: usize,
     max_pending: usize,
 }
@@ -53,29 +62,49 @@ impl PipelineCoordinator {
         Self {
             steps,
             sessions: HashMap::new(),
+            batches: Batches::default(),
             pending: 0,
             max_pending,
         }
     }
 
-    /// Starts `call`: spawns its chain as a task that reports back with [`Completed`].
-    fn start<H: Dispatch>(&mut self, call: Call<H>, reply: Reply<H>, ctx: &mut Context<Self>) {
+    /// Adds a call whose session is free to the hook's open batch; the batch leaves when the
+    /// coordinator has drained its mailbox (or when it is full).
+    fn enqueue<H: Dispatch>(&mut self, call: Pending<H>, ctx: &mut Context<Self>) {
+        if let Some(full) = self.batches.push(call, MAX_BATCH) {
+            self.launch(full, ctx);
+        } else if self.batches.schedule(H::KIND) {
+            ctx.notify(Flush::<H>::new());
+        }
+    }
+
+    /// Sends a batch through the plugins as one task on this arbiter.
+    fn launch<H: Dispatch>(&mut self, calls: Vec<Pending<H>>, ctx: &mut Context<Self>) {
         let steps = self.steps[H::KIND as usize].clone();
-        let me = ctx.address();
-        let session = call.session;
-        let cx = HookContext {
-            session_id: session.clone(),
+        let slots = calls.into_iter().map(chain::Slot::new).collect();
+        actix_rt::spawn(chain::run_from::<H>(steps, 0, slots, ctx.address()));
+    }
+
+    /// Answers one finished call and starts its session's next call, if any.
+    fn complete<H: Dispatch>(&mut self, done: chain::Done<H>, ctx: &mut Context<Self>) {
+        self.pending -= 1;
+        let Some(state) = self.sessions.get_mut(&done.session) else {
+            return;
         };
-        actix_rt::spawn(async move {
-            let run = run_chain::<H>(&steps, cx, call.context, call.value).await;
-            // `do_send` ignores the mailbox bound on purpose: completions are already bounded by
-            // `max_pending`, and blocking here could deadlock against a full mailbox.
-            me.do_send(Completed::<H> {
-                session,
-                run,
-                reply,
-            });
-        });
+        let notes = state.first_seen(done.notes);
+        // The caller may have stopped waiting; the call still counted, so a closed channel is fine.
+        let _ = done.reply.send(Ok(Outcome {
+            value: done.value,
+            notes,
+            changed_by: done.changed_by,
+        }));
+        if let Some(next) = state.queue.pop_front() {
+            next(self, ctx);
+        } else if state.forget {
+            self.sessions.remove(&done.session);
+        } else {
+            state.running = false;
+        }
     }
 }
 
@@ -117,7 +146,8 @@ pub struct Outcome<T> {
     pub changed_by: Vec<Arc<str>>,
 }
 
-type Reply<H> = oneshot::Sender<Result<Outcome<<H as hookline_messages::hook::Hook>::Value>, PipelineError>>;
+/// Where a call's outcome goes.
+pub(crate) type ReplyTo<H> = oneshot::Sender<Result<Outcome<<H as Hook>::Value>, PipelineError>>;
 
 impl<H: Dispatch> Handler<Call<H>> for PipelineCoordinator {
     type Result = ResponseFuture<Result<Outcome<H::Value>, PipelineError>>;
@@ -128,24 +158,34 @@ impl<H: Dispatch> Handler<Call<H>> for PipelineCoordinator {
         }
         self.pending += 1;
         metrics::counter!("hookline_hook_calls_total", "hook" => H::KIND.wire_name()).increment(1);
-        let (tx, rx) = oneshot::channel();
-        let state = self.sessions.entry(call.session.clone()).or_default();
+        let (reply, rx) = oneshot::channel();
+        let pending = Pending::<H>::new(call, reply);
+        let state = self.sessions.entry(pending.session().clone()).or_default();
         if state.running {
-            state.queue.push_back(Box::new(move |this, ctx| this.start(call, tx, ctx)));
+            state
+                .queue
+                .push_back(Box::new(move |this, ctx| this.enqueue(pending, ctx)));
         } else {
             state.running = true;
-            self.start(call, tx, ctx);
+            self.enqueue(pending, ctx);
         }
         Box::pin(async move { rx.await.unwrap_or(Err(PipelineError::Stopped)) })
     }
 }
 
-/// A chain's report back to the coordinator: dedupe its notes, answer the caller, start the
-/// session's next call.
-struct Completed<H: Dispatch> {
-    session: SessionId,
-    run: Run<H::Value>,
-    reply: Reply<H>,
+impl<H: Dispatch> Handler<Flush<H>> for PipelineCoordinator {
+    type Result = ();
+
+    fn handle(&mut self, _: Flush<H>, ctx: &mut Self::Context) {
+        if let Some(calls) = self.batches.take::<H>() {
+            self.launch(calls, ctx);
+        }
+    }
+}
+
+/// A batch's (or a part of a batch's) report back to the coordinator.
+pub(crate) struct Completed<H: Dispatch> {
+    pub(crate) done: Vec<chain::Done<H>>,
 }
 
 impl<H: Dispatch> Message for Completed<H> {
@@ -155,24 +195,9 @@ impl<H: Dispatch> Message for Completed<H> {
 impl<H: Dispatch> Handler<Completed<H>> for PipelineCoordinator {
     type Result = ();
 
-    fn handle(&mut self, done: Completed<H>, ctx: &mut Self::Context) {
-        self.pending -= 1;
-        let Some(state) = self.sessions.get_mut(&done.session) else {
-            return;
-        };
-        let notes = state.first_seen(done.run.notes);
-        // The caller may have stopped waiting; the call still counted, so ignore a closed channel.
-        let _ = done.reply.send(Ok(Outcome {
-            value: done.run.value,
-            notes,
-            changed_by: done.run.changed_by,
-        }));
-        if let Some(next) = state.queue.pop_front() {
-            next(self, ctx);
-        } else if state.forget {
-            self.sessions.remove(&done.session);
-        } else {
-            state.running = false;
+    fn handle(&mut self, completed: Completed<H>, ctx: &mut Self::Context) {
+        for done in completed.done {
+            self.complete(done, ctx);
         }
     }
 }

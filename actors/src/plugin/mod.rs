@@ -9,7 +9,7 @@ mod dispatch;
 mod error;
 mod registration;
 
-pub use actor::{Invoke, PluginActor};
+pub use actor::{CallResult, Invoke, Invoked, PluginActor};
 pub use dispatch::Dispatch;
 pub use error::HookError;
 pub use registration::{PluginRegistration, Timeouts, DEFAULT_HOOK_TIMEOUT};
@@ -85,11 +85,7 @@ pub trait Plugin: Send + Sync + 'static {
         Ok(Reply::Keep)
     }
     /// A finished model call (SPEC P2.6, P3.7). Read-only.
-    async fn on_model_response(
-        &self,
-        cx: &HookContext,
-        response: ModelResponse,
-    ) -> HookResult<()> {
+    async fn on_model_response(&self, cx: &HookContext, response: ModelResponse) -> HookResult<()> {
         Ok(())
     }
     /// Replace a tool call's name or arguments (SPEC P2.7).

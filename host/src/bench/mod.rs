@@ -1,0 +1,17 @@
+//! Hook-latency benchmarking: the workload, the direct-call baseline it is compared with, and
+//! closed- and open-loop drivers that record every call's latency in an HDR histogram.
+//!
+//! The workload is the one `../shared/PERFORMANCE-NOTES.md` uses: one hook call through N
+//! plugins, each appending a few bytes to a ~64-byte text and handing it on. The baseline is the
+//! same plugins called in a plain loop on one thread, measured in the same run: every figure is
+//! reported with its ratio to it.
+//!
+//! Used by `hookline bench` and by the criterion benches in `benches/`.
+
+mod driver;
+mod report;
+mod workload;
+
+pub use driver::{run_closed_loop, run_open_loop, Progress};
+pub use report::{BenchReport, Latency};
+pub use workload::{appender_plugins, direct_baseline, Appender, DirectAppender, PAYLOAD};

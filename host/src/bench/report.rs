@@ -1,0 +1,125 @@
+//! A benchmark run's report: latency percentiles, throughput, and the ratio to the baseline.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::driver::Measured;
+
+/// Latency percentiles of one run, in nanoseconds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Latency {
+    /// Median.
+    pub p50_ns: u64,
+    /// 90th percentile.
+    pub p90_ns: u64,
+    /// 99th percentile.
+    pub p99_ns: u64,
+    /// Slowest call.
+    pub max_ns: u64,
+}
+
+/// What `hookline bench` prints.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct BenchReport {
+    /// The hook called.
+    pub hook: String,
+    /// Plugins per call.
+    pub plugins: usize,
+    /// Sessions in flight.
+    pub sessions: usize,
+    /// Offered rate (calls/s) for an open-loop run; absent for a closed loop.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub offered_rate: Option<u64>,
+    /// Calls completed.
+    pub calls: u64,
+    /// Calls per second achieved.
+    pub calls_per_second: f64,
+    /// Latency percentiles.
+    pub latency: Latency,
+    /// The direct loop's time per call, measured in the same run.
+    pub direct_ns_per_call: f64,
+    /// The direct loop's calls per second.
+    pub direct_calls_per_second: f64,
+    /// Pipeline throughput divided by the direct loop's (1.0 = as fast as the limit).
+    pub throughput_ratio: f64,
+    /// Pipeline p50 divided by the direct loop's time per call.
+    pub latency_ratio: f64,
+}
+
+impl BenchReport {
+    /// Builds the report from a run and the baseline's time per call.
+    pub fn new(
+        hook: &str,
+        plugins: usize,
+        sessions: usize,
+        offered_rate: Option<u64>,
+        measured: &Measured,
+        direct_per_call: Duration,
+    ) -> Self {
+        let h = &measured.histogram;
+        let latency = Latency {
+            p50_ns: h.value_at_quantile(0.50),
+            p90_ns: h.value_at_quantile(0.90),
+            p99_ns: h.value_at_quantile(0.99),
+            max_ns: h.max(),
+        };
+        let seconds = measured.elapsed.as_secs_f64().max(f64::MIN_POSITIVE);
+        let calls_per_second = measured.calls as f64 / seconds;
+        let direct_ns = (direct_per_call.as_nanos() as f64).max(1.0);
+        let direct_calls_per_second = 1e9 / direct_ns;
+        Self {
+            hook: hook.to_owned(),
+            plugins,
+            sessions,
+            offered_rate,
+            calls: measured.calls,
+            calls_per_second,
+            latency,
+            direct_ns_per_call: direct_ns,
+            direct_calls_per_second,
+            throughput_ratio: calls_per_second / direct_calls_per_second,
+            latency_ratio: latency.p50_ns as f64 / direct_ns,
+        }
+    }
+}
+
+fn micros(ns: u64) -> String {
+    format!("{:.2} µs", ns as f64 / 1000.0)
+}
+
+impl fmt::Display for BenchReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let l = &self.latency;
+        writeln!(
+            f,
+            "hook {} through {} plugins, {} sessions in flight",
+            self.hook, self.plugins, self.sessions
+        )?;
+        if let Some(rate) = self.offered_rate {
+            writeln!(f, "offered load   {rate} calls/s (open loop)")?;
+        }
+        writeln!(f, "calls          {}", self.calls)?;
+        writeln!(f, "throughput     {:.0} calls/s", self.calls_per_second)?;
+        writeln!(
+            f,
+            "latency        p50 {}  p90 {}  p99 {}  max {}",
+            micros(l.p50_ns),
+            micros(l.p90_ns),
+            micros(l.p99_ns),
+            micros(l.max_ns)
+        )?;
+        writeln!(
+            f,
+            "direct loop    {:.3} µs/call, {:.0} calls/s (same run)",
+            self.direct_ns_per_call / 1000.0,
+            self.direct_calls_per_second
+        )?;
+        write!(
+            f,
+            "ratio          throughput {:.3}x the direct loop; p50 {:.1}x its time per call",
+            self.throughput_ratio, self.latency_ratio
+        )
+    }
+}
