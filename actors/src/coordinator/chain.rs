@@ -11,6 +11,7 @@ use futures::future::BoxFuture;
 use hookline_messages::hook::Hook;
 use hookline_messages::note::{Note, SkipReason};
 use hookline_messages::session::SessionId;
+use tracing::Instrument;
 
 use super::batch::Pending;
 use super::{Completed, PipelineCoordinator, ReplyTo, Step};
@@ -60,11 +61,17 @@ pub(crate) fn run_from<H: Dispatch>(
                     }
                     Invoked::Later(task) => {
                         let (steps, coordinator) = (steps.clone(), coordinator.clone());
-                        actix_rt::spawn(async move {
+                        let span = tracing::debug_span!(
+                            "hook",
+                            hook = H::KIND.wire_name(),
+                            session = %slot.call.cx.session_id
+                        );
+                        let resume = async move {
                             let result = task.await.unwrap_or(Err(SkipReason::Unavailable));
                             slot.absorb(&steps[index], result);
                             run_from(steps.clone(), index + 1, vec![slot], coordinator).await;
-                        });
+                        };
+                        actix_rt::spawn(resume.instrument(span));
                     }
                 }
             }

@@ -23,6 +23,7 @@ use hookline_messages::hook::{Hook, HookKind};
 use hookline_messages::note::Note;
 use hookline_messages::session::SessionId;
 use tokio::sync::oneshot;
+use tracing::Instrument;
 
 use crate::error::PipelineError;
 use crate::plugin::{Dispatch, PluginActor};
@@ -81,8 +82,9 @@ impl PipelineCoordinator {
     /// Sends a batch through the plugins as one task on this arbiter.
     fn launch<H: Dispatch>(&mut self, calls: Vec<Pending<H>>, ctx: &mut Context<Self>) {
         let steps = self.steps[H::KIND as usize].clone();
+        let span = tracing::debug_span!("hook", hook = H::KIND.wire_name(), calls = calls.len());
         let slots = calls.into_iter().map(chain::Slot::new).collect();
-        actix_rt::spawn(chain::run_from::<H>(steps, 0, slots, ctx.address()));
+        actix_rt::spawn(chain::run_from::<H>(steps, 0, slots, ctx.address()).instrument(span));
     }
 
     /// Answers one finished call and starts its session's next call, if any.
