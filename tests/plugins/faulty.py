@@ -7,7 +7,7 @@ directory (its plugin directory), so tests can see cancels and goodbyes.
 
 Modes: ok, garbage, oversize, unknown-id, repeat-id, no-hello, bad-version, crash-once,
 crash-always, late, exit-at-start, stderr-flood, batch (answers 8 requests at once, in reverse),
-error.
+error, script (replies from `replies.json`).
 """
 import json
 import os
@@ -50,6 +50,8 @@ def main():
         for line in sys.stdin:  # never says hello; leaves when stdin closes
             log(line)
         return
+    if MODE == "script":
+        return scripted()
     version = 99 if MODE == "bad-version" else 1
     send({"type": "hello", "protocol": version, "hooks": ["on_tool_call"], "events": ["session"]})
     calls = 0
@@ -94,6 +96,28 @@ def main():
                 batch = []
         else:
             send(renamed(request))
+
+
+def scripted():
+    """Replies from `replies.json` in the plugin directory: {"hook": {"replace": V} | {"error": M} | "keep"}."""
+    with open("replies.json") as f:
+        replies = json.load(f)
+    raw = [h for h in replies if h.startswith(("rebuild_", "rewrite_"))]
+    ordinary = [h for h in replies if h not in raw]
+    send({"type": "hello", "protocol": 1, "hooks": ordinary, "raw_hooks": raw})
+    for line in sys.stdin:
+        request = json.loads(line)
+        if request["type"] == "goodbye":
+            return
+        if request["type"] != "hook":
+            continue
+        reply = replies[request["hook"]]
+        if reply == "keep":
+            send({"type": "keep", "id": request["id"]})
+        elif "error" in reply:
+            send({"type": "error", "id": request["id"], "message": reply["error"]})
+        else:
+            send({"type": "replace", "id": request["id"], "value": reply["replace"]})
 
 
 if __name__ == "__main__":
