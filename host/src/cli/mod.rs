@@ -8,6 +8,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod hooks;
+
 /// A runtime for plugin hooks in AI agent hosts and chat gateways.
 #[derive(Debug, Parser)]
 #[command(name = "hookline", version, about)]
@@ -18,10 +20,15 @@ pub struct Cli {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
-enum Command {}
+enum Command {
+    /// Plugins on disk: list, info, check, enable, disable.
+    Hooks(hooks::HooksArgs),
+}
 
 /// Parses the command line and runs the command.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {}
+    match cli.command {
+        Command::Hooks(args) => hooks::run(args),
+    }
 }
