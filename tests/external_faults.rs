@@ -12,14 +12,20 @@ use support::{faulty, load_user, texts, tool_call};
 
 /// Runs two calls through `a-first` (ok), `m-faulty` (MODE), `z-last` (ok); returns the
 /// tool names and notes of both.
-async fn two_calls(mode: &str, extra: serde_json::Value) -> (Vec<String>, Vec<String>, tempfile::TempDir) {
+async fn two_calls(
+    mode: &str,
+    extra: serde_json::Value,
+) -> (Vec<String>, Vec<String>, tempfile::TempDir) {
     let root = tempfile::tempdir().unwrap();
     faulty(root.path(), "a-first", "ok", json!({}));
     faulty(root.path(), "m-faulty", mode, extra);
     faulty(root.path(), "z-last", "ok", json!({}));
     let report = load_user(root.path()).await;
     assert_eq!(report.plugins.len(), 3, "{:?}", texts(&report.notes));
-    let pipeline = Pipeline::builder().plugins(report.registrations()).start().unwrap();
+    let pipeline = Pipeline::builder()
+        .plugins(report.registrations())
+        .start()
+        .unwrap();
     let mut names = Vec::new();
     let mut notes = Vec::new();
     for (session, id) in [("s1", "c1"), ("s2", "c2")] {
@@ -41,7 +47,12 @@ const ALL_RAN: &str = "t-a-first-m-faulty-z-last";
 async fn assert_first_call_skipped(mode: &str, reason: &str) {
     let (names, notes, _root) = two_calls(mode, json!({})).await;
     assert_eq!(names, [SKIPPED, ALL_RAN], "mode {mode}");
-    assert_eq!(notes, [format!("Plugin hook 'm-faulty' tool-call was skipped: {reason}")]);
+    assert_eq!(
+        notes,
+        [format!(
+            "Plugin hook 'm-faulty' tool-call was skipped: {reason}"
+        )]
+    );
 }
 
 #[actix_rt::test]
@@ -68,7 +79,10 @@ async fn a_plugin_error_message_becomes_the_note() {
 async fn a_repeated_reply_id_skips_the_call_in_flight_with_note() {
     let (names, notes, _root) = two_calls("repeat-id", json!({})).await;
     assert_eq!(names, [ALL_RAN, SKIPPED]);
-    assert_eq!(notes, ["Plugin hook 'm-faulty' tool-call was skipped: it replied twice with the same id."]);
+    assert_eq!(
+        notes,
+        ["Plugin hook 'm-faulty' tool-call was skipped: it replied twice with the same id."]
+    );
 }
 
 #[actix_rt::test]
@@ -80,9 +94,15 @@ async fn a_crash_mid_reply_is_skipped_and_the_plugin_restarts() {
 async fn a_late_reply_is_dropped_after_the_timeout_and_a_cancel_is_sent() {
     let (names, notes, root) = two_calls("late", json!({"timeout_ms": 1000})).await;
     assert_eq!(names, [SKIPPED, ALL_RAN]);
-    assert_eq!(notes, ["Plugin hook 'm-faulty' tool-call was skipped: it timed out after 1 s."]);
+    assert_eq!(
+        notes,
+        ["Plugin hook 'm-faulty' tool-call was skipped: it timed out after 1 s."]
+    );
     let transcript = std::fs::read_to_string(root.path().join("m-faulty/transcript.log")).unwrap();
-    assert!(transcript.contains(r#"{"type":"cancel","id":1}"#), "{transcript}");
+    assert!(
+        transcript.contains(r#"{"type":"cancel","id":1}"#),
+        "{transcript}"
+    );
     assert!(transcript.contains(r#"{"type":"goodbye"}"#), "{transcript}");
 }
 
@@ -99,7 +119,10 @@ async fn three_crashes_disable_the_plugin_with_note() {
     faulty(root.path(), "m-faulty", "crash-always", json!({}));
     faulty(root.path(), "z-last", "ok", json!({}));
     let report = load_user(root.path()).await;
-    let pipeline = Pipeline::builder().plugins(report.registrations()).start().unwrap();
+    let pipeline = Pipeline::builder()
+        .plugins(report.registrations())
+        .start()
+        .unwrap();
     let mut notes = Vec::new();
     for session in ["s1", "s2", "s3", "s4"] {
         let outcome = pipeline
@@ -113,7 +136,10 @@ async fn three_crashes_disable_the_plugin_with_note() {
     let disabled =
         "Plugin hook 'm-faulty' tool-call was skipped: it was disabled after 3 crashes in 5 minutes.";
     assert_eq!(notes, [crashed, crashed, crashed, disabled]);
-    assert_eq!(report.plugins[0].run_state(), hookline::host::external::RunState::Disabled);
+    assert_eq!(
+        report.plugins[0].run_state(),
+        hookline::host::external::RunState::Disabled
+    );
     report.shutdown().await;
 }
 
@@ -123,12 +149,17 @@ async fn many_calls_are_in_flight_at_once_and_replies_match_their_ids() {
     // `batch` answers only once it holds 8 requests, and then in reverse order.
     faulty(root.path(), "batcher", "batch", json!({}));
     let report = load_user(root.path()).await;
-    let pipeline = Pipeline::builder().plugins(report.registrations()).start().unwrap();
+    let pipeline = Pipeline::builder()
+        .plugins(report.registrations())
+        .start()
+        .unwrap();
     let calls = (0..8).map(|i| {
         let pipeline = pipeline.clone();
         async move {
             let session = SessionId::new(format!("s{i}"));
-            pipeline.call::<OnToolCall>(&session, tool_call(&format!("t{i}"), &format!("c{i}"))).await
+            pipeline
+                .call::<OnToolCall>(&session, tool_call(&format!("t{i}"), &format!("c{i}")))
+                .await
         }
     });
     let outcomes = futures::future::join_all(calls).await;

@@ -20,7 +20,12 @@ async fn workspace_plugin_replaces_the_user_plugin_and_order_is_by_name_unless_p
     let workspace = tempfile::tempdir().unwrap();
     faulty(user.path(), "beta", "ok", json!({}));
     faulty(user.path(), "alpha", "ok", json!({}));
-    faulty(workspace.path(), "beta", "ok", json!({"description": "workspace copy"}));
+    faulty(
+        workspace.path(),
+        "beta",
+        "ok",
+        json!({"description": "workspace copy"}),
+    );
     faulty(workspace.path(), "gamma", "ok", json!({}));
     let mut options = LoadOptions::new(Some(user.path().into()), Some(workspace.path().into()));
     let report = load(&options).await;
@@ -28,7 +33,10 @@ async fn workspace_plugin_replaces_the_user_plugin_and_order_is_by_name_unless_p
     let beta = &report.statuses[1];
     assert_eq!(beta.source, Source::Workspace);
     assert_eq!(beta.description.as_deref(), Some("workspace copy"));
-    assert_eq!(beta.replaces.as_deref(), Some(user.path().join("beta").as_path()));
+    assert_eq!(
+        beta.replaces.as_deref(),
+        Some(user.path().join("beta").as_path())
+    );
     report.shutdown().await;
     options.pinned_order = vec!["gamma".into(), "alpha".into()];
     let pinned = load(&options).await;
@@ -58,14 +66,24 @@ async fn each_broken_plugin_is_skipped_with_a_note_naming_its_directory_and_the_
     faulty(r, "c-invalid", "ok", json!({}));
     std::fs::write(r.join("c-invalid/plugin.json"), "{\"enabled\": true}").unwrap();
     faulty(r, "d-escape", "ok", json!({"entry": "../a-good/faulty.py"}));
-    faulty(r, "e-absolute", "ok", json!({"entry": "/usr/bin/python3", "interpreter": null}));
+    faulty(
+        r,
+        "e-absolute",
+        "ok",
+        json!({"entry": "/usr/bin/python3", "interpreter": null}),
+    );
     faulty(r, "f-symlink", "ok", json!({"entry": "link.py"}));
     std::os::unix::fs::symlink(r.join("a-good/faulty.py"), r.join("f-symlink/link.py")).unwrap();
     faulty(r, "g-interp", "ok", json!({"interpreter": "bash"}));
     faulty(r, "hookline-host", "ok", json!({}));
     faulty(r, "i-dup", "ok", json!({"name": "a-good"}));
     faulty(r, "j-version", "bad-version", json!({}));
-    faulty(r, "k-no-hello", "no-hello", json!({"hello_timeout_ms": 300}));
+    faulty(
+        r,
+        "k-no-hello",
+        "no-hello",
+        json!({"hello_timeout_ms": 300}),
+    );
     faulty(r, "l-exit", "exit-at-start", json!({}));
     faulty(r, "z-good", "ok", json!({}));
     let mut options = LoadOptions::new(Some(r.into()), None);
@@ -97,9 +115,18 @@ async fn each_broken_plugin_is_skipped_with_a_note_naming_its_directory_and_the_
 #[actix_rt::test]
 async fn the_host_binary_is_refused_as_an_entry_point() {
     let root = tempfile::tempdir().unwrap();
-    let dir = faulty(root.path(), "sneaky", "ok", json!({"entry": "hookline", "interpreter": null}));
+    let dir = faulty(
+        root.path(),
+        "sneaky",
+        "ok",
+        json!({"entry": "hookline", "interpreter": null}),
+    );
     std::fs::copy(env!("CARGO_BIN_EXE_hookline"), dir.join("hookline")).unwrap();
-    let report = load(&LoadOptions { hello_timeout: Some(Duration::from_secs(5)), ..LoadOptions::new(Some(root.path().into()), None) }).await;
+    let report = load(&LoadOptions {
+        hello_timeout: Some(Duration::from_secs(5)),
+        ..LoadOptions::new(Some(root.path().into()), None)
+    })
+    .await;
     assert!(report.plugins.is_empty());
     assert_eq!(
         texts(&report.notes),

@@ -67,7 +67,11 @@ impl fmt::Display for Note {
                 hook,
                 reason,
             }) => {
-                let who = if hook.is_raw() { "Raw hook" } else { "Plugin hook" };
+                let who = if hook.is_raw() {
+                    "Raw hook"
+                } else {
+                    "Plugin hook"
+                };
                 write!(f, "{who} '{plugin}' {} was skipped: {reason}", hook.stage())
             }
             Self::RawHookRegistered { plugin } => {
@@ -77,7 +81,11 @@ impl fmt::Display for Note {
                 f.write_str("Plugin images were ignored because this turn returns text only.")
             }
             Self::RawChangeFailure { plugins } => {
-                let label = if plugins.len() == 1 { "Raw hook" } else { "Raw hooks" };
+                let label = if plugins.len() == 1 {
+                    "Raw hook"
+                } else {
+                    "Raw hooks"
+                };
                 let names: Vec<String> = plugins.iter().map(|p| format!("'{p}'")).collect();
                 write!(
                     f,
@@ -200,7 +208,10 @@ impl fmt::Display for SkipReason {
             Self::Disabled {
                 crashes,
                 window_secs,
-            } => write!(f, "it was disabled after {crashes} crashes in {window_secs} s."),
+            } => write!(
+                f,
+                "it was disabled after {crashes} crashes in {window_secs} s."
+            ),
         }
     }
 }
@@ -357,7 +368,10 @@ mod tests {
 
     #[test]
     fn plugin_errors_are_used_as_given_and_blank_ones_become_it_failed() {
-        assert_eq!(SkipReason::failed("  disk on fire \n").to_string(), "disk on fire");
+        assert_eq!(
+            SkipReason::failed("  disk on fire \n").to_string(),
+            "disk on fire"
+        );
         assert_eq!(SkipReason::failed("   ").to_string(), "it failed.");
     }
 
@@ -369,14 +383,21 @@ mod tests {
             SkipReason::UnknownReplyId,
             SkipReason::RepeatedReplyId,
             SkipReason::Exited,
-            SkipReason::Disabled { crashes: 3, window_secs: 300 },
+            SkipReason::Disabled {
+                crashes: 3,
+                window_secs: 300,
+            },
         ];
         for reason in reasons {
             let text = reason.to_string();
             assert!(text.starts_with("it ") && text.ends_with('.'), "{text}");
         }
         assert_eq!(
-            SkipReason::Disabled { crashes: 3, window_secs: 300 }.to_string(),
+            SkipReason::Disabled {
+                crashes: 3,
+                window_secs: 300
+            }
+            .to_string(),
             "it was disabled after 3 crashes in 5 minutes."
         );
         assert_eq!(
@@ -388,15 +409,24 @@ mod tests {
     #[test]
     fn host_notes_render_the_spec_sentences() {
         assert_eq!(
-            Note::RawHookRegistered { plugin: "Acme".into() }.to_string(),
+            Note::RawHookRegistered {
+                plugin: "Acme".into()
+            }
+            .to_string(),
             "Plugin 'Acme' registered a raw hook."
         );
         assert_eq!(
-            Note::RawChangeFailure { plugins: vec!["Acme".into()] }.to_string(),
+            Note::RawChangeFailure {
+                plugins: vec!["Acme".into()]
+            }
+            .to_string(),
             "Raw hook 'Acme' changed this model request. The failure may be related."
         );
         assert_eq!(
-            Note::RawChangeFailure { plugins: vec!["A".into(), "B".into()] }.to_string(),
+            Note::RawChangeFailure {
+                plugins: vec!["A".into(), "B".into()]
+            }
+            .to_string(),
             "Raw hooks 'A', 'B' changed this model request. The failure may be related."
         );
         assert_eq!(

@@ -15,8 +15,13 @@ pub fn repo() -> PathBuf {
 pub fn faulty(root: &Path, name: &str, mode: &str, extra: serde_json::Value) -> PathBuf {
     let dir = root.join(name);
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::copy(repo().join("tests/plugins/faulty.py"), dir.join("faulty.py")).unwrap();
-    let mut manifest = serde_json::json!({"entry": "faulty.py", "interpreter": "python3", "args": [mode]});
+    std::fs::copy(
+        repo().join("tests/plugins/faulty.py"),
+        dir.join("faulty.py"),
+    )
+    .unwrap();
+    let mut manifest =
+        serde_json::json!({"entry": "faulty.py", "interpreter": "python3", "args": [mode]});
     if let (Some(target), Some(more)) = (manifest.as_object_mut(), extra.as_object()) {
         target.extend(more.clone());
     }
@@ -36,12 +41,24 @@ pub fn examples(root: &Path) {
     let house = root.join("house-rules");
     std::fs::create_dir_all(&house).unwrap();
     for file in ["plugin.json", "plugin.py"] {
-        std::fs::copy(repo().join("examples/plugins/house-rules").join(file), house.join(file)).unwrap();
+        std::fs::copy(
+            repo().join("examples/plugins/house-rules").join(file),
+            house.join(file),
+        )
+        .unwrap();
     }
     let guard = root.join("rust-guard");
     std::fs::create_dir_all(guard.join("bin")).unwrap();
-    std::fs::copy(repo().join("examples/plugins/rust-guard/plugin.json"), guard.join("plugin.json")).unwrap();
-    std::fs::copy(env!("CARGO_BIN_EXE_hookline-example-plugin"), guard.join("bin/rust-guard")).unwrap();
+    std::fs::copy(
+        repo().join("examples/plugins/rust-guard/plugin.json"),
+        guard.join("plugin.json"),
+    )
+    .unwrap();
+    std::fs::copy(
+        env!("CARGO_BIN_EXE_hookline-example-plugin"),
+        guard.join("bin/rust-guard"),
+    )
+    .unwrap();
 }
 
 /// Loads `dir` as the user plugins directory.

@@ -11,7 +11,6 @@
 
 use std::io::{self, BufRead, BufWriter, Write};
 
-
 use hookline::messages::approval::{Authority, Risk};
 use hookline::messages::hook::{HookKind, HookSet};
 use hookline::messages::prompt::{PromptMode, SystemText};
@@ -37,7 +36,9 @@ fn hello() -> Hello {
 
 fn redact(mut message: UserMessage) -> Option<UserMessage> {
     let words: Vec<&str> = message.text.split(' ').collect();
-    let at = words.iter().position(|word| word.eq_ignore_ascii_case("password"))?;
+    let at = words
+        .iter()
+        .position(|word| word.eq_ignore_ascii_case("password"))?;
     let secret = words.get(at + 1)?;
     let redacted = message.text.replacen(secret, "[redacted]", 1);
     message.text = redacted;
@@ -55,7 +56,10 @@ fn strict(mut text: SystemText) -> Option<SystemText> {
 fn replace_or_keep<T: serde::Serialize>(id: u64, value: Option<T>) -> PluginMessage {
     match value.map(serde_json::to_value) {
         Some(Ok(value)) => PluginMessage::Replace { id, value },
-        Some(Err(error)) => PluginMessage::Error { id, message: error.to_string() },
+        Some(Err(error)) => PluginMessage::Error {
+            id,
+            message: error.to_string(),
+        },
         None => PluginMessage::Keep { id },
     }
 }
@@ -63,16 +67,30 @@ fn replace_or_keep<T: serde::Serialize>(id: u64, value: Option<T>) -> PluginMess
 fn hook(request: HookRequest) -> PluginMessage {
     let id = request.id;
     let decoded = match request.hook {
-        HookKind::OnUserMessage => serde_json::from_value(request.value).map(|m| replace_or_keep(id, redact(m))),
-        HookKind::RewritePrompt => serde_json::from_value(request.value).map(|t| replace_or_keep(id, strict(t))),
+        HookKind::OnUserMessage => {
+            serde_json::from_value(request.value).map(|m| replace_or_keep(id, redact(m)))
+        }
+        HookKind::RewritePrompt => {
+            serde_json::from_value(request.value).map(|t| replace_or_keep(id, strict(t)))
+        }
         _ => Ok(PluginMessage::Keep { id }),
     };
-    decoded.unwrap_or_else(|error| PluginMessage::Error { id, message: error.to_string() })
+    decoded.unwrap_or_else(|error| PluginMessage::Error {
+        id,
+        message: error.to_string(),
+    })
 }
 
 fn tool(request: ToolRequest) -> PluginMessage {
-    let text = request.arguments.get("text").and_then(Value::as_str).unwrap_or_default();
-    let output = ToolOutput { text: text.to_owned(), success: true };
+    let text = request
+        .arguments
+        .get("text")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let output = ToolOutput {
+        text: text.to_owned(),
+        success: true,
+    };
     replace_or_keep(request.id, Some(output))
 }
 

@@ -68,7 +68,10 @@ pub(crate) fn run(args: HooksArgs) -> ExitCode {
         Ok(options) => options,
         Err(message) => return bad_input(message),
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => return bad_input(format!("cannot start the runtime: {error}")),
     };
@@ -96,7 +99,10 @@ fn options(args: &HooksArgs) -> Result<LoadOptions, String> {
         }
     }
     let user_dir = args.user_dir.clone().or_else(default_user_dir);
-    let workspace = args.workspace.clone().or_else(|| std::env::current_dir().ok());
+    let workspace = args
+        .workspace
+        .clone()
+        .or_else(|| std::env::current_dir().ok());
     let mut options = LoadOptions::new(user_dir, workspace.map(|w| w.join(".hookline/plugins")));
     options.pinned_order = args.order.clone();
     Ok(options)
@@ -114,16 +120,31 @@ fn find<'a>(report: &'a LoadReport, name: &str) -> Option<&'a PluginStatus> {
 }
 
 fn print_json(value: &impl serde::Serialize) {
-    println!("{}", serde_json::to_string_pretty(value).unwrap_or_default());
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).unwrap_or_default()
+    );
 }
 
 fn hook_names(set: Option<HookSet>) -> String {
-    let names: Vec<&str> = set.into_iter().flat_map(HookSet::iter).map(|k| k.wire_name()).collect();
-    if names.is_empty() { "-".into() } else { names.join(",") }
+    let names: Vec<&str> = set
+        .into_iter()
+        .flat_map(HookSet::iter)
+        .map(|k| k.wire_name())
+        .collect();
+    if names.is_empty() {
+        "-".into()
+    } else {
+        names.join(",")
+    }
 }
 
 fn joined(items: Vec<String>) -> String {
-    if items.is_empty() { "-".into() } else { items.join(",") }
+    if items.is_empty() {
+        "-".into()
+    } else {
+        items.join(",")
+    }
 }
 
 fn state(status: &PluginStatus) -> String {
@@ -145,7 +166,11 @@ fn row(status: &PluginStatus) -> [String; 9] {
         hook_names(hello.map(|h| h.hooks.ordinary_only())),
         hook_names(hello.map(|h| h.raw_hooks.raw_only())),
         joined(hello.map(|h| h.events.clone()).unwrap_or_default()),
-        joined(hello.map(|h| h.tools.iter().map(|t| t.name.clone()).collect()).unwrap_or_default()),
+        joined(
+            hello
+                .map(|h| h.tools.iter().map(|t| t.name.clone()).collect())
+                .unwrap_or_default(),
+        ),
         state(status),
     ]
 }
@@ -155,7 +180,17 @@ fn list(report: &LoadReport, json: bool) -> ExitCode {
         print_json(&report.statuses);
         return ExitCode::SUCCESS;
     }
-    let header = ["NAME", "DIRECTORY", "SOURCE", "KIND", "HOOKS", "RAW HOOKS", "EVENTS", "TOOLS", "STATUS"];
+    let header = [
+        "NAME",
+        "DIRECTORY",
+        "SOURCE",
+        "KIND",
+        "HOOKS",
+        "RAW HOOKS",
+        "EVENTS",
+        "TOOLS",
+        "STATUS",
+    ];
     let rows: Vec<[String; 9]> = report.statuses.iter().map(row).collect();
     let mut widths = header.map(str::len);
     for row in &rows {
@@ -164,7 +199,11 @@ fn list(report: &LoadReport, json: bool) -> ExitCode {
         }
     }
     let line = |cells: Vec<&str>| {
-        let padded: Vec<String> = cells.iter().zip(widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
         println!("{}", padded.join("  ").trim_end());
     };
     line(header.to_vec());
@@ -180,7 +219,17 @@ fn info(status: &PluginStatus, json: bool) -> ExitCode {
         print_json(&serde_json::json!({ "plugin": status, "warnings": warnings }));
         return ExitCode::SUCCESS;
     }
-    let labels = ["name", "directory", "source", "kind", "hooks", "raw hooks", "events", "tools", "status"];
+    let labels = [
+        "name",
+        "directory",
+        "source",
+        "kind",
+        "hooks",
+        "raw hooks",
+        "events",
+        "tools",
+        "status",
+    ];
     for (label, value) in labels.iter().zip(row(status)) {
         println!("{label:<12} {value}");
     }
@@ -191,12 +240,22 @@ fn info(status: &PluginStatus, json: bool) -> ExitCode {
         println!("{:<12} {}", "replaces", replaced.display());
     }
     for tool in status.hello.iter().flat_map(|h| h.tools.iter()) {
-        let risk = serde_json::to_string(&tool.risk).unwrap_or_default().replace('"', "");
-        let authority = serde_json::to_string(&tool.authority).unwrap_or_default().replace('"', "");
-        println!("tool {}: {} (risk {risk}, authority {authority})", tool.name, tool.description);
+        let risk = serde_json::to_string(&tool.risk)
+            .unwrap_or_default()
+            .replace('"', "");
+        let authority = serde_json::to_string(&tool.authority)
+            .unwrap_or_default()
+            .replace('"', "");
+        println!(
+            "tool {}: {} (risk {risk}, authority {authority})",
+            tool.name, tool.description
+        );
     }
     for warning in status.unknown_events() {
-        println!("warning: Plugin '{}' subscribes to '{warning}', which the gateway never emits.", status.name);
+        println!(
+            "warning: Plugin '{}' subscribes to '{warning}', which the gateway never emits.",
+            status.name
+        );
     }
     ExitCode::SUCCESS
 }
@@ -222,9 +281,16 @@ fn check(report: &LoadReport, json: bool) -> ExitCode {
             println!("{line}");
         }
         let loaded = report.plugins.len();
-        println!("{loaded} plugin(s) loaded, {} with problems.", problems.len());
+        println!(
+            "{loaded} plugin(s) loaded, {} with problems.",
+            problems.len()
+        );
     }
-    if problems.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) }
+    if problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }
 
 fn set_enabled(report: &LoadReport, name: &str, enabled: bool) -> ExitCode {
@@ -234,9 +300,15 @@ fn set_enabled(report: &LoadReport, name: &str, enabled: bool) -> ExitCode {
     match write_enabled(&status.dir, enabled) {
         Ok(()) => {
             let word = if enabled { "enabled" } else { "disabled" };
-            println!("Plugin '{name}' is {word} ({}).", status.dir.join("plugin.json").display());
+            println!(
+                "Plugin '{name}' is {word} ({}).",
+                status.dir.join("plugin.json").display()
+            );
             ExitCode::SUCCESS
         }
-        Err(problem) => bad_input(format!("cannot change '{}': {problem}", status.dir.display())),
+        Err(problem) => bad_input(format!(
+            "cannot change '{}': {problem}",
+            status.dir.display()
+        )),
     }
 }

@@ -42,7 +42,11 @@ pub(crate) async fn read_line<R: AsyncBufRead + Unpin>(reader: &mut R, cap: usiz
         }
         reader.consume(taken + usize::from(done));
         if done {
-            return if over { Line::TooLong } else { Line::Text(line) };
+            return if over {
+                Line::TooLong
+            } else {
+                Line::Text(line)
+            };
         }
     }
 }

@@ -63,7 +63,9 @@ impl Connection {
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
-            return Err(StartError::Spawn(std::io::Error::other("a pipe was not opened")));
+            return Err(StartError::Spawn(std::io::Error::other(
+                "a pipe was not opened",
+            )));
         };
         let name: Arc<str> = config.name.as_str().into();
         tokio::spawn(stderr::forward(name.clone(), stderr));
@@ -79,9 +81,19 @@ impl Connection {
         let (outbox, rx) = mpsc::channel(OUTBOX_CAPACITY);
         tokio::spawn(write_lines(stdin, rx));
         let pending = Arc::new(Mutex::new(Pending::default()));
-        tokio::spawn(read_replies(name.clone(), stdout, pending.clone(), config.line_cap));
+        tokio::spawn(read_replies(
+            name.clone(),
+            stdout,
+            pending.clone(),
+            config.line_cap,
+        ));
         let (stop, stop_rx) = oneshot::channel();
-        let lifecycle = tokio::spawn(lifecycle(child, stop_rx, outbox.clone(), config.shutdown_grace));
+        let lifecycle = tokio::spawn(lifecycle(
+            child,
+            stop_rx,
+            outbox.clone(),
+            config.shutdown_grace,
+        ));
         let connection = Self {
             name,
             outbox,
@@ -103,7 +115,11 @@ impl Connection {
     ) -> Result<ReplyBody, SkipReason> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let rx = lock(&self.pending).register(id)?;
-        let mut guard = InFlight { connection: self, id, answered: false };
+        let mut guard = InFlight {
+            connection: self,
+            id,
+            answered: false,
+        };
         let line = encode(&build(id));
         if self.outbox.send(Outgoing::Line(line)).await.is_err() {
             return Err(SkipReason::Exited);
@@ -120,7 +136,11 @@ impl Connection {
 
     /// Asks the lifecycle task to shut the process down; it reports [`Exit::Requested`].
     pub(crate) fn request_stop(&self) {
-        let stop = self.stop.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let stop = self
+            .stop
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
         if let Some(stop) = stop {
             // The process may have ended already; then there is nothing to stop.
             let _ = stop.send(());
@@ -186,7 +206,9 @@ async fn handshake(
             found: hello.protocol,
             expected: PROTOCOL_VERSION,
         }),
-        Ok(_) => Err(StartError::BadHello("the first line is a reply, not a hello".into())),
+        Ok(_) => Err(StartError::BadHello(
+            "the first line is a reply, not a hello".into(),
+        )),
         Err(error) => Err(StartError::BadHello(error.to_string())),
     }
 }
@@ -266,7 +288,9 @@ async fn lifecycle(
     }
     let goodbye = async {
         // Each send is bounded: a plugin that stopped reading cannot hold the shutdown up.
-        let _ = outbox.send(Outgoing::Line(encode(&HostMessage::Goodbye))).await;
+        let _ = outbox
+            .send(Outgoing::Line(encode(&HostMessage::Goodbye)))
+            .await;
         let _ = outbox.send(Outgoing::Close).await;
     };
     let _ = tokio::time::timeout(grace, goodbye).await;

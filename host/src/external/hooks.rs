@@ -34,7 +34,11 @@ impl ExternalPlugin {
         value: T,
     ) -> HookResult<Reply<T>> {
         let json = serde_json::to_value(value).map_err(|_| skip(SkipReason::Undecodable))?;
-        match self.call_hook(hook, &cx.session_id, json).await.map_err(skip)? {
+        match self
+            .call_hook(hook, &cx.session_id, json)
+            .await
+            .map_err(skip)?
+        {
             ReplyBody::Keep => Ok(Reply::Keep),
             ReplyBody::Replace(value) => serde_json::from_value(value)
                 .map(Reply::Replace)
@@ -44,9 +48,18 @@ impl ExternalPlugin {
     }
 
     /// Calls a read-only hook: whatever the plugin returns changes nothing (SPEC P2.1, P2.4, P2.6).
-    async fn observe<T: Serialize>(&self, hook: HookKind, cx: &HookContext, value: T) -> HookResult<()> {
+    async fn observe<T: Serialize>(
+        &self,
+        hook: HookKind,
+        cx: &HookContext,
+        value: T,
+    ) -> HookResult<()> {
         let json = serde_json::to_value(value).map_err(|_| skip(SkipReason::Undecodable))?;
-        match self.call_hook(hook, &cx.session_id, json).await.map_err(skip)? {
+        match self
+            .call_hook(hook, &cx.session_id, json)
+            .await
+            .map_err(skip)?
+        {
             ReplyBody::Keep | ReplyBody::Replace(_) => Ok(()),
             ReplyBody::Error(message) => Err(HookError::msg(message)),
         }
@@ -147,6 +160,7 @@ impl RawHooks for ExternalPlugin {
         cx: &HookContext,
         classification: Classification,
     ) -> HookResult<Reply<Classification>> {
-        self.typed(HookKind::RewriteApproval, cx, classification).await
+        self.typed(HookKind::RewriteApproval, cx, classification)
+            .await
     }
 }

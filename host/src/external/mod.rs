@@ -53,7 +53,16 @@ use supervisor::{Control, State};
 /// (no API keys, no tokens). The host adds `HOOKLINE_PLUGIN` (the plugin's name) and
 /// `HOOKLINE_PROTOCOL` (the protocol version).
 pub const ALLOWED_ENV: &[&str] = &[
-    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "TERM",
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+    "TERM",
     "SYSTEMROOT",
 ];
 
@@ -90,7 +99,11 @@ pub struct ExternalConfig {
 
 impl ExternalConfig {
     /// A config with the defaults and the allowlisted environment.
-    pub fn new(name: impl Into<String>, program: impl Into<PathBuf>, dir: impl Into<PathBuf>) -> Self {
+    pub fn new(
+        name: impl Into<String>,
+        program: impl Into<PathBuf>,
+        dir: impl Into<PathBuf>,
+    ) -> Self {
         let name = name.into();
         Self {
             env: allowed_environment(&name),
@@ -114,7 +127,10 @@ pub fn allowed_environment(plugin: &str) -> Vec<(OsString, OsString)> {
         .filter_map(|key| std::env::var_os(key).map(|value| (OsString::from(key), value)))
         .collect();
     env.push(("HOOKLINE_PLUGIN".into(), plugin.into()));
-    env.push(("HOOKLINE_PROTOCOL".into(), PROTOCOL_VERSION.to_string().into()));
+    env.push((
+        "HOOKLINE_PROTOCOL".into(),
+        PROTOCOL_VERSION.to_string().into(),
+    ));
     env
 }
 
@@ -183,7 +199,8 @@ impl ExternalPlugin {
     /// A registration for the pipeline: its ordinary hooks and raw hooks (kept apart, SPEC R0.1)
     /// and its timeouts.
     pub fn registration(self: &Arc<Self>) -> PluginRegistration {
-        let mut registration = PluginRegistration::new(self.name.clone()).with_timeouts(self.timeouts);
+        let mut registration =
+            PluginRegistration::new(self.name.clone()).with_timeouts(self.timeouts);
         if !self.hello.hooks.ordinary_only().is_empty() {
             registration = registration.with_hooks(self.clone());
         }
@@ -224,7 +241,12 @@ impl ExternalPlugin {
         let session = session.to_string();
         let limit = self.timeouts.get(hook);
         self.request(limit, move |id| {
-            HostMessage::Hook(HookRequest { id, hook, session, value })
+            HostMessage::Hook(HookRequest {
+                id,
+                hook,
+                session,
+                value,
+            })
         })
         .await
     }
@@ -241,8 +263,10 @@ impl ExternalPlugin {
         limit: Duration,
     ) -> Result<ReplyBody, SkipReason> {
         let key = key.to_owned();
-        self.request(limit, move |id| HostMessage::Event(EventRequest { id, key, context }))
-            .await
+        self.request(limit, move |id| {
+            HostMessage::Event(EventRequest { id, key, context })
+        })
+        .await
     }
 
     /// Sends one request and waits for its reply, at most `limit` (plus a small backstop margin
@@ -299,7 +323,10 @@ impl ExternalPlugin {
 
     /// Every hook the plugin implements (ordinary and raw).
     pub fn implements(&self) -> HookSet {
-        self.hello.hooks.ordinary_only().union(self.hello.raw_hooks.raw_only())
+        self.hello
+            .hooks
+            .ordinary_only()
+            .union(self.hello.raw_hooks.raw_only())
     }
 }
 

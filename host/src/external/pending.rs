@@ -38,7 +38,10 @@ pub(crate) struct Pending {
 
 impl Pending {
     /// Registers a request, unless the process is gone.
-    pub(crate) fn register(&mut self, id: RequestId) -> Result<oneshot::Receiver<Answer>, SkipReason> {
+    pub(crate) fn register(
+        &mut self,
+        id: RequestId,
+    ) -> Result<oneshot::Receiver<Answer>, SkipReason> {
         if let Some(reason) = &self.closed {
             return Err(reason.clone());
         }
@@ -143,7 +146,9 @@ mod tests {
     #[test]
     fn a_closed_set_fails_waiters_and_refuses_new_requests() {
         let mut pending = Pending::default();
-        let Ok(mut rx) = pending.register(1) else { panic!("open") };
+        let Ok(mut rx) = pending.register(1) else {
+            panic!("open")
+        };
         pending.close(SkipReason::Exited);
         assert_eq!(rx.try_recv().ok(), Some(Err(SkipReason::Exited)));
         assert_eq!(pending.register(2).err(), Some(SkipReason::Exited));

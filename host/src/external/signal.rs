@@ -3,7 +3,9 @@
 /// Sends SIGTERM to `pid`. Best effort: the process may be gone already.
 #[cfg(unix)]
 pub(crate) fn terminate(pid: u32) {
-    let pid = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw);
+    let pid = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw);
     if let Some(pid) = pid {
         let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
     }

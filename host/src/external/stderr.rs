@@ -51,7 +51,11 @@ struct RateLimit {
 
 impl RateLimit {
     fn new(now: Instant) -> Self {
-        Self { window_start: now, used: 0, dropped: 0 }
+        Self {
+            window_start: now,
+            used: 0,
+            dropped: 0,
+        }
     }
 
     fn admit(&mut self, now: Instant) -> Admit {
@@ -64,7 +68,9 @@ impl RateLimit {
             return Admit::No;
         }
         self.used += 1;
-        Admit::Yes { dropped_before: std::mem::take(&mut self.dropped) }
+        Admit::Yes {
+            dropped_before: std::mem::take(&mut self.dropped),
+        }
     }
 }
 
@@ -76,7 +82,9 @@ mod tests {
     fn a_flood_is_cut_to_the_window_budget_and_the_drop_is_reported() {
         let start = Instant::now();
         let mut limit = RateLimit::new(start);
-        let admitted = (0..1000).filter(|_| matches!(limit.admit(start), Admit::Yes { .. })).count();
+        let admitted = (0..1000)
+            .filter(|_| matches!(limit.admit(start), Admit::Yes { .. }))
+            .count();
         assert_eq!(admitted, LINES_PER_WINDOW as usize);
         match limit.admit(start + WINDOW) {
             Admit::Yes { dropped_before } => assert_eq!(dropped_before, 900),

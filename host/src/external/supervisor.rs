@@ -49,8 +49,12 @@ impl RestartPolicy {
     }
 
     fn backoff(&self, crashes: usize) -> Duration {
-        let doublings = u32::try_from(crashes.saturating_sub(1)).unwrap_or(u32::MAX).min(16);
-        self.first_backoff.saturating_mul(1 << doublings).min(self.max_backoff)
+        let doublings = u32::try_from(crashes.saturating_sub(1))
+            .unwrap_or(u32::MAX)
+            .min(16);
+        self.first_backoff
+            .saturating_mul(1 << doublings)
+            .min(self.max_backoff)
     }
 }
 

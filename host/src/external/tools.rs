@@ -38,7 +38,10 @@ impl PluginTool {
             .hello()
             .tools
             .iter()
-            .map(|decl| Self { plugin: plugin.clone(), decl: decl.clone() })
+            .map(|decl| Self {
+                plugin: plugin.clone(),
+                decl: decl.clone(),
+            })
             .collect()
     }
 
@@ -53,24 +56,49 @@ impl PluginTool {
     }
 
     /// Runs the tool. Never fails and never hangs: every problem becomes `success: false`.
-    pub async fn run(&self, workspace_root: &Path, arguments: serde_json::Value) -> PluginToolOutput {
+    pub async fn run(
+        &self,
+        workspace_root: &Path,
+        arguments: serde_json::Value,
+    ) -> PluginToolOutput {
         let tool = self.decl.name.clone();
         let workspace_root = workspace_root.display().to_string();
         let reply = self
             .plugin
             .request(TOOL_TIMEOUT, move |id| {
-                HostMessage::Tool(ToolRequest { id, tool, arguments, workspace_root })
+                HostMessage::Tool(ToolRequest {
+                    id,
+                    tool,
+                    arguments,
+                    workspace_root,
+                })
             })
             .await;
-        let failed = |text: String| PluginToolOutput { text, success: false };
+        let failed = |text: String| PluginToolOutput {
+            text,
+            success: false,
+        };
         match reply {
             Ok(ReplyBody::Replace(value)) => match serde_json::from_value::<ToolOutput>(value) {
-                Ok(out) => PluginToolOutput { text: out.text, success: out.success },
-                Err(_) => failed(format!("Plugin '{}' returned a tool result that could not be decoded.", self.plugin_name())),
+                Ok(out) => PluginToolOutput {
+                    text: out.text,
+                    success: out.success,
+                },
+                Err(_) => failed(format!(
+                    "Plugin '{}' returned a tool result that could not be decoded.",
+                    self.plugin_name()
+                )),
             },
-            Ok(ReplyBody::Keep) => failed(format!("Plugin '{}' returned no tool result.", self.plugin_name())),
+            Ok(ReplyBody::Keep) => failed(format!(
+                "Plugin '{}' returned no tool result.",
+                self.plugin_name()
+            )),
             Ok(ReplyBody::Error(message)) => failed(message),
-            Err(reason) => failed(format!("Plugin '{}' tool '{}' failed: {reason}", self.plugin_name(), self.decl.name)),
+            Err(reason) => failed(format!(
+                "Plugin '{}' tool '{}' failed: {reason}",
+                self.plugin_name(),
+                self.decl.name
+            )),
         }
     }
 }

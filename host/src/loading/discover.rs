@@ -46,12 +46,24 @@ pub struct Candidate {
 /// The plugin directories under `user` and `workspace` (either may be absent), overlaid and in
 /// load order. Entries that are not directories, and hidden ones, are ignored; a directory name that is not UTF-8
 /// is kept under its lossy name, so the name check reports it.
-pub fn candidates(user: Option<&Path>, workspace: Option<&Path>, pinned: &[String]) -> Vec<Candidate> {
+pub fn candidates(
+    user: Option<&Path>,
+    workspace: Option<&Path>,
+    pinned: &[String],
+) -> Vec<Candidate> {
     let mut by_name: BTreeMap<String, Candidate> = BTreeMap::new();
     for (root, source) in [(user, Source::User), (workspace, Source::Workspace)] {
         for (dir_name, dir) in root.map(subdirectories).unwrap_or_default() {
             let replaces = by_name.get(&dir_name).map(|old| old.dir.clone());
-            by_name.insert(dir_name.clone(), Candidate { dir_name, dir, source, replaces });
+            by_name.insert(
+                dir_name.clone(),
+                Candidate {
+                    dir_name,
+                    dir,
+                    source,
+                    replaces,
+                },
+            );
         }
     }
     let mut ordered = Vec::with_capacity(by_name.len());
@@ -73,6 +85,11 @@ fn subdirectories(root: &Path) -> Vec<(String, PathBuf)> {
         .filter(|entry| entry.path().is_dir())
         // Hidden directories (`.git`, editor state) are not plugins.
         .filter(|entry| !entry.file_name().to_string_lossy().starts_with('.'))
-        .map(|entry| (entry.file_name().to_string_lossy().into_owned(), entry.path()))
+        .map(|entry| {
+            (
+                entry.file_name().to_string_lossy().into_owned(),
+                entry.path(),
+            )
+        })
         .collect()
 }

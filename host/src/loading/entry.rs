@@ -35,7 +35,8 @@ pub fn resolve(dir: &Path, manifest: &Manifest) -> Result<Launch, LoadProblem> {
             if !ALLOWED_INTERPRETERS.contains(&name.as_str()) {
                 return Err(LoadProblem::InterpreterNotAllowed(name.clone()));
             }
-            let program = find_on_path(name).ok_or_else(|| LoadProblem::InterpreterMissing(name.clone()))?;
+            let program =
+                find_on_path(name).ok_or_else(|| LoadProblem::InterpreterMissing(name.clone()))?;
             args.push(entry_arg);
             (program, name.clone())
         }
@@ -43,7 +44,11 @@ pub fn resolve(dir: &Path, manifest: &Manifest) -> Result<Launch, LoadProblem> {
         None => return Err(LoadProblem::EntryNotExecutable(manifest.entry.clone())),
     };
     args.extend(manifest.args.iter().cloned());
-    Ok(Launch { program, args, kind })
+    Ok(Launch {
+        program,
+        args,
+        kind,
+    })
 }
 
 /// The entry point's real path, if it is relative, has no `..`, and (symlinks resolved) stays
@@ -73,7 +78,10 @@ fn refuse_host(real: &Path, entry: &str) -> Result<(), LoadProblem> {
     let is_host_binary = std::env::current_exe()
         .and_then(|exe| exe.canonicalize())
         .is_ok_and(|exe| exe == real);
-    let stem = real.file_stem().and_then(|stem| stem.to_str()).unwrap_or_default();
+    let stem = real
+        .file_stem()
+        .and_then(|stem| stem.to_str())
+        .unwrap_or_default();
     if is_host_binary || is_reserved(stem) {
         return Err(LoadProblem::EntryIsHost(entry.to_owned()));
     }
@@ -90,7 +98,8 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
 #[cfg(unix)]
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+    std::fs::metadata(path)
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
 }
 
 #[cfg(not(unix))]

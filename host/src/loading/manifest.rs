@@ -96,7 +96,9 @@ pub fn check_name(name: &str) -> Result<(), LoadProblem> {
 
 /// Whether `name` claims a host component (SPEC L3).
 pub fn is_reserved(name: &str) -> bool {
-    RESERVED_NAMES.iter().any(|reserved| reserved.eq_ignore_ascii_case(name))
+    RESERVED_NAMES
+        .iter()
+        .any(|reserved| reserved.eq_ignore_ascii_case(name))
 }
 
 /// Sets `enabled` in `<dir>/plugin.json`, keeping every other field as it was.
@@ -112,7 +114,9 @@ pub fn write_enabled(dir: &Path, enabled: bool) -> Result<(), LoadProblem> {
     let mut json: serde_json::Value = serde_json::from_str(&text)
         .map_err(|error| LoadProblem::InvalidManifest(error.to_string()))?;
     let Some(object) = json.as_object_mut() else {
-        return Err(LoadProblem::InvalidManifest("it is not a JSON object".into()));
+        return Err(LoadProblem::InvalidManifest(
+            "it is not a JSON object".into(),
+        ));
     };
     object.insert("enabled".into(), serde_json::Value::Bool(enabled));
     let mut out = serde_json::to_string_pretty(&json).unwrap_or_default();
@@ -130,15 +134,21 @@ mod tests {
             assert_eq!(check_name(good), Ok(()), "{good}");
         }
         for bad in ["", "9lives", "-x", "a b", "é", &"x".repeat(65), "a/b"] {
-            assert!(matches!(check_name(bad), Err(LoadProblem::InvalidName(_))), "{bad}");
+            assert!(
+                matches!(check_name(bad), Err(LoadProblem::InvalidName(_))),
+                "{bad}"
+            );
         }
-        assert!(matches!(check_name("HookLine-Host"), Err(LoadProblem::ReservedName(_))));
+        assert!(matches!(
+            check_name("HookLine-Host"),
+            Err(LoadProblem::ReservedName(_))
+        ));
     }
 
     #[test]
     fn manifest_defaults_and_ignores_unknown_fields() {
-        let manifest: Manifest =
-            serde_json::from_str(r#"{"entry":"p.py","future":1}"#).unwrap_or_else(|e| panic!("{e}"));
+        let manifest: Manifest = serde_json::from_str(r#"{"entry":"p.py","future":1}"#)
+            .unwrap_or_else(|e| panic!("{e}"));
         assert!(manifest.enabled);
         assert_eq!(manifest.interpreter, None);
     }

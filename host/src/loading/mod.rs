@@ -52,7 +52,11 @@ pub struct LoadOptions {
 impl LoadOptions {
     /// Options for these two directories, unpinned.
     pub fn new(user_dir: Option<PathBuf>, workspace_dir: Option<PathBuf>) -> Self {
-        Self { user_dir, workspace_dir, ..Self::default() }
+        Self {
+            user_dir,
+            workspace_dir,
+            ..Self::default()
+        }
     }
 }
 
@@ -71,7 +75,10 @@ pub struct LoadReport {
 impl LoadReport {
     /// One registration per loaded plugin, in load order, for `Pipeline::builder().plugins(..)`.
     pub fn registrations(&self) -> Vec<PluginRegistration> {
-        self.plugins.iter().map(ExternalPlugin::registration).collect()
+        self.plugins
+            .iter()
+            .map(ExternalPlugin::registration)
+            .collect()
     }
 
     /// The tools the loaded plugins contribute, in load order.
@@ -106,7 +113,9 @@ pub async fn load(options: &LoadOptions) -> LoadReport {
     }
     // Start every process at once (their hellos overlap); results keep load order.
     let started = futures::future::join_all(
-        ready.into_iter().map(|(index, config)| async move { (index, ExternalPlugin::start(config).await) }),
+        ready
+            .into_iter()
+            .map(|(index, config)| async move { (index, ExternalPlugin::start(config).await) }),
     )
     .await;
     let mut plugins = Vec::new();
@@ -117,14 +126,20 @@ pub async fn load(options: &LoadOptions) -> LoadReport {
                 status.loaded(plugin.hello().clone());
                 plugins.push(plugin);
             }
-            Err(error) => status.state = PluginState::Skipped(LoadProblem::StartFailed(error.to_string())),
+            Err(error) => {
+                status.state = PluginState::Skipped(LoadProblem::StartFailed(error.to_string()))
+            }
         }
     }
     let notes = statuses.iter().flat_map(PluginStatus::notes).collect();
     for note in &notes {
         tracing::warn!("{note}");
     }
-    LoadReport { plugins, statuses, notes }
+    LoadReport {
+        plugins,
+        statuses,
+        notes,
+    }
 }
 
 /// Checks one directory: name, manifest, entry point. `Ok(None)` when it is disabled.
@@ -137,11 +152,17 @@ fn prepare(
     check_name(&candidate.dir_name)?;
     let manifest = Manifest::read(&candidate.dir)?;
     status.description = manifest.description.clone();
-    let name = manifest.name.clone().unwrap_or_else(|| candidate.dir_name.clone());
+    let name = manifest
+        .name
+        .clone()
+        .unwrap_or_else(|| candidate.dir_name.clone());
     check_name(&name)?;
     status.name = name.clone();
     if let Some(first) = names.get(&name) {
-        return Err(LoadProblem::DuplicateName { name, first: first.clone() });
+        return Err(LoadProblem::DuplicateName {
+            name,
+            first: first.clone(),
+        });
     }
     names.insert(name.clone(), candidate.dir.clone());
     let launch = entry::resolve(&candidate.dir, &manifest)?;
@@ -154,7 +175,9 @@ fn prepare(
     if launch.kind == "python3" {
         // SPEC L2: resolve inside the plugin's directory, not the user's site-packages.
         config.env.push(("PYTHONNOUSERSITE".into(), "1".into()));
-        config.env.push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
+        config
+            .env
+            .push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
     }
     if let Some(limit) = manifest.timeout_ms {
         config.timeouts = Timeouts::uniform(Duration::from_millis(limit));

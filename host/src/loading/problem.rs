@@ -30,7 +30,11 @@ impl fmt::Display for LoadNote {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Skipped { dir, problem } => {
-                write!(f, "Plugin directory '{}' was skipped: {problem}.", dir.display())
+                write!(
+                    f,
+                    "Plugin directory '{}' was skipped: {problem}.",
+                    dir.display()
+                )
             }
             Self::UnknownEvent { plugin, key } => write!(
                 f,
@@ -93,10 +97,15 @@ impl fmt::Display for LoadProblem {
                 first.display()
             ),
             Self::MissingManifest => f.write_str("it has no plugin.json"),
-            Self::UnreadableManifest(error) => write!(f, "its plugin.json could not be read: {error}"),
+            Self::UnreadableManifest(error) => {
+                write!(f, "its plugin.json could not be read: {error}")
+            }
             Self::InvalidManifest(error) => write!(f, "its plugin.json is invalid: {error}"),
             Self::EntryEscapes(entry) => {
-                write!(f, "its entry point '{entry}' is outside the plugin directory")
+                write!(
+                    f,
+                    "its entry point '{entry}' is outside the plugin directory"
+                )
             }
             Self::EntryMissing(entry) => write!(f, "its entry point '{entry}' is not a file"),
             Self::EntryNotExecutable(entry) => write!(
@@ -104,7 +113,10 @@ impl fmt::Display for LoadProblem {
                 "its entry point '{entry}' is not executable and it names no interpreter"
             ),
             Self::EntryIsHost(entry) => {
-                write!(f, "its entry point '{entry}' is the host itself, which plugins cannot load")
+                write!(
+                    f,
+                    "its entry point '{entry}' is the host itself, which plugins cannot load"
+                )
             }
             Self::InterpreterNotAllowed(name) => write!(
                 f,

@@ -75,11 +75,17 @@ impl PluginStatus {
     /// The notes this directory produced: a skip, or warnings for unknown subscriptions.
     pub fn notes(&self) -> Vec<LoadNote> {
         if let PluginState::Skipped(problem) = &self.state {
-            return vec![LoadNote::Skipped { dir: self.dir.clone(), problem: problem.clone() }];
+            return vec![LoadNote::Skipped {
+                dir: self.dir.clone(),
+                problem: problem.clone(),
+            }];
         }
         self.unknown_events()
             .into_iter()
-            .map(|key| LoadNote::UnknownEvent { plugin: self.name.clone(), key: key.to_owned() })
+            .map(|key| LoadNote::UnknownEvent {
+                plugin: self.name.clone(),
+                key: key.to_owned(),
+            })
             .collect()
     }
 }

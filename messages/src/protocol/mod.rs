@@ -285,8 +285,14 @@ mod tests {
         let messages = [
             PluginMessage::Hello(hello),
             PluginMessage::Keep { id: 1 },
-            PluginMessage::Replace { id: 2, value: serde_json::json!("x") },
-            PluginMessage::Error { id: 3, message: "no".into() },
+            PluginMessage::Replace {
+                id: 2,
+                value: serde_json::json!("x"),
+            },
+            PluginMessage::Error {
+                id: 3,
+                message: "no".into(),
+            },
         ];
         for message in messages {
             assert_eq!(round_trip(&message), message);
