@@ -129,6 +129,11 @@ impl Connection {
         answer
     }
 
+    /// Whether the process's output has ended (it is exiting; the supervisor will notice).
+    pub(crate) fn is_closed(&self) -> bool {
+        lock(&self.pending).is_closed()
+    }
+
     /// How many requests are in flight.
     pub(crate) fn in_flight(&self) -> usize {
         lock(&self.pending).in_flight()

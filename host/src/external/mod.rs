@@ -290,7 +290,13 @@ impl ExternalPlugin {
     async fn connection(&self) -> Result<Arc<Connection>, SkipReason> {
         let mut state = self.control.state.subscribe();
         let ready = state
-            .wait_for(|state| !matches!(state, State::Restarting))
+            // A connection whose output ended belongs to a process that is exiting: wait for the
+            // supervisor's restart rather than fail this call as if it had crashed too.
+            .wait_for(|state| match state {
+                State::Restarting => false,
+                State::Running(connection) => !connection.is_closed(),
+                State::Disabled | State::Stopped => true,
+            })
             .await
             .map_err(|_| SkipReason::Unavailable)?;
         match &*ready {

@@ -95,6 +95,11 @@ impl Pending {
         self.closed = Some(reason);
     }
 
+    /// Whether the process is gone.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.is_some()
+    }
+
     /// How many requests are in flight.
     pub(crate) fn in_flight(&self) -> usize {
         self.waiting.len()
