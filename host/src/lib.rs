@@ -4,3 +4,5 @@
 
 pub mod bench;
 pub mod cli;
+pub mod external;
+pub mod loading;

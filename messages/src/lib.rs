@@ -28,6 +28,7 @@ pub mod hook;
 pub mod model;
 pub mod note;
 pub mod prompt;
+pub mod protocol;
 pub mod rules;
 pub mod session;
 pub mod tool;

@@ -117,6 +117,26 @@ pub enum SkipReason {
     Undecodable,
     /// The plugin could not be reached (its actor or process is gone).
     Unavailable,
+    /// An external plugin wrote a line that is not the protocol while the call was in flight.
+    NotProtocol,
+    /// An external plugin wrote a line longer than the cap while the call was in flight.
+    LineTooLong {
+        /// The cap, in bytes.
+        limit: u64,
+    },
+    /// An external plugin replied with an id the host never gave it.
+    UnknownReplyId,
+    /// An external plugin replied twice with one id.
+    RepeatedReplyId,
+    /// An external plugin's process ended before it replied.
+    Exited,
+    /// An external plugin was disabled after crashing too often.
+    Disabled {
+        /// How many crashes disabled it.
+        crashes: u32,
+        /// Within how many seconds.
+        window_secs: u64,
+    },
 }
 
 impl SkipReason {
@@ -141,6 +161,12 @@ impl SkipReason {
             Self::TimedOut { .. } => "timed-out",
             Self::Undecodable => "undecodable",
             Self::Unavailable => "unavailable",
+            Self::NotProtocol => "not-protocol",
+            Self::LineTooLong { .. } => "line-too-long",
+            Self::UnknownReplyId => "unknown-reply-id",
+            Self::RepeatedReplyId => "repeated-reply-id",
+            Self::Exited => "exited",
+            Self::Disabled { .. } => "disabled",
         }
     }
 }
@@ -164,6 +190,28 @@ impl fmt::Display for SkipReason {
             Self::TimedOut { millis } => write!(f, "it timed out after {millis} ms."),
             Self::Undecodable => f.write_str("it returned a value that could not be decoded."),
             Self::Unavailable => f.write_str("it was not running."),
+            Self::NotProtocol => f.write_str("it wrote output that is not the protocol."),
+            Self::LineTooLong { limit } => {
+                write!(f, "it wrote a line longer than {limit} bytes.")
+            }
+            Self::UnknownReplyId => f.write_str("it replied with an id it was never given."),
+            Self::RepeatedReplyId => f.write_str("it replied twice with the same id."),
+            Self::Exited => f.write_str("it exited before it replied."),
+            Self::Disabled {
+                crashes,
+                window_secs,
+            } if window_secs % 60 == 0 => write!(
+                f,
+                "it was disabled after {crashes} crashes in {} minutes.",
+                window_secs / 60
+            ),
+            Self::Disabled {
+                crashes,
+                window_secs,
+            } => write!(
+                f,
+                "it was disabled after {crashes} crashes in {window_secs} s."
+            ),
         }
     }
 }
@@ -325,6 +373,37 @@ mod tests {
             "disk on fire"
         );
         assert_eq!(SkipReason::failed("   ").to_string(), "it failed.");
+    }
+
+    #[test]
+    fn protocol_faults_render_as_sentences_about_the_plugin() {
+        let reasons = [
+            SkipReason::NotProtocol,
+            SkipReason::LineTooLong { limit: 1_048_576 },
+            SkipReason::UnknownReplyId,
+            SkipReason::RepeatedReplyId,
+            SkipReason::Exited,
+            SkipReason::Disabled {
+                crashes: 3,
+                window_secs: 300,
+            },
+        ];
+        for reason in reasons {
+            let text = reason.to_string();
+            assert!(text.starts_with("it ") && text.ends_with('.'), "{text}");
+        }
+        assert_eq!(
+            SkipReason::Disabled {
+                crashes: 3,
+                window_secs: 300
+            }
+            .to_string(),
+            "it was disabled after 3 crashes in 5 minutes."
+        );
+        assert_eq!(
+            SkipReason::LineTooLong { limit: 1_048_576 }.to_string(),
+            "it wrote a line longer than 1048576 bytes."
+        );
     }
 
     #[test]

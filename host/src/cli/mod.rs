@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+mod hooks;
 
 /// A runtime for plugin hooks in AI agent hosts and chat gateways.
 #[derive(Debug, Parser)]
@@ -23,6 +24,8 @@ pub struct Cli {
 enum Command {
     /// Measure hook latency and throughput beside a direct-call loop.
     Bench(bench::BenchArgs),
+    /// Plugins on disk: list, info, check, enable, disable.
+    Hooks(hooks::HooksArgs),
 }
 
 /// Parses the command line and runs the command.
@@ -30,5 +33,6 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Bench(args) => bench::run(&args),
+        Command::Hooks(args) => hooks::run(args),
     }
 }

@@ -1,0 +1,347 @@
+//! Out-of-process plugins: one long-lived child process per plugin, speaking the protocol of
+//! `hookline_messages::protocol` (NDJSON over stdin/stdout; stderr is its log).
+//!
+//! [`ExternalPlugin`] implements the in-process [`Plugin`](hookline_actors::plugin::Plugin) and
+//! [`RawHooks`](hookline_actors::plugin::RawHooks) traits, so the same plugin actors and coordinator
+//! run it and every rule and note of the pipeline applies unchanged. Underneath:
+//! - a reader task matches reply ids, so many calls are in flight at once, and a writer task
+//!   coalesces queued requests into one write (`../shared/PERFORMANCE-NOTES.md`: a pipe round trip
+//!   is almost all process wake-up);
+//! - a call that times out is given up and a `cancel` is sent; its late reply is dropped;
+//! - output that is not the protocol, a line over the cap, a reply with an unknown or repeated id,
+//!   or a crash mid-reply skips the calls in flight with a note; the host goes on;
+//! - a crashed process is restarted with back-off and disabled after 3 crashes in 5 minutes;
+//! - shutdown is `goodbye`, close stdin, terminate, kill, each step bounded.
+//!
+//! The child runs in its own directory with an allowlisted environment ([`ALLOWED_ENV`]): the
+//! host's secrets are not inherited (SPEC L2).
+
+mod codec;
+mod connection;
+mod error;
+mod hooks;
+mod pending;
+mod signal;
+mod stderr;
+mod supervisor;
+mod tools;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hookline_actors::plugin::{PluginRegistration, Timeouts};
+use hookline_messages::hook::{HookKind, HookSet};
+use hookline_messages::note::SkipReason;
+use hookline_messages::protocol::{
+    EventRequest, Hello, HookRequest, HostMessage, ReplyBody, RequestId, PROTOCOL_VERSION,
+};
+use hookline_messages::session::SessionId;
+use tokio::time::Instant;
+
+pub use codec::DEFAULT_LINE_CAP;
+pub use error::StartError;
+pub use supervisor::RestartPolicy;
+pub use tools::{PluginTool, PluginToolOutput, TOOL_TIMEOUT};
+
+use connection::Connection;
+use supervisor::{Control, State};
+
+/// The environment variables a plugin process inherits from the host; nothing else is passed
+/// (no API keys, no tokens). The host adds `HOOKLINE_PLUGIN` (the plugin's name) and
+/// `HOOKLINE_PROTOCOL` (the protocol version).
+pub const ALLOWED_ENV: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+    "TERM",
+    "SYSTEMROOT",
+];
+
+/// How long a new process has to say hello, by default.
+pub const DEFAULT_HELLO_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long each shutdown step waits, by default.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// How to start and run one external plugin.
+#[derive(Clone, Debug)]
+pub struct ExternalConfig {
+    /// The plugin's name (notes use it).
+    pub name: String,
+    /// The program to run: the entry point itself, or an allowlisted interpreter.
+    pub program: PathBuf,
+    /// Its arguments (the entry point, when `program` is an interpreter).
+    pub args: Vec<OsString>,
+    /// Its working directory: the plugin's directory.
+    pub dir: PathBuf,
+    /// Its whole environment.
+    pub env: Vec<(OsString, OsString)>,
+    /// Per-hook timeouts; a call past its timeout is skipped and cancelled.
+    pub timeouts: Timeouts,
+    /// How long the process has to say hello.
+    pub hello_timeout: Duration,
+    /// The longest protocol line accepted, in bytes.
+    pub line_cap: usize,
+    /// Restarts after crashes.
+    pub restart: RestartPolicy,
+    /// How long each shutdown step waits.
+    pub shutdown_grace: Duration,
+}
+
+impl ExternalConfig {
+    /// A config with the defaults and the allowlisted environment.
+    pub fn new(
+        name: impl Into<String>,
+        program: impl Into<PathBuf>,
+        dir: impl Into<PathBuf>,
+    ) -> Self {
+        let name = name.into();
+        Self {
+            env: allowed_environment(&name),
+            name,
+            program: program.into(),
+            args: Vec::new(),
+            dir: dir.into(),
+            timeouts: Timeouts::default(),
+            hello_timeout: DEFAULT_HELLO_TIMEOUT,
+            line_cap: DEFAULT_LINE_CAP,
+            restart: RestartPolicy::default(),
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+        }
+    }
+}
+
+/// The host's variables named in [`ALLOWED_ENV`], plus `HOOKLINE_PLUGIN` and `HOOKLINE_PROTOCOL`.
+pub fn allowed_environment(plugin: &str) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = ALLOWED_ENV
+        .iter()
+        .filter_map(|key| std::env::var_os(key).map(|value| (OsString::from(key), value)))
+        .collect();
+    env.push(("HOOKLINE_PLUGIN".into(), plugin.into()));
+    env.push((
+        "HOOKLINE_PROTOCOL".into(),
+        PROTOCOL_VERSION.to_string().into(),
+    ));
+    env
+}
+
+/// Whether a plugin's process is serving calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunState {
+    /// Running.
+    Running,
+    /// Crashed; restarting after a back-off.
+    Restarting,
+    /// Disabled after crashing too often.
+    Disabled,
+    /// Shut down.
+    Stopped,
+}
+
+/// A running external plugin. Cheap to share (`Arc`); every clone of the `Arc` talks to the same
+/// process.
+pub struct ExternalPlugin {
+    name: Arc<str>,
+    hello: Hello,
+    timeouts: Timeouts,
+    restart: RestartPolicy,
+    grace: Duration,
+    control: Arc<Control>,
+}
+
+/// Extra time the plugin's own deadline leaves to the actor's timeout, which fires first and
+/// gives the typed "timed out" note; this one only bounds direct callers.
+const BACKSTOP: Duration = Duration::from_millis(250);
+
+impl ExternalPlugin {
+    /// Starts the process and completes the handshake.
+    ///
+    /// # Errors
+    /// [`StartError`] when the process cannot start, exits, says no valid hello in time, or
+    /// speaks another protocol version.
+    pub async fn start(config: ExternalConfig) -> Result<Arc<Self>, StartError> {
+        let (connection, hello, lifecycle) = Connection::start(&config).await?;
+        let plugin = Self {
+            name: config.name.as_str().into(),
+            hello,
+            timeouts: config.timeouts,
+            restart: config.restart,
+            grace: config.shutdown_grace,
+            control: supervisor::supervise(Arc::new(config), connection, lifecycle),
+        };
+        Ok(Arc::new(plugin))
+    }
+
+    /// The plugin's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// What the plugin said in its hello.
+    pub fn hello(&self) -> &Hello {
+        &self.hello
+    }
+
+    /// The gateway event keys it subscribes to, as declared (unknown ones included, SPEC G4.1).
+    pub fn events(&self) -> &[String] {
+        &self.hello.events
+    }
+
+    /// A registration for the pipeline: its ordinary hooks and raw hooks (kept apart, SPEC R0.1)
+    /// and its timeouts.
+    pub fn registration(self: &Arc<Self>) -> PluginRegistration {
+        let mut registration =
+            PluginRegistration::new(self.name.clone()).with_timeouts(self.timeouts);
+        if !self.hello.hooks.ordinary_only().is_empty() {
+            registration = registration.with_hooks(self.clone());
+        }
+        if !self.hello.raw_hooks.raw_only().is_empty() {
+            registration = registration.with_raw_hooks(self.clone());
+        }
+        registration
+    }
+
+    /// Where the process is now.
+    pub fn run_state(&self) -> RunState {
+        match &*self.control.state.borrow() {
+            State::Running(_) => RunState::Running,
+            State::Restarting => RunState::Restarting,
+            State::Disabled => RunState::Disabled,
+            State::Stopped => RunState::Stopped,
+        }
+    }
+
+    /// How many requests are in flight on the current process.
+    pub fn in_flight(&self) -> usize {
+        match &*self.control.state.borrow() {
+            State::Running(connection) => connection.in_flight(),
+            _ => 0,
+        }
+    }
+
+    /// Runs `hook` on `value` (its JSON) for `session`, under the hook's timeout.
+    ///
+    /// # Errors
+    /// Why the call is skipped: a timeout, a protocol fault, a crash, a disabled plugin.
+    pub async fn call_hook(
+        &self,
+        hook: HookKind,
+        session: &SessionId,
+        value: serde_json::Value,
+    ) -> Result<ReplyBody, SkipReason> {
+        let session = session.to_string();
+        let limit = self.timeouts.get(hook);
+        self.request(limit, move |id| {
+            HostMessage::Hook(HookRequest {
+                id,
+                hook,
+                session,
+                value,
+            })
+        })
+        .await
+    }
+
+    /// Delivers a gateway event (`key`, its context JSON) and returns the plugin's reply. Ready
+    /// for the gateway's event bus; the plugin's subscriptions are [`ExternalPlugin::events`].
+    ///
+    /// # Errors
+    /// As [`ExternalPlugin::call_hook`].
+    pub async fn deliver_event(
+        &self,
+        key: &str,
+        context: serde_json::Value,
+        limit: Duration,
+    ) -> Result<ReplyBody, SkipReason> {
+        let key = key.to_owned();
+        self.request(limit, move |id| {
+            HostMessage::Event(EventRequest { id, key, context })
+        })
+        .await
+    }
+
+    /// Sends one request and waits for its reply, at most `limit` (plus a small backstop margin
+    /// for the actor's own timeout to fire first). The wait for a restart counts.
+    async fn request(
+        &self,
+        limit: Duration,
+        build: impl FnOnce(RequestId) -> HostMessage,
+    ) -> Result<ReplyBody, SkipReason> {
+        let deadline = Instant::now() + limit + BACKSTOP;
+        let call = async {
+            let connection = self.connection().await?;
+            connection.request(build).await
+        };
+        tokio::time::timeout_at(deadline, call)
+            .await
+            .unwrap_or(Err(SkipReason::timed_out(limit)))
+    }
+
+    /// The running connection, waiting through a restart.
+    async fn connection(&self) -> Result<Arc<Connection>, SkipReason> {
+        let mut state = self.control.state.subscribe();
+        let ready = state
+            // A connection whose output ended belongs to a process that is exiting: wait for the
+            // supervisor's restart rather than fail this call as if it had crashed too.
+            .wait_for(|state| match state {
+                State::Restarting => false,
+                State::Running(connection) => !connection.is_closed(),
+                State::Disabled | State::Stopped => true,
+            })
+            .await
+            .map_err(|_| SkipReason::Unavailable)?;
+        match &*ready {
+            State::Running(connection) => Ok(connection.clone()),
+            State::Disabled => Err(self.restart.disabled_reason()),
+            State::Restarting | State::Stopped => Err(SkipReason::Unavailable),
+        }
+    }
+
+    /// Shuts the process down: `goodbye`, close stdin, terminate, kill, each step bounded. Calls
+    /// after it are skipped as "not running".
+    pub async fn shutdown(&self) {
+        self.control.stopping.store(true, Ordering::Release);
+        let mut state = self.control.state.subscribe();
+        let stopped = async {
+            loop {
+                if let State::Running(connection) = &*state.borrow_and_update() {
+                    connection.request_stop();
+                }
+                let done = matches!(*state.borrow(), State::Stopped | State::Disabled);
+                if done || state.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        // Four bounded steps and a back-off at most; never wait forever.
+        let bound = self.grace * 4 + self.restart.max_backoff + Duration::from_secs(1);
+        let _ = tokio::time::timeout(bound, stopped).await;
+    }
+
+    /// Every hook the plugin implements (ordinary and raw).
+    pub fn implements(&self) -> HookSet {
+        self.hello
+            .hooks
+            .ordinary_only()
+            .union(self.hello.raw_hooks.raw_only())
+    }
+}
+
+impl std::fmt::Debug for ExternalPlugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExternalPlugin")
+            .field("name", &self.name)
+            .field("implements", &self.implements())
+            .field("state", &self.run_state())
+            .finish_non_exhaustive()
+    }
+}

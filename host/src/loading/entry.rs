@@ -1,0 +1,108 @@
+//! The entry point: fenced inside the plugin directory, never the host, run directly or by an
+//! allowlisted interpreter (SPEC L2, L3).
+
+use std::path::{Component, Path, PathBuf};
+
+use super::manifest::{is_reserved, Manifest};
+use super::problem::LoadProblem;
+
+/// Interpreters a manifest may name. Each is looked up on the host's `PATH`.
+pub const ALLOWED_INTERPRETERS: &[&str] = &["python3", "node"];
+
+/// How a plugin is run: the program, its arguments, and what kind it is (for `hooks list`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Launch {
+    /// The program to start.
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// `python3`, `node`, or `executable`.
+    pub kind: String,
+}
+
+/// Resolves the manifest's entry point inside `dir` and checks it.
+///
+/// # Errors
+/// The first problem found: an escaping, missing or non-executable entry point, the host itself,
+/// or an interpreter not on the allowlist.
+pub fn resolve(dir: &Path, manifest: &Manifest) -> Result<Launch, LoadProblem> {
+    let entry = fenced(dir, &manifest.entry)?;
+    refuse_host(&entry, &manifest.entry)?;
+    let entry_arg = entry.display().to_string();
+    let mut args = Vec::new();
+    let (program, kind) = match &manifest.interpreter {
+        Some(name) => {
+            if !ALLOWED_INTERPRETERS.contains(&name.as_str()) {
+                return Err(LoadProblem::InterpreterNotAllowed(name.clone()));
+            }
+            let program =
+                find_on_path(name).ok_or_else(|| LoadProblem::InterpreterMissing(name.clone()))?;
+            args.push(entry_arg);
+            (program, name.clone())
+        }
+        None if is_executable(&entry) => (entry, "executable".to_owned()),
+        None => return Err(LoadProblem::EntryNotExecutable(manifest.entry.clone())),
+    };
+    args.extend(manifest.args.iter().cloned());
+    Ok(Launch {
+        program,
+        args,
+        kind,
+    })
+}
+
+/// The entry point's real path, if it is relative, has no `..`, and (symlinks resolved) stays
+/// inside `dir`.
+fn fenced(dir: &Path, entry: &str) -> Result<PathBuf, LoadProblem> {
+    let relative = Path::new(entry);
+    let plain = relative
+        .components()
+        .all(|part| matches!(part, Component::Normal(_) | Component::CurDir));
+    if entry.is_empty() || !plain {
+        return Err(LoadProblem::EntryEscapes(entry.to_owned()));
+    }
+    let missing = || LoadProblem::EntryMissing(entry.to_owned());
+    let root = dir.canonicalize().map_err(|_| missing())?;
+    let real = root.join(relative).canonicalize().map_err(|_| missing())?;
+    if !real.starts_with(&root) {
+        return Err(LoadProblem::EntryEscapes(entry.to_owned()));
+    }
+    if !real.is_file() {
+        return Err(missing());
+    }
+    Ok(real)
+}
+
+/// Refuses the running host binary and files named after host components (SPEC L3).
+fn refuse_host(real: &Path, entry: &str) -> Result<(), LoadProblem> {
+    let is_host_binary = std::env::current_exe()
+        .and_then(|exe| exe.canonicalize())
+        .is_ok_and(|exe| exe == real);
+    let stem = real
+        .file_stem()
+        .and_then(|stem| stem.to_str())
+        .unwrap_or_default();
+    if is_host_binary || is_reserved(stem) {
+        return Err(LoadProblem::EntryIsHost(entry.to_owned()));
+    }
+    Ok(())
+}
+
+fn find_on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| is_executable(candidate))
+}
+
+#[cfg(unix)]
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+}
+
+#[cfg(not(unix))]
+fn is_executable(path: &Path) -> bool {
+    path.is_file()
+}

@@ -1,0 +1,155 @@
+//! `plugin.json`: the manifest every plugin directory has, and plugin names.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::problem::LoadProblem;
+
+/// The manifest's file name.
+pub const MANIFEST: &str = "plugin.json";
+
+/// Host components a plugin may not be named after, nor use as its entry point (SPEC L3).
+/// Compared without regard to case.
+pub const RESERVED_NAMES: &[&str] = &[
+    "hookline",
+    "hookline-host",
+    "hookline-actors",
+    "hookline-messages",
+    "hookline_host",
+    "hookline_actors",
+    "hookline_messages",
+];
+
+/// A plugin's manifest. Unknown fields are ignored.
+///
+/// ```json
+/// { "entry": "plugin.py", "interpreter": "python3", "description": "Adds house rules." }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// The program to run, relative to the plugin directory and inside it.
+    pub entry: String,
+    /// An allowlisted interpreter that runs `entry` (`python3`, `node`); none for an executable.
+    #[serde(default)]
+    pub interpreter: Option<String>,
+    /// Extra arguments after the entry point.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Whether the plugin loads (default true). `hookline hooks enable/disable` writes it.
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    /// The plugin's name, when it differs from its directory name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// What the plugin does, for people.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Every hook's timeout, in milliseconds (default 10 000).
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// How long the process has to say hello, in milliseconds (default 5 000).
+    #[serde(default)]
+    pub hello_timeout_ms: Option<u64>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Manifest {
+    /// Reads `<dir>/plugin.json`.
+    ///
+    /// # Errors
+    /// [`LoadProblem::MissingManifest`], [`LoadProblem::UnreadableManifest`] or
+    /// [`LoadProblem::InvalidManifest`].
+    pub fn read(dir: &Path) -> Result<Self, LoadProblem> {
+        let path = dir.join(MANIFEST);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                return Err(LoadProblem::MissingManifest)
+            }
+            Err(error) => return Err(LoadProblem::UnreadableManifest(error.to_string())),
+        };
+        serde_json::from_str(&text).map_err(|error| LoadProblem::InvalidManifest(error.to_string()))
+    }
+}
+
+/// Checks a plugin name: 1 to 64 characters, an ASCII letter first, then ASCII letters, digits,
+/// `_`, `.` or `-`; and not a reserved host component name.
+///
+/// # Errors
+/// [`LoadProblem::InvalidName`] or [`LoadProblem::ReservedName`].
+pub fn check_name(name: &str) -> Result<(), LoadProblem> {
+    let mut chars = name.chars();
+    let first_is_letter = chars.next().is_some_and(|c| c.is_ascii_alphabetic());
+    let rest_ok = chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+    if !first_is_letter || !rest_ok || name.len() > 64 {
+        return Err(LoadProblem::InvalidName(name.to_owned()));
+    }
+    if is_reserved(name) {
+        return Err(LoadProblem::ReservedName(name.to_owned()));
+    }
+    Ok(())
+}
+
+/// Whether `name` claims a host component (SPEC L3).
+pub fn is_reserved(name: &str) -> bool {
+    RESERVED_NAMES
+        .iter()
+        .any(|reserved| reserved.eq_ignore_ascii_case(name))
+}
+
+/// Sets `enabled` in `<dir>/plugin.json`, keeping every other field as it was.
+///
+/// # Errors
+/// The manifest's problem, or the write error as text.
+pub fn write_enabled(dir: &Path, enabled: bool) -> Result<(), LoadProblem> {
+    let path = dir.join(MANIFEST);
+    let text = std::fs::read_to_string(&path).map_err(|error| match error.kind() {
+        std::io::ErrorKind::NotFound => LoadProblem::MissingManifest,
+        _ => LoadProblem::UnreadableManifest(error.to_string()),
+    })?;
+    let mut json: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|error| LoadProblem::InvalidManifest(error.to_string()))?;
+    let Some(object) = json.as_object_mut() else {
+        return Err(LoadProblem::InvalidManifest(
+            "it is not a JSON object".into(),
+        ));
+    };
+    object.insert("enabled".into(), serde_json::Value::Bool(enabled));
+    let mut out = serde_json::to_string_pretty(&json).unwrap_or_default();
+    out.push('\n');
+    std::fs::write(&path, out).map_err(|error| LoadProblem::UnreadableManifest(error.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_the_rules() {
+        for good in ["a", "acme", "A.b-c_9", &"x".repeat(64)] {
+            assert_eq!(check_name(good), Ok(()), "{good}");
+        }
+        for bad in ["", "9lives", "-x", "a b", "é", &"x".repeat(65), "a/b"] {
+            assert!(
+                matches!(check_name(bad), Err(LoadProblem::InvalidName(_))),
+                "{bad}"
+            );
+        }
+        assert!(matches!(
+            check_name("HookLine-Host"),
+            Err(LoadProblem::ReservedName(_))
+        ));
+    }
+
+    #[test]
+    fn manifest_defaults_and_ignores_unknown_fields() {
+        let manifest: Manifest = serde_json::from_str(r#"{"entry":"p.py","future":1}"#)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(manifest.enabled);
+        assert_eq!(manifest.interpreter, None);
+    }
+}

@@ -1,0 +1,192 @@
+//! Loading plugins from disk: discovery in a user and a workspace plugins directory, manifests,
+//! the entry point fence and interpreter allowlist, reserved names, and starting each plugin's
+//! process (SPEC L1 to L3). One bad plugin is skipped with a note; the others load.
+//!
+//! ```no_run
+//! # async fn demo() {
+//! use hookline_host::loading::{load, LoadOptions};
+//!
+//! let report = load(&LoadOptions::new(Some("/home/me/.hookline/plugins".into()), None)).await;
+//! for note in &report.notes {
+//!     eprintln!("{note}");
+//! }
+//! let registrations = report.registrations(); // hand these to `Pipeline::builder().plugins(..)`
+//! # }
+//! ```
+
+mod discover;
+pub mod entry;
+mod events;
+pub mod manifest;
+mod problem;
+mod status;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hookline_actors::plugin::{PluginRegistration, Timeouts};
+
+use crate::external::{ExternalConfig, ExternalPlugin, PluginTool};
+
+pub use discover::{candidates, Candidate, Source};
+pub use events::{is_known_event_key, EVENT_FAMILIES, EVENT_KEYS};
+pub use manifest::{check_name, Manifest, MANIFEST, RESERVED_NAMES};
+pub use problem::{LoadNote, LoadProblem};
+pub use status::{PluginState, PluginStatus};
+
+/// Where to look for plugins and how to order them.
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    /// The user plugins directory (default `~/.hookline/plugins`, chosen by the CLI).
+    pub user_dir: Option<PathBuf>,
+    /// The workspace plugins directory (default `<workspace>/.hookline/plugins`).
+    pub workspace_dir: Option<PathBuf>,
+    /// Plugin names loaded first, in this order; the rest follow in directory name order.
+    pub pinned_order: Vec<String>,
+    /// Overrides every plugin's hello deadline (tests use a short one).
+    pub hello_timeout: Option<Duration>,
+}
+
+impl LoadOptions {
+    /// Options for these two directories, unpinned.
+    pub fn new(user_dir: Option<PathBuf>, workspace_dir: Option<PathBuf>) -> Self {
+        Self {
+            user_dir,
+            workspace_dir,
+            ..Self::default()
+        }
+    }
+}
+
+/// What loading produced: the running plugins in load order, a status per plugin directory, and
+/// the notes.
+#[derive(Debug, Default)]
+pub struct LoadReport {
+    /// The loaded plugins, in load order.
+    pub plugins: Vec<Arc<ExternalPlugin>>,
+    /// Every plugin directory, in load order, with its state.
+    pub statuses: Vec<PluginStatus>,
+    /// Skipped directories and unknown event subscriptions, in load order.
+    pub notes: Vec<LoadNote>,
+}
+
+impl LoadReport {
+    /// One registration per loaded plugin, in load order, for `Pipeline::builder().plugins(..)`.
+    pub fn registrations(&self) -> Vec<PluginRegistration> {
+        self.plugins
+            .iter()
+            .map(ExternalPlugin::registration)
+            .collect()
+    }
+
+    /// The tools the loaded plugins contribute, in load order.
+    pub fn tools(&self) -> Vec<PluginTool> {
+        self.plugins.iter().flat_map(PluginTool::all_of).collect()
+    }
+
+    /// Shuts every plugin process down (each bounded), all at once.
+    pub async fn shutdown(&self) {
+        futures::future::join_all(self.plugins.iter().map(|plugin| plugin.shutdown())).await;
+    }
+}
+
+/// Discovers, checks and starts the plugins. Never fails as a whole: every problem is a note.
+pub async fn load(options: &LoadOptions) -> LoadReport {
+    let found = candidates(
+        options.user_dir.as_deref(),
+        options.workspace_dir.as_deref(),
+        &options.pinned_order,
+    );
+    let mut statuses = Vec::with_capacity(found.len());
+    let mut ready = Vec::new();
+    let mut names: HashMap<String, PathBuf> = HashMap::new();
+    for candidate in found {
+        let mut status = PluginStatus::found(&candidate);
+        match prepare(&candidate, options, &mut names, &mut status) {
+            Ok(Some(config)) => ready.push((statuses.len(), config)),
+            Ok(None) => status.state = PluginState::Disabled,
+            Err(problem) => status.state = PluginState::Skipped(problem),
+        }
+        statuses.push(status);
+    }
+    // Start every process at once (their hellos overlap); results keep load order.
+    let started = futures::future::join_all(
+        ready
+            .into_iter()
+            .map(|(index, config)| async move { (index, ExternalPlugin::start(config).await) }),
+    )
+    .await;
+    let mut plugins = Vec::new();
+    for (index, result) in started {
+        let status = &mut statuses[index];
+        match result {
+            Ok(plugin) => {
+                status.loaded(plugin.hello().clone());
+                plugins.push(plugin);
+            }
+            Err(error) => {
+                status.state = PluginState::Skipped(LoadProblem::StartFailed(error.to_string()))
+            }
+        }
+    }
+    let notes = statuses.iter().flat_map(PluginStatus::notes).collect();
+    for note in &notes {
+        tracing::warn!("{note}");
+    }
+    LoadReport {
+        plugins,
+        statuses,
+        notes,
+    }
+}
+
+/// Checks one directory: name, manifest, entry point. `Ok(None)` when it is disabled.
+fn prepare(
+    candidate: &Candidate,
+    options: &LoadOptions,
+    names: &mut HashMap<String, PathBuf>,
+    status: &mut PluginStatus,
+) -> Result<Option<ExternalConfig>, LoadProblem> {
+    check_name(&candidate.dir_name)?;
+    let manifest = Manifest::read(&candidate.dir)?;
+    status.description = manifest.description.clone();
+    let name = manifest
+        .name
+        .clone()
+        .unwrap_or_else(|| candidate.dir_name.clone());
+    check_name(&name)?;
+    status.name = name.clone();
+    if let Some(first) = names.get(&name) {
+        return Err(LoadProblem::DuplicateName {
+            name,
+            first: first.clone(),
+        });
+    }
+    names.insert(name.clone(), candidate.dir.clone());
+    let launch = entry::resolve(&candidate.dir, &manifest)?;
+    status.kind = launch.kind.clone();
+    if !manifest.enabled {
+        return Ok(None);
+    }
+    let mut config = ExternalConfig::new(name, launch.program, &candidate.dir);
+    config.args = launch.args.into_iter().map(Into::into).collect();
+    if launch.kind == "python3" {
+        // SPEC L2: resolve inside the plugin's directory, not the user's site-packages.
+        config.env.push(("PYTHONNOUSERSITE".into(), "1".into()));
+        config
+            .env
+            .push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
+    }
+    if let Some(limit) = manifest.timeout_ms {
+        config.timeouts = Timeouts::uniform(Duration::from_millis(limit));
+    }
+    if let Some(limit) = manifest.hello_timeout_ms {
+        config.hello_timeout = Duration::from_millis(limit);
+    }
+    if let Some(limit) = options.hello_timeout {
+        config.hello_timeout = limit;
+    }
+    Ok(Some(config))
+}

@@ -1,0 +1,132 @@
+//! What loading reports: a skipped plugin directory and why, and event subscriptions the gateway
+//! never emits. Data, rendered to English in one place (the `Display` impls below).
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+/// A note recorded while loading plugins.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum LoadNote {
+    /// A plugin directory was skipped; the others still load.
+    Skipped {
+        /// The plugin's directory.
+        dir: PathBuf,
+        /// Why.
+        problem: LoadProblem,
+    },
+    /// A subscription to a key the gateway never emits: kept, with this warning (SPEC G4.1).
+    UnknownEvent {
+        /// The plugin's name.
+        plugin: String,
+        /// The key as subscribed.
+        key: String,
+    },
+}
+
+impl fmt::Display for LoadNote {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Skipped { dir, problem } => {
+                write!(
+                    f,
+                    "Plugin directory '{}' was skipped: {problem}.",
+                    dir.display()
+                )
+            }
+            Self::UnknownEvent { plugin, key } => write!(
+                f,
+                "Plugin '{plugin}' subscribes to '{key}', which the gateway never emits."
+            ),
+        }
+    }
+}
+
+/// Why a plugin directory was skipped. Renders as a phrase starting with "it" or "its", without
+/// a final full stop (the note adds it).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "problem", content = "detail", rename_all = "kebab-case")]
+pub enum LoadProblem {
+    /// The directory name is not a valid plugin name.
+    InvalidName(String),
+    /// The name claims a host component (SPEC L3).
+    ReservedName(String),
+    /// Another plugin loaded earlier has this name.
+    DuplicateName {
+        /// The name.
+        name: String,
+        /// The directory of the plugin that has it.
+        first: PathBuf,
+    },
+    /// No `plugin.json`.
+    MissingManifest,
+    /// `plugin.json` could not be read.
+    UnreadableManifest(String),
+    /// `plugin.json` is not a valid manifest.
+    InvalidManifest(String),
+    /// The entry point is absolute, has `..`, or a symlink leads out of the directory (SPEC L2).
+    EntryEscapes(String),
+    /// The entry point does not exist or is not a file.
+    EntryMissing(String),
+    /// The entry point is not executable and names no interpreter.
+    EntryNotExecutable(String),
+    /// The entry point is the host itself or a host component (SPEC L3).
+    EntryIsHost(String),
+    /// The interpreter is not on the allowlist.
+    InterpreterNotAllowed(String),
+    /// The interpreter is allowed but not installed.
+    InterpreterMissing(String),
+    /// The process failed to start or to say a valid hello.
+    StartFailed(String),
+}
+
+impl fmt::Display for LoadProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::InvalidName(name) => write!(
+                f,
+                "its name '{name}' is not a valid plugin name (1 to 64 characters: a letter, then \
+                 letters, digits, '_', '.' or '-')"
+            ),
+            Self::ReservedName(name) => write!(f, "its name '{name}' is reserved for the host"),
+            Self::DuplicateName { name, first } => write!(
+                f,
+                "its name '{name}' is already used by the plugin in '{}'",
+                first.display()
+            ),
+            Self::MissingManifest => f.write_str("it has no plugin.json"),
+            Self::UnreadableManifest(error) => {
+                write!(f, "its plugin.json could not be read: {error}")
+            }
+            Self::InvalidManifest(error) => write!(f, "its plugin.json is invalid: {error}"),
+            Self::EntryEscapes(entry) => {
+                write!(
+                    f,
+                    "its entry point '{entry}' is outside the plugin directory"
+                )
+            }
+            Self::EntryMissing(entry) => write!(f, "its entry point '{entry}' is not a file"),
+            Self::EntryNotExecutable(entry) => write!(
+                f,
+                "its entry point '{entry}' is not executable and it names no interpreter"
+            ),
+            Self::EntryIsHost(entry) => {
+                write!(
+                    f,
+                    "its entry point '{entry}' is the host itself, which plugins cannot load"
+                )
+            }
+            Self::InterpreterNotAllowed(name) => write!(
+                f,
+                "its interpreter '{name}' is not allowed (allowed: {})",
+                super::entry::ALLOWED_INTERPRETERS.join(", ")
+            ),
+            Self::InterpreterMissing(name) => {
+                write!(f, "its interpreter '{name}' was not found on PATH")
+            }
+            Self::StartFailed(error) => f.write_str(error),
+        }
+    }
+}

@@ -1,0 +1,317 @@
+//! The wire types of the external plugin protocol: newline-delimited JSON over a plugin process's
+//! stdin (host to plugin) and stdout (plugin to host). Serde types only; the process, the codec and
+//! the id matching live in `hookline-host` (`host/src/external/`). `docs/protocol.md` explains the
+//! exchange; `docs/protocol/*.json` are JSON Schemas generated from these types.
+//!
+//! ```
+//! use hookline_messages::protocol::{HostMessage, PluginMessage, ReplyBody};
+//!
+//! let line = r#"{"type":"hello","protocol":1,"hooks":["on_tool_call"]}"#;
+//! let PluginMessage::Hello(hello) = serde_json::from_str(line).unwrap() else { panic!() };
+//! assert!(hello.is_compatible());
+//!
+//! let reply: PluginMessage = serde_json::from_str(r#"{"type":"keep","id":7}"#).unwrap();
+//! assert_eq!(reply.into_reply(), Some((7, ReplyBody::Keep)));
+//! assert_eq!(
+//!     serde_json::to_string(&HostMessage::Cancel { id: 7 }).unwrap(),
+//!     r#"{"type":"cancel","id":7}"#
+//! );
+//! ```
+
+mod schema;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::approval::{Authority, Risk};
+use crate::hook::{HookKind, HookSet};
+
+pub use schema::{schemas, SchemaFile};
+
+/// The protocol version this host speaks. A plugin whose `hello` names another version is refused
+/// with a note.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// A request id, assigned by the host, unique for the life of one plugin process.
+pub type RequestId = u64;
+
+/// The first line a plugin writes: its protocol version and what it implements.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub struct Hello {
+    /// The protocol version the plugin speaks ([`PROTOCOL_VERSION`]).
+    pub protocol: u32,
+    /// Ordinary hooks it implements, by wire name (`on_tool_call`). Raw hooks here are ignored.
+    #[serde(default)]
+    #[schemars(schema_with = "schema::hook_names")]
+    pub hooks: HookSet,
+    /// Raw hooks it implements, by wire name (`rebuild_model`); apart from `hooks` (SPEC R0.1).
+    /// Ordinary hooks here are ignored.
+    #[serde(default)]
+    #[schemars(schema_with = "schema::hook_names")]
+    pub raw_hooks: HookSet,
+    /// Gateway event keys or family names it subscribes to (`command:new`, `message`). Unknown
+    /// keys are kept, with a warning (SPEC G4.1).
+    #[serde(default)]
+    pub events: Vec<String>,
+    /// Tools it contributes; the host runs them through the same hooks as any tool (SPEC P1.3).
+    #[serde(default)]
+    pub tools: Vec<ToolDecl>,
+}
+
+impl Hello {
+    /// A hello for the current protocol that implements nothing yet.
+    pub fn new() -> Self {
+        Self {
+            protocol: PROTOCOL_VERSION,
+            hooks: HookSet::empty(),
+            raw_hooks: HookSet::empty(),
+            events: Vec::new(),
+            tools: Vec::new(),
+        }
+    }
+
+    /// Whether this host speaks the plugin's protocol version.
+    pub fn is_compatible(&self) -> bool {
+        self.protocol == PROTOCOL_VERSION
+    }
+}
+
+impl Default for Hello {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A tool a plugin contributes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub struct ToolDecl {
+    /// The tool's name, as the model calls it.
+    pub name: String,
+    /// What the tool does, for the model.
+    #[serde(default)]
+    pub description: String,
+    /// How risky a call is; the approval policy starts from this.
+    #[schemars(schema_with = "schema::risk")]
+    pub risk: Risk,
+    /// Where a call acts.
+    #[schemars(schema_with = "schema::authority")]
+    pub authority: Authority,
+}
+
+/// One line the host writes to a plugin.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum HostMessage {
+    /// Run a hook on a value; answered by a reply with the same id.
+    Hook(HookRequest),
+    /// Run one of the plugin's tools; answered by `replace` with a [`ToolOutput`], or `error`.
+    Tool(ToolRequest),
+    /// Deliver a gateway event; answered by `keep`, `replace` (a new context, where the event
+    /// allows it) or `error`.
+    Event(EventRequest),
+    /// The host stopped waiting for request `id` (its timeout passed); any reply to it is dropped.
+    Cancel {
+        /// The request given up on.
+        id: RequestId,
+    },
+    /// The host is shutting down; stdin closes next. The plugin should exit.
+    Goodbye,
+}
+
+/// A hook call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub struct HookRequest {
+    /// The request id; the reply carries it back.
+    pub id: RequestId,
+    /// The hook, by wire name.
+    #[schemars(schema_with = "schema::hook_name")]
+    pub hook: HookKind,
+    /// The session the call belongs to.
+    pub session: String,
+    /// The hook's value (its JSON shape is the hook's value type in `hookline-messages`).
+    pub value: serde_json::Value,
+}
+
+/// A tool run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub struct ToolRequest {
+    /// The request id.
+    pub id: RequestId,
+    /// The tool's name, one the plugin declared in its hello.
+    pub tool: String,
+    /// The call's arguments.
+    pub arguments: serde_json::Value,
+    /// The session's workspace root.
+    pub workspace_root: String,
+}
+
+/// What a tool run returns, as the `value` of a `replace` reply.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub struct ToolOutput {
+    /// The result text.
+    pub text: String,
+    /// Whether the tool succeeded (default true).
+    #[serde(default = "yes")]
+    pub success: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A gateway event delivery.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub struct EventRequest {
+    /// The request id.
+    pub id: RequestId,
+    /// The event key (`command:new`).
+    pub key: String,
+    /// The event's context, as the producer supplies it (SPEC G5).
+    pub context: serde_json::Value,
+}
+
+/// One line a plugin writes to the host: its hello (first, once) or a reply.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum PluginMessage {
+    /// The handshake; the first line, exactly once.
+    Hello(Hello),
+    /// Hand the value on unchanged.
+    Keep {
+        /// The request answered.
+        id: RequestId,
+    },
+    /// Hand this value on instead, if the hook's rule admits it.
+    Replace {
+        /// The request answered.
+        id: RequestId,
+        /// The replacement value.
+        value: serde_json::Value,
+    },
+    /// The hook failed; it is skipped and `message` becomes the note's reason.
+    Error {
+        /// The request answered.
+        id: RequestId,
+        /// Why, in English.
+        #[serde(default)]
+        message: String,
+    },
+}
+
+/// A reply without its id.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ReplyBody {
+    /// Keep the value.
+    Keep,
+    /// Replace it with this JSON.
+    Replace(serde_json::Value),
+    /// The plugin's error message.
+    Error(String),
+}
+
+impl PluginMessage {
+    /// The reply's id and body; `None` for a hello.
+    pub fn into_reply(self) -> Option<(RequestId, ReplyBody)> {
+        match self {
+            Self::Hello(_) => None,
+            Self::Keep { id } => Some((id, ReplyBody::Keep)),
+            Self::Replace { id, value } => Some((id, ReplyBody::Replace(value))),
+            Self::Error { id, message } => Some((id, ReplyBody::Error(message))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip<T>(value: &T) -> T
+    where
+        T: Serialize + serde::de::DeserializeOwned,
+    {
+        let json = serde_json::to_string(value).unwrap_or_default();
+        match serde_json::from_str(&json) {
+            Ok(back) => back,
+            Err(error) => panic!("{json} did not round-trip: {error}"),
+        }
+    }
+
+    #[test]
+    fn every_host_message_round_trips() {
+        let messages = [
+            HostMessage::Hook(HookRequest {
+                id: 1,
+                hook: HookKind::OnToolCall,
+                session: "s".into(),
+                value: serde_json::json!({"callId": "c"}),
+            }),
+            HostMessage::Tool(ToolRequest {
+                id: 2,
+                tool: "clock".into(),
+                arguments: serde_json::json!({}),
+                workspace_root: "/w".into(),
+            }),
+            HostMessage::Event(EventRequest {
+                id: 3,
+                key: "command:new".into(),
+                context: serde_json::json!({"agentId": "a"}),
+            }),
+            HostMessage::Cancel { id: 4 },
+            HostMessage::Goodbye,
+        ];
+        for message in messages {
+            assert_eq!(round_trip(&message), message);
+        }
+    }
+
+    #[test]
+    fn every_plugin_message_round_trips() {
+        let mut hello = Hello::new();
+        hello.hooks = HookSet::of(&[HookKind::OnPrompt]);
+        hello.raw_hooks = HookSet::of(&[HookKind::RewritePrompt]);
+        hello.events = vec!["command:nwe".into()];
+        hello.tools = vec![ToolDecl {
+            name: "clock".into(),
+            description: "tells the time".into(),
+            risk: Risk::Read,
+            authority: Authority::Workspace,
+        }];
+        let messages = [
+            PluginMessage::Hello(hello),
+            PluginMessage::Keep { id: 1 },
+            PluginMessage::Replace {
+                id: 2,
+                value: serde_json::json!("x"),
+            },
+            PluginMessage::Error {
+                id: 3,
+                message: "no".into(),
+            },
+        ];
+        for message in messages {
+            assert_eq!(round_trip(&message), message);
+        }
+    }
+
+    #[test]
+    fn hello_with_an_unknown_hook_does_not_decode() {
+        let line = r#"{"type":"hello","protocol":1,"hooks":["on_nothing"]}"#;
+        assert!(serde_json::from_str::<PluginMessage>(line).is_err());
+    }
+
+    #[test]
+    fn hello_fields_default_and_unknown_fields_are_ignored() {
+        let line = r#"{"type":"hello","protocol":2,"future":true}"#;
+        let Ok(PluginMessage::Hello(hello)) = serde_json::from_str(line) else {
+            panic!("a minimal hello decodes");
+        };
+        assert!(!hello.is_compatible());
+        assert!(hello.hooks.is_empty() && hello.events.is_empty() && hello.tools.is_empty());
+    }
+}

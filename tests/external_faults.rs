@@ -1,0 +1,173 @@
+//! Faulty external plugins, as real processes: each fault skips that plugin's hook with its note,
+//! the plugins after it still run, and the plugin serves later calls (SPEC P1.4).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use hookline::actors::Pipeline;
+use hookline::messages::hook::OnToolCall;
+use hookline::messages::session::SessionId;
+use serde_json::json;
+use support::{faulty, load_user, texts, tool_call};
+
+/// Runs two calls through `a-first` (ok), `m-faulty` (MODE), `z-last` (ok); returns the
+/// tool names and notes of both.
+async fn two_calls(
+    mode: &str,
+    extra: serde_json::Value,
+) -> (Vec<String>, Vec<String>, tempfile::TempDir) {
+    let root = tempfile::tempdir().unwrap();
+    faulty(root.path(), "a-first", "ok", json!({}));
+    faulty(root.path(), "m-faulty", mode, extra);
+    faulty(root.path(), "z-last", "ok", json!({}));
+    let report = load_user(root.path()).await;
+    assert_eq!(report.plugins.len(), 3, "{:?}", texts(&report.notes));
+    let pipeline = Pipeline::builder()
+        .plugins(report.registrations())
+        .start()
+        .unwrap();
+    let mut names = Vec::new();
+    let mut notes = Vec::new();
+    for (session, id) in [("s1", "c1"), ("s2", "c2")] {
+        let outcome = pipeline
+            .call::<OnToolCall>(&SessionId::new(session), tool_call("t", id))
+            .await
+            .unwrap();
+        assert_eq!(outcome.value.call_id, id);
+        names.push(outcome.value.name);
+        notes.extend(texts(&outcome.notes));
+    }
+    report.shutdown().await;
+    (names, notes, root)
+}
+
+const SKIPPED: &str = "t-a-first-z-last";
+const ALL_RAN: &str = "t-a-first-m-faulty-z-last";
+
+async fn assert_first_call_skipped(mode: &str, reason: &str) {
+    let (names, notes, _root) = two_calls(mode, json!({})).await;
+    assert_eq!(names, [SKIPPED, ALL_RAN], "mode {mode}");
+    assert_eq!(
+        notes,
+        [format!(
+            "Plugin hook 'm-faulty' tool-call was skipped: {reason}"
+        )]
+    );
+}
+
+#[actix_rt::test]
+async fn output_that_is_not_the_protocol_is_skipped_with_note() {
+    assert_first_call_skipped("garbage", "it wrote output that is not the protocol.").await;
+}
+
+#[actix_rt::test]
+async fn a_line_over_the_cap_is_dropped_and_skipped_with_note() {
+    assert_first_call_skipped("oversize", "it wrote a line longer than 1048576 bytes.").await;
+}
+
+#[actix_rt::test]
+async fn a_reply_with_an_unknown_id_is_skipped_with_note() {
+    assert_first_call_skipped("unknown-id", "it replied with an id it was never given.").await;
+}
+
+#[actix_rt::test]
+async fn a_plugin_error_message_becomes_the_note() {
+    assert_first_call_skipped("error", "the faulty plugin refuses.").await;
+}
+
+#[actix_rt::test]
+async fn a_repeated_reply_id_skips_the_call_in_flight_with_note() {
+    let (names, notes, _root) = two_calls("repeat-id", json!({})).await;
+    assert_eq!(names, [ALL_RAN, SKIPPED]);
+    assert_eq!(
+        notes,
+        ["Plugin hook 'm-faulty' tool-call was skipped: it replied twice with the same id."]
+    );
+}
+
+#[actix_rt::test]
+async fn a_crash_mid_reply_is_skipped_and_the_plugin_restarts() {
+    assert_first_call_skipped("crash-once", "it exited before it replied.").await;
+}
+
+#[actix_rt::test]
+async fn a_late_reply_is_dropped_after_the_timeout_and_a_cancel_is_sent() {
+    let (names, notes, root) = two_calls("late", json!({"timeout_ms": 1000})).await;
+    assert_eq!(names, [SKIPPED, ALL_RAN]);
+    assert_eq!(
+        notes,
+        ["Plugin hook 'm-faulty' tool-call was skipped: it timed out after 1 s."]
+    );
+    let transcript = std::fs::read_to_string(root.path().join("m-faulty/transcript.log")).unwrap();
+    assert!(
+        transcript.contains(r#"{"type":"cancel","id":1}"#),
+        "{transcript}"
+    );
+    assert!(transcript.contains(r#"{"type":"goodbye"}"#), "{transcript}");
+}
+
+#[actix_rt::test]
+async fn a_stderr_flood_is_drained_and_calls_still_complete() {
+    let (names, notes, _root) = two_calls("stderr-flood", json!({})).await;
+    assert_eq!(names, [ALL_RAN, ALL_RAN]);
+    assert!(notes.is_empty(), "{notes:?}");
+}
+
+#[actix_rt::test]
+async fn three_crashes_disable_the_plugin_with_note() {
+    let root = tempfile::tempdir().unwrap();
+    faulty(root.path(), "m-faulty", "crash-always", json!({}));
+    faulty(root.path(), "z-last", "ok", json!({}));
+    let report = load_user(root.path()).await;
+    let pipeline = Pipeline::builder()
+        .plugins(report.registrations())
+        .start()
+        .unwrap();
+    let mut notes = Vec::new();
+    for session in ["s1", "s2", "s3", "s4"] {
+        let outcome = pipeline
+            .call::<OnToolCall>(&SessionId::new(session), tool_call("t", "c"))
+            .await
+            .unwrap();
+        assert_eq!(outcome.value.name, "t-z-last");
+        notes.extend(texts(&outcome.notes));
+    }
+    let crashed = "Plugin hook 'm-faulty' tool-call was skipped: it exited before it replied.";
+    let disabled =
+        "Plugin hook 'm-faulty' tool-call was skipped: it was disabled after 3 crashes in 5 minutes.";
+    assert_eq!(notes, [crashed, crashed, crashed, disabled]);
+    assert_eq!(
+        report.plugins[0].run_state(),
+        hookline::host::external::RunState::Disabled
+    );
+    report.shutdown().await;
+}
+
+#[actix_rt::test]
+async fn many_calls_are_in_flight_at_once_and_replies_match_their_ids() {
+    let root = tempfile::tempdir().unwrap();
+    // `batch` answers only once it holds 8 requests, and then in reverse order.
+    faulty(root.path(), "batcher", "batch", json!({}));
+    let report = load_user(root.path()).await;
+    let pipeline = Pipeline::builder()
+        .plugins(report.registrations())
+        .start()
+        .unwrap();
+    let calls = (0..8).map(|i| {
+        let pipeline = pipeline.clone();
+        async move {
+            let session = SessionId::new(format!("s{i}"));
+            pipeline
+                .call::<OnToolCall>(&session, tool_call(&format!("t{i}"), &format!("c{i}")))
+                .await
+        }
+    });
+    let outcomes = futures::future::join_all(calls).await;
+    for (i, outcome) in outcomes.into_iter().enumerate() {
+        let outcome = outcome.unwrap();
+        assert_eq!(outcome.value.call_id, format!("c{i}"));
+        assert_eq!(outcome.value.name, format!("t{i}-batcher"));
+        assert!(outcome.notes.is_empty());
+    }
+    report.shutdown().await;
+}

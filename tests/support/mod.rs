@@ -1,0 +1,82 @@
+//! Builds plugin directories for the tests: the shipped examples and the faulty plugin.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use hookline::host::loading::{load, LoadOptions, LoadReport};
+use hookline::messages::tool::{ToolCall, ToolProvider};
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `<root>/<name>/` running `tests/plugins/faulty.py MODE`, with extra manifest fields.
+pub fn faulty(root: &Path, name: &str, mode: &str, extra: serde_json::Value) -> PathBuf {
+    let dir = root.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        repo().join("tests/plugins/faulty.py"),
+        dir.join("faulty.py"),
+    )
+    .unwrap();
+    let mut manifest =
+        serde_json::json!({"entry": "faulty.py", "interpreter": "python3", "args": [mode]});
+    if let (Some(target), Some(more)) = (manifest.as_object_mut(), extra.as_object()) {
+        target.extend(more.clone());
+    }
+    std::fs::write(dir.join("plugin.json"), manifest.to_string()).unwrap();
+    dir
+}
+
+/// A scripted plugin answering each hook from `replies`.
+pub fn scripted(root: &Path, name: &str, replies: serde_json::Value) -> PathBuf {
+    let dir = faulty(root, name, "script", serde_json::json!({}));
+    std::fs::write(dir.join("replies.json"), replies.to_string()).unwrap();
+    dir
+}
+
+/// Copies the shipped examples into `root`, with the Rust example's binary in its `bin/`.
+pub fn examples(root: &Path) {
+    let house = root.join("house-rules");
+    std::fs::create_dir_all(&house).unwrap();
+    for file in ["plugin.json", "plugin.py"] {
+        std::fs::copy(
+            repo().join("examples/plugins/house-rules").join(file),
+            house.join(file),
+        )
+        .unwrap();
+    }
+    let guard = root.join("rust-guard");
+    std::fs::create_dir_all(guard.join("bin")).unwrap();
+    std::fs::copy(
+        repo().join("examples/plugins/rust-guard/plugin.json"),
+        guard.join("plugin.json"),
+    )
+    .unwrap();
+    std::fs::copy(
+        env!("CARGO_BIN_EXE_hookline-example-plugin"),
+        guard.join("bin/rust-guard"),
+    )
+    .unwrap();
+}
+
+/// Loads `dir` as the user plugins directory.
+pub async fn load_user(dir: &Path) -> LoadReport {
+    let mut options = LoadOptions::new(Some(dir.to_path_buf()), None);
+    options.hello_timeout = Some(Duration::from_secs(10));
+    load(&options).await
+}
+
+pub fn tool_call(name: &str, id: &str) -> ToolCall {
+    ToolCall {
+        call_id: id.into(),
+        name: name.into(),
+        arguments: serde_json::json!({}),
+        provider: ToolProvider::BuiltIn,
+    }
+}
+
+pub fn texts<T: ToString>(notes: &[T]) -> Vec<String> {
+    notes.iter().map(ToString::to_string).collect()
+}
