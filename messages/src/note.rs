@@ -103,7 +103,11 @@ impl fmt::Display for Note {
                 hook,
                 reason,
             }) => {
-                let who = if hook.is_raw() { "Raw hook" } else { "Plugin hook" };
+                let who = if hook.is_raw() {
+                    "Raw hook"
+                } else {
+                    "Plugin hook"
+                };
                 write!(f, "{who} '{plugin}' {} was skipped: {reason}", hook.stage())
             }
             Self::RawHookRegistered { plugin } => {
@@ -113,7 +117,11 @@ impl fmt::Display for Note {
                 f.write_str("Plugin images were ignored because this turn returns text only.")
             }
             Self::RawChangeFailure { plugins } => {
-                let label = if plugins.len() == 1 { "Raw hook" } else { "Raw hooks" };
+                let label = if plugins.len() == 1 {
+                    "Raw hook"
+                } else {
+                    "Raw hooks"
+                };
                 let names: Vec<String> = plugins.iter().map(|p| format!("'{p}'")).collect();
                 write!(
                     f,
@@ -125,7 +133,10 @@ impl fmt::Display for Note {
                 plugin,
                 event,
                 reason,
-            } => write!(f, "Event handler '{plugin}' for '{event}' was skipped: {reason}"),
+            } => write!(
+                f,
+                "Event handler '{plugin}' for '{event}' was skipped: {reason}"
+            ),
             Self::UnknownSubscription { plugin, key } => write!(
                 f,
                 "Plugin '{plugin}' subscribes to '{key}', which the gateway never emits."
@@ -139,7 +150,10 @@ impl fmt::Display for Note {
                 f.write_str("Dropped 1 event because the event queue was full.")
             }
             Self::EventsDropped { count } => {
-                write!(f, "Dropped {count} events because the event queue was full.")
+                write!(
+                    f,
+                    "Dropped {count} events because the event queue was full."
+                )
             }
             Self::SessionEndTimedOut { sessions, millis } => write!(
                 f,
@@ -382,22 +396,34 @@ mod tests {
 
     #[test]
     fn plugin_errors_are_used_as_given_and_blank_ones_become_it_failed() {
-        assert_eq!(SkipReason::failed("  disk on fire \n").to_string(), "disk on fire");
+        assert_eq!(
+            SkipReason::failed("  disk on fire \n").to_string(),
+            "disk on fire"
+        );
         assert_eq!(SkipReason::failed("   ").to_string(), "it failed.");
     }
 
     #[test]
     fn host_notes_render_the_spec_sentences() {
         assert_eq!(
-            Note::RawHookRegistered { plugin: "Acme".into() }.to_string(),
+            Note::RawHookRegistered {
+                plugin: "Acme".into()
+            }
+            .to_string(),
             "Plugin 'Acme' registered a raw hook."
         );
         assert_eq!(
-            Note::RawChangeFailure { plugins: vec!["Acme".into()] }.to_string(),
+            Note::RawChangeFailure {
+                plugins: vec!["Acme".into()]
+            }
+            .to_string(),
             "Raw hook 'Acme' changed this model request. The failure may be related."
         );
         assert_eq!(
-            Note::RawChangeFailure { plugins: vec!["A".into(), "B".into()] }.to_string(),
+            Note::RawChangeFailure {
+                plugins: vec!["A".into(), "B".into()]
+            }
+            .to_string(),
             "Raw hooks 'A', 'B' changed this model request. The failure may be related."
         );
         assert_eq!(
@@ -408,7 +434,10 @@ mod tests {
 
     #[test]
     fn gateway_notes_render_their_sentences() {
-        let unknown = Note::UnknownSubscription { plugin: "acme".into(), key: "command:nwe".into() };
+        let unknown = Note::UnknownSubscription {
+            plugin: "acme".into(),
+            key: "command:nwe".into(),
+        };
         assert_eq!(
             unknown.to_string(),
             "Plugin 'acme' subscribes to 'command:nwe', which the gateway never emits."
@@ -422,7 +451,10 @@ mod tests {
             skipped.to_string(),
             "Event handler 'acme' for 'command:new' was skipped: it panicked."
         );
-        let waited = Note::EventWaitTimedOut { event: EventKey::GatewayShutdown, millis: 5000 };
+        let waited = Note::EventWaitTimedOut {
+            event: EventKey::GatewayShutdown,
+            millis: 5000,
+        };
         assert_eq!(
             waited.to_string(),
             "Stopped waiting for 'gateway:shutdown' handlers after 5 s; they keep running."
@@ -432,7 +464,11 @@ mod tests {
             "Dropped 3 events because the event queue was full."
         );
         assert_eq!(
-            Note::SessionEndTimedOut { sessions: 2, millis: 2000 }.to_string(),
+            Note::SessionEndTimedOut {
+                sessions: 2,
+                millis: 2000
+            }
+            .to_string(),
             "Session-end hooks of 2 session(s) did not finish within 2 s."
         );
     }

@@ -9,24 +9,15 @@ use hookline_messages::note::Note;
 use super::PipelineCoordinator;
 
 /// A call waiting for its session's previous call to finish.
-pub(crate) type Queued = Box<dyn FnOnce(&mut PipelineCoordinator, &mut Context<PipelineCoordinator>)>;
+pub(crate) type Queued =
+    Box<dyn FnOnce(&mut PipelineCoordinator, &mut Context<PipelineCoordinator>)>;
 
+#[derive(Default)]
 pub(crate) struct SessionState {
     pub(crate) running: bool,
     pub(crate) forget: bool,
     pub(crate) queue: VecDeque<Queued>,
     seen: HashSet<Note>,
-}
-
-impl Default for SessionState {
-    fn default() -> Self {
-        Self {
-            running: false,
-            forget: false,
-            queue: VecDeque::new(),
-            seen: HashSet::new(),
-        }
-    }
 }
 
 impl SessionState {

@@ -16,6 +16,7 @@ use tokio::sync::Semaphore;
 
 use super::dispatch::{Dispatch, Target};
 use super::{HookResult, PluginRegistration, Reply, Timeouts};
+use crate::events::EventHandler;
 
 /// How many hook calls may wait in one plugin actor's mailbox. Its handler only starts a task,
 /// so the mailbox drains as fast as calls arrive; the bound is on admitted calls upstream.
@@ -28,6 +29,10 @@ pub struct PluginActor {
     timeouts: Timeouts,
     one_at_a_time: Option<Arc<Semaphore>>,
     latency: Arc<[Histogram]>,
+    /// The plugin's gateway event handler, if it registered one (see `crate::events`).
+    pub(crate) events: Option<Arc<dyn EventHandler>>,
+    /// The timeout of one event handler call.
+    pub(crate) event_timeout: Duration,
 }
 
 impl PluginActor {
@@ -52,14 +57,23 @@ impl PluginActor {
                 raw_hooks: registration.raw_hooks.clone(),
             },
             timeouts: registration.timeouts,
-            one_at_a_time: registration.one_at_a_time.then(|| Arc::new(Semaphore::new(1))),
+            one_at_a_time: registration
+                .one_at_a_time
+                .then(|| Arc::new(Semaphore::new(1))),
             latency,
+            events: registration.events.clone(),
+            event_timeout: registration.event_timeout,
         }
     }
 
     /// The plugin's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The gate of a plugin that takes one call at a time; event handler calls share it.
+    pub(crate) fn gate(&self) -> Option<Arc<Semaphore>> {
+        self.one_at_a_time.clone()
     }
 }
 
@@ -117,13 +131,13 @@ impl<H: Dispatch> Handler<Invoke<H>> for PluginActor {
     }
 }
 
-/// Runs one plugin call under its timeout, a panic guard, and (if any) its one-at-a-time gate.
-/// The timeout covers waiting at the gate: no wait is unbounded.
-async fn guarded<T>(
-    call: impl std::future::Future<Output = HookResult<Reply<T>>>,
+/// Runs one plugin call (a hook or an event handler) under its timeout, a panic guard, and (if
+/// any) its one-at-a-time gate. The timeout covers waiting at the gate: no wait is unbounded.
+pub(crate) async fn guarded<T>(
+    call: impl std::future::Future<Output = HookResult<T>>,
     limit: Duration,
     gate: Option<Arc<Semaphore>>,
-) -> Result<Reply<T>, SkipReason> {
+) -> Result<T, SkipReason> {
     let run = async move {
         let _permit = match &gate {
             Some(gate) => Some(gate.acquire().await),

@@ -71,7 +71,10 @@ impl Default for BootstrapPolicy {
 
 impl BootstrapPolicy {
     fn admits(&self, file: &BootstrapFile) -> bool {
-        let allowed = self.allowed_names.as_ref().is_none_or(|names| names.contains(&file.name));
+        let allowed = self
+            .allowed_names
+            .as_ref()
+            .is_none_or(|names| names.contains(&file.name));
         allowed && !self.private_names.contains(&file.name)
     }
 }

@@ -261,7 +261,14 @@ mod tests {
 
     #[test]
     fn misspelt_or_cased_keys_are_not_known() {
-        for text in ["COMMAND:NEW", "command:nwe", "message:recieved", "session:compact", "startup", ""] {
+        for text in [
+            "COMMAND:NEW",
+            "command:nwe",
+            "message:recieved",
+            "session:compact",
+            "startup",
+            "",
+        ] {
             assert_eq!(EventKey::parse_known(text), None, "{text}");
         }
     }
@@ -269,7 +276,13 @@ mod tests {
     #[test]
     fn custom_keys_cannot_pose_as_core_keys() {
         assert!(CustomKey::new("acme:deployed").is_ok());
-        for text in ["command:new", "COMMAND:NEW", "Session", "session:compact", "  "] {
+        for text in [
+            "command:new",
+            "COMMAND:NEW",
+            "Session",
+            "session:compact",
+            "  ",
+        ] {
             assert!(CustomKey::new(text).is_err(), "{text}");
         }
     }

@@ -62,7 +62,11 @@ impl InboundMedia {
     pub fn view(&self) -> MediaView {
         let non_empty = |facts: &Vec<MediaFact>| (!facts.is_empty()).then(|| facts.clone());
         MediaView {
-            media: if self.staging_pending { None } else { non_empty(&self.staged) },
+            media: if self.staging_pending {
+                None
+            } else {
+                non_empty(&self.staged)
+            },
             original_media: non_empty(&self.original),
             media_staging_pending: self.staging_pending.then_some(true),
         }

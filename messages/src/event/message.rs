@@ -214,7 +214,11 @@ pub struct MessageSentContext {
 /// SPEC G5.8: `content` is the non-empty command body, else the non-empty raw body, else the
 /// generic body. The agent's enriched body (`BodyForAgent`) is never a candidate, so it is not a
 /// parameter.
-pub fn received_content(command_body: Option<&str>, raw_body: Option<&str>, body: Option<&str>) -> String {
+pub fn received_content(
+    command_body: Option<&str>,
+    raw_body: Option<&str>,
+    body: Option<&str>,
+) -> String {
     [command_body, raw_body]
         .into_iter()
         .flatten()
@@ -238,10 +242,16 @@ impl ReceivedMetadata {
         }
         if let Some(facts) = &view.original_media {
             let (path, url, kind, paths, urls, kinds) = aliases(facts);
-            (self.original_media_path, self.original_media_url, self.original_media_type) =
-                (path, url, kind);
-            (self.original_media_paths, self.original_media_urls, self.original_media_types) =
-                (paths, urls, kinds);
+            (
+                self.original_media_path,
+                self.original_media_url,
+                self.original_media_type,
+            ) = (path, url, kind);
+            (
+                self.original_media_paths,
+                self.original_media_urls,
+                self.original_media_types,
+            ) = (paths, urls, kinds);
             self.media_remote_host.clone_from(&media.remote_host);
         }
         self.media_staging_pending = view.media_staging_pending;

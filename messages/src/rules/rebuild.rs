@@ -36,8 +36,17 @@ pub fn rebuild_model(
         .items
         .iter()
         .map(|item| {
-            let same = prior.get(&item.id).copied().filter(|b| b.kind() == item.kind());
-            rebuilt_item(held, proposed.accepts_images, same, item.clone(), &call_names)
+            let same = prior
+                .get(&item.id)
+                .copied()
+                .filter(|b| b.kind() == item.kind());
+            rebuilt_item(
+                held,
+                proposed.accepts_images,
+                same,
+                item.clone(),
+                &call_names,
+            )
         })
         .collect::<Result<_, _>>()?;
     Ok(ModelRequest { items, ..proposed })
@@ -66,9 +75,18 @@ fn rebuilt_item(
         check_image(held, accepts_images, prior_images, image)?;
     }
     match (&mut item.body, prior.map(|p| &p.body)) {
-        (ItemBody::Reasoning { text, provider_state }, prior) => {
+        (
+            ItemBody::Reasoning {
+                text,
+                provider_state,
+            },
+            prior,
+        ) => {
             let prior_text = match prior {
-                Some(ItemBody::Reasoning { text, provider_state }) => Some((text, provider_state)),
+                Some(ItemBody::Reasoning {
+                    text,
+                    provider_state,
+                }) => Some((text, provider_state)),
                 _ => None,
             };
             if text.is_empty() && !prior_text.is_some_and(|(t, _)| t.is_empty()) {
