@@ -284,3 +284,19 @@ fn aliases(facts: &[MediaFact]) -> Aliases {
         all(|f| f.content_type.as_ref()),
     )
 }
+
+impl MessageStage {
+    /// Fills the structured media fields from `media` (SPEC G5.10) and the deprecated
+    /// first-attachment aliases `mediaPath`/`mediaType` from the facts shown (G5.9).
+    #[must_use]
+    pub fn with_media(mut self, media: &super::media::InboundMedia) -> Self {
+        let view = media.view();
+        let first = view.media.as_ref().and_then(|facts| facts.first());
+        self.media_path = first.and_then(|fact| fact.path.clone());
+        self.media_type = first.and_then(|fact| fact.content_type.clone());
+        self.media = view.media;
+        self.original_media = view.original_media;
+        self.media_staging_pending = view.media_staging_pending;
+        self
+    }
+}
