@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used)]
 //! A first end-to-end check of the coordinator: waterfall order, a refusal, a panic.
 
 use std::sync::Arc;
