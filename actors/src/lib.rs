@@ -48,6 +48,8 @@
 
 pub mod coordinator;
 pub mod error;
+pub mod events;
+pub mod gateway;
 pub mod pipeline;
 pub mod plugin;
 

@@ -4,6 +4,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use actix::{Actor, Addr};
+use hookline_messages::event::Subscription;
 use hookline_messages::hook::{HookKind, HookSet};
 use hookline_messages::note::Note;
 use hookline_messages::session::SessionId;
@@ -12,6 +13,7 @@ use crate::coordinator::{
     Call, ForgetSession, Outcome, PipelineCoordinator, Step, StopPipeline, DEFAULT_MAX_PENDING,
 };
 use crate::error::{PipelineError, StartError};
+use crate::events::{EventBus, EventBusConfig};
 use crate::plugin::{Dispatch, PluginActor, PluginRegistration};
 
 /// A loaded plugin, as the pipeline reports it.
@@ -21,6 +23,8 @@ pub struct LoadedPlugin {
     pub name: Arc<str>,
     /// The hooks it implements (ordinary and raw).
     pub implements: HookSet,
+    /// Its gateway event subscriptions, as written (SPEC G1.2, G4.1).
+    pub subscriptions: Arc<[Subscription]>,
 }
 
 /// Builds a [`Pipeline`].
@@ -28,6 +32,7 @@ pub struct LoadedPlugin {
 pub struct PipelineBuilder {
     plugins: Vec<PluginRegistration>,
     max_pending: usize,
+    events: EventBusConfig,
 }
 
 impl PipelineBuilder {
@@ -49,6 +54,13 @@ impl PipelineBuilder {
     #[must_use]
     pub fn max_pending(mut self, max_pending: usize) -> Self {
         self.max_pending = max_pending.max(1);
+        self
+    }
+
+    /// Bounds the gateway event bus (queue, detached deliveries, notes).
+    #[must_use]
+    pub fn event_bus(mut self, config: EventBusConfig) -> Self {
+        self.events = config;
         self
     }
 
@@ -89,25 +101,29 @@ impl PipelineBuilder {
                 })
                 .collect()
         });
-        let load_notes = actors
+        let mut load_notes: Vec<Note> = actors
             .iter()
             .filter(|(plugin, _)| plugin.has_raw_hooks())
             .map(|(plugin, _)| Note::RawHookRegistered {
                 plugin: plugin.name.to_string(),
             })
             .collect();
+        load_notes.extend(crate::events::unknown_subscription_notes(&actors));
+        let events = EventBus::start(crate::events::subscribers(&actors), self.events);
         let plugins = actors
             .iter()
             .map(|(plugin, _)| LoadedPlugin {
                 name: plugin.name.clone(),
                 implements: plugin.implements(),
+                subscriptions: plugin.subscriptions.clone(),
             })
             .collect();
         let coordinator = PipelineCoordinator::new(steps, self.max_pending).start();
         Ok(Pipeline {
             coordinator,
             plugins,
-            load_notes,
+            load_notes: load_notes.into(),
+            events,
         })
     }
 }
@@ -121,6 +137,7 @@ pub struct Pipeline {
     coordinator: Addr<PipelineCoordinator>,
     plugins: Arc<[LoadedPlugin]>,
     load_notes: Arc<[Note]>,
+    events: EventBus,
 }
 
 impl Pipeline {
@@ -129,6 +146,7 @@ impl Pipeline {
         PipelineBuilder {
             plugins: Vec::new(),
             max_pending: DEFAULT_MAX_PENDING,
+            events: EventBusConfig::default(),
         }
     }
 
@@ -197,8 +215,14 @@ impl Pipeline {
     }
 
     /// Notes recorded at load: `Plugin '<name>' registered a raw hook.` for each plugin with raw
-    /// hooks, in load order (SPEC R0.2).
+    /// hooks, in load order (SPEC R0.2), then `Plugin '<name>' subscribes to '<key>', which the
+    /// gateway never emits.` for each unknown event subscription (SPEC G4.1).
     pub fn load_notes(&self) -> &[Note] {
         &self.load_notes
+    }
+
+    /// The gateway event bus over this pipeline's plugin actors (SPEC G).
+    pub fn events(&self) -> &EventBus {
+        &self.events
     }
 }

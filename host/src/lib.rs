@@ -5,4 +5,5 @@
 pub mod bench;
 pub mod cli;
 pub mod external;
+pub mod gateway;
 pub mod loading;

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::event::EventKey;
 use crate::hook::HookKind;
 use crate::prompt::PromptMode;
 
@@ -29,6 +30,41 @@ pub enum Note {
     RawChangeFailure {
         /// The plugins whose raw hooks changed the request, in load order.
         plugins: Vec<String>,
+    },
+    /// A gateway event handler errored, panicked or timed out; the next handler ran (SPEC G1).
+    EventHandlerSkipped {
+        /// The plugin's name.
+        plugin: String,
+        /// The event being delivered.
+        event: EventKey,
+        /// Why it was skipped.
+        reason: SkipReason,
+    },
+    /// A plugin subscribes to a key the gateway never emits; the subscription is kept (SPEC G4.1).
+    UnknownSubscription {
+        /// The plugin's name.
+        plugin: String,
+        /// The subscription as written.
+        key: String,
+    },
+    /// The caller stopped waiting for an event's handlers; they keep running (SPEC G2.1, G2.2).
+    EventWaitTimedOut {
+        /// The event (`gateway:shutdown`, `gateway:pre-restart`).
+        event: EventKey,
+        /// The wait's bound, in milliseconds.
+        millis: u64,
+    },
+    /// Events were dropped because the event queue was full (SPEC G3.1: events cannot block).
+    EventsDropped {
+        /// How many since the last such note.
+        count: u64,
+    },
+    /// Session-end hooks at shutdown did not all finish within their total budget.
+    SessionEndTimedOut {
+        /// How many sessions had not finished.
+        sessions: usize,
+        /// The budget, in milliseconds.
+        millis: u64,
     },
 }
 
@@ -93,6 +129,37 @@ impl fmt::Display for Note {
                     names.join(", ")
                 )
             }
+            Self::EventHandlerSkipped {
+                plugin,
+                event,
+                reason,
+            } => write!(
+                f,
+                "Event handler '{plugin}' for '{event}' was skipped: {reason}"
+            ),
+            Self::UnknownSubscription { plugin, key } => write!(
+                f,
+                "Plugin '{plugin}' subscribes to '{key}', which the gateway never emits."
+            ),
+            Self::EventWaitTimedOut { event, millis } => write!(
+                f,
+                "Stopped waiting for '{event}' handlers after {}; they keep running.",
+                DurationText(*millis)
+            ),
+            Self::EventsDropped { count: 1 } => {
+                f.write_str("Dropped 1 event because the event queue was full.")
+            }
+            Self::EventsDropped { count } => {
+                write!(
+                    f,
+                    "Dropped {count} events because the event queue was full."
+                )
+            }
+            Self::SessionEndTimedOut { sessions, millis } => write!(
+                f,
+                "Session-end hooks of {sessions} session(s) did not finish within {}.",
+                DurationText(*millis)
+            ),
         }
     }
 }
@@ -184,10 +251,7 @@ impl fmt::Display for SkipReason {
             Self::Failed(message) if message.is_empty() => f.write_str("it failed."),
             Self::Failed(message) => f.write_str(message),
             Self::Panicked => f.write_str("it panicked."),
-            Self::TimedOut { millis } if millis % 1000 == 0 => {
-                write!(f, "it timed out after {} s.", millis / 1000)
-            }
-            Self::TimedOut { millis } => write!(f, "it timed out after {millis} ms."),
+            Self::TimedOut { millis } => write!(f, "it timed out after {}.", DurationText(*millis)),
             Self::Undecodable => f.write_str("it returned a value that could not be decoded."),
             Self::Unavailable => f.write_str("it was not running."),
             Self::NotProtocol => f.write_str("it wrote output that is not the protocol."),
@@ -212,6 +276,18 @@ impl fmt::Display for SkipReason {
                 f,
                 "it was disabled after {crashes} crashes in {window_secs} s."
             ),
+        }
+    }
+}
+
+/// A duration in whole seconds (`5 s`) when it is one, else in milliseconds (`250 ms`).
+struct DurationText(u64);
+
+impl fmt::Display for DurationText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            millis if millis % 1000 == 0 => write!(f, "{} s", millis / 1000),
+            millis => write!(f, "{millis} ms"),
         }
     }
 }
@@ -432,6 +508,47 @@ mod tests {
         assert_eq!(
             Note::PluginImagesIgnored.to_string(),
             "Plugin images were ignored because this turn returns text only."
+        );
+    }
+
+    #[test]
+    fn gateway_notes_render_their_sentences() {
+        let unknown = Note::UnknownSubscription {
+            plugin: "acme".into(),
+            key: "command:nwe".into(),
+        };
+        assert_eq!(
+            unknown.to_string(),
+            "Plugin 'acme' subscribes to 'command:nwe', which the gateway never emits."
+        );
+        let skipped = Note::EventHandlerSkipped {
+            plugin: "acme".into(),
+            event: EventKey::CommandNew,
+            reason: SkipReason::Panicked,
+        };
+        assert_eq!(
+            skipped.to_string(),
+            "Event handler 'acme' for 'command:new' was skipped: it panicked."
+        );
+        let waited = Note::EventWaitTimedOut {
+            event: EventKey::GatewayShutdown,
+            millis: 5000,
+        };
+        assert_eq!(
+            waited.to_string(),
+            "Stopped waiting for 'gateway:shutdown' handlers after 5 s; they keep running."
+        );
+        assert_eq!(
+            Note::EventsDropped { count: 3 }.to_string(),
+            "Dropped 3 events because the event queue was full."
+        );
+        assert_eq!(
+            Note::SessionEndTimedOut {
+                sessions: 2,
+                millis: 2000
+            }
+            .to_string(),
+            "Session-end hooks of 2 session(s) did not finish within 2 s."
         );
     }
 }

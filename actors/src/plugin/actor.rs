@@ -25,6 +25,7 @@ use tokio::task::JoinHandle;
 
 use super::dispatch::{Dispatch, Target};
 use super::{HookResult, PluginRegistration, Reply, Timeouts};
+use crate::events::EventHandler;
 
 /// How many batches may wait in one plugin actor's mailbox. Its handler polls each call once and
 /// returns, so the mailbox drains as fast as batches arrive; admission is bounded upstream.
@@ -40,6 +41,10 @@ pub struct PluginActor {
     timeouts: Timeouts,
     one_at_a_time: Option<Arc<Semaphore>>,
     latency: Arc<[Histogram]>,
+    /// The plugin's gateway event handler, if it registered one (see `crate::events`).
+    pub(crate) events: Option<Arc<dyn EventHandler>>,
+    /// The timeout of one event handler call.
+    pub(crate) event_timeout: Duration,
 }
 
 impl PluginActor {
@@ -68,12 +73,19 @@ impl PluginActor {
                 .one_at_a_time
                 .then(|| Arc::new(Semaphore::new(1))),
             latency,
+            events: registration.events.clone(),
+            event_timeout: registration.event_timeout,
         }
     }
 
     /// The plugin's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The gate of a plugin that takes one call at a time; event handler calls share it.
+    pub(crate) fn gate(&self) -> Option<Arc<Semaphore>> {
+        self.one_at_a_time.clone()
     }
 }
 
@@ -187,14 +199,25 @@ fn poll_once<T>(mut call: PluginCall<T>, gate: Option<&Arc<Semaphore>>) -> Polle
     }
 }
 
+/// Runs one plugin call (a hook or an event handler) under its timeout, a panic guard, and (if
+/// any) its one-at-a-time gate. The timeout covers waiting at the gate: no wait is unbounded.
+pub(crate) async fn guarded<T>(
+    call: impl std::future::Future<Output = HookResult<T>>,
+    limit: Duration,
+    gate: Option<Arc<Semaphore>>,
+) -> Result<T, SkipReason> {
+    finish(call, None, gate, limit).await
+}
+
 /// Finishes a call that did not complete inline: under its timeout (which also bounds the wait
-/// for a one-at-a-time plugin's turn) and a panic guard.
+/// for a one-at-a-time plugin's turn) and a panic guard. `permit` is the gate's permit when the
+/// call already holds it.
 async fn finish<T>(
-    call: PluginCall<T>,
+    call: impl std::future::Future<Output = HookResult<T>>,
     permit: Option<OwnedSemaphorePermit>,
     gate: Option<Arc<Semaphore>>,
     limit: Duration,
-) -> CallResult<T> {
+) -> Result<T, SkipReason> {
     let run = async move {
         let _permit = match (permit, gate) {
             (Some(permit), _) => Some(permit),
@@ -210,6 +233,6 @@ async fn finish<T>(
     }
 }
 
-fn settle<T>(result: HookResult<Reply<T>>) -> CallResult<T> {
+fn settle<T>(result: HookResult<T>) -> Result<T, SkipReason> {
     result.map_err(|error| SkipReason::failed(error.message()))
 }

@@ -4,7 +4,7 @@
 //! A plugin implements only the hooks it wants and names them in [`Plugin::hooks`] (and
 //! [`RawHooks::raw_hooks`]); the coordinator sends it no other hook.
 
-mod actor;
+pub(crate) mod actor;
 mod dispatch;
 mod error;
 mod registration;

@@ -5,9 +5,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use hookline_messages::event::{parse_subscriptions, Subscription};
 use hookline_messages::hook::{HookKind, HookSet};
 
 use super::{Plugin, RawHooks};
+use crate::events::EventHandler;
 
 /// The timeout a hook gets unless its registration says otherwise.
 pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(10);
@@ -77,6 +79,9 @@ pub struct PluginRegistration {
     pub(crate) raw_hooks: Option<Arc<dyn RawHooks>>,
     pub(crate) timeouts: Timeouts,
     pub(crate) one_at_a_time: bool,
+    pub(crate) events: Option<Arc<dyn EventHandler>>,
+    pub(crate) subscriptions: Arc<[Subscription]>,
+    pub(crate) event_timeout: Duration,
 }
 
 impl PluginRegistration {
@@ -88,7 +93,31 @@ impl PluginRegistration {
             raw_hooks: None,
             timeouts: Timeouts::default(),
             one_at_a_time: false,
+            events: None,
+            subscriptions: Arc::new([]),
+            event_timeout: DEFAULT_HOOK_TIMEOUT,
         }
+    }
+
+    /// Registers the plugin's gateway event handler and parses its subscriptions (SPEC G1.2).
+    /// Unknown subscriptions are kept (SPEC G4.1); the pipeline warns about them at load.
+    #[must_use]
+    pub fn with_events(mut self, handler: Arc<dyn EventHandler>) -> Self {
+        self.subscriptions = parse_subscriptions(&handler.subscriptions()).into();
+        self.events = Some(handler);
+        self
+    }
+
+    /// Sets the timeout of one event handler call (default [`DEFAULT_HOOK_TIMEOUT`]).
+    #[must_use]
+    pub fn with_event_timeout(mut self, limit: Duration) -> Self {
+        self.event_timeout = limit;
+        self
+    }
+
+    /// The plugin's event subscriptions, as parsed, in the order written.
+    pub fn subscriptions(&self) -> &[Subscription] {
+        &self.subscriptions
     }
 
     /// Registers the plugin's ordinary hooks.
@@ -162,6 +191,7 @@ impl fmt::Debug for PluginRegistration {
             .field("name", &self.name)
             .field("implements", &self.implements())
             .field("one_at_a_time", &self.one_at_a_time)
+            .field("subscriptions", &self.subscriptions)
             .finish_non_exhaustive()
     }
 }

@@ -1,0 +1,99 @@
+//! One event's delivery: every matching handler in the order of SPEC G1.3, one after another.
+
+use std::sync::Arc;
+
+use actix::Addr;
+use hookline_messages::event::{dispatch_order, Event, Subscription};
+use hookline_messages::note::Note;
+use tokio::task::JoinHandle;
+
+use super::invoke::{EventCall, InvokeEvent};
+use super::EventReply;
+use crate::plugin::PluginActor;
+
+/// A plugin with an event handler, as the bus knows it (in load order).
+#[derive(Clone)]
+pub(crate) struct Subscriber {
+    pub(crate) name: Arc<str>,
+    pub(crate) addr: Addr<PluginActor>,
+    pub(crate) subscriptions: Arc<[Subscription]>,
+}
+
+impl AsRef<[Subscription]> for Subscriber {
+    fn as_ref(&self) -> &[Subscription] {
+        &self.subscriptions
+    }
+}
+
+/// What one delivery did.
+#[derive(Debug)]
+pub struct Delivery {
+    /// The event after the handlers: for `agent:bootstrap`, with the last accepted
+    /// `bootstrapFiles` replacement; otherwise as emitted.
+    pub event: Event,
+    /// A note for each skipped handler call, in call order.
+    pub notes: Vec<Note>,
+    /// How many handler calls were made (a plugin subscribed twice counts twice).
+    pub calls: usize,
+    /// Handlers that timed out without being cancelled (only for `gateway:shutdown` and
+    /// `gateway:pre-restart`, SPEC G2.2); each finishes when the handler really ends.
+    pub still_running: Vec<JoinHandle<()>>,
+}
+
+impl Delivery {
+    /// Waits until every handler of this delivery has really finished (SPEC G2.3). Unbounded:
+    /// call it only where the spec accepts waiting for a handler that may never end.
+    pub async fn handlers_finished(self) {
+        for task in self.still_running {
+            // A handler task that panicked has finished too.
+            let _ = task.await;
+        }
+    }
+}
+
+/// Delivers `event` to `subscribers` (in load order), one call after another.
+pub(crate) async fn deliver(subscribers: &[Subscriber], event: Event) -> Delivery {
+    let key = event.key();
+    let mut event = Arc::new(event);
+    let (mut notes, mut still_running, mut calls) = (Vec::new(), Vec::new(), 0);
+    for index in dispatch_order(subscribers, &key) {
+        let subscriber = &subscribers[index];
+        let invoke = InvokeEvent {
+            event: event.clone(),
+        };
+        let call = subscriber
+            .addr
+            .send(invoke)
+            .await
+            .unwrap_or_else(|_mailbox| EventCall::unavailable());
+        calls += 1;
+        still_running.extend(call.still_running);
+        match call.result {
+            Ok(EventReply::Done) => {}
+            Ok(EventReply::ReplaceBootstrapFiles(files)) => {
+                replace_bootstrap_files(&mut event, files);
+            }
+            Err(reason) => notes.push(Note::EventHandlerSkipped {
+                plugin: subscriber.name.to_string(),
+                event: key.clone(),
+                reason,
+            }),
+        }
+    }
+    Delivery {
+        event: Arc::unwrap_or_clone(event),
+        notes,
+        calls,
+        still_running,
+    }
+}
+
+/// SPEC G5.4: each handler sees the previous replacement. Other events are read-only.
+fn replace_bootstrap_files(
+    event: &mut Arc<Event>,
+    files: Vec<hookline_messages::event::BootstrapFile>,
+) {
+    if let Event::AgentBootstrap(cx) = Arc::make_mut(event) {
+        cx.bootstrap_files = files;
+    }
+}

@@ -1,0 +1,95 @@
+//! One event handler call, run by the plugin's own actor under the same timeout and panic guard
+//! as its hooks.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::{Handler, Message, ResponseFuture};
+use hookline_messages::event::Event;
+use hookline_messages::note::SkipReason;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use super::EventReply;
+use crate::plugin::actor::guarded;
+use crate::plugin::{HookError, PluginActor};
+
+/// Asks a plugin actor to run its event handler on `event`.
+pub struct InvokeEvent {
+    /// The event, shared by every handler of one delivery.
+    pub event: Arc<Event>,
+}
+
+/// The outcome of one handler call.
+#[derive(Debug)]
+pub struct EventCall {
+    /// The handler's reply, or why it was skipped.
+    pub result: Result<EventReply, SkipReason>,
+    /// A handler that timed out but was not cancelled (SPEC G2.2): done when it really finishes.
+    pub still_running: Option<JoinHandle<()>>,
+}
+
+impl EventCall {
+    /// A call that could not reach the plugin.
+    pub(crate) fn unavailable() -> Self {
+        Self {
+            result: Err(SkipReason::Unavailable),
+            still_running: None,
+        }
+    }
+}
+
+impl Message for InvokeEvent {
+    type Result = EventCall;
+}
+
+impl Handler<InvokeEvent> for PluginActor {
+    type Result = ResponseFuture<EventCall>;
+
+    fn handle(&mut self, msg: InvokeEvent, _: &mut Self::Context) -> Self::Result {
+        let Some(handler) = self.events.clone() else {
+            return Box::pin(async { EventCall::unavailable() });
+        };
+        let limit = self.event_timeout;
+        let gate = self.gate();
+        let outlives = msg.event.key().outlives_timeout();
+        let event = msg.event;
+        let call = async move { handler.on_event(&event).await };
+        if !outlives {
+            return Box::pin(async move {
+                EventCall {
+                    result: guarded(call, limit, gate).await,
+                    still_running: None,
+                }
+            });
+        }
+        Box::pin(wait_without_cancelling(call, limit, gate))
+    }
+}
+
+/// SPEC G2.2: the handler runs as its own task, so the timeout ends the wait, not the work. The
+/// task is handed back so the gateway can wait for it before closing shared state (G2.3).
+async fn wait_without_cancelling(
+    call: impl std::future::Future<Output = Result<EventReply, HookError>> + 'static,
+    limit: Duration,
+    gate: Option<Arc<tokio::sync::Semaphore>>,
+) -> EventCall {
+    let (done, outcome) = oneshot::channel();
+    let task = actix_rt::spawn(async move {
+        // Unbounded on purpose: only the caller's wait is bounded (SPEC G2.3 accepts a handler
+        // that never ends keeping in-process shutdown from completing).
+        let result = guarded(call, Duration::MAX, gate).await;
+        let _ = done.send(result);
+    });
+    match tokio::time::timeout(limit, outcome).await {
+        Ok(Ok(result)) => EventCall {
+            result,
+            still_running: None,
+        },
+        Ok(Err(_gone)) => EventCall::unavailable(),
+        Err(_elapsed) => EventCall {
+            result: Err(SkipReason::timed_out(limit)),
+            still_running: Some(task),
+        },
+    }
+}

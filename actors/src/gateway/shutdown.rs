@@ -1,0 +1,127 @@
+//! The steps of a shutdown, as plain async functions the lifecycle actor runs.
+
+use std::time::Duration;
+
+use futures::stream::{FuturesUnordered, StreamExt};
+use hookline_messages::event::{Event, GatewayStopContext};
+use hookline_messages::hook::OnSessionEnded;
+use hookline_messages::note::Note;
+use hookline_messages::session::SessionInfo;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+use crate::events::EventBus;
+use crate::Pipeline;
+
+/// What the host asks for when it shuts the gateway down.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShutdownRequest {
+    /// Why (`reason` in the event contexts).
+    pub reason: String,
+    /// When a restart is expected, in how many milliseconds; `None` means no restart, and no
+    /// `gateway:pre-restart` (SPEC G5.7).
+    pub restart_expected_ms: Option<u64>,
+    /// The sessions still active; each gets its session-end hooks.
+    pub active_sessions: Vec<SessionInfo>,
+}
+
+/// What the caller gets back once its bounded waits are over.
+#[derive(Debug)]
+pub struct ShutdownReport {
+    /// Notes in the order they arose: skipped handlers, `Stopped waiting ...`, session-end
+    /// timeouts and skips.
+    pub notes: Vec<Note>,
+    /// Resolves once the shared state has been closed.
+    pub closed: SharedStateClosed,
+}
+
+/// Resolves once the host's shared state has been closed, which happens only after every
+/// shutdown handler has really finished (SPEC G2.3).
+#[derive(Debug)]
+pub struct SharedStateClosed(pub(crate) oneshot::Receiver<()>);
+
+impl SharedStateClosed {
+    /// Whether it has been closed already.
+    pub fn is_closed(&mut self) -> bool {
+        matches!(self.0.try_recv(), Ok(()))
+    }
+
+    /// Waits up to `limit` for the close; `true` when it happened.
+    pub async fn wait(self, limit: Duration) -> bool {
+        matches!(tokio::time::timeout(limit, self.0).await, Ok(Ok(())))
+    }
+}
+
+/// Delivers `event` in its own task and waits for it at most `budget` (SPEC G2.1). The task is
+/// returned: it ends when every handler has really finished (G2.2, G2.3).
+pub(crate) async fn deliver_bounded(
+    bus: &EventBus,
+    event: Event,
+    budget: Duration,
+) -> (Vec<Note>, JoinHandle<()>) {
+    let key = event.key();
+    let (notes_tx, notes_rx) = oneshot::channel();
+    let bus = bus.clone();
+    let finished = actix_rt::spawn(async move {
+        if let Ok(mut delivery) = bus.dispatch(event).await {
+            // The caller may have stopped waiting; the handlers still get awaited below.
+            let _ = notes_tx.send(std::mem::take(&mut delivery.notes));
+            delivery.handlers_finished().await;
+        }
+    });
+    let notes = match tokio::time::timeout(budget, notes_rx).await {
+        Ok(Ok(notes)) => notes,
+        Ok(Err(_bus_stopped)) => Vec::new(),
+        Err(_elapsed) => vec![Note::EventWaitTimedOut {
+            event: key,
+            millis: millis(budget),
+        }],
+    };
+    (notes, finished)
+}
+
+/// The stop context both lifecycle events carry.
+pub(crate) fn stop_context(request: &ShutdownRequest) -> GatewayStopContext {
+    GatewayStopContext {
+        reason: request.reason.clone(),
+        restart_expected_ms: request.restart_expected_ms,
+    }
+}
+
+/// Runs `on_session_ended` for every session in parallel under one total `budget`.
+pub(crate) async fn end_sessions(
+    pipeline: &Pipeline,
+    sessions: Vec<SessionInfo>,
+    budget: Duration,
+) -> Vec<Note> {
+    let mut calls: FuturesUnordered<_> = sessions
+        .into_iter()
+        .map(|session| {
+            let pipeline = pipeline.clone();
+            async move {
+                let id = session.session_id.clone();
+                pipeline.call::<OnSessionEnded>(&id, session).await
+            }
+        })
+        .collect();
+    let mut notes = Vec::new();
+    let drain = async {
+        while let Some(outcome) = calls.next().await {
+            if let Ok(outcome) = outcome {
+                notes.extend(outcome.notes);
+            }
+        }
+    };
+    let finished = tokio::time::timeout(budget, drain).await.is_ok();
+    if !finished {
+        notes.push(Note::SessionEndTimedOut {
+            sessions: calls.len(),
+            millis: millis(budget),
+        });
+    }
+    notes
+}
+
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
