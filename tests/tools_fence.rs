@@ -225,3 +225,73 @@ async fn bad_arguments_and_missing_files_are_failures_not_panics() {
         "write_file did not replace a directory"
     );
 }
+
+mod properties {
+    use super::*;
+    use hookline::host::tools::fence;
+    use proptest::prelude::*;
+
+    fn segment() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("..".to_owned()),
+            Just(".".to_owned()),
+            Just("".to_owned()),
+            Just("sub".to_owned()),
+            Just("outside".to_owned()),
+            Just("ws".to_owned()),
+            Just("link".to_owned()),
+            Just("secret.txt".to_owned()),
+            "[a-z\\-. ]{1,6}",
+        ]
+    }
+
+    fn path() -> impl Strategy<Value = String> {
+        (any::<bool>(), proptest::collection::vec(segment(), 0..8)).prop_map(|(absolute, parts)| {
+            format!("{}{}", if absolute { "/" } else { "" }, parts.join("/"))
+        })
+    }
+
+    proptest! {
+        /// Issue 8 items 2 and 4: whatever the path, the fence either refuses it or gives a
+        /// path inside the canonical root, and never panics.
+        #[test]
+        fn the_fence_never_lets_a_path_out(requested in path()) {
+            let f = Fixture::new();
+            #[cfg(unix)]
+            std::os::unix::fs::symlink(f.outside(), f.ws().join("link")).unwrap();
+            let root = fs::canonicalize(f.ws()).unwrap();
+            if let Ok(fenced) = fence::resolve(&f.ws(), &requested) {
+                prop_assert!(fenced.path.starts_with(&root), "{requested:?} -> {fenced:?}");
+                if fenced.exists {
+                    let real = fs::canonicalize(&fenced.path).unwrap();
+                    prop_assert!(real.starts_with(&root), "{requested:?} -> {real:?}");
+                }
+            }
+        }
+
+        /// Arbitrary JSON as arguments: every built-in answers (success or a failure text),
+        /// never panics, and never writes outside the workspace.
+        #[test]
+        fn arbitrary_arguments_never_panic(arguments in arguments(), tool in 0..3usize) {
+            let f = Fixture::new();
+            let name = ["read_file", "list_dir", "write_file"][tool];
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let out = rt.block_on(f.run(name, arguments));
+            prop_assert!(out.success || !out.text.is_empty());
+            let outside: Vec<_> = fs::read_dir(f.outside()).unwrap().collect();
+            prop_assert_eq!(outside.len(), 1);
+        }
+    }
+
+    fn arguments() -> impl Strategy<Value = Value> {
+        let text = prop_oneof![path(), any::<String>()];
+        prop_oneof![
+            (path(), text.clone()).prop_map(|(p, c)| json!({"path": p, "content": c})),
+            path().prop_map(|p| json!({ "path": p })),
+            text.prop_map(Value::String),
+            any::<i64>().prop_map(|n| json!({ "path": n })),
+            Just(json!(null)),
+            Just(json!([1, 2])),
+        ]
+    }
+}
