@@ -308,3 +308,21 @@ fn json_value() -> impl Strategy<Value = serde_json::Value> {
         ]
     })
 }
+
+/// A failed append is an error naming the file, and a log that could not undo the partial write
+/// refuses further appends instead of writing behind garbage. `/dev/full` fails every write and
+/// cannot be truncated.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_log_that_cannot_undo_a_failed_append_refuses_further_writes() {
+    let path = Path::new("/dev/full");
+    let (mut log, _) = Log::<String>::open(path).unwrap();
+    match log.append(&"x".to_string()) {
+        Err(e @ StoreError::Io { .. }) => assert!(e.to_string().contains("/dev/full"), "{e}"),
+        other => panic!("expected an I/O error, got {other:?}"),
+    }
+    assert!(matches!(
+        log.append(&"y".to_string()),
+        Err(StoreError::Poisoned { .. })
+    ));
+}
