@@ -7,3 +7,5 @@ pub mod cli;
 pub mod external;
 pub mod gateway;
 pub mod loading;
+pub mod store;
+pub mod tools;
