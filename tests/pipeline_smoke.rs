@@ -20,8 +20,14 @@ impl Plugin for Rename {
         match self.0 {
             "panic" => panic!("plugin bug"),
             "error" => Err(HookError::msg("no thanks")),
-            "new-id" => Ok(Reply::Replace(ToolCall { call_id: "other".into(), ..call })),
-            suffix => Ok(Reply::Replace(ToolCall { name: format!("{}{suffix}", call.name), ..call })),
+            "new-id" => Ok(Reply::Replace(ToolCall {
+                call_id: "other".into(),
+                ..call
+            })),
+            suffix => Ok(Reply::Replace(ToolCall {
+                name: format!("{}{suffix}", call.name),
+                ..call
+            })),
         }
     }
 }
@@ -37,11 +43,20 @@ fn call() -> ToolCall {
 
 #[actix_rt::test]
 async fn waterfall_skips_failures_and_keeps_going() {
-    let plugins = [("a", "-a"), ("boom", "panic"), ("b", "-b"), ("bad", "new-id"), ("err", "error"), ("c", "-c")];
+    let plugins = [
+        ("a", "-a"),
+        ("boom", "panic"),
+        ("b", "-b"),
+        ("bad", "new-id"),
+        ("err", "error"),
+        ("c", "-c"),
+    ];
     let pipeline = Pipeline::builder()
-        .plugins(plugins.iter().map(|(name, op)| {
-            PluginRegistration::new(*name).with_hooks(Arc::new(Rename(op)))
-        }))
+        .plugins(
+            plugins
+                .iter()
+                .map(|(name, op)| PluginRegistration::new(*name).with_hooks(Arc::new(Rename(op)))),
+        )
         .start()
         .unwrap();
     let session = SessionId::new("s");

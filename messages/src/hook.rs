@@ -152,7 +152,10 @@ impl HookSet {
 
     /// The hooks in the set, in [`HookKind::ALL`] order.
     pub fn iter(self) -> impl Iterator<Item = HookKind> {
-        HookKind::ALL.iter().copied().filter(move |k| self.contains(*k))
+        HookKind::ALL
+            .iter()
+            .copied()
+            .filter(move |k| self.contains(*k))
     }
 
     /// The raw hooks of the set only.

@@ -67,7 +67,11 @@ impl fmt::Display for Note {
                 hook,
                 reason,
             }) => {
-                let who = if hook.is_raw() { "Raw hook" } else { "Plugin hook" };
+                let who = if hook.is_raw() {
+                    "Raw hook"
+                } else {
+                    "Plugin hook"
+                };
                 write!(f, "{who} '{plugin}' {} was skipped: {reason}", hook.stage())
             }
             Self::RawHookRegistered { plugin } => {
@@ -77,7 +81,11 @@ impl fmt::Display for Note {
                 f.write_str("Plugin images were ignored because this turn returns text only.")
             }
             Self::RawChangeFailure { plugins } => {
-                let label = if plugins.len() == 1 { "Raw hook" } else { "Raw hooks" };
+                let label = if plugins.len() == 1 {
+                    "Raw hook"
+                } else {
+                    "Raw hooks"
+                };
                 let names: Vec<String> = plugins.iter().map(|p| format!("'{p}'")).collect();
                 write!(
                     f,
@@ -312,22 +320,34 @@ mod tests {
 
     #[test]
     fn plugin_errors_are_used_as_given_and_blank_ones_become_it_failed() {
-        assert_eq!(SkipReason::failed("  disk on fire \n").to_string(), "disk on fire");
+        assert_eq!(
+            SkipReason::failed("  disk on fire \n").to_string(),
+            "disk on fire"
+        );
         assert_eq!(SkipReason::failed("   ").to_string(), "it failed.");
     }
 
     #[test]
     fn host_notes_render_the_spec_sentences() {
         assert_eq!(
-            Note::RawHookRegistered { plugin: "Acme".into() }.to_string(),
+            Note::RawHookRegistered {
+                plugin: "Acme".into()
+            }
+            .to_string(),
             "Plugin 'Acme' registered a raw hook."
         );
         assert_eq!(
-            Note::RawChangeFailure { plugins: vec!["Acme".into()] }.to_string(),
+            Note::RawChangeFailure {
+                plugins: vec!["Acme".into()]
+            }
+            .to_string(),
             "Raw hook 'Acme' changed this model request. The failure may be related."
         );
         assert_eq!(
-            Note::RawChangeFailure { plugins: vec!["A".into(), "B".into()] }.to_string(),
+            Note::RawChangeFailure {
+                plugins: vec!["A".into(), "B".into()]
+            }
+            .to_string(),
             "Raw hooks 'A', 'B' changed this model request. The failure may be related."
         );
         assert_eq!(

@@ -88,7 +88,8 @@ pub struct SystemText {
 
 /// Joins a base text and appended parts with one blank line between each non-empty piece.
 pub(crate) fn join_parts(base: &str, parts: &[String]) -> String {
-    let mut out = String::with_capacity(base.len() + parts.iter().map(|p| p.len() + 2).sum::<usize>());
+    let mut out =
+        String::with_capacity(base.len() + parts.iter().map(|p| p.len() + 2).sum::<usize>());
     out.push_str(base);
     for part in parts {
         if !out.is_empty() {

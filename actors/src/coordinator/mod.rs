@@ -117,7 +117,8 @@ pub struct Outcome<T> {
     pub changed_by: Vec<Arc<str>>,
 }
 
-type Reply<H> = oneshot::Sender<Result<Outcome<<H as hookline_messages::hook::Hook>::Value>, PipelineError>>;
+type Reply<H> =
+    oneshot::Sender<Result<Outcome<<H as hookline_messages::hook::Hook>::Value>, PipelineError>>;
 
 impl<H: Dispatch> Handler<Call<H>> for PipelineCoordinator {
     type Result = ResponseFuture<Result<Outcome<H::Value>, PipelineError>>;
@@ -131,7 +132,9 @@ impl<H: Dispatch> Handler<Call<H>> for PipelineCoordinator {
         let (tx, rx) = oneshot::channel();
         let state = self.sessions.entry(call.session.clone()).or_default();
         if state.running {
-            state.queue.push_back(Box::new(move |this, ctx| this.start(call, tx, ctx)));
+            state
+                .queue
+                .push_back(Box::new(move |this, ctx| this.start(call, tx, ctx)));
         } else {
             state.running = true;
             self.start(call, tx, ctx);

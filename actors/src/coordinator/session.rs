@@ -9,7 +9,8 @@ use hookline_messages::note::Note;
 use super::PipelineCoordinator;
 
 /// A call waiting for its session's previous call to finish.
-pub(crate) type Queued = Box<dyn FnOnce(&mut PipelineCoordinator, &mut Context<PipelineCoordinator>)>;
+pub(crate) type Queued =
+    Box<dyn FnOnce(&mut PipelineCoordinator, &mut Context<PipelineCoordinator>)>;
 
 pub(crate) struct SessionState {
     pub(crate) running: bool,

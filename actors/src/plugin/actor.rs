@@ -52,7 +52,9 @@ impl PluginActor {
                 raw_hooks: registration.raw_hooks.clone(),
             },
             timeouts: registration.timeouts,
-            one_at_a_time: registration.one_at_a_time.then(|| Arc::new(Semaphore::new(1))),
+            one_at_a_time: registration
+                .one_at_a_time
+                .then(|| Arc::new(Semaphore::new(1))),
             latency,
         }
     }

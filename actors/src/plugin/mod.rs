@@ -85,11 +85,7 @@ pub trait Plugin: Send + Sync + 'static {
         Ok(Reply::Keep)
     }
     /// A finished model call (SPEC P2.6, P3.7). Read-only.
-    async fn on_model_response(
-        &self,
-        cx: &HookContext,
-        response: ModelResponse,
-    ) -> HookResult<()> {
+    async fn on_model_response(&self, cx: &HookContext, response: ModelResponse) -> HookResult<()> {
         Ok(())
     }
     /// Replace a tool call's name or arguments (SPEC P2.7).

@@ -134,8 +134,14 @@ impl PluginRegistration {
 
     /// Every hook the plugin implements: its ordinary hooks and its raw hooks.
     pub fn implements(&self) -> HookSet {
-        let ordinary = self.hooks.as_ref().map_or(HookSet::empty(), |h| h.hooks().ordinary_only());
-        let raw = self.raw_hooks.as_ref().map_or(HookSet::empty(), |r| r.raw_hooks().raw_only());
+        let ordinary = self
+            .hooks
+            .as_ref()
+            .map_or(HookSet::empty(), |h| h.hooks().ordinary_only());
+        let raw = self
+            .raw_hooks
+            .as_ref()
+            .map_or(HookSet::empty(), |r| r.raw_hooks().raw_only());
         ordinary.union(raw)
     }
 

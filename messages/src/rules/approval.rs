@@ -44,16 +44,29 @@ mod tests {
 
     #[test]
     fn raising_risk_or_requiring_a_prompt_applies() {
-        let raised = Classification { risk: Risk::Critical, requires_prompt: true, ..write() };
+        let raised = Classification {
+            risk: Risk::Critical,
+            requires_prompt: true,
+            ..write()
+        };
         assert_eq!(on_approval(&write(), raised.clone()), Ok(raised));
     }
 
     #[test]
     fn lowering_risk_or_clearing_a_prompt_is_refused() {
-        let lowered = Classification { risk: Risk::Read, ..write() };
+        let lowered = Classification {
+            risk: Risk::Read,
+            ..write()
+        };
         assert_eq!(on_approval(&write(), lowered), Err(Refusal::LoweredRisk));
-        let prompted = Classification { requires_prompt: true, ..write() };
-        assert_eq!(on_approval(&prompted, write()), Err(Refusal::ClearedPromptRequirement));
+        let prompted = Classification {
+            requires_prompt: true,
+            ..write()
+        };
+        assert_eq!(
+            on_approval(&prompted, write()),
+            Err(Refusal::ClearedPromptRequirement)
+        );
         assert_eq!(Refusal::LoweredRisk.to_string(), "it tried to lower risk.");
     }
 }

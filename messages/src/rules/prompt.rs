@@ -52,10 +52,15 @@ mod tests {
         proposed.text = "You are a pirate.".into();
         assert_eq!(
             on_prompt(&base(), proposed),
-            Err(Refusal::ReplacedPromptText { mode: PromptMode::Work })
+            Err(Refusal::ReplacedPromptText {
+                mode: PromptMode::Work
+            })
         );
         assert_eq!(
-            Refusal::ReplacedPromptText { mode: PromptMode::Plan }.to_string(),
+            Refusal::ReplacedPromptText {
+                mode: PromptMode::Plan
+            }
+            .to_string(),
             "it replaced the plan text."
         );
     }
@@ -63,9 +68,15 @@ mod tests {
     #[test]
     fn removing_an_earlier_part_or_changing_the_mode_is_refused() {
         let before = base().append("Use tabs.");
-        assert_eq!(on_prompt(&before, base()), Err(Refusal::RemovedAppendedText));
+        assert_eq!(
+            on_prompt(&before, base()),
+            Err(Refusal::RemovedAppendedText)
+        );
         let mut proposed = before.clone();
         proposed.mode = PromptMode::Review;
-        assert_eq!(on_prompt(&before, proposed), Err(Refusal::ChangedPromptMode));
+        assert_eq!(
+            on_prompt(&before, proposed),
+            Err(Refusal::ChangedPromptMode)
+        );
     }
 }

@@ -52,17 +52,35 @@ mod tests {
 
     #[test]
     fn an_empty_prompt_is_used_as_returned() {
-        let before = SystemText { mode: PromptMode::Work, text: "long text".into() };
-        let empty = SystemText { mode: PromptMode::Work, text: String::new() };
+        let before = SystemText {
+            mode: PromptMode::Work,
+            text: "long text".into(),
+        };
+        let empty = SystemText {
+            mode: PromptMode::Work,
+            text: String::new(),
+        };
         assert_eq!(rewrite_prompt(&before, empty.clone()), Ok(empty));
-        let moved = SystemText { mode: PromptMode::Plan, text: String::new() };
-        assert_eq!(rewrite_prompt(&before, moved), Err(Refusal::ChangedPromptMode));
+        let moved = SystemText {
+            mode: PromptMode::Plan,
+            text: String::new(),
+        };
+        assert_eq!(
+            rewrite_prompt(&before, moved),
+            Err(Refusal::ChangedPromptMode)
+        );
     }
 
     #[test]
     fn an_empty_summary_is_kept() {
-        let before = CompactionText { phase: CompactionPhase::Summary, text: "sum".into() };
-        let empty = CompactionText { phase: CompactionPhase::Summary, text: String::new() };
+        let before = CompactionText {
+            phase: CompactionPhase::Summary,
+            text: "sum".into(),
+        };
+        let empty = CompactionText {
+            phase: CompactionPhase::Summary,
+            text: String::new(),
+        };
         assert_eq!(rewrite_compaction(&before, empty.clone()), Ok(empty));
     }
 

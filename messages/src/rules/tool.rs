@@ -96,7 +96,10 @@ mod tests {
         }
     }
 
-    const PNG: ImageRef = ImageRef { number: 1, media_type: MediaType::Png };
+    const PNG: ImageRef = ImageRef {
+        number: 1,
+        media_type: MediaType::Png,
+    };
 
     #[test]
     fn name_and_arguments_may_change_but_not_the_call_id() {
@@ -111,7 +114,10 @@ mod tests {
 
     #[test]
     fn text_only_turns_ignore_images_but_keep_the_new_text() {
-        let cx = ToolResultContext { images_allowed: false, held: [PNG].into_iter().collect() };
+        let cx = ToolResultContext {
+            images_allowed: false,
+            held: [PNG].into_iter().collect(),
+        };
         let mut proposed = result();
         proposed.text = "HELLO".into();
         proposed.images = vec![PNG];
@@ -124,11 +130,20 @@ mod tests {
 
     #[test]
     fn image_turns_take_held_images_and_refuse_others() {
-        let cx = ToolResultContext { images_allowed: true, held: HeldImages::default() };
+        let cx = ToolResultContext {
+            images_allowed: true,
+            held: HeldImages::default(),
+        };
         let mut proposed = result();
         proposed.images = vec![PNG];
-        assert_eq!(on_tool_result(&cx, &result(), proposed.clone()), Err(Refusal::AddedImage));
-        let cx = ToolResultContext { images_allowed: true, held: [PNG].into_iter().collect() };
+        assert_eq!(
+            on_tool_result(&cx, &result(), proposed.clone()),
+            Err(Refusal::AddedImage)
+        );
+        let cx = ToolResultContext {
+            images_allowed: true,
+            held: [PNG].into_iter().collect(),
+        };
         assert_eq!(
             on_tool_result(&cx, &result(), proposed.clone()),
             Ok(Applied::plain(proposed))
@@ -143,6 +158,9 @@ mod tests {
         let mut passed = denied.clone();
         passed.approval = ApprovalState::Granted;
         let cx = ToolResultContext::default();
-        assert_eq!(on_tool_result(&cx, &denied, passed), Err(Refusal::MarkedApprovalPassed));
+        assert_eq!(
+            on_tool_result(&cx, &denied, passed),
+            Err(Refusal::MarkedApprovalPassed)
+        );
     }
 }

@@ -85,8 +85,20 @@ fn transformed_item(before: &Item, proposed: Item) -> Result<Item, Refusal> {
             ItemBody::Assistant { text, images }
         }
         (
-            ItemBody::ToolResult { call_id: bc, name: bn, images: bi, success: bs, .. },
-            ItemBody::ToolResult { call_id, name, text, images, success },
+            ItemBody::ToolResult {
+                call_id: bc,
+                name: bn,
+                images: bi,
+                success: bs,
+                ..
+            },
+            ItemBody::ToolResult {
+                call_id,
+                name,
+                text,
+                images,
+                success,
+            },
         ) => {
             if *bc != call_id {
                 return Err(Refusal::ChangedResultCallId);
@@ -98,18 +110,40 @@ fn transformed_item(before: &Item, proposed: Item) -> Result<Item, Refusal> {
                 return Err(Refusal::ChangedResultSuccess);
             }
             only_dropped(bi, &images)?;
-            ItemBody::ToolResult { call_id, name, text, images, success }
+            ItemBody::ToolResult {
+                call_id,
+                name,
+                text,
+                images,
+                success,
+            }
         }
-        (ItemBody::Reasoning { text: bt, provider_state }, ItemBody::Reasoning { text, .. }) => {
+        (
+            ItemBody::Reasoning {
+                text: bt,
+                provider_state,
+            },
+            ItemBody::Reasoning { text, .. },
+        ) => {
             if text.is_empty() && !bt.is_empty() {
                 return Err(Refusal::EmptyReasoning);
             }
-            let provider_state = if *bt == text { provider_state.clone() } else { None };
-            ItemBody::Reasoning { text, provider_state }
+            let provider_state = if *bt == text {
+                provider_state.clone()
+            } else {
+                None
+            };
+            ItemBody::Reasoning {
+                text,
+                provider_state,
+            }
         }
         (_, p) => p,
     };
-    Ok(Item { id: proposed.id, body })
+    Ok(Item {
+        id: proposed.id,
+        body,
+    })
 }
 
 /// Checks that `proposed` names only images `before` has, each at most as often (SPEC P3.5).
