@@ -36,8 +36,17 @@ pub fn rebuild_model(
         .items
         .iter()
         .map(|item| {
-            let same = prior.get(&item.id).copied().filter(|b| b.kind() == item.kind());
-            rebuilt_item(held, proposed.accepts_images, same, item.clone(), &call_names)
+            let same = prior
+                .get(&item.id)
+                .copied()
+                .filter(|b| b.kind() == item.kind());
+            rebuilt_item(
+                held,
+                proposed.accepts_images,
+                same,
+                item.clone(),
+                &call_names,
+            )
         })
         .collect::<Result<_, _>>()?;
     Ok(ModelRequest { items, ..proposed })
@@ -61,14 +70,31 @@ fn rebuilt_item(
     mut item: Item,
     call_names: &HashMap<String, String>,
 ) -> Result<Item, Refusal> {
-    let prior_images = prior.map_or(&[][..], |p| p.body.images());
+    // Each attachment the item already had may stay once; a second copy is an added image.
+    let mut kept: Vec<Option<&ImageRef>> = prior
+        .map_or(&[][..], |p| p.body.images())
+        .iter()
+        .map(Some)
+        .collect();
     for image in item.body.images() {
-        check_image(held, accepts_images, prior_images, image)?;
+        match kept.iter_mut().find(|slot| **slot == Some(image)) {
+            Some(slot) => *slot = None,
+            None => check_image(held, accepts_images, image)?,
+        }
     }
     match (&mut item.body, prior.map(|p| &p.body)) {
-        (ItemBody::Reasoning { text, provider_state }, prior) => {
+        (
+            ItemBody::Reasoning {
+                text,
+                provider_state,
+            },
+            prior,
+        ) => {
             let prior_text = match prior {
-                Some(ItemBody::Reasoning { text, provider_state }) => Some((text, provider_state)),
+                Some(ItemBody::Reasoning {
+                    text,
+                    provider_state,
+                }) => Some((text, provider_state)),
                 _ => None,
             };
             if text.is_empty() && !prior_text.is_some_and(|(t, _)| t.is_empty()) {
@@ -87,15 +113,8 @@ fn rebuilt_item(
     Ok(item)
 }
 
-fn check_image(
-    held: &HeldImages,
-    accepts_images: bool,
-    prior_images: &[ImageRef],
-    image: &ImageRef,
-) -> Result<(), Refusal> {
-    if prior_images.contains(image) {
-        return Ok(());
-    }
+/// Checks an image the item did not already have: added or moved (SPEC R5.4, R5.6).
+fn check_image(held: &HeldImages, accepts_images: bool, image: &ImageRef) -> Result<(), Refusal> {
     if !accepts_images {
         return Err(Refusal::ImageOnTextOnlyRequest);
     }
