@@ -2,6 +2,9 @@
 
 #![allow(dead_code, unreachable_pub)]
 
+pub mod arb;
+pub mod mutate;
+
 use hookline_messages::model::{
     HeldImages, ImageRef, Item, ItemBody, MediaType, ModelRequest, Purpose,
 };
