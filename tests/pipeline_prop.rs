@@ -3,11 +3,10 @@
 //! (normalised as documented) or the previous value plus exactly one note; the plugin after it
 //! sees exactly that value.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
 mod common;
 #[path = "../messages/tests/common/mod.rs"]
-#[allow(dead_code)]
 mod model;
 
 use common::*;
@@ -25,8 +24,12 @@ where
     H::Value: Sync,
 {
     actix::System::new().block_on(async move {
-        let (outcome, [_, _, observer]) =
-            trio::<H>((), before, [Act::Keep, replace(move |_| proposed.clone()), Act::Keep]).await;
+        let (outcome, [_, _, observer]) = trio::<H>(
+            (),
+            before,
+            [Act::Keep, replace(move |_| proposed.clone()), Act::Keep],
+        )
+        .await;
         (outcome, observer.seen())
     })
 }
@@ -38,7 +41,11 @@ where
 {
     let decided = H::admit(&(), &before, proposed.clone());
     let (outcome, observed) = through_pipeline::<H>(before.clone(), proposed);
-    prop_assert_eq!(&observed, &vec![outcome.value.clone()], "the next plugin sees the outcome");
+    prop_assert_eq!(
+        &observed,
+        &vec![outcome.value.clone()],
+        "the next plugin sees the outcome"
+    );
     match decided {
         Ok(applied) => {
             prop_assert_eq!(&outcome.value, &applied.value);
@@ -48,7 +55,10 @@ where
         }
         Err(refusal) => {
             prop_assert_eq!(&outcome.value, &before, "the value before stands");
-            prop_assert_eq!(outcome.notes, vec![Note::skipped("middle", H::KIND, refusal.into())]);
+            prop_assert_eq!(
+                outcome.notes,
+                vec![Note::skipped("middle", H::KIND, refusal.into())]
+            );
             prop_assert!(outcome.changed_by.is_empty());
         }
     }

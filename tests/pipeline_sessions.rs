@@ -2,7 +2,7 @@
 //! cross-talk across 1,000 concurrent sessions, a waiting plugin holding up only its own session
 //! (unless it takes one call at a time), bounded admission, and unique plugin names.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::type_complexity)]
 
 mod common;
 
@@ -26,17 +26,33 @@ use tokio::sync::{Notify, Semaphore};
 
 #[actix_rt::test]
 async fn the_same_note_is_recorded_once_per_session() {
-    let plugin = Scripted::<UserMessage>::build(HookKind::OnUserMessage, Act::Fail("down".into()), 0);
-    let pipeline = Pipeline::builder().plugin(register("p", &plugin)).start().unwrap();
+    let plugin =
+        Scripted::<UserMessage>::build(HookKind::OnUserMessage, Act::Fail("down".into()), 0);
+    let pipeline = Pipeline::builder()
+        .plugin(register("p", &plugin))
+        .start()
+        .unwrap();
     let note = ["Plugin hook 'p' user-message was skipped: down"];
     let call = |s: &'static str| {
         let pipeline = pipeline.clone();
-        async move { pipeline.call::<OnUserMessage>(&session(s), UserMessage::new("m")).await.unwrap() }
+        async move {
+            pipeline
+                .call::<OnUserMessage>(&session(s), UserMessage::new("m"))
+                .await
+                .unwrap()
+        }
     };
     assert_eq!(notes(&call("a").await), note);
-    assert!(call("a").await.notes.is_empty(), "second identical failure, same session");
+    assert!(
+        call("a").await.notes.is_empty(),
+        "second identical failure, same session"
+    );
     assert!(call("a").await.notes.is_empty());
-    assert_eq!(notes(&call("b").await), note, "another session records its own");
+    assert_eq!(
+        notes(&call("b").await),
+        note,
+        "another session records its own"
+    );
     assert!(call("b").await.notes.is_empty());
     // A forgotten session starts afresh.
     pipeline.forget_session(&session("a")).await.unwrap();
@@ -52,7 +68,11 @@ impl Plugin for FailsWithText {
     fn hooks(&self) -> HookSet {
         HookSet::of(&[HookKind::OnUserMessage])
     }
-    async fn on_user_message(&self, _: &HookContext, m: UserMessage) -> HookResult<Reply<UserMessage>> {
+    async fn on_user_message(
+        &self,
+        _: &HookContext,
+        m: UserMessage,
+    ) -> HookResult<Reply<UserMessage>> {
         Err(HookError::msg(format!("cannot handle {}", m.text)))
     }
 }
@@ -65,14 +85,20 @@ async fn different_notes_in_one_session_are_each_recorded() {
         .unwrap();
     let s = session("s");
     for (text, recorded) in [("x", true), ("y", true), ("x", false), ("z", true)] {
-        let outcome = pipeline.call::<OnUserMessage>(&s, UserMessage::new(text)).await.unwrap();
+        let outcome = pipeline
+            .call::<OnUserMessage>(&s, UserMessage::new(text))
+            .await
+            .unwrap();
         let expected: Vec<String> = recorded
             .then(|| format!("Plugin hook 'p' user-message was skipped: cannot handle {text}"))
             .into_iter()
             .collect();
         assert_eq!(notes(&outcome), expected);
     }
-    let again = pipeline.call::<OnUserMessage>(&s, UserMessage::new("x")).await.unwrap();
+    let again = pipeline
+        .call::<OnUserMessage>(&s, UserMessage::new("x"))
+        .await
+        .unwrap();
     assert!(again.notes.is_empty());
 }
 
@@ -87,7 +113,10 @@ struct Sequencer {
 
 impl Sequencer {
     fn new(name: &'static str) -> Arc<Self> {
-        Arc::new(Self { name, counts: Mutex::new(HashMap::new()) })
+        Arc::new(Self {
+            name,
+            counts: Mutex::new(HashMap::new()),
+        })
     }
 }
 
@@ -96,7 +125,11 @@ impl Plugin for Sequencer {
     fn hooks(&self) -> HookSet {
         HookSet::of(&[HookKind::OnUserMessage])
     }
-    async fn on_user_message(&self, cx: &HookContext, m: UserMessage) -> HookResult<Reply<UserMessage>> {
+    async fn on_user_message(
+        &self,
+        cx: &HookContext,
+        m: UserMessage,
+    ) -> HookResult<Reply<UserMessage>> {
         let n = {
             let mut counts = self.counts.lock().unwrap();
             let n = counts.entry(cx.session_id.clone()).or_default();
@@ -105,7 +138,10 @@ impl Plugin for Sequencer {
         };
         tokio::task::yield_now().await;
         tokio::task::yield_now().await;
-        Ok(Reply::Replace(UserMessage::new(format!("{}|{}:{}:{n}", m.text, self.name, cx.session_id))))
+        Ok(Reply::Replace(UserMessage::new(format!(
+            "{}|{}:{}:{n}",
+            m.text, self.name, cx.session_id
+        ))))
     }
 }
 
@@ -120,8 +156,9 @@ async fn many_sessions(sessions: usize, calls_per_session: usize) {
         async move {
             let id = SessionId::new(format!("s{s}"));
             // All of a session's calls are issued at once, in order; they must run in that order.
-            let calls = (0..calls_per_session)
-                .map(|k| pipeline.call::<OnUserMessage>(&id, UserMessage::new(format!("{id}#{k}"))));
+            let calls = (0..calls_per_session).map(|k| {
+                pipeline.call::<OnUserMessage>(&id, UserMessage::new(format!("{id}#{k}")))
+            });
             let outcomes = join_all(calls).await;
             (id, outcomes)
         }
@@ -129,7 +166,10 @@ async fn many_sessions(sessions: usize, calls_per_session: usize) {
     for (id, outcomes) in join_all(runs).await {
         for (k, outcome) in outcomes.into_iter().enumerate() {
             let outcome = outcome.unwrap();
-            assert_eq!(outcome.value.text, format!("{id}#{k}|p1:{id}:{k}|p2:{id}:{k}"));
+            assert_eq!(
+                outcome.value.text,
+                format!("{id}#{k}|p1:{id}:{k}|p2:{id}:{k}")
+            );
             assert!(outcome.notes.is_empty());
         }
     }
@@ -157,7 +197,12 @@ struct Waits {
 
 impl Waits {
     fn new() -> Arc<Self> {
-        Arc::new(Self { entered: Notify::new(), release: Semaphore::new(0), running: AtomicUsize::new(0), most_at_once: AtomicUsize::new(0) })
+        Arc::new(Self {
+            entered: Notify::new(),
+            release: Semaphore::new(0),
+            running: AtomicUsize::new(0),
+            most_at_once: AtomicUsize::new(0),
+        })
     }
 }
 
@@ -170,19 +215,34 @@ impl Plugin for Waits {
         self.entered.notify_one();
         std::future::pending().await
     }
-    async fn on_user_message(&self, cx: &HookContext, m: UserMessage) -> HookResult<Reply<UserMessage>> {
+    async fn on_user_message(
+        &self,
+        cx: &HookContext,
+        m: UserMessage,
+    ) -> HookResult<Reply<UserMessage>> {
         let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
         self.most_at_once.fetch_max(now, Ordering::SeqCst);
         self.entered.notify_one();
         if m.text.starts_with("wait") {
-            self.release.acquire().await.map_err(|e| HookError::msg(e.to_string()))?.forget();
+            self.release
+                .acquire()
+                .await
+                .map_err(|e| HookError::msg(e.to_string()))?
+                .forget();
         }
         self.running.fetch_sub(1, Ordering::SeqCst);
-        Ok(Reply::Replace(UserMessage::new(format!("{}+{}", m.text, cx.session_id))))
+        Ok(Reply::Replace(UserMessage::new(format!(
+            "{}+{}",
+            m.text, cx.session_id
+        ))))
     }
 }
 
-fn spawn_call(pipeline: &Pipeline, s: &str, text: &str) -> tokio::task::JoinHandle<Result<hookline::actors::Outcome<UserMessage>, PipelineError>> {
+fn spawn_call(
+    pipeline: &Pipeline,
+    s: &str,
+    text: &str,
+) -> tokio::task::JoinHandle<Result<hookline::actors::Outcome<UserMessage>, PipelineError>> {
     let (pipeline, s, text) = (pipeline.clone(), session(s), UserMessage::new(text));
     actix_rt::spawn(async move { pipeline.call::<OnUserMessage>(&s, text).await })
 }
@@ -200,7 +260,10 @@ async fn a_plugin_waiting_for_session_a_does_not_hold_up_session_b() {
     let a = spawn_call(&pipeline, "a", "wait");
     waits.entered.notified().await;
     let started = tokio::time::Instant::now();
-    let b = pipeline.call::<OnUserMessage>(&session("b"), UserMessage::new("go")).await.unwrap();
+    let b = pipeline
+        .call::<OnUserMessage>(&session("b"), UserMessage::new("go"))
+        .await
+        .unwrap();
     assert_eq!(started.elapsed(), Duration::ZERO, "b did not wait for a");
     assert_eq!(b.value.text, "go+b|q:b:0");
     assert!(b.notes.is_empty());
@@ -208,7 +271,11 @@ async fn a_plugin_waiting_for_session_a_does_not_hold_up_session_b() {
     waits.release.add_permits(1);
     let a = a.await.unwrap().unwrap();
     assert_eq!(a.value.text, "wait+a|q:a:0");
-    assert_eq!(waits.most_at_once.load(Ordering::SeqCst), 2, "both calls ran in the plugin at once");
+    assert_eq!(
+        waits.most_at_once.load(Ordering::SeqCst),
+        2,
+        "both calls ran in the plugin at once"
+    );
 }
 
 #[actix_rt::test]
@@ -223,7 +290,10 @@ async fn a_sessions_second_call_waits_for_its_first() {
     waits.entered.notified().await;
     let mut second = spawn_call(&pipeline, "a", "go-2");
     let held = tokio::time::timeout(Duration::from_secs(5), &mut second).await;
-    assert!(held.is_err(), "the second call of a session must wait for its first");
+    assert!(
+        held.is_err(),
+        "the second call of a session must wait for its first"
+    );
     waits.release.add_permits(1);
     assert_eq!(first.await.unwrap().unwrap().value.text, "wait-1+a");
     assert_eq!(second.await.unwrap().unwrap().value.text, "go-2+a");
@@ -235,7 +305,11 @@ async fn a_one_call_at_a_time_plugin_serialises_sessions() {
     tokio::time::pause();
     let waits = Waits::new();
     let pipeline = Pipeline::builder()
-        .plugin(PluginRegistration::new("w").with_hooks(waits.clone()).one_call_at_a_time())
+        .plugin(
+            PluginRegistration::new("w")
+                .with_hooks(waits.clone())
+                .one_call_at_a_time(),
+        )
         .start()
         .unwrap();
     let a = spawn_call(&pipeline, "a", "wait");
@@ -267,17 +341,33 @@ async fn waiting_for_a_one_call_at_a_time_plugin_counts_against_the_timeout() {
     // Session a's tool call holds the plugin for its whole 10 s; b's message waits 3 s at most.
     let a = {
         let pipeline = pipeline.clone();
-        actix_rt::spawn(async move { pipeline.call::<OnToolCall>(&session("a"), tool_call()).await })
+        actix_rt::spawn(async move {
+            pipeline
+                .call::<OnToolCall>(&session("a"), tool_call())
+                .await
+        })
     };
     waits.entered.notified().await;
     let started = tokio::time::Instant::now();
-    let b = pipeline.call::<OnUserMessage>(&session("b"), UserMessage::new("go")).await.unwrap();
+    let b = pipeline
+        .call::<OnUserMessage>(&session("b"), UserMessage::new("go"))
+        .await
+        .unwrap();
     let waited = started.elapsed();
-    assert!(waited >= Duration::from_secs(3) && waited < Duration::from_millis(3100), "{waited:?}");
+    assert!(
+        waited >= Duration::from_secs(3) && waited < Duration::from_millis(3100),
+        "{waited:?}"
+    );
     assert_eq!(b.value.text, "go");
-    assert_eq!(notes(&b), ["Plugin hook 'w' user-message was skipped: it timed out after 3 s."]);
+    assert_eq!(
+        notes(&b),
+        ["Plugin hook 'w' user-message was skipped: it timed out after 3 s."]
+    );
     let a = a.await.unwrap().unwrap();
-    assert_eq!(notes(&a), ["Plugin hook 'w' tool-call was skipped: it timed out after 10 s."]);
+    assert_eq!(
+        notes(&a),
+        ["Plugin hook 'w' tool-call was skipped: it timed out after 10 s."]
+    );
 }
 
 #[actix_rt::test]
@@ -296,11 +386,17 @@ async fn a_timed_out_call_frees_a_one_call_at_a_time_plugin() {
     let a = spawn_call(&pipeline, "a", "wait");
     waits.entered.notified().await;
     tokio::time::advance(Duration::from_secs(1)).await;
-    let b = pipeline.call::<OnUserMessage>(&session("b"), UserMessage::new("go")).await.unwrap();
+    let b = pipeline
+        .call::<OnUserMessage>(&session("b"), UserMessage::new("go"))
+        .await
+        .unwrap();
     assert_eq!(b.value.text, "go+b");
     assert!(b.notes.is_empty());
     let a = a.await.unwrap().unwrap();
-    assert_eq!(notes(&a), ["Plugin hook 'w' user-message was skipped: it timed out after 3 s."]);
+    assert_eq!(
+        notes(&a),
+        ["Plugin hook 'w' user-message was skipped: it timed out after 3 s."]
+    );
 }
 
 // ---- admission bound and names ----
@@ -318,15 +414,22 @@ async fn calls_beyond_max_pending_are_refused_as_overloaded() {
     waits.entered.notified().await;
     let b = spawn_call(&pipeline, "b", "wait");
     waits.entered.notified().await;
-    let c = pipeline.call::<OnUserMessage>(&session("c"), UserMessage::new("go")).await;
+    let c = pipeline
+        .call::<OnUserMessage>(&session("c"), UserMessage::new("go"))
+        .await;
     assert_eq!(c, Err(PipelineError::Overloaded));
     // A call queued behind its own session counts too.
-    let a2 = pipeline.call::<OnUserMessage>(&session("a"), UserMessage::new("go")).await;
+    let a2 = pipeline
+        .call::<OnUserMessage>(&session("a"), UserMessage::new("go"))
+        .await;
     assert_eq!(a2, Err(PipelineError::Overloaded));
     waits.release.add_permits(2);
     assert!(a.await.unwrap().is_ok());
     assert!(b.await.unwrap().is_ok());
-    let c = pipeline.call::<OnUserMessage>(&session("c"), UserMessage::new("go")).await.unwrap();
+    let c = pipeline
+        .call::<OnUserMessage>(&session("c"), UserMessage::new("go"))
+        .await
+        .unwrap();
     assert_eq!(c.value.text, "go+c", "admitted again once calls finish");
 }
 
@@ -350,8 +453,13 @@ async fn two_plugins_with_one_name_do_not_start() {
 #[actix_rt::test]
 async fn a_stopped_pipeline_answers_stopped() {
     let plugin = Scripted::<UserMessage>::build(HookKind::OnUserMessage, Act::Keep, 0);
-    let pipeline = Pipeline::builder().plugin(register("p", &plugin)).start().unwrap();
+    let pipeline = Pipeline::builder()
+        .plugin(register("p", &plugin))
+        .start()
+        .unwrap();
     pipeline.stop().await;
-    let result = pipeline.call::<OnUserMessage>(&session("s"), UserMessage::new("m")).await;
+    let result = pipeline
+        .call::<OnUserMessage>(&session("s"), UserMessage::new("m"))
+        .await;
     assert_eq!(result, Err(PipelineError::Stopped));
 }

@@ -1,5 +1,7 @@
 //! A first end-to-end check of the coordinator: waterfall order, a refusal, a panic.
 
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Arc;
 
 use async_trait::async_trait;

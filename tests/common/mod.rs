@@ -1,14 +1,22 @@
 //! Test plugins for the pipeline tests: [`Scripted`] implements exactly one hook (ordinary or
 //! raw) with a scripted act, and logs every value it is sent.
 
-#![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
+#![allow(
+    dead_code,
+    unreachable_pub,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::type_complexity
+)]
 
 use std::any::Any;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use hookline::actors::plugin::{HookError, HookResult, Plugin, PluginRegistration, RawHooks, Reply};
+use hookline::actors::plugin::{
+    HookError, HookResult, Plugin, PluginRegistration, RawHooks, Reply,
+};
 use hookline::actors::Outcome;
 use hookline::messages::approval::{Authority, Classification, Risk};
 use hookline::messages::compaction::{Compaction, CompactionText};
@@ -48,12 +56,22 @@ impl<V: Clone + Send + 'static> Scripted<V> {
     }
 
     pub fn build(kind: HookKind, act: Act<V>, panics_first: usize) -> Arc<Self> {
-        Arc::new(Self { kind, act, panics_first: AtomicUsize::new(panics_first), log: Mutex::new(vec![]) })
+        Arc::new(Self {
+            kind,
+            act,
+            panics_first: AtomicUsize::new(panics_first),
+            log: Mutex::new(vec![]),
+        })
     }
 
     /// The values this plugin was sent, in order.
     pub fn seen(&self) -> Vec<V> {
-        self.log.lock().unwrap().iter().map(|(_, v)| v.clone()).collect()
+        self.log
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(_, v)| v.clone())
+            .collect()
     }
 
     /// How many calls this plugin received.
@@ -62,8 +80,12 @@ impl<V: Clone + Send + 'static> Scripted<V> {
     }
 
     async fn run<T: Send + 'static>(&self, cx: &HookContext, value: T) -> HookResult<Reply<T>> {
-        let value: V = cast(value).ok_or_else(|| HookError::msg("sent a hook it does not declare"))?;
-        self.log.lock().unwrap().push((cx.session_id.clone(), value.clone()));
+        let value: V =
+            cast(value).ok_or_else(|| HookError::msg("sent a hook it does not declare"))?;
+        self.log
+            .lock()
+            .unwrap()
+            .push((cx.session_id.clone(), value.clone()));
         let panic_now = self
             .panics_first
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
@@ -87,11 +109,17 @@ impl<V: Clone + Send + 'static> Scripted<V> {
 }
 
 fn cast<A: 'static, B: 'static>(value: A) -> Option<B> {
-    (Box::new(value) as Box<dyn Any>).downcast::<B>().ok().map(|b| *b)
+    (Box::new(value) as Box<dyn Any>)
+        .downcast::<B>()
+        .ok()
+        .map(|b| *b)
 }
 
 /// A registration for `plugin` under `name`, on the ordinary or raw interface as its hook is.
-pub fn register<V: Clone + Send + Sync + 'static>(name: &str, plugin: &Arc<Scripted<V>>) -> PluginRegistration {
+pub fn register<V: Clone + Send + Sync + 'static>(
+    name: &str,
+    plugin: &Arc<Scripted<V>>,
+) -> PluginRegistration {
     let registration = PluginRegistration::new(name);
     if plugin.kind.is_raw() {
         registration.with_raw_hooks(plugin.clone())
@@ -114,7 +142,11 @@ impl<V: Clone + Send + Sync + 'static> Plugin for Scripted<V> {
     async fn on_prompt(&self, cx: &HookContext, v: Prompt) -> HookResult<Reply<Prompt>> {
         self.run(cx, v).await
     }
-    async fn on_user_message(&self, cx: &HookContext, v: UserMessage) -> HookResult<Reply<UserMessage>> {
+    async fn on_user_message(
+        &self,
+        cx: &HookContext,
+        v: UserMessage,
+    ) -> HookResult<Reply<UserMessage>> {
         self.run(cx, v).await
     }
     async fn on_turn_started(&self, cx: &HookContext, v: TurnInfo) -> HookResult<()> {
@@ -123,7 +155,11 @@ impl<V: Clone + Send + Sync + 'static> Plugin for Scripted<V> {
     async fn on_turn_finished(&self, cx: &HookContext, v: TurnInfo) -> HookResult<()> {
         self.read_only(cx, v).await
     }
-    async fn transform_model(&self, cx: &HookContext, v: ModelRequest) -> HookResult<Reply<ModelRequest>> {
+    async fn transform_model(
+        &self,
+        cx: &HookContext,
+        v: ModelRequest,
+    ) -> HookResult<Reply<ModelRequest>> {
         self.run(cx, v).await
     }
     async fn on_model_response(&self, cx: &HookContext, v: ModelResponse) -> HookResult<()> {
@@ -132,13 +168,25 @@ impl<V: Clone + Send + Sync + 'static> Plugin for Scripted<V> {
     async fn on_tool_call(&self, cx: &HookContext, v: ToolCall) -> HookResult<Reply<ToolCall>> {
         self.run(cx, v).await
     }
-    async fn on_tool_result(&self, cx: &HookContext, v: ToolResult) -> HookResult<Reply<ToolResult>> {
+    async fn on_tool_result(
+        &self,
+        cx: &HookContext,
+        v: ToolResult,
+    ) -> HookResult<Reply<ToolResult>> {
         self.run(cx, v).await
     }
-    async fn on_approval(&self, cx: &HookContext, v: Classification) -> HookResult<Reply<Classification>> {
+    async fn on_approval(
+        &self,
+        cx: &HookContext,
+        v: Classification,
+    ) -> HookResult<Reply<Classification>> {
         self.run(cx, v).await
     }
-    async fn on_compaction(&self, cx: &HookContext, v: Compaction) -> HookResult<Reply<Compaction>> {
+    async fn on_compaction(
+        &self,
+        cx: &HookContext,
+        v: Compaction,
+    ) -> HookResult<Reply<Compaction>> {
         self.run(cx, v).await
     }
 }
@@ -148,16 +196,32 @@ impl<V: Clone + Send + Sync + 'static> RawHooks for Scripted<V> {
     fn raw_hooks(&self) -> HookSet {
         HookSet::of(&[self.kind])
     }
-    async fn rebuild_model(&self, cx: &HookContext, v: ModelRequest) -> HookResult<Reply<ModelRequest>> {
+    async fn rebuild_model(
+        &self,
+        cx: &HookContext,
+        v: ModelRequest,
+    ) -> HookResult<Reply<ModelRequest>> {
         self.run(cx, v).await
     }
-    async fn rewrite_prompt(&self, cx: &HookContext, v: SystemText) -> HookResult<Reply<SystemText>> {
+    async fn rewrite_prompt(
+        &self,
+        cx: &HookContext,
+        v: SystemText,
+    ) -> HookResult<Reply<SystemText>> {
         self.run(cx, v).await
     }
-    async fn rewrite_compaction(&self, cx: &HookContext, v: CompactionText) -> HookResult<Reply<CompactionText>> {
+    async fn rewrite_compaction(
+        &self,
+        cx: &HookContext,
+        v: CompactionText,
+    ) -> HookResult<Reply<CompactionText>> {
         self.run(cx, v).await
     }
-    async fn rewrite_approval(&self, cx: &HookContext, v: Classification) -> HookResult<Reply<Classification>> {
+    async fn rewrite_approval(
+        &self,
+        cx: &HookContext,
+        v: Classification,
+    ) -> HookResult<Reply<Classification>> {
         self.run(cx, v).await
     }
 }

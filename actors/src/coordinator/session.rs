@@ -12,22 +12,12 @@ use super::PipelineCoordinator;
 pub(crate) type Queued =
     Box<dyn FnOnce(&mut PipelineCoordinator, &mut Context<PipelineCoordinator>)>;
 
+#[derive(Default)]
 pub(crate) struct SessionState {
     pub(crate) running: bool,
     pub(crate) forget: bool,
     pub(crate) queue: VecDeque<Queued>,
     seen: HashSet<Note>,
-}
-
-impl Default for SessionState {
-    fn default() -> Self {
-        Self {
-            running: false,
-            forget: false,
-            queue: VecDeque::new(),
-            seen: HashSet::new(),
-        }
-    }
 }
 
 impl SessionState {
