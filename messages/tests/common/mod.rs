@@ -4,6 +4,7 @@
 
 pub mod arb;
 pub mod mutate;
+pub mod rebuild_edit;
 
 use hookline_messages::model::{
     HeldImages, ImageRef, Item, ItemBody, MediaType, ModelRequest, Purpose,
