@@ -70,9 +70,17 @@ fn rebuilt_item(
     mut item: Item,
     call_names: &HashMap<String, String>,
 ) -> Result<Item, Refusal> {
-    let prior_images = prior.map_or(&[][..], |p| p.body.images());
+    // Each attachment the item already had may stay once; a second copy is an added image.
+    let mut kept: Vec<Option<&ImageRef>> = prior
+        .map_or(&[][..], |p| p.body.images())
+        .iter()
+        .map(Some)
+        .collect();
     for image in item.body.images() {
-        check_image(held, accepts_images, prior_images, image)?;
+        match kept.iter_mut().find(|slot| **slot == Some(image)) {
+            Some(slot) => *slot = None,
+            None => check_image(held, accepts_images, image)?,
+        }
     }
     match (&mut item.body, prior.map(|p| &p.body)) {
         (
@@ -105,15 +113,8 @@ fn rebuilt_item(
     Ok(item)
 }
 
-fn check_image(
-    held: &HeldImages,
-    accepts_images: bool,
-    prior_images: &[ImageRef],
-    image: &ImageRef,
-) -> Result<(), Refusal> {
-    if prior_images.contains(image) {
-        return Ok(());
-    }
+/// Checks an image the item did not already have: added or moved (SPEC R5.4, R5.6).
+fn check_image(held: &HeldImages, accepts_images: bool, image: &ImageRef) -> Result<(), Refusal> {
     if !accepts_images {
         return Err(Refusal::ImageOnTextOnlyRequest);
     }
