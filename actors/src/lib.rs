@@ -50,6 +50,7 @@ pub mod coordinator;
 pub mod error;
 pub mod pipeline;
 pub mod plugin;
+pub mod session;
 
 pub use coordinator::{Call, Outcome, PipelineCoordinator};
 pub use error::{PipelineError, StartError};
