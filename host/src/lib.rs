@@ -3,3 +3,4 @@
 //! (data and rules).
 
 pub mod cli;
+pub mod store;
