@@ -4,3 +4,10 @@
 
 pub mod cli;
 pub mod store;
+pub mod approval;
+pub mod provider;
+pub mod scenario;
+pub mod session;
+pub mod turn;
+
+pub use session::{Event, Host, HostBuilder, HostError, SessionCommand};
