@@ -2,12 +2,13 @@
 //! the CLI's commands. It builds on `hookline-actors` (order and state) and `hookline-messages`
 //! (data and rules).
 
-pub mod cli;
-pub mod store;
 pub mod approval;
+pub mod cli;
 pub mod provider;
 pub mod scenario;
 pub mod session;
+pub mod store;
+pub mod tools;
 pub mod turn;
 
 pub use session::{Event, Host, HostBuilder, HostError, SessionCommand};

@@ -80,6 +80,10 @@ pub enum StoreError {
 impl StoreError {
     /// Builds an [`StoreError::Io`] for `path`.
     pub(crate) fn io(path: impl Into<PathBuf>, action: &'static str, source: io::Error) -> Self {
-        Self::Io { path: path.into(), action, source }
+        Self::Io {
+            path: path.into(),
+            action,
+            source,
+        }
     }
 }

@@ -52,7 +52,9 @@ pub(crate) enum FrameRead {
 /// Appends one frame holding `payload` to `out`.
 pub(crate) fn encode_frame(payload: &[u8], out: &mut Vec<u8>) {
     // The caller checks the cap before encoding, so the length fits in a u32.
-    let len = u32::try_from(payload.len()).unwrap_or(u32::MAX).to_le_bytes();
+    let len = u32::try_from(payload.len())
+        .unwrap_or(u32::MAX)
+        .to_le_bytes();
     out.extend_from_slice(&len);
     out.extend_from_slice(&checksum(len, payload).to_le_bytes());
     out.extend_from_slice(payload);
@@ -157,11 +159,17 @@ mod tests {
     fn huge_length_is_corruption_not_allocation() {
         let mut bytes = u32::MAX.to_le_bytes().to_vec();
         bytes.extend_from_slice(&[0; 100]);
-        assert_eq!(read_all(&bytes), vec![FrameRead::Torn(TornReason::LengthOverCap(u32::MAX))]);
+        assert_eq!(
+            read_all(&bytes),
+            vec![FrameRead::Torn(TornReason::LengthOverCap(u32::MAX))]
+        );
     }
 
     #[test]
     fn zeroed_tail_is_corruption() {
-        assert_eq!(read_all(&[0; 64]), vec![FrameRead::Torn(TornReason::EmptyFrame)]);
+        assert_eq!(
+            read_all(&[0; 64]),
+            vec![FrameRead::Torn(TornReason::EmptyFrame)]
+        );
     }
 }

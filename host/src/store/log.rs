@@ -89,7 +89,13 @@ impl<T: Serialize + DeserializeOwned> Log<T> {
         remove_stale_rewrite(path);
         let (records, (end, reason)) = read_records(path, &file)?;
         let torn = repair(path, &file, (end, reason))?;
-        let log = Log { path: path.to_path_buf(), file, end, poisoned: false, _records: PhantomData };
+        let log = Log {
+            path: path.to_path_buf(),
+            file,
+            end,
+            poisoned: false,
+            _records: PhantomData,
+        };
         Ok((log, Recovery { records, torn }))
     }
 
@@ -150,8 +156,10 @@ impl<T: Serialize + DeserializeOwned> Log<T> {
     fn encode(&self, records: &[T]) -> Result<Vec<u8>, StoreError> {
         let mut bytes = Vec::new();
         for record in records {
-            let payload = serde_json::to_vec(record)
-                .map_err(|source| StoreError::Encode { path: self.path.clone(), source })?;
+            let payload = serde_json::to_vec(record).map_err(|source| StoreError::Encode {
+                path: self.path.clone(),
+                source,
+            })?;
             if payload.len() > MAX_RECORD_BYTES {
                 return Err(StoreError::RecordTooLarge {
                     path: self.path.clone(),
@@ -166,7 +174,9 @@ impl<T: Serialize + DeserializeOwned> Log<T> {
 
     fn write_at_end(&mut self, bytes: &[u8]) -> Result<(), StoreError> {
         if self.poisoned {
-            return Err(StoreError::Poisoned { path: self.path.clone() });
+            return Err(StoreError::Poisoned {
+                path: self.path.clone(),
+            });
         }
         let written = self
             .file
@@ -181,7 +191,12 @@ impl<T: Serialize + DeserializeOwned> Log<T> {
             Err(e) => {
                 // Cut the partial frame off so later appends never land behind garbage (which
                 // the next open would truncate, losing them).
-                if self.file.set_len(self.end).and_then(|()| self.file.sync_data()).is_err() {
+                if self
+                    .file
+                    .set_len(self.end)
+                    .and_then(|()| self.file.sync_data())
+                    .is_err()
+                {
                     self.poisoned = true;
                 }
                 Err(StoreError::io(&self.path, "append to", e))
@@ -192,7 +207,10 @@ impl<T: Serialize + DeserializeOwned> Log<T> {
 
 impl<T> fmt::Debug for Log<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Log").field("path", &self.path).field("end", &self.end).finish()
+        f.debug_struct("Log")
+            .field("path", &self.path)
+            .field("end", &self.end)
+            .finish()
     }
 }
 
@@ -202,17 +220,25 @@ fn read_records<T: DeserializeOwned>(
     path: &Path,
     file: &File,
 ) -> Result<(Vec<T>, (u64, Option<TornReason>)), StoreError> {
-    let len = file.metadata().map_err(|e| StoreError::io(path, "read metadata of", e))?.len();
+    let len = file
+        .metadata()
+        .map_err(|e| StoreError::io(path, "read metadata of", e))?
+        .len();
     let mut reader = BufReader::new(file);
     let (mut records, mut offset) = (Vec::new(), 0u64);
     loop {
-        let next = read_frame(&mut reader, len - offset).map_err(|e| StoreError::io(path, "read", e))?;
+        let next =
+            read_frame(&mut reader, len - offset).map_err(|e| StoreError::io(path, "read", e))?;
         match next {
             FrameRead::End => return Ok((records, (offset, None))),
             FrameRead::Torn(reason) => return Ok((records, (offset, Some(reason)))),
             FrameRead::Payload(payload) => {
-                let record = serde_json::from_slice(&payload)
-                    .map_err(|source| StoreError::Decode { path: path.to_path_buf(), offset, source })?;
+                let record =
+                    serde_json::from_slice(&payload).map_err(|source| StoreError::Decode {
+                        path: path.to_path_buf(),
+                        offset,
+                        source,
+                    })?;
                 records.push(record);
                 offset += HEADER_BYTES + payload.len() as u64;
             }
@@ -226,18 +252,31 @@ fn repair(
     file: &File,
     (end, reason): (u64, Option<TornReason>),
 ) -> Result<Option<TornTail>, StoreError> {
-    let Some(reason) = reason else { return Ok(None) };
-    let len = file.metadata().map_err(|e| StoreError::io(path, "read metadata of", e))?.len();
-    file.set_len(end).map_err(|e| StoreError::io(path, "truncate", e))?;
-    file.sync_all().map_err(|e| StoreError::io(path, "sync", e))?;
-    let torn = TornTail { offset: end, dropped_bytes: len - end, path: path.to_path_buf(), reason };
+    let Some(reason) = reason else {
+        return Ok(None);
+    };
+    let len = file
+        .metadata()
+        .map_err(|e| StoreError::io(path, "read metadata of", e))?
+        .len();
+    file.set_len(end)
+        .map_err(|e| StoreError::io(path, "truncate", e))?;
+    file.sync_all()
+        .map_err(|e| StoreError::io(path, "sync", e))?;
+    let torn = TornTail {
+        offset: end,
+        dropped_bytes: len - end,
+        path: path.to_path_buf(),
+        reason,
+    };
     tracing::warn!("{torn}");
     Ok(Some(torn))
 }
 
 fn write_new_file(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     let mut file = File::create(path).map_err(|e| StoreError::io(path, "create", e))?;
-    file.write_all(bytes).map_err(|e| StoreError::io(path, "write", e))?;
+    file.write_all(bytes)
+        .map_err(|e| StoreError::io(path, "write", e))?;
     file.sync_all().map_err(|e| StoreError::io(path, "sync", e))
 }
 
@@ -252,7 +291,10 @@ fn remove_stale_rewrite(path: &Path) {
     match fs::remove_file(rewrite_path(path)) {
         Ok(()) => tracing::info!("removed an interrupted rewrite of {}", path.display()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => tracing::warn!("could not remove an interrupted rewrite of {}: {e}", path.display()),
+        Err(e) => tracing::warn!(
+            "could not remove an interrupted rewrite of {}: {e}",
+            path.display()
+        ),
     }
 }
 
@@ -270,7 +312,9 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<(), StoreError> {
     #[cfg(unix)]
     {
         let handle = File::open(dir).map_err(|e| StoreError::io(dir, "open directory", e))?;
-        handle.sync_all().map_err(|e| StoreError::io(dir, "sync directory", e))?;
+        handle
+            .sync_all()
+            .map_err(|e| StoreError::io(dir, "sync directory", e))?;
     }
     #[cfg(not(unix))]
     let _ = dir;

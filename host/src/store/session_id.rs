@@ -45,7 +45,10 @@ pub fn validate_session_id(id: &str) -> Result<(), InvalidSessionId> {
     if id.starts_with('.') {
         return Err(InvalidSessionId::LeadingDot);
     }
-    match id.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))) {
+    match id
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')))
+    {
         Some(c) => Err(InvalidSessionId::BadCharacter(c)),
         None => Ok(()),
     }
@@ -67,12 +70,30 @@ mod tests {
         assert_eq!(validate_session_id(""), Err(InvalidSessionId::Empty));
         assert_eq!(validate_session_id("."), Err(InvalidSessionId::LeadingDot));
         assert_eq!(validate_session_id(".."), Err(InvalidSessionId::LeadingDot));
-        assert_eq!(validate_session_id("../x"), Err(InvalidSessionId::LeadingDot));
-        assert_eq!(validate_session_id("a/../../x"), Err(InvalidSessionId::BadCharacter('/')));
-        assert_eq!(validate_session_id("/etc"), Err(InvalidSessionId::BadCharacter('/')));
-        assert_eq!(validate_session_id("a\\b"), Err(InvalidSessionId::BadCharacter('\\')));
-        assert_eq!(validate_session_id("a\0b"), Err(InvalidSessionId::BadCharacter('\0')));
-        assert_eq!(validate_session_id("é"), Err(InvalidSessionId::BadCharacter('é')));
+        assert_eq!(
+            validate_session_id("../x"),
+            Err(InvalidSessionId::LeadingDot)
+        );
+        assert_eq!(
+            validate_session_id("a/../../x"),
+            Err(InvalidSessionId::BadCharacter('/'))
+        );
+        assert_eq!(
+            validate_session_id("/etc"),
+            Err(InvalidSessionId::BadCharacter('/'))
+        );
+        assert_eq!(
+            validate_session_id("a\\b"),
+            Err(InvalidSessionId::BadCharacter('\\'))
+        );
+        assert_eq!(
+            validate_session_id("a\0b"),
+            Err(InvalidSessionId::BadCharacter('\0'))
+        );
+        assert_eq!(
+            validate_session_id("é"),
+            Err(InvalidSessionId::BadCharacter('é'))
+        );
         let long = "a".repeat(MAX_SESSION_ID_BYTES + 1);
         assert_eq!(validate_session_id(&long), Err(InvalidSessionId::TooLong));
         assert_eq!(validate_session_id(&long[1..]), Ok(()));
