@@ -4,6 +4,7 @@
 
 pub mod approval;
 pub mod cli;
+pub mod demo;
 pub mod provider;
 pub mod scenario;
 pub mod session;

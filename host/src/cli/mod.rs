@@ -8,6 +8,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod render;
+pub mod run;
+
 /// A runtime for plugin hooks in AI agent hosts and chat gateways.
 #[derive(Debug, Parser)]
 #[command(name = "hookline", version, about)]
@@ -18,10 +21,15 @@ pub struct Cli {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
-enum Command {}
+enum Command {
+    /// Run a scenario (default: the bundled demo) with the bundled example plugins.
+    Run(run::RunArgs),
+}
 
 /// Parses the command line and runs the command.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {}
+    match cli.command {
+        Command::Run(args) => run::run(args),
+    }
 }
