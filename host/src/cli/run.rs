@@ -3,6 +3,7 @@
 //! order, or with `--json` one machine-readable report. The session is closed when the run ends,
 //! also on Ctrl-C (SPEC P3.13).
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -44,7 +45,8 @@ pub fn run(args: RunArgs) -> ExitCode {
     let system = actix::System::new();
     match system.block_on(run_async(&args)) {
         Ok(output) => {
-            println!("{output}");
+            // A closed stdout (`| head`) is not this command's failure.
+            let _ = writeln!(std::io::stdout().lock(), "{output}");
             ExitCode::SUCCESS
         }
         Err(error) => {
