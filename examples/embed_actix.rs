@@ -21,13 +21,21 @@ impl Plugin for Polite {
     fn hooks(&self) -> HookSet {
         HookSet::of(&[HookKind::OnUserMessage])
     }
-    async fn on_user_message(&self, _: &HookContext, m: UserMessage) -> HookResult<Reply<UserMessage>> {
-        Ok(Reply::Replace(UserMessage::new(format!("{} please", m.text))))
+    async fn on_user_message(
+        &self,
+        _: &HookContext,
+        m: UserMessage,
+    ) -> HookResult<Reply<UserMessage>> {
+        Ok(Reply::Replace(UserMessage::new(format!(
+            "{} please",
+            m.text
+        ))))
     }
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let workspace = std::env::temp_dir().join(format!("hookline-embed-actix-{}", std::process::id()));
+    let workspace =
+        std::env::temp_dir().join(format!("hookline-embed-actix-{}", std::process::id()));
     std::fs::create_dir_all(&workspace)?;
     actix::System::new().block_on(async move {
         let provider = ScriptedProvider::new(false);
@@ -39,12 +47,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let session = host.open().await?;
 
         // The app's own message to the coordinator, as any actix actor would send it.
-        let call = Call::<OnUserMessage> { session: session.clone(), context: (), value: UserMessage::new("tea") };
+        let call = Call::<OnUserMessage> {
+            session: session.clone(),
+            context: (),
+            value: UserMessage::new("tea"),
+        };
         let outcome = host.pipeline().coordinator().send(call).await??;
         println!("coordinator answered: {}", outcome.value.text);
 
         // A whole turn through the host.
-        provider.push_replies([ScriptedReply { text: "Here is your tea.".into(), ..ScriptedReply::default() }]);
+        provider.push_replies([ScriptedReply {
+            text: "Here is your tea.".into(),
+            ..ScriptedReply::default()
+        }]);
         let stop = host.user_turn(UserInput::work("tea")).await?;
         println!("turn finished: {stop:?}");
         for event in host.take_events() {

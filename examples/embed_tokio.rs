@@ -19,14 +19,21 @@ fn spawn_host(workspace: std::path::PathBuf) -> mpsc::Sender<Ask> {
     std::thread::spawn(move || {
         actix::System::new().block_on(async move {
             let provider = ScriptedProvider::new(false);
-            let Ok(mut host) = Host::builder().provider(Arc::new(provider.clone())).workspace(workspace).start() else {
+            let Ok(mut host) = Host::builder()
+                .provider(Arc::new(provider.clone()))
+                .workspace(workspace)
+                .start()
+            else {
                 return;
             };
             if host.open().await.is_err() {
                 return;
             }
             while let Some((text, reply)) = rx.recv().await {
-                provider.push_replies([ScriptedReply { text: format!("You said: {text}"), ..ScriptedReply::default() }]);
+                provider.push_replies([ScriptedReply {
+                    text: format!("You said: {text}"),
+                    ..ScriptedReply::default()
+                }]);
                 let answer = match host.user_turn(UserInput::work(text)).await {
                     Ok(stop) => format!("{stop:?}"),
                     Err(e) => e.to_string(),
@@ -42,7 +49,8 @@ fn spawn_host(workspace: std::path::PathBuf) -> mpsc::Sender<Ask> {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let workspace = std::env::temp_dir().join(format!("hookline-embed-tokio-{}", std::process::id()));
+    let workspace =
+        std::env::temp_dir().join(format!("hookline-embed-tokio-{}", std::process::id()));
     std::fs::create_dir_all(&workspace)?;
     let host = spawn_host(workspace);
     for text in ["hello", "goodbye"] {

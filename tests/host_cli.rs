@@ -4,13 +4,20 @@
 use std::process::Command;
 
 fn hookline(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_hookline")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_hookline"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 #[test]
 fn run_plays_the_bundled_demo_in_human_form() {
     let out = hookline(&["run"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     for expected in [
         "== session s1 started",
@@ -27,8 +34,14 @@ fn run_plays_the_bundled_demo_in_human_form() {
         assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
     }
     // SPEC P3.13: the last line about sessions is the end of the one still open.
-    let last_session_line = text.lines().filter(|l| l.starts_with("== session")).last().unwrap();
-    assert!(last_session_line.starts_with("== session s5 ended"), "{last_session_line}");
+    let last_session_line = text
+        .lines()
+        .rfind(|l| l.starts_with("== session"))
+        .unwrap();
+    assert!(
+        last_session_line.starts_with("== session s5 ended"),
+        "{last_session_line}"
+    );
 }
 
 #[test]
@@ -42,7 +55,11 @@ fn run_json_reports_requests_records_archive_notes_tools_and_approvals() {
     assert_eq!(report["approvals"][2]["decision"], "deny");
     let sessions = report["sessions"].as_array().unwrap();
     assert_eq!(sessions.len(), 5);
-    assert!(sessions[0]["archive"].as_array().unwrap().iter().any(|e| e["kind"] == "compaction"));
+    assert!(sessions[0]["archive"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["kind"] == "compaction"));
     assert!(report["notes"].as_array().unwrap().len() >= 4);
 }
 
@@ -50,10 +67,22 @@ fn run_json_reports_requests_records_archive_notes_tools_and_approvals() {
 fn a_bad_scenario_exits_2_naming_the_file_and_the_problem() {
     let dir = tempfile::tempdir().unwrap();
     let cases = [
-        ("unknown.json", r#"{"steps": [{"shout": "hi"}]}"#, "unknown field `shout`"),
+        (
+            "unknown.json",
+            r#"{"steps": [{"shout": "hi"}]}"#,
+            "unknown field `shout`",
+        ),
         ("json.json", "{ not json", "bad JSON"),
-        ("tool.json", r#"{"steps": [{"user": "x", "replies": [{"toolCalls": [{"id": "1", "name": "nope"}]}]}]}"#, "step 1: the tool 'nope' does not exist"),
-        ("command.json", r#"{"steps": [{"command": "/nwe"}]}"#, "step 1: unknown command '/nwe'"),
+        (
+            "tool.json",
+            r#"{"steps": [{"user": "x", "replies": [{"toolCalls": [{"id": "1", "name": "nope"}]}]}]}"#,
+            "step 1: the tool 'nope' does not exist",
+        ),
+        (
+            "command.json",
+            r#"{"steps": [{"command": "/nwe"}]}"#,
+            "step 1: unknown command '/nwe'",
+        ),
     ];
     for (name, body, problem) in cases {
         let file = dir.path().join(name);
@@ -61,7 +90,10 @@ fn a_bad_scenario_exits_2_naming_the_file_and_the_problem() {
         let out = hookline(&["run", file.to_str().unwrap()]);
         assert_eq!(out.status.code(), Some(2), "{name}");
         let err = String::from_utf8(out.stderr).unwrap();
-        assert!(err.contains(file.to_str().unwrap()) && err.contains(problem), "{name}: {err}");
+        assert!(
+            err.contains(file.to_str().unwrap()) && err.contains(problem),
+            "{name}: {err}"
+        );
         assert!(!err.contains("panicked"));
     }
     let out = hookline(&["run", dir.path().join("missing.json").to_str().unwrap()]);

@@ -23,12 +23,18 @@ impl Plugin for Watcher {
     }
     async fn on_session_started(&self, cx: &HookContext, s: SessionInfo) -> HookResult<()> {
         assert_eq!(cx.session_id, s.session_id);
-        self.0.lock().unwrap().push(format!("start {} {}", s.session_id, s.workspace_root));
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("start {} {}", s.session_id, s.workspace_root));
         Ok(())
     }
     async fn on_session_ended(&self, cx: &HookContext, s: SessionInfo) -> HookResult<()> {
         assert_eq!(cx.session_id, s.session_id);
-        self.0.lock().unwrap().push(format!("end {} {}", s.session_id, s.workspace_root));
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("end {} {}", s.session_id, s.workspace_root));
         Ok(())
     }
 }
@@ -36,31 +42,58 @@ impl Plugin for Watcher {
 #[actix_rt::test]
 async fn every_transition_runs_end_then_start_with_the_session_and_workspace_left() {
     let log = Seen::default();
-    let mut rig = rig(vec![PluginRegistration::new("w").with_hooks(Arc::new(Watcher(log.clone())))], false, ApprovalMode::AskAboveRead);
+    let mut rig = rig(
+        vec![PluginRegistration::new("w").with_hooks(Arc::new(Watcher(log.clone())))],
+        false,
+        ApprovalMode::AskAboveRead,
+    );
     std::fs::create_dir_all(rig.workspace().join("sub")).unwrap();
     let ws = rig.workspace().display().to_string();
     let sub = format!("{ws}/sub");
-    let other = std::fs::canonicalize(rig.dir.path()).unwrap().join("other").display().to_string();
+    let other = std::fs::canonicalize(rig.dir.path())
+        .unwrap()
+        .join("other")
+        .display()
+        .to_string();
     rig.host.open().await.unwrap();
     rig.host.command(SessionCommand::Clear).await.unwrap();
     rig.host.command(SessionCommand::Fork).await.unwrap();
-    rig.host.command(SessionCommand::Resume(SessionId::new("s1"))).await.unwrap();
-    rig.host.command(SessionCommand::Cd("sub".into())).await.unwrap();
-    rig.host.command(SessionCommand::Space("other".into())).await.unwrap();
+    rig.host
+        .command(SessionCommand::Resume(SessionId::new("s1")))
+        .await
+        .unwrap();
+    rig.host
+        .command(SessionCommand::Cd("sub".into()))
+        .await
+        .unwrap();
+    rig.host
+        .command(SessionCommand::Space("other".into()))
+        .await
+        .unwrap();
     // SPEC P3.12: a resume that changes the workspace is exactly one end and one start.
-    rig.host.command(SessionCommand::Resume(SessionId::new("s2"))).await.unwrap();
+    rig.host
+        .command(SessionCommand::Resume(SessionId::new("s2")))
+        .await
+        .unwrap();
     rig.host.command(SessionCommand::New).await.unwrap();
     rig.host.close().await.unwrap();
     rig.host.close().await.unwrap();
     let expected = [
         format!("start s1 {ws}"),
-        format!("end s1 {ws}"), format!("start s2 {ws}"),
-        format!("end s2 {ws}"), format!("start s3 {ws}"),
-        format!("end s3 {ws}"), format!("start s1 {ws}"),
-        format!("end s1 {ws}"), format!("start s4 {sub}"),
-        format!("end s4 {sub}"), format!("start s5 {other}"),
-        format!("end s5 {other}"), format!("start s2 {ws}"),
-        format!("end s2 {ws}"), format!("start s6 {ws}"),
+        format!("end s1 {ws}"),
+        format!("start s2 {ws}"),
+        format!("end s2 {ws}"),
+        format!("start s3 {ws}"),
+        format!("end s3 {ws}"),
+        format!("start s1 {ws}"),
+        format!("end s1 {ws}"),
+        format!("start s4 {sub}"),
+        format!("end s4 {sub}"),
+        format!("start s5 {other}"),
+        format!("end s5 {other}"),
+        format!("start s2 {ws}"),
+        format!("end s2 {ws}"),
+        format!("start s6 {ws}"),
         format!("end s6 {ws}"),
     ];
     assert_eq!(seen(&log), expected);
@@ -69,11 +102,21 @@ async fn every_transition_runs_end_then_start_with_the_session_and_workspace_lef
 #[actix_rt::test]
 async fn resuming_the_active_session_runs_no_transition() {
     let log = Seen::default();
-    let mut rig = rig(vec![PluginRegistration::new("w").with_hooks(Arc::new(Watcher(log.clone())))], false, ApprovalMode::AskAboveRead);
+    let mut rig = rig(
+        vec![PluginRegistration::new("w").with_hooks(Arc::new(Watcher(log.clone())))],
+        false,
+        ApprovalMode::AskAboveRead,
+    );
     rig.host.open().await.unwrap();
-    rig.host.command(SessionCommand::Resume(SessionId::new("s1"))).await.unwrap();
+    rig.host
+        .command(SessionCommand::Resume(SessionId::new("s1")))
+        .await
+        .unwrap();
     assert_eq!(seen(&log).len(), 1);
-    let missing = rig.host.command(SessionCommand::Resume(SessionId::new("nope"))).await;
+    let missing = rig
+        .host
+        .command(SessionCommand::Resume(SessionId::new("nope")))
+        .await;
     assert!(matches!(missing, Err(HostError::UnknownSession(id)) if id == "nope"));
 }
 
@@ -84,7 +127,13 @@ async fn a_fork_copies_the_stored_records_into_a_new_session() {
     rig.replies(vec![text("a")]);
     rig.host.user_turn(UserInput::work("q")).await.unwrap();
     rig.host.command(SessionCommand::Fork).await.unwrap();
-    assert_eq!(rig.host.active().map(|s| s.session_id.to_string()).as_deref(), Some("s2"));
+    assert_eq!(
+        rig.host
+            .active()
+            .map(|s| s.session_id.to_string())
+            .as_deref(),
+        Some("s2")
+    );
     assert_eq!(rig.records("s2"), rig.records("s1"));
 }
 
@@ -107,7 +156,9 @@ fn a_store_reopened_after_a_restart_resumes_the_session() {
         let (mut host, provider) = start(ws.clone());
         host.open().await.unwrap();
         provider.push_replies(vec![text("remembered answer")]);
-        host.user_turn(UserInput::work("remember me")).await.unwrap();
+        host.user_turn(UserInput::work("remember me"))
+            .await
+            .unwrap();
         host.close().await.unwrap();
     });
     // Second process: a new host over the same store resumes s1 and builds from its records.
@@ -116,13 +167,22 @@ fn a_store_reopened_after_a_restart_resumes_the_session() {
         host.resume(&SessionId::new("s1")).await.unwrap();
         provider.push_replies(vec![text("ok")]);
         host.user_turn(UserInput::work("again")).await.unwrap();
-        let texts: Vec<String> = provider.sent()[0].items.iter().filter_map(|i| match &i.body {
-            ItemBody::User { text, .. } | ItemBody::Assistant { text, .. } => Some(text.clone()),
-            _ => None,
-        }).collect();
+        let texts: Vec<String> = provider.sent()[0]
+            .items
+            .iter()
+            .filter_map(|i| match &i.body {
+                ItemBody::User { text, .. } | ItemBody::Assistant { text, .. } => {
+                    Some(text.clone())
+                }
+                _ => None,
+            })
+            .collect();
         assert_eq!(texts, ["remember me", "remembered answer", "again"]);
         // A fresh session after the restart does not reuse a stored id.
         host.command(SessionCommand::New).await.unwrap();
-        assert_eq!(host.active().map(|s| s.session_id.to_string()).as_deref(), Some("s2"));
+        assert_eq!(
+            host.active().map(|s| s.session_id.to_string()).as_deref(),
+            Some("s2")
+        );
     });
 }

@@ -42,7 +42,12 @@ mod tests {
     use super::*;
 
     fn class(risk: Risk, authority: Authority, requires_prompt: bool) -> Classification {
-        Classification { risk, authority, summary: String::new(), requires_prompt }
+        Classification {
+            risk,
+            authority,
+            summary: String::new(),
+            requires_prompt,
+        }
     }
 
     #[test]
@@ -53,13 +58,19 @@ mod tests {
         assert_eq!(verdict(ApprovalMode::AskAboveRead, &read), Verdict::Allow);
         assert_eq!(verdict(ApprovalMode::AskAboveRead, &write), Verdict::Ask);
         assert_eq!(verdict(ApprovalMode::AskAll, &read), Verdict::Ask);
-        assert_eq!(verdict(ApprovalMode::AllowWorkspace, &write), Verdict::Allow);
+        assert_eq!(
+            verdict(ApprovalMode::AllowWorkspace, &write),
+            Verdict::Allow
+        );
         assert_eq!(verdict(ApprovalMode::AllowWorkspace, &host), Verdict::Ask);
     }
 
     #[test]
     fn a_prompt_requirement_always_asks() {
         let prompted = class(Risk::Read, Authority::Workspace, true);
-        assert_eq!(verdict(ApprovalMode::AllowWorkspace, &prompted), Verdict::Ask);
+        assert_eq!(
+            verdict(ApprovalMode::AllowWorkspace, &prompted),
+            Verdict::Ask
+        );
     }
 }

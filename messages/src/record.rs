@@ -216,9 +216,18 @@ mod tests {
     #[test]
     fn records_and_entries_round_trip_as_json() {
         let records = vec![
-            Record::User { text: "hi".into(), images: vec![] },
-            Record::ToolCall { call_id: "c1".into(), name: "read_file".into(), arguments: serde_json::json!({"path": "a"}) },
-            Record::Summary { text: String::new() },
+            Record::User {
+                text: "hi".into(),
+                images: vec![],
+            },
+            Record::ToolCall {
+                call_id: "c1".into(),
+                name: "read_file".into(),
+                arguments: serde_json::json!({"path": "a"}),
+            },
+            Record::Summary {
+                text: String::new(),
+            },
         ];
         let json = serde_json::to_string(&records).unwrap_or_default();
         let back: Vec<Record> = serde_json::from_str(&json).unwrap_or_default();

@@ -92,7 +92,10 @@ impl Step {
     pub fn action(&self) -> Result<Action, String> {
         let mode = self.mode.unwrap_or(PromptMode::Work);
         if !matches!(mode, PromptMode::Work | PromptMode::Plan) {
-            return Err(format!("mode '{}' is not a turn mode (work or plan)", mode.as_str()));
+            return Err(format!(
+                "mode '{}' is not a turn mode (work or plan)",
+                mode.as_str()
+            ));
         }
         match (&self.user, &self.side, &self.command) {
             (Some(text), None, None) => Ok(Action::User(text.clone(), mode)),
@@ -234,10 +237,19 @@ mod tests {
 
     #[test]
     fn commands_parse_with_and_without_arguments() {
-        assert_eq!(SlashCommand::parse("/resume s1"), Ok(SlashCommand::Resume("s1".into())));
+        assert_eq!(
+            SlashCommand::parse("/resume s1"),
+            Ok(SlashCommand::Resume("s1".into()))
+        );
         assert_eq!(SlashCommand::parse("/clear"), Ok(SlashCommand::Clear));
-        assert_eq!(SlashCommand::parse("/cd"), Err("command '/cd' needs an argument".into()));
-        assert_eq!(SlashCommand::parse("/nwe"), Err("unknown command '/nwe'".into()));
+        assert_eq!(
+            SlashCommand::parse("/cd"),
+            Err("command '/cd' needs an argument".into())
+        );
+        assert_eq!(
+            SlashCommand::parse("/nwe"),
+            Err("unknown command '/nwe'".into())
+        );
     }
 
     #[test]
@@ -246,6 +258,9 @@ mod tests {
         assert!(step.action().is_err());
         let unknown: Result<Step, _> = serde_json::from_str(r#"{"shout": "hi"}"#);
         assert!(unknown.is_err());
-        assert_eq!(Step::default().action(), Err("unknown step: it has none of user, side, command".into()));
+        assert_eq!(
+            Step::default().action(),
+            Err("unknown step: it has none of user, side, command".into())
+        );
     }
 }

@@ -117,7 +117,10 @@ mod tests {
         assert_eq!(active, Some(info("/b", "s0")));
         assert_eq!(
             steps,
-            [Transition::Ended(info("/a", "s1")), Transition::Started(info("/b", "s0"))]
+            [
+                Transition::Ended(info("/a", "s1")),
+                Transition::Started(info("/b", "s0"))
+            ]
         );
     }
 

@@ -37,12 +37,18 @@ impl Rig {
 
     pub fn records(&self, id: &str) -> Vec<Record> {
         let dir = self.host.store().session_dir(&SessionId::new(id)).unwrap();
-        Log::<Record>::open(&dir.join("records.log")).unwrap().1.records
+        Log::<Record>::open(&dir.join("records.log"))
+            .unwrap()
+            .1
+            .records
     }
 
     pub fn archive(&self, id: &str) -> Vec<ArchiveEntry> {
         let dir = self.host.store().session_dir(&SessionId::new(id)).unwrap();
-        Log::<ArchiveEntry>::open(&dir.join("archive.log")).unwrap().1.records
+        Log::<ArchiveEntry>::open(&dir.join("archive.log"))
+            .unwrap()
+            .1
+            .records
     }
 
     pub fn notes(&self, id: &str) -> Vec<Note> {
@@ -74,22 +80,37 @@ pub fn rig(plugins: Vec<PluginRegistration>, images: bool, mode: ApprovalMode) -
         .approval_mode(mode)
         .start()
         .unwrap();
-    Rig { host, provider, operator, dir }
+    Rig {
+        host,
+        provider,
+        operator,
+        dir,
+    }
 }
 
 pub fn text(text: &str) -> ScriptedReply {
-    ScriptedReply { text: text.into(), ..ScriptedReply::default() }
+    ScriptedReply {
+        text: text.into(),
+        ..ScriptedReply::default()
+    }
 }
 
 pub fn call(id: &str, name: &str, arguments: serde_json::Value) -> ScriptedReply {
     ScriptedReply {
-        tool_calls: vec![ScriptedToolCall { id: id.into(), name: name.into(), arguments }],
+        tool_calls: vec![ScriptedToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+        }],
         ..ScriptedReply::default()
     }
 }
 
 pub fn fail(error: &str) -> ScriptedReply {
-    ScriptedReply { fail: Some(error.into()), ..ScriptedReply::default() }
+    ScriptedReply {
+        fail: Some(error.into()),
+        ..ScriptedReply::default()
+    }
 }
 
 /// A shared log plugins write what they saw into.

@@ -62,12 +62,18 @@ impl Message for ChangeSession {
 impl Handler<ChangeSession> for SessionLifecycle {
     type Result = AtomicResponse<Self, Result<Vec<Ran>, PipelineError>>;
 
-    fn handle(&mut self, ChangeSession(event): ChangeSession, _: &mut Self::Context) -> Self::Result {
+    fn handle(
+        &mut self,
+        ChangeSession(event): ChangeSession,
+        _: &mut Self::Context,
+    ) -> Self::Result {
         let (next, steps) = transition(self.active.as_ref(), event);
         self.active = next;
         let pipeline = self.pipeline.clone();
         AtomicResponse::new(Box::pin(
-            run_transitions(pipeline, steps).into_actor(self).map(|ran, _, _| ran),
+            run_transitions(pipeline, steps)
+                .into_actor(self)
+                .map(|ran, _, _| ran),
         ))
     }
 }

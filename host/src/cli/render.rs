@@ -52,7 +52,11 @@ pub(crate) fn report(
         let dir = host.store().session_dir(&id)?;
         let (_, records) = Log::<Record>::open(&dir.join("records.log"))?;
         let (_, archive) = Log::<ArchiveEntry>::open(&dir.join("archive.log"))?;
-        sessions.push(StoredSession { id, records: records.records, archive: archive.records });
+        sessions.push(StoredSession {
+            id,
+            records: records.records,
+            archive: archive.records,
+        });
     }
     let notes = events
         .iter()
@@ -61,7 +65,11 @@ pub(crate) fn report(
             _ => None,
         })
         .collect();
-    let tool_executions = events.iter().filter(|e| matches!(e, Event::ToolRun { .. })).cloned().collect();
+    let tool_executions = events
+        .iter()
+        .filter(|e| matches!(e, Event::ToolRun { .. }))
+        .cloned()
+        .collect();
     let approvals = events
         .iter()
         .filter_map(|e| match e {
@@ -100,27 +108,60 @@ pub(crate) fn human(report: &Report) -> String {
 
 fn line(event: &Event) -> String {
     match event {
-        Event::SessionStarted(s) => format!("== session {} started in {}", s.session_id, s.workspace_root),
-        Event::SessionEnded(s) => format!("== session {} ended in {}", s.session_id, s.workspace_root),
-        Event::User { text, original: Some(original), .. } => format!("user> {text}\n      (typed: {original})"),
-        Event::User { text, .. } => format!("user> {text}"),
-        Event::HookChanged { hook, changed_by } => format!("   hook {hook}: changed by {}", changed_by.join(", ")),
-        Event::SystemText { mode, text } => format!("   system text ({}): {text:?}", mode.as_str()),
-        Event::ModelCall { purpose, items } => format!("   model call ({purpose:?}, {items} items)"),
-        Event::Assistant { text } => format!("model> {text}"),
-        Event::ModelFailed { purpose, error } => format!("   model call ({purpose:?}) failed: {error}"),
-        Event::ToolCall { call, rewritten_from: Some(from) } => {
-            format!("   tool call {} {} {} (rewritten from {} {})", call.call_id, call.name, call.arguments, from.name, from.arguments)
+        Event::SessionStarted(s) => format!(
+            "== session {} started in {}",
+            s.session_id, s.workspace_root
+        ),
+        Event::SessionEnded(s) => {
+            format!("== session {} ended in {}", s.session_id, s.workspace_root)
         }
-        Event::ToolCall { call, .. } => format!("   tool call {} {} {}", call.call_id, call.name, call.arguments),
+        Event::User {
+            text,
+            original: Some(original),
+            ..
+        } => format!("user> {text}\n      (typed: {original})"),
+        Event::User { text, .. } => format!("user> {text}"),
+        Event::HookChanged { hook, changed_by } => {
+            format!("   hook {hook}: changed by {}", changed_by.join(", "))
+        }
+        Event::SystemText { mode, text } => format!("   system text ({}): {text:?}", mode.as_str()),
+        Event::ModelCall { purpose, items } => {
+            format!("   model call ({purpose:?}, {items} items)")
+        }
+        Event::Assistant { text } => format!("model> {text}"),
+        Event::ModelFailed { purpose, error } => {
+            format!("   model call ({purpose:?}) failed: {error}")
+        }
+        Event::ToolCall {
+            call,
+            rewritten_from: Some(from),
+        } => {
+            format!(
+                "   tool call {} {} {} (rewritten from {} {})",
+                call.call_id, call.name, call.arguments, from.name, from.arguments
+            )
+        }
+        Event::ToolCall { call, .. } => format!(
+            "   tool call {} {} {}",
+            call.call_id, call.name, call.arguments
+        ),
         Event::Approval(a) => format!(
             "   approval {}: {:?} by {:?} (risk {:?}, authority {:?}, prompt {})",
-            a.call_id, a.decision, a.decided_by, a.classification.risk, a.classification.authority, a.classification.requires_prompt
+            a.call_id,
+            a.decision,
+            a.decided_by,
+            a.classification.risk,
+            a.classification.authority,
+            a.classification.requires_prompt
         ),
-        Event::ToolRun { tool, success, .. } => format!("   ran {tool}: {}", if *success { "ok" } else { "failed" }),
+        Event::ToolRun { tool, success, .. } => {
+            format!("   ran {tool}: {}", if *success { "ok" } else { "failed" })
+        }
         Event::ToolResult(r) => format!("   result {}: {:?}", r.call_id, r.text),
         Event::Side { question, answer } => format!("side> {question}\nmodel (side)> {answer}"),
-        Event::Compacted { folded, summary } => format!("   compacted {folded} records into: {summary:?}"),
+        Event::Compacted { folded, summary } => {
+            format!("   compacted {folded} records into: {summary:?}")
+        }
         Event::TurnFinished { stop_reason } => format!("   turn finished: {stop_reason:?}"),
         Event::Note { text, .. } => format!("note: {text}"),
         Event::Info { text } => format!("-- {text}"),

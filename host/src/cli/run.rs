@@ -37,7 +37,11 @@ enum RunError {
     #[error("{file}: {source}")]
     Host { file: String, source: HostError },
     #[error("{file}: cannot prepare the workspace {dir}: {source}")]
-    Workspace { file: String, dir: String, source: std::io::Error },
+    Workspace {
+        file: String,
+        dir: String,
+        source: std::io::Error,
+    },
 }
 
 /// Runs the command.
@@ -57,10 +61,21 @@ pub fn run(args: RunArgs) -> ExitCode {
 }
 
 async fn run_async(args: &RunArgs) -> Result<String, RunError> {
-    let tools = example_tools().map_err(|e| ScenarioError { file: DEMO_NAME.into(), problem: e.to_string() })?;
+    let tools = example_tools().map_err(|e| ScenarioError {
+        file: DEMO_NAME.into(),
+        problem: e.to_string(),
+    })?;
     let (name, scenario, base) = match &args.scenario {
-        Some(file) => (file.display().to_string(), load(file, &tools)?, file.parent().map(Path::to_path_buf)),
-        None => (DEMO_NAME.to_owned(), parse(Path::new(DEMO_NAME), DEMO_SCENARIO, &tools)?, None),
+        Some(file) => (
+            file.display().to_string(),
+            load(file, &tools)?,
+            file.parent().map(Path::to_path_buf),
+        ),
+        None => (
+            DEMO_NAME.to_owned(),
+            parse(Path::new(DEMO_NAME), DEMO_SCENARIO, &tools)?,
+            None,
+        ),
     };
     let (run_dir, workspace) = prepare_workspace(&name, &scenario, base)?;
     let provider = ScriptedProvider::new(first_model(&scenario).images);
@@ -76,7 +91,10 @@ async fn run_async(args: &RunArgs) -> Result<String, RunError> {
     if let Some(limit) = scenario.compact_after {
         builder = builder.compact_after(limit);
     }
-    let host_error = |source| RunError::Host { file: name.clone(), source };
+    let host_error = |source| RunError::Host {
+        file: name.clone(),
+        source,
+    };
     let mut host = builder.start().map_err(host_error)?;
     let mut played = Played::default();
     let outcome = async {
@@ -93,7 +111,8 @@ async fn run_async(args: &RunArgs) -> Result<String, RunError> {
     if interrupted {
         eprintln!("hookline run: interrupted; the session was closed.");
     }
-    let report: Report = report(&name, &workspace, &host, &provider, played.events).map_err(host_error)?;
+    let report: Report =
+        report(&name, &workspace, &host, &provider, played.events).map_err(host_error)?;
     Ok(if args.json {
         serde_json::to_string_pretty(&report).unwrap_or_default()
     } else {
@@ -118,11 +137,20 @@ fn prepare_workspace(
             (run_dir.clone(), run_dir.join("workspace"))
         }
     };
-    let fail = |dir: &Path, source| RunError::Workspace { file: name.into(), dir: dir.display().to_string(), source };
+    let fail = |dir: &Path, source| RunError::Workspace {
+        file: name.into(),
+        dir: dir.display().to_string(),
+        source,
+    };
     std::fs::create_dir_all(&workspace).map_err(|e| fail(&workspace, e))?;
     for (path, content) in &scenario.files {
         let target = resolve(&workspace, path)
-            .map_err(|e| fail(&workspace, std::io::Error::other(format!("file '{path}': {e}"))))?
+            .map_err(|e| {
+                fail(
+                    &workspace,
+                    std::io::Error::other(format!("file '{path}': {e}")),
+                )
+            })?
             .path;
         if let Some(parent) = target.parent() {
             std::fs::create_dir_all(parent).map_err(|e| fail(parent, e))?;

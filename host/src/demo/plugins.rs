@@ -23,8 +23,15 @@ impl Plugin for HouseStyle {
     fn hooks(&self) -> HookSet {
         use HookKind::*;
         HookSet::of(&[
-            OnSessionStarted, OnSessionEnded, OnPrompt, OnUserMessage, OnTurnStarted,
-            OnTurnFinished, TransformModel, OnModelResponse, OnCompaction,
+            OnSessionStarted,
+            OnSessionEnded,
+            OnPrompt,
+            OnUserMessage,
+            OnTurnStarted,
+            OnTurnFinished,
+            TransformModel,
+            OnModelResponse,
+            OnCompaction,
         ])
     }
     async fn on_session_started(&self, _: &HookContext, s: SessionInfo) -> HookResult<()> {
@@ -36,14 +43,27 @@ impl Plugin for HouseStyle {
         Ok(())
     }
     async fn on_prompt(&self, _: &HookContext, prompt: Prompt) -> HookResult<Reply<Prompt>> {
-        Ok(Reply::Replace(prompt.append("House style: answer in British English.")))
+        Ok(Reply::Replace(
+            prompt.append("House style: answer in British English."),
+        ))
     }
-    async fn on_user_message(&self, _: &HookContext, m: UserMessage) -> HookResult<Reply<UserMessage>> {
+    async fn on_user_message(
+        &self,
+        _: &HookContext,
+        m: UserMessage,
+    ) -> HookResult<Reply<UserMessage>> {
         if !m.text.contains("password") {
             return Ok(Reply::Keep);
         }
-        let redacted = m.text.split(' ').take_while(|w| *w != "password").collect::<Vec<_>>().join(" ");
-        Ok(Reply::Replace(UserMessage::new(format!("{redacted} [password redacted]"))))
+        let redacted = m
+            .text
+            .split(' ')
+            .take_while(|w| *w != "password")
+            .collect::<Vec<_>>()
+            .join(" ");
+        Ok(Reply::Replace(UserMessage::new(format!(
+            "{redacted} [password redacted]"
+        ))))
     }
     async fn on_turn_started(&self, _: &HookContext, turn: TurnInfo) -> HookResult<()> {
         tracing::info!(text = %turn.user_text, "house-style: turn started");
@@ -53,7 +73,11 @@ impl Plugin for HouseStyle {
         tracing::info!(stop = ?turn.stop_reason, "house-style: turn finished");
         Ok(())
     }
-    async fn transform_model(&self, _: &HookContext, mut r: ModelRequest) -> HookResult<Reply<ModelRequest>> {
+    async fn transform_model(
+        &self,
+        _: &HookContext,
+        mut r: ModelRequest,
+    ) -> HookResult<Reply<ModelRequest>> {
         // Only this outbound call sees the change; the stored message stays (SPEC P3.8).
         for item in &mut r.items {
             if let ItemBody::User { text, .. } = &mut item.body {
@@ -82,9 +106,17 @@ struct Guard;
 #[async_trait]
 impl Plugin for Guard {
     fn hooks(&self) -> HookSet {
-        HookSet::of(&[HookKind::OnToolCall, HookKind::OnApproval, HookKind::OnToolResult])
+        HookSet::of(&[
+            HookKind::OnToolCall,
+            HookKind::OnApproval,
+            HookKind::OnToolResult,
+        ])
     }
-    async fn on_tool_call(&self, _: &HookContext, mut call: ToolCall) -> HookResult<Reply<ToolCall>> {
+    async fn on_tool_call(
+        &self,
+        _: &HookContext,
+        mut call: ToolCall,
+    ) -> HookResult<Reply<ToolCall>> {
         let Some(path) = call.arguments.get("path").and_then(|p| p.as_str()) else {
             return Ok(Reply::Keep);
         };
@@ -94,19 +126,37 @@ impl Plugin for Guard {
         call.arguments["path"] = inside.into();
         Ok(Reply::Replace(call))
     }
-    async fn on_approval(&self, _: &HookContext, c: Classification) -> HookResult<Reply<Classification>> {
+    async fn on_approval(
+        &self,
+        _: &HookContext,
+        c: Classification,
+    ) -> HookResult<Reply<Classification>> {
         if c.risk >= Risk::Write {
-            return Ok(Reply::Replace(Classification { requires_prompt: true, ..c }));
+            return Ok(Reply::Replace(Classification {
+                requires_prompt: true,
+                ..c
+            }));
         }
         // A listing reveals every file name: guard rates it like running a program.
         if c.summary.starts_with("list_dir") {
-            return Ok(Reply::Replace(Classification { risk: Risk::Execute, requires_prompt: true, ..c }));
+            return Ok(Reply::Replace(Classification {
+                risk: Risk::Execute,
+                requires_prompt: true,
+                ..c
+            }));
         }
         Ok(Reply::Keep)
     }
-    async fn on_tool_result(&self, _: &HookContext, mut r: ToolResult) -> HookResult<Reply<ToolResult>> {
+    async fn on_tool_result(
+        &self,
+        _: &HookContext,
+        mut r: ToolResult,
+    ) -> HookResult<Reply<ToolResult>> {
         r.text.push_str("\n(checked by guard)");
-        r.images.push(ImageRef { number: 1, media_type: MediaType::Png });
+        r.images.push(ImageRef {
+            number: 1,
+            media_type: MediaType::Png,
+        });
         Ok(Reply::Replace(r))
     }
 }
@@ -119,7 +169,11 @@ impl Plugin for Flaky {
     fn hooks(&self) -> HookSet {
         HookSet::of(&[HookKind::OnUserMessage])
     }
-    async fn on_user_message(&self, _: &HookContext, _: UserMessage) -> HookResult<Reply<UserMessage>> {
+    async fn on_user_message(
+        &self,
+        _: &HookContext,
+        _: UserMessage,
+    ) -> HookResult<Reply<UserMessage>> {
         Err(HookError::msg("flaky is offline."))
     }
 }
@@ -132,33 +186,67 @@ struct OperatorTools;
 impl RawHooks for OperatorTools {
     fn raw_hooks(&self) -> HookSet {
         use HookKind::*;
-        HookSet::of(&[RebuildModel, RewritePrompt, RewriteCompaction, RewriteApproval])
+        HookSet::of(&[
+            RebuildModel,
+            RewritePrompt,
+            RewriteCompaction,
+            RewriteApproval,
+        ])
     }
-    async fn rebuild_model(&self, _: &HookContext, mut r: ModelRequest) -> HookResult<Reply<ModelRequest>> {
+    async fn rebuild_model(
+        &self,
+        _: &HookContext,
+        mut r: ModelRequest,
+    ) -> HookResult<Reply<ModelRequest>> {
         if !r.purpose.is_turn_call() {
             return Ok(Reply::Keep);
         }
-        let reminder = ItemBody::User { text: "Reminder: cite file names.".into(), images: Vec::new() };
+        let reminder = ItemBody::User {
+            text: "Reminder: cite file names.".into(),
+            images: Vec::new(),
+        };
         r.items.push(Item::new("operator-reminder", reminder));
         Ok(Reply::Replace(r))
     }
-    async fn rewrite_prompt(&self, _: &HookContext, t: SystemText) -> HookResult<Reply<SystemText>> {
+    async fn rewrite_prompt(
+        &self,
+        _: &HookContext,
+        t: SystemText,
+    ) -> HookResult<Reply<SystemText>> {
         if t.mode != PromptMode::Work {
             return Ok(Reply::Keep);
         }
-        Ok(Reply::Replace(SystemText { text: format!("[operator] {}", t.text), ..t }))
+        Ok(Reply::Replace(SystemText {
+            text: format!("[operator] {}", t.text),
+            ..t
+        }))
     }
-    async fn rewrite_compaction(&self, _: &HookContext, t: CompactionText) -> HookResult<Reply<CompactionText>> {
+    async fn rewrite_compaction(
+        &self,
+        _: &HookContext,
+        t: CompactionText,
+    ) -> HookResult<Reply<CompactionText>> {
         if t.phase != CompactionPhase::Summary {
             return Ok(Reply::Keep);
         }
-        Ok(Reply::Replace(CompactionText { text: format!("Summary (operator): {}", t.text), ..t }))
+        Ok(Reply::Replace(CompactionText {
+            text: format!("Summary (operator): {}", t.text),
+            ..t
+        }))
     }
-    async fn rewrite_approval(&self, _: &HookContext, c: Classification) -> HookResult<Reply<Classification>> {
+    async fn rewrite_approval(
+        &self,
+        _: &HookContext,
+        c: Classification,
+    ) -> HookResult<Reply<Classification>> {
         if !c.summary.starts_with("list_dir") {
             return Ok(Reply::Keep);
         }
-        Ok(Reply::Replace(Classification { risk: Risk::Read, requires_prompt: false, ..c }))
+        Ok(Reply::Replace(Classification {
+            risk: Risk::Read,
+            requires_prompt: false,
+            ..c
+        }))
     }
 }
 

@@ -60,7 +60,9 @@ impl ScriptedProvider {
 
     fn lock(&self) -> MutexGuard<'_, Script> {
         // A poisoned lock only means another thread panicked mid-push; the data is still usable.
-        self.script.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.script
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Queues replies for the next calls.
@@ -116,23 +118,32 @@ fn response(request: &ModelRequest, reply: &ScriptedReply) -> ModelResponse {
     let mut items = Vec::new();
     let id = |k: usize| format!("resp-{}", k);
     if let Some(reasoning) = &reply.reasoning {
-        items.push(Item::new(id(items.len()), ItemBody::Reasoning {
-            text: reasoning.clone(),
-            provider_state: None,
-        }));
+        items.push(Item::new(
+            id(items.len()),
+            ItemBody::Reasoning {
+                text: reasoning.clone(),
+                provider_state: None,
+            },
+        ));
     }
     if !reply.text.is_empty() {
-        items.push(Item::new(id(items.len()), ItemBody::Assistant {
-            text: reply.text.clone(),
-            images: Vec::new(),
-        }));
+        items.push(Item::new(
+            id(items.len()),
+            ItemBody::Assistant {
+                text: reply.text.clone(),
+                images: Vec::new(),
+            },
+        ));
     }
     for call in &reply.tool_calls {
-        items.push(Item::new(id(items.len()), ItemBody::ToolCall {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            arguments: call.arguments.clone(),
-        }));
+        items.push(Item::new(
+            id(items.len()),
+            ItemBody::ToolCall {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            },
+        ));
     }
     ModelResponse {
         purpose: request.purpose,

@@ -31,7 +31,8 @@ pub struct ScenarioError {
 /// [`ScenarioError`] for an unreadable file, bad JSON, an unknown step or command, an unknown
 /// model, or a tool call naming a tool `tools` does not have.
 pub fn load(file: &Path, tools: &ToolRegistry) -> Result<Scenario, ScenarioError> {
-    let text = std::fs::read_to_string(file).map_err(|e| error(file, format!("cannot read it: {e}")))?;
+    let text =
+        std::fs::read_to_string(file).map_err(|e| error(file, format!("cannot read it: {e}")))?;
     parse(file, &text, tools)
 }
 
@@ -49,7 +50,8 @@ pub fn parse(file: &Path, text: &str, tools: &ToolRegistry) -> Result<Scenario, 
         known_model(&scenario, model).map_err(|p| error(file, p))?;
     }
     for (n, step) in scenario.steps.iter().enumerate() {
-        check_step(&scenario, step, tools).map_err(|p| error(file, format!("step {}: {p}", n + 1)))?;
+        check_step(&scenario, step, tools)
+            .map_err(|p| error(file, format!("step {}: {p}", n + 1)))?;
     }
     Ok(scenario)
 }
@@ -85,10 +87,15 @@ fn known_model(scenario: &Scenario, name: &str) -> Result<(), String> {
     if scenario.models.contains_key(name) {
         Ok(())
     } else {
-        Err(format!("the model '{name}' is not among the scenario's models"))
+        Err(format!(
+            "the model '{name}' is not among the scenario's models"
+        ))
     }
 }
 
 fn error(file: &Path, problem: String) -> ScenarioError {
-    ScenarioError { file: file.to_owned(), problem }
+    ScenarioError {
+        file: file.to_owned(),
+        problem,
+    }
 }

@@ -35,14 +35,23 @@ pub async fn play(
         operator.push_answers(step.operator.iter().copied());
         let action = step.action();
         let result = match action {
-            Ok(Action::User(text, mode)) => {
-                host.user_turn(UserInput { text, images: step.images.clone(), mode }).await.map(drop)
-            }
+            Ok(Action::User(text, mode)) => host
+                .user_turn(UserInput {
+                    text,
+                    images: step.images.clone(),
+                    mode,
+                })
+                .await
+                .map(drop),
             Ok(Action::Side(question)) => host.side_question(question).await.map(drop),
-            Ok(Action::Command(command)) => command_step(host, provider, scenario, command, played).await,
+            Ok(Action::Command(command)) => {
+                command_step(host, provider, scenario, command, played).await
+            }
             // `load` checked every step; an unchecked scenario's bad step is skipped, said so.
             Err(problem) => {
-                played.events.push(Event::Info { text: format!("Step {} was skipped: {problem}", n + 1) });
+                played.events.push(Event::Info {
+                    text: format!("Step {} was skipped: {problem}", n + 1),
+                });
                 Ok(())
             }
         };
@@ -52,7 +61,10 @@ pub async fn play(
         operator.clear_answers();
         if unused > 0 {
             played.events.push(Event::Info {
-                text: format!("Step {} left {unused} scripted model replies unused.", n + 1),
+                text: format!(
+                    "Step {} left {unused} scripted model replies unused.",
+                    n + 1
+                ),
             });
         }
     }
@@ -70,12 +82,20 @@ async fn command_step(
         SlashCommand::Model(name) => {
             let images = scenario.models.get(&name).is_some_and(|m| m.images);
             provider.set_takes_images(images);
-            let kind = if images { "takes images" } else { "is text only" };
-            played.events.push(Event::Info { text: format!("Model '{name}' is active; it {kind}.") });
+            let kind = if images {
+                "takes images"
+            } else {
+                "is text only"
+            };
+            played.events.push(Event::Info {
+                text: format!("Model '{name}' is active; it {kind}."),
+            });
             return Ok(());
         }
         SlashCommand::Stop => {
-            played.events.push(Event::Info { text: "No turn is running; /stop does nothing.".into() });
+            played.events.push(Event::Info {
+                text: "No turn is running; /stop does nothing.".into(),
+            });
             return Ok(());
         }
         SlashCommand::New => SessionCommand::New,

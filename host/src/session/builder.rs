@@ -143,7 +143,9 @@ impl HostBuilder {
         let pipeline = Pipeline::builder().plugins(self.plugins).start()?;
         let load_notes = pipeline.load_notes().to_vec();
         let lifecycle = SessionLifecycle::new(pipeline.clone()).start();
-        let provider = self.provider.unwrap_or_else(|| Arc::new(ScriptedProvider::default()));
+        let provider = self
+            .provider
+            .unwrap_or_else(|| Arc::new(ScriptedProvider::default()));
         let engine = Engine {
             pipeline,
             tools: Arc::new(self.tools),

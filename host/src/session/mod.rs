@@ -102,7 +102,9 @@ impl Host {
     /// [`HostError::NoSession`], or a store or pipeline failure.
     pub async fn user_turn(&mut self, input: UserInput) -> Result<StopReason, HostError> {
         let over = self.compact_after.is_some_and(|limit| {
-            self.session.as_ref().is_some_and(|s| s.records().len() > limit)
+            self.session
+                .as_ref()
+                .is_some_and(|s| s.records().len() > limit)
         });
         if over {
             compact(&mut self.turn()?).await?;
@@ -115,7 +117,10 @@ impl Host {
     ///
     /// # Errors
     /// [`HostError::NoSession`], or a store or pipeline failure.
-    pub async fn side_question(&mut self, question: impl Into<String>) -> Result<Option<String>, HostError> {
+    pub async fn side_question(
+        &mut self,
+        question: impl Into<String>,
+    ) -> Result<Option<String>, HostError> {
         self.turn()?.side_question(question.into()).await
     }
 
@@ -128,12 +133,21 @@ impl Host {
             SessionCommand::Compact => compact(&mut self.turn()?).await.map(drop),
             SessionCommand::Resume(id) => self.resume(&id).await,
             SessionCommand::New | SessionCommand::Clear => {
-                let cause = if command == SessionCommand::New { Cause::New } else { Cause::Clear };
+                let cause = if command == SessionCommand::New {
+                    Cause::New
+                } else {
+                    Cause::Clear
+                };
                 let opened = self.fresh(self.workspace.clone(), &[])?;
                 self.activate(cause, opened).await
             }
             SessionCommand::Fork => {
-                let records = self.session.as_ref().ok_or(HostError::NoSession)?.records().to_vec();
+                let records = self
+                    .session
+                    .as_ref()
+                    .ok_or(HostError::NoSession)?
+                    .records()
+                    .to_vec();
                 let opened = self.fresh(self.workspace.clone(), &records)?;
                 self.activate(Cause::Fork, opened).await
             }
@@ -159,7 +173,10 @@ impl Host {
         let mut old = self.session.take();
         self.record_transitions(ran, &mut old, &mut None)?;
         if let Some(old) = old {
-            self.engine.pipeline.forget_session(&old.info.session_id).await?;
+            self.engine
+                .pipeline
+                .forget_session(&old.info.session_id)
+                .await?;
         }
         Ok(())
     }
@@ -191,11 +208,18 @@ impl Host {
 
     fn turn(&mut self) -> Result<Turn<'_>, HostError> {
         let session = self.session.as_mut().ok_or(HostError::NoSession)?;
-        Ok(Turn { engine: &mut self.engine, session })
+        Ok(Turn {
+            engine: &mut self.engine,
+            session,
+        })
     }
 
     /// A fresh session with a new id in `workspace`, holding `records`.
-    fn fresh(&mut self, workspace: PathBuf, records: &[hookline_messages::record::Record]) -> Result<Opened, HostError> {
+    fn fresh(
+        &mut self,
+        workspace: PathBuf,
+        records: &[hookline_messages::record::Record],
+    ) -> Result<Opened, HostError> {
         let taken = self.store.sessions()?;
         let id = loop {
             self.next_id += 1;
@@ -224,7 +248,10 @@ impl Host {
     async fn activate(&mut self, cause: Cause, opened: Opened) -> Result<(), HostError> {
         let Opened { state, repaired } = opened;
         let ran = self
-            .change(SessionEvent::Activate { cause, next: state.info.clone() })
+            .change(SessionEvent::Activate {
+                cause,
+                next: state.info.clone(),
+            })
             .await?;
         let mut next = Some(state);
         for text in repaired {
@@ -259,8 +286,16 @@ impl Host {
     ) -> Result<(), HostError> {
         for Ran { transition, notes } in ran {
             let (session, entry, event) = match transition {
-                Transition::Ended(info) => (left.as_mut(), ArchiveEntry::SessionEnded(info.clone()), Event::SessionEnded(info)),
-                Transition::Started(info) => (next.as_mut(), ArchiveEntry::SessionStarted(info.clone()), Event::SessionStarted(info)),
+                Transition::Ended(info) => (
+                    left.as_mut(),
+                    ArchiveEntry::SessionEnded(info.clone()),
+                    Event::SessionEnded(info),
+                ),
+                Transition::Started(info) => (
+                    next.as_mut(),
+                    ArchiveEntry::SessionStarted(info.clone()),
+                    Event::SessionStarted(info),
+                ),
             };
             self.engine.events.push(event);
             if let Some(session) = session {
@@ -279,10 +314,16 @@ fn existing_dir(dir: &Path) -> Result<PathBuf, HostError> {
     if dir.is_dir() {
         Ok(dir)
     } else {
-        Err(workspace_error(&dir, std::io::Error::other("not a directory")))
+        Err(workspace_error(
+            &dir,
+            std::io::Error::other("not a directory"),
+        ))
     }
 }
 
 fn workspace_error(dir: &Path, source: std::io::Error) -> HostError {
-    HostError::Workspace { path: dir.display().to_string(), source }
+    HostError::Workspace {
+        path: dir.display().to_string(),
+        source,
+    }
 }

@@ -32,7 +32,11 @@ pub(crate) struct Opened {
 
 impl SessionState {
     /// Opens (or creates) `info`'s session in `store`, writing its facts.
-    pub(crate) fn create(store: &Store, info: SessionInfo, records: &[Record]) -> Result<Opened, HostError> {
+    pub(crate) fn create(
+        store: &Store,
+        info: SessionInfo,
+        records: &[Record],
+    ) -> Result<Opened, HostError> {
         let mut opened = Self::open_dir(store, info)?;
         opened.state.record_log.rewrite(records)?;
         opened.state.records = records.to_vec();
@@ -40,7 +44,10 @@ impl SessionState {
     }
 
     /// Opens a stored session; `None` when the store has no facts for it.
-    pub(crate) fn resume(store: &Store, id: &hookline_messages::session::SessionId) -> Result<Option<Opened>, HostError> {
+    pub(crate) fn resume(
+        store: &Store,
+        id: &hookline_messages::session::SessionId,
+    ) -> Result<Option<Opened>, HostError> {
         if !store.sessions()?.contains(id) {
             return Ok(None);
         }
@@ -97,7 +104,10 @@ impl SessionState {
 
     /// The images the session holds: every image on a stored record.
     pub(crate) fn held_images(&self) -> HeldImages {
-        self.records.iter().flat_map(|r| r.images().iter().copied()).collect()
+        self.records
+            .iter()
+            .flat_map(|r| r.images().iter().copied())
+            .collect()
     }
 
     /// Numbers new attachments after the highest number the session holds.
@@ -110,7 +120,10 @@ impl SessionState {
             .map_or(1, |n| n + 1);
         (first..)
             .zip(media)
-            .map(|(number, media_type)| ImageRef { number, media_type: *media_type })
+            .map(|(number, media_type)| ImageRef {
+                number,
+                media_type: *media_type,
+            })
             .collect()
     }
 }

@@ -27,17 +27,23 @@ pub(crate) async fn compact(turn: &mut Turn<'_>) -> Result<bool, HostError> {
         .cloned()
         .collect();
     if folded.is_empty() {
-        turn.engine.events.push(Event::Info { text: "There is nothing to compact.".into() });
+        turn.engine.events.push(Event::Info {
+            text: "There is nothing to compact.".into(),
+        });
         return Ok(false);
     }
-    let prompt = turn.text(CompactionPhase::Prompt, COMPACTION_PROMPT.into()).await?;
+    let prompt = turn
+        .text(CompactionPhase::Prompt, COMPACTION_PROMPT.into())
+        .await?;
     let system = turn.compose(PromptMode::Compaction).await?;
     let request = turn.request_with_system(Purpose::Compaction, system, Some(prompt));
     let response = match turn.model_call(request).await? {
         Ok(response) => response,
         Err(_) => return Ok(false),
     };
-    let summary = turn.text(CompactionPhase::Summary, assistant_text(&response)).await?;
+    let summary = turn
+        .text(CompactionPhase::Summary, assistant_text(&response))
+        .await?;
     // The active system message stays; everything else is folded into the summary.
     let mut kept: Vec<Record> = turn
         .session
@@ -48,17 +54,30 @@ pub(crate) async fn compact(turn: &mut Turn<'_>) -> Result<bool, HostError> {
         .cloned()
         .into_iter()
         .collect();
-    kept.push(Record::Summary { text: summary.clone() });
+    kept.push(Record::Summary {
+        text: summary.clone(),
+    });
     turn.session.replace_records(kept)?;
-    turn.session.archive(&ArchiveEntry::Compaction { folded: folded.len(), summary: summary.clone() })?;
-    turn.engine.events.push(Event::Compacted { folded: folded.len(), summary });
+    turn.session.archive(&ArchiveEntry::Compaction {
+        folded: folded.len(),
+        summary: summary.clone(),
+    })?;
+    turn.engine.events.push(Event::Compacted {
+        folded: folded.len(),
+        summary,
+    });
     Ok(true)
 }
 
 impl Turn<'_> {
     /// One compaction text after `on_compaction` and `rewrite_compaction`.
     async fn text(&mut self, phase: CompactionPhase, text: String) -> Result<String, HostError> {
-        let appended = self.hook::<OnCompaction>(Compaction::new(phase, text)).await?;
-        Ok(self.hook::<RewriteCompaction>(appended.composed()).await?.text)
+        let appended = self
+            .hook::<OnCompaction>(Compaction::new(phase, text))
+            .await?;
+        Ok(self
+            .hook::<RewriteCompaction>(appended.composed())
+            .await?
+            .text)
     }
 }

@@ -25,7 +25,11 @@ impl Turn<'_> {
         value: H::Value,
     ) -> Result<Outcome<H::Value>, HostError> {
         let id = self.session.info.session_id.clone();
-        let outcome = self.engine.pipeline.call_with::<H>(&id, context, value).await?;
+        let outcome = self
+            .engine
+            .pipeline
+            .call_with::<H>(&id, context, value)
+            .await?;
         if !outcome.changed_by.is_empty() {
             self.engine.events.push(Event::HookChanged {
                 hook: H::KIND,
@@ -51,6 +55,9 @@ pub(crate) fn record_note(
     note: Note,
 ) -> Result<(), HostError> {
     session.archive(&ArchiveEntry::note(note.clone()))?;
-    events.push(Event::Note { text: note.text(), note });
+    events.push(Event::Note {
+        text: note.text(),
+        note,
+    });
     Ok(())
 }

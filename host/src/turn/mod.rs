@@ -66,7 +66,11 @@ pub struct UserInput {
 impl UserInput {
     /// A work-mode message without images.
     pub fn work(text: impl Into<String>) -> Self {
-        Self { text: text.into(), images: Vec::new(), mode: PromptMode::Work }
+        Self {
+            text: text.into(),
+            images: Vec::new(),
+            mode: PromptMode::Work,
+        }
     }
 }
 
@@ -76,19 +80,34 @@ impl Turn<'_> {
         let typed = UserMessage::new(input.text.clone());
         let stored = self.hook::<OnUserMessage>(typed).await?.text;
         let images = self.session.attach(&input.images);
-        self.session.store(&[Record::User { text: stored.clone(), images: images.clone() }])?;
+        self.session.store(&[Record::User {
+            text: stored.clone(),
+            images: images.clone(),
+        }])?;
         let original = (stored != input.text).then_some(input.text);
-        self.archive(ArchiveEntry::UserMessage { text: stored.clone(), original: original.clone(), images })?;
+        self.archive(ArchiveEntry::UserMessage {
+            text: stored.clone(),
+            original: original.clone(),
+            images,
+        })?;
         self.engine.events.push(Event::User {
             session: self.session.info.session_id.clone(),
             text: stored.clone(),
             original,
         });
-        let info = TurnInfo { user_text: stored, mode: input.mode, stop_reason: None };
+        let info = TurnInfo {
+            user_text: stored,
+            mode: input.mode,
+            stop_reason: None,
+        };
         self.hook::<OnTurnStarted>(info.clone()).await?;
         self.compose_turn_prompt(input.mode).await?;
         let stop_reason = self.model_loop(input.mode).await?;
-        self.hook::<OnTurnFinished>(TurnInfo { stop_reason: Some(stop_reason), ..info }).await?;
+        self.hook::<OnTurnFinished>(TurnInfo {
+            stop_reason: Some(stop_reason),
+            ..info
+        })
+        .await?;
         self.archive(ArchiveEntry::TurnFinished { stop_reason })?;
         self.engine.events.push(Event::TurnFinished { stop_reason });
         Ok(stop_reason)
@@ -96,7 +115,11 @@ impl Turn<'_> {
 
     /// Model calls and their tool calls until the model stops asking for tools.
     async fn model_loop(&mut self, mode: PromptMode) -> Result<StopReason, HostError> {
-        let purpose = if mode == PromptMode::Plan { Purpose::Plan } else { Purpose::Work };
+        let purpose = if mode == PromptMode::Plan {
+            Purpose::Plan
+        } else {
+            Purpose::Work
+        };
         for _ in 0..self.engine.max_model_calls {
             let request = self.request(purpose, None);
             let accepts_images = request.accepts_images;
@@ -123,11 +146,17 @@ impl Turn<'_> {
         for item in &response.items {
             let record = match &item.body {
                 ItemBody::Assistant { text, .. } => {
-                    self.engine.events.push(Event::Assistant { text: text.clone() });
+                    self.engine
+                        .events
+                        .push(Event::Assistant { text: text.clone() });
                     Record::Assistant { text: text.clone() }
                 }
                 ItemBody::Reasoning { text, .. } => Record::Reasoning { text: text.clone() },
-                ItemBody::ToolCall { call_id, name, arguments } => Record::ToolCall {
+                ItemBody::ToolCall {
+                    call_id,
+                    name,
+                    arguments,
+                } => Record::ToolCall {
                     call_id: call_id.clone(),
                     name: name.clone(),
                     arguments: arguments.clone(),
@@ -144,18 +173,27 @@ impl Turn<'_> {
             items: response.items.clone(),
             usage: response.usage,
         })?;
-        Ok(records.into_iter().filter(|r| matches!(r, Record::ToolCall { .. })).collect())
+        Ok(records
+            .into_iter()
+            .filter(|r| matches!(r, Record::ToolCall { .. }))
+            .collect())
     }
 
     /// A side question: answered with a side call over the stored records, stored nowhere
     /// (SPEC P2.3: `on_user_message` does not run for it).
-    pub(crate) async fn side_question(&mut self, question: String) -> Result<Option<String>, HostError> {
+    pub(crate) async fn side_question(
+        &mut self,
+        question: String,
+    ) -> Result<Option<String>, HostError> {
         let request = self.request(Purpose::Side, Some(question.clone()));
         let answer = match self.model_call(request).await? {
             Ok(response) => assistant_text(&response),
             Err(_) => return Ok(None),
         };
-        self.engine.events.push(Event::Side { question, answer: answer.clone() });
+        self.engine.events.push(Event::Side {
+            question,
+            answer: answer.clone(),
+        });
         Ok(Some(answer))
     }
 

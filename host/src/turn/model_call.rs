@@ -25,7 +25,10 @@ impl Turn<'_> {
         let rebuilt = self.hook_with::<RebuildModel>(held, request).await?;
         let transformed = self.hook::<TransformModel>(rebuilt.value).await?;
         let sent = transformed.prepared_for_provider();
-        self.engine.events.push(Event::ModelCall { purpose, items: sent.items.len() });
+        self.engine.events.push(Event::ModelCall {
+            purpose,
+            items: sent.items.len(),
+        });
         match self.engine.provider.complete(&sent).await {
             Ok(response) => {
                 // SPEC P3.7: the hook reads the candidate; the host keeps what it received.
@@ -34,8 +37,14 @@ impl Turn<'_> {
             }
             Err(error) => {
                 let text = error.to_string();
-                self.engine.events.push(Event::ModelFailed { purpose, error: text.clone() });
-                self.session.archive(&ArchiveEntry::ModelFailure { purpose, error: text })?;
+                self.engine.events.push(Event::ModelFailed {
+                    purpose,
+                    error: text.clone(),
+                });
+                self.session.archive(&ArchiveEntry::ModelFailure {
+                    purpose,
+                    error: text,
+                })?;
                 // SPEC R5.7: a hint for work and plan calls whose request a raw hook changed;
                 // one note per failure. A `/stop` is not a failure.
                 if purpose.is_turn_call()

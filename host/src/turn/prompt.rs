@@ -11,19 +11,30 @@ use crate::session::{Event, HostError};
 /// The host's own text for each mode, before hooks.
 pub(crate) fn base_text(mode: PromptMode) -> &'static str {
     match mode {
-        PromptMode::Work => "You are a coding agent. Work in the workspace with the tools you are given.",
-        PromptMode::Plan => "You are a coding agent. Plan the change step by step; do not edit files.",
+        PromptMode::Work => {
+            "You are a coding agent. Work in the workspace with the tools you are given."
+        }
+        PromptMode::Plan => {
+            "You are a coding agent. Plan the change step by step; do not edit files."
+        }
         PromptMode::Review => "You review one tool call. Say whether it is safe to run.",
-        PromptMode::Compaction => "You summarize a conversation so that later turns can continue it.",
+        PromptMode::Compaction => {
+            "You summarize a conversation so that later turns can continue it."
+        }
     }
 }
 
 impl Turn<'_> {
     /// The system text for `mode` after `on_prompt` and `rewrite_prompt`.
     pub(crate) async fn compose(&mut self, mode: PromptMode) -> Result<String, HostError> {
-        let prompt = self.hook::<OnPrompt>(Prompt::new(mode, base_text(mode))).await?;
+        let prompt = self
+            .hook::<OnPrompt>(Prompt::new(mode, base_text(mode)))
+            .await?;
         let text = self.hook::<RewritePrompt>(prompt.composed()).await?.text;
-        self.engine.events.push(Event::SystemText { mode, text: text.clone() });
+        self.engine.events.push(Event::SystemText {
+            mode,
+            text: text.clone(),
+        });
         Ok(text)
     }
 
@@ -36,8 +47,12 @@ impl Turn<'_> {
             _ => None,
         });
         if current != Some((mode, text.as_str())) {
-            self.session.store(&[Record::System { mode, text: text.clone() }])?;
+            self.session.store(&[Record::System {
+                mode,
+                text: text.clone(),
+            }])?;
         }
-        self.session.archive(&ArchiveEntry::SystemText { mode, text })
+        self.session
+            .archive(&ArchiveEntry::SystemText { mode, text })
     }
 }

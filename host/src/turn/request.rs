@@ -26,18 +26,36 @@ impl Turn<'_> {
     ) -> ModelRequest {
         let accepts_images =
             ModelRequest::accepts_images_for(purpose, self.engine.provider.takes_images());
-        let mut items = vec![Item::new("system", ItemBody::System { text: system, images: Vec::new() })];
+        let mut items = vec![Item::new(
+            "system",
+            ItemBody::System {
+                text: system,
+                images: Vec::new(),
+            },
+        )];
         items.extend(
             self.session
                 .records()
                 .iter()
                 .enumerate()
-                .filter_map(|(n, record)| item(record).map(|body| Item::new(format!("r{n}"), body))),
+                .filter_map(|(n, record)| {
+                    item(record).map(|body| Item::new(format!("r{n}"), body))
+                }),
         );
         if let Some(text) = extra {
-            items.push(Item::new(EXTRA_ITEM_ID, ItemBody::User { text, images: Vec::new() }));
+            items.push(Item::new(
+                EXTRA_ITEM_ID,
+                ItemBody::User {
+                    text,
+                    images: Vec::new(),
+                },
+            ));
         }
-        ModelRequest { purpose, accepts_images, items }
+        ModelRequest {
+            purpose,
+            accepts_images,
+            items,
+        }
     }
 }
 
@@ -55,13 +73,40 @@ fn item(record: &Record) -> Option<ItemBody> {
     Some(match record.clone() {
         Record::System { .. } => return None,
         Record::User { text, images } => ItemBody::User { text, images },
-        Record::Assistant { text } => ItemBody::Assistant { text, images: Vec::new() },
-        Record::Reasoning { text } => ItemBody::Reasoning { text, provider_state: None },
-        Record::ToolCall { call_id, name, arguments } => ItemBody::ToolCall { call_id, name, arguments },
-        Record::ToolResult { call_id, name, text, images, success } => {
-            ItemBody::ToolResult { call_id, name, text, images, success }
-        }
+        Record::Assistant { text } => ItemBody::Assistant {
+            text,
+            images: Vec::new(),
+        },
+        Record::Reasoning { text } => ItemBody::Reasoning {
+            text,
+            provider_state: None,
+        },
+        Record::ToolCall {
+            call_id,
+            name,
+            arguments,
+        } => ItemBody::ToolCall {
+            call_id,
+            name,
+            arguments,
+        },
+        Record::ToolResult {
+            call_id,
+            name,
+            text,
+            images,
+            success,
+        } => ItemBody::ToolResult {
+            call_id,
+            name,
+            text,
+            images,
+            success,
+        },
         // The summary stands in for the folded history, as a user message the model reads.
-        Record::Summary { text } => ItemBody::User { text, images: Vec::new() },
+        Record::Summary { text } => ItemBody::User {
+            text,
+            images: Vec::new(),
+        },
     })
 }

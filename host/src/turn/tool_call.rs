@@ -3,7 +3,9 @@
 //! `on_tool_result`, store.
 
 use hookline_messages::approval::Classification;
-use hookline_messages::hook::{OnApproval, OnToolCall, OnToolResult, RewriteApproval, ToolResultContext};
+use hookline_messages::hook::{
+    OnApproval, OnToolCall, OnToolResult, RewriteApproval, ToolResultContext,
+};
 use hookline_messages::policy::{verdict, Verdict};
 use hookline_messages::record::{ApprovalRecord, ArchiveEntry, Decider, Decision, Record};
 use hookline_messages::tool::{ApprovalState, ToolCall, ToolProvider, ToolResult};
@@ -18,23 +20,49 @@ pub(crate) const REFUSED_TEXT: &str = "The call was refused; it did not run.";
 
 impl Turn<'_> {
     /// Runs one stored tool call record through the hooks, the policy and the tool.
-    pub(crate) async fn tool_call(&mut self, record: Record, images_allowed: bool) -> Result<(), HostError> {
-        let Record::ToolCall { call_id, name, arguments } = record else {
+    pub(crate) async fn tool_call(
+        &mut self,
+        record: Record,
+        images_allowed: bool,
+    ) -> Result<(), HostError> {
+        let Record::ToolCall {
+            call_id,
+            name,
+            arguments,
+        } = record
+        else {
             return Ok(());
         };
-        let asked = ToolCall { provider: self.provider_of(&name), call_id, name, arguments };
+        let asked = ToolCall {
+            provider: self.provider_of(&name),
+            call_id,
+            name,
+            arguments,
+        };
         let mut call = self.hook::<OnToolCall>(asked.clone()).await?;
         // SPEC P3.1: the call that runs is classified and approved as rewritten; its provider is
         // resolved again from its (possibly new) name.
         call.provider = self.provider_of(&call.name);
         let rewritten_from = (call != asked).then_some(asked);
-        self.session.archive(&ArchiveEntry::ToolCall { call: call.clone(), rewritten_from: rewritten_from.clone() })?;
-        self.engine.events.push(Event::ToolCall { call: call.clone(), rewritten_from });
+        self.session.archive(&ArchiveEntry::ToolCall {
+            call: call.clone(),
+            rewritten_from: rewritten_from.clone(),
+        })?;
+        self.engine.events.push(Event::ToolCall {
+            call: call.clone(),
+            rewritten_from,
+        });
         let decision = self.approve(&call).await?;
         let result = self.run_tool(&call, decision).await;
         let mut held = self.session.held_images();
-        result.images.iter().for_each(|i| held.insert(i.number, i.media_type));
-        let context = ToolResultContext { images_allowed, held };
+        result
+            .images
+            .iter()
+            .for_each(|i| held.insert(i.number, i.media_type));
+        let context = ToolResultContext {
+            images_allowed,
+            held,
+        };
         let result = self.hook_with::<OnToolResult>(context, result).await?.value;
         self.session.store(&[Record::ToolResult {
             call_id: result.call_id.clone(),
@@ -43,13 +71,17 @@ impl Turn<'_> {
             images: result.images.clone(),
             success: result.success,
         }])?;
-        self.session.archive(&ArchiveEntry::ToolResult(result.clone()))?;
+        self.session
+            .archive(&ArchiveEntry::ToolResult(result.clone()))?;
         self.engine.events.push(Event::ToolResult(result));
         Ok(())
     }
 
     fn provider_of(&self, name: &str) -> ToolProvider {
-        self.engine.tools.get(name).map_or(ToolProvider::BuiltIn, |tool| tool.spec().provider)
+        self.engine
+            .tools
+            .get(name)
+            .map_or(ToolProvider::BuiltIn, |tool| tool.spec().provider)
     }
 
     /// Classifies, runs the approval hooks, and lets the policy decide (SPEC P2.9, R4, R5.10).
@@ -66,15 +98,23 @@ impl Turn<'_> {
             decision,
             decided_by,
         };
-        self.session.archive(&ArchiveEntry::Approval(record.clone()))?;
+        self.session
+            .archive(&ArchiveEntry::Approval(record.clone()))?;
         self.engine.events.push(Event::Approval(record));
         Ok(decision)
     }
 
-    async fn decide(&self, call: &ToolCall, classification: &Classification) -> (Decision, Decider) {
+    async fn decide(
+        &self,
+        call: &ToolCall,
+        classification: &Classification,
+    ) -> (Decision, Decider) {
         match verdict(self.session.info.approval_mode, classification) {
             Verdict::Allow => (Decision::Allow, Decider::Policy),
-            Verdict::Ask => (self.engine.operator.decide(call, classification).await, Decider::Operator),
+            Verdict::Ask => (
+                self.engine.operator.decide(call, classification).await,
+                Decider::Operator,
+            ),
         }
     }
 
@@ -93,7 +133,9 @@ impl Turn<'_> {
         }
         let output = match self.engine.tools.get(&call.name) {
             Some(tool) => {
-                let cx = ToolContext { workspace_root: self.session.info.workspace_root.clone().into() };
+                let cx = ToolContext {
+                    workspace_root: self.session.info.workspace_root.clone().into(),
+                };
                 tool.run(&cx, call.arguments.clone()).await
             }
             None => ToolOutput {
