@@ -87,8 +87,12 @@ impl<T: Serialize + DeserializeOwned> Log<T> {
             sync_parent(path)?;
         }
         remove_stale_rewrite(path);
-        let (records, (end, reason)) = read_records(path, &file)?;
-        let torn = repair(path, &file, (end, reason))?;
+        let Scan {
+            records,
+            end,
+            reason,
+        } = read_records(path, &file)?;
+        let torn = repair(path, &file, end, reason)?;
         let log = Log {
             path: path.to_path_buf(),
             file,
@@ -214,12 +218,18 @@ impl<T> fmt::Debug for Log<T> {
     }
 }
 
-/// Reads valid records from the start; returns them and the offset where valid frames end,
-/// with the reason the rest (if any) is bad.
-fn read_records<T: DeserializeOwned>(
-    path: &Path,
-    file: &File,
-) -> Result<(Vec<T>, (u64, Option<TornReason>)), StoreError> {
+/// What reading a log from the start found.
+struct Scan<T> {
+    /// Every valid record.
+    records: Vec<T>,
+    /// The offset where the valid frames end.
+    end: u64,
+    /// Why the bytes after `end` are bad, if there are any.
+    reason: Option<TornReason>,
+}
+
+/// Reads valid records from the start, up to the end or the first bad frame.
+fn read_records<T: DeserializeOwned>(path: &Path, file: &File) -> Result<Scan<T>, StoreError> {
     let len = file
         .metadata()
         .map_err(|e| StoreError::io(path, "read metadata of", e))?
@@ -230,8 +240,20 @@ fn read_records<T: DeserializeOwned>(
         let next =
             read_frame(&mut reader, len - offset).map_err(|e| StoreError::io(path, "read", e))?;
         match next {
-            FrameRead::End => return Ok((records, (offset, None))),
-            FrameRead::Torn(reason) => return Ok((records, (offset, Some(reason)))),
+            FrameRead::End => {
+                return Ok(Scan {
+                    records,
+                    end: offset,
+                    reason: None,
+                })
+            }
+            FrameRead::Torn(reason) => {
+                return Ok(Scan {
+                    records,
+                    end: offset,
+                    reason: Some(reason),
+                })
+            }
             FrameRead::Payload(payload) => {
                 let record =
                     serde_json::from_slice(&payload).map_err(|source| StoreError::Decode {
@@ -250,7 +272,8 @@ fn read_records<T: DeserializeOwned>(
 fn repair(
     path: &Path,
     file: &File,
-    (end, reason): (u64, Option<TornReason>),
+    end: u64,
+    reason: Option<TornReason>,
 ) -> Result<Option<TornTail>, StoreError> {
     let Some(reason) = reason else {
         return Ok(None);
