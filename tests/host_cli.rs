@@ -34,10 +34,7 @@ fn run_plays_the_bundled_demo_in_human_form() {
         assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
     }
     // SPEC P3.13: the last line about sessions is the end of the one still open.
-    let last_session_line = text
-        .lines()
-        .rfind(|l| l.starts_with("== session"))
-        .unwrap();
+    let last_session_line = text.lines().rfind(|l| l.starts_with("== session")).unwrap();
     assert!(
         last_session_line.starts_with("== session s5 ended"),
         "{last_session_line}"
