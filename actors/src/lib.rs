@@ -52,6 +52,7 @@ pub mod events;
 pub mod gateway;
 pub mod pipeline;
 pub mod plugin;
+pub mod session;
 
 pub use coordinator::{Call, Outcome, PipelineCoordinator};
 pub use error::{PipelineError, StartError};

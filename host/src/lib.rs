@@ -2,10 +2,18 @@
 //! the CLI's commands. It builds on `hookline-actors` (order and state) and `hookline-messages`
 //! (data and rules).
 
+pub mod approval;
 pub mod bench;
 pub mod cli;
+pub mod demo;
 pub mod external;
 pub mod gateway;
 pub mod loading;
+pub mod provider;
+pub mod scenario;
+pub mod session;
 pub mod store;
 pub mod tools;
+pub mod turn;
+
+pub use session::{Event, Host, HostBuilder, HostError, SessionCommand};

@@ -10,6 +10,8 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod hooks;
+mod render;
+pub mod run;
 
 /// A runtime for plugin hooks in AI agent hosts and chat gateways.
 #[derive(Debug, Parser)]
@@ -26,6 +28,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Plugins on disk: list, info, check, enable, disable.
     Hooks(hooks::HooksArgs),
+    /// Run a scenario (default: the bundled demo) with the bundled example plugins.
+    Run(run::RunArgs),
 }
 
 /// Parses the command line and runs the command.
@@ -34,5 +38,6 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Bench(args) => bench::run(&args),
         Command::Hooks(args) => hooks::run(args),
+        Command::Run(args) => run::run(args),
     }
 }

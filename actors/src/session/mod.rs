@@ -1,0 +1,124 @@
+//! The session lifecycle actor: owns which session is active and runs the begin and end
+//! transitions through the pipeline (SPEC P3.10 to P3.13).
+//!
+//! Which calls a change takes, and in which order, is the pure function
+//! [`hookline_messages::transition::transition`]; this actor only keeps the active session and
+//! runs the calls one change at a time. A change's calls finish before the next change's start
+//! (the handler is atomic), so an end always precedes the start that follows it.
+
+use actix::{Actor, ActorFutureExt, AtomicResponse, Context, Handler, Message, WrapFuture};
+use hookline_messages::hook::{OnSessionEnded, OnSessionStarted};
+use hookline_messages::note::Note;
+use hookline_messages::session::SessionInfo;
+use hookline_messages::transition::{transition, SessionEvent, Transition};
+
+use crate::error::PipelineError;
+use crate::pipeline::Pipeline;
+
+/// How many changes may wait in the lifecycle actor's mailbox.
+const LIFECYCLE_MAILBOX_CAPACITY: usize = 64;
+
+/// The actor that owns the active session.
+pub struct SessionLifecycle {
+    pipeline: Pipeline,
+    active: Option<SessionInfo>,
+}
+
+impl SessionLifecycle {
+    /// A lifecycle with no active session, calling hooks through `pipeline`.
+    pub fn new(pipeline: Pipeline) -> Self {
+        Self {
+            pipeline,
+            active: None,
+        }
+    }
+}
+
+impl Actor for SessionLifecycle {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        ctx.set_mailbox_capacity(LIFECYCLE_MAILBOX_CAPACITY);
+    }
+}
+
+/// Changes the active session: runs the end and start hooks [`transition`] says, in order.
+#[derive(Debug)]
+pub struct ChangeSession(pub SessionEvent);
+
+/// One transition that ran, with the notes its hook call recorded.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ran {
+    /// The end or start call.
+    pub transition: Transition,
+    /// Notes new to that session.
+    pub notes: Vec<Note>,
+}
+
+impl Message for ChangeSession {
+    type Result = Result<Vec<Ran>, PipelineError>;
+}
+
+impl Handler<ChangeSession> for SessionLifecycle {
+    type Result = AtomicResponse<Self, Result<Vec<Ran>, PipelineError>>;
+
+    fn handle(
+        &mut self,
+        ChangeSession(event): ChangeSession,
+        _: &mut Self::Context,
+    ) -> Self::Result {
+        let (next, steps) = transition(self.active.as_ref(), event);
+        self.active = next;
+        let pipeline = self.pipeline.clone();
+        AtomicResponse::new(Box::pin(
+            run_transitions(pipeline, steps)
+                .into_actor(self)
+                .map(|ran, _, _| ran),
+        ))
+    }
+}
+
+/// Runs each transition's hook, one after another.
+async fn run_transitions(
+    pipeline: Pipeline,
+    steps: Vec<Transition>,
+) -> Result<Vec<Ran>, PipelineError> {
+    let mut ran = Vec::with_capacity(steps.len());
+    for step in steps {
+        let notes = match &step {
+            Transition::Ended(info) => {
+                pipeline
+                    .call::<OnSessionEnded>(&info.session_id, info.clone())
+                    .await?
+                    .notes
+            }
+            Transition::Started(info) => {
+                pipeline
+                    .call::<OnSessionStarted>(&info.session_id, info.clone())
+                    .await?
+                    .notes
+            }
+        };
+        ran.push(Ran {
+            transition: step,
+            notes,
+        });
+    }
+    Ok(ran)
+}
+
+/// Asks which session is active.
+#[derive(Debug)]
+pub struct ActiveSession;
+
+impl Message for ActiveSession {
+    type Result = Option<SessionInfo>;
+}
+
+impl Handler<ActiveSession> for SessionLifecycle {
+    type Result = Option<SessionInfo>;
+
+    fn handle(&mut self, _: ActiveSession, _: &mut Self::Context) -> Self::Result {
+        self.active.clone()
+    }
+}

@@ -1,0 +1,39 @@
+//! Why a host operation failed. Plugins failing is never one of these: they become notes.
+
+use hookline_actors::{PipelineError, StartError};
+
+use crate::store::StoreError;
+
+/// A host operation's failure.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The hook pipeline could not be reached.
+    #[error(transparent)]
+    Pipeline(#[from] PipelineError),
+    /// The pipeline could not start.
+    #[error(transparent)]
+    Start(#[from] StartError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A tool could not be registered.
+    #[error("{0}")]
+    Tools(String),
+    /// The session lifecycle actor is gone.
+    #[error("the session lifecycle has stopped")]
+    LifecycleStopped,
+    /// No session is open.
+    #[error("no session is open")]
+    NoSession,
+    /// `/resume` named a session the store does not have.
+    #[error("there is no stored session '{0}'")]
+    UnknownSession(String),
+    /// A workspace directory could not be used.
+    #[error("cannot use workspace {path}: {source}")]
+    Workspace {
+        /// The directory.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,125 @@
+//! What the host reports while it runs, in order: the conversation, each hook's effect, notes,
+//! tool runs and approvals. `hookline run` renders these; embedders may read them too.
+
+use hookline_messages::hook::HookKind;
+use hookline_messages::model::Purpose;
+use hookline_messages::note::Note;
+use hookline_messages::prompt::PromptMode;
+use hookline_messages::record::ApprovalRecord;
+use hookline_messages::session::{SessionId, SessionInfo};
+use hookline_messages::tool::{ToolCall, ToolResult};
+use hookline_messages::user::StopReason;
+use serde::Serialize;
+
+/// One thing that happened, in the order it happened.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "kebab-case")]
+pub enum Event {
+    /// `on_session_started` ran for this session (SPEC P3.10).
+    SessionStarted(SessionInfo),
+    /// `on_session_ended` ran for the session being left (SPEC P3.11).
+    SessionEnded(SessionInfo),
+    /// A user message was stored.
+    #[serde(rename_all = "camelCase")]
+    User {
+        /// The session.
+        session: SessionId,
+        /// The text as stored.
+        text: String,
+        /// What the operator typed, when a hook replaced it.
+        original: Option<String>,
+    },
+    /// A hook changed the value it was given.
+    #[serde(rename_all = "camelCase")]
+    HookChanged {
+        /// The hook.
+        hook: HookKind,
+        /// The plugins whose replacement changed the value, in load order.
+        changed_by: Vec<String>,
+    },
+    /// The system text a call uses (after `on_prompt` and `rewrite_prompt`).
+    SystemText {
+        /// Its mode.
+        mode: PromptMode,
+        /// The text.
+        text: String,
+    },
+    /// A model call was sent.
+    #[serde(rename_all = "camelCase")]
+    ModelCall {
+        /// Why.
+        purpose: Purpose,
+        /// How many items the request carried, as sent.
+        items: usize,
+    },
+    /// The model answered with text.
+    Assistant {
+        /// The text.
+        text: String,
+    },
+    /// A model call failed.
+    ModelFailed {
+        /// Why the call was made.
+        purpose: Purpose,
+        /// The error.
+        error: String,
+    },
+    /// A tool call, after `on_tool_call`.
+    #[serde(rename_all = "camelCase")]
+    ToolCall {
+        /// The call as it goes to approval.
+        call: ToolCall,
+        /// The model's call, when a hook rewrote it.
+        rewritten_from: Option<ToolCall>,
+    },
+    /// The approval policy's decision.
+    Approval(ApprovalRecord),
+    /// A tool ran.
+    #[serde(rename_all = "camelCase")]
+    ToolRun {
+        /// The call id.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// The arguments it ran with.
+        arguments: serde_json::Value,
+        /// Whether it succeeded.
+        success: bool,
+        /// Its output text, before `on_tool_result`.
+        text: String,
+    },
+    /// A tool result after `on_tool_result`, as stored.
+    ToolResult(ToolResult),
+    /// A side question and its answer; stored nowhere.
+    Side {
+        /// The question.
+        question: String,
+        /// The answer.
+        answer: String,
+    },
+    /// Compaction replaced the folded history with a summary.
+    Compacted {
+        /// How many stored records were folded.
+        folded: usize,
+        /// The stored summary.
+        summary: String,
+    },
+    /// A turn finished.
+    #[serde(rename_all = "camelCase")]
+    TurnFinished {
+        /// Why.
+        stop_reason: StopReason,
+    },
+    /// A note the host recorded.
+    Note {
+        /// The note.
+        note: Note,
+        /// Its English text.
+        text: String,
+    },
+    /// Something the host says about itself (a repaired store, a model switch).
+    Info {
+        /// The sentence.
+        text: String,
+    },
+}

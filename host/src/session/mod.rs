@@ -1,0 +1,329 @@
+//! The embedding API: a [`Host`] built from plugins, tools, a model provider, an operator and a
+//! store; it opens and resumes sessions, drives turns, and closes.
+//!
+//! The host runs on an actix system (the pipeline and the session lifecycle are actors). An
+//! actix program can also hold [`Host::pipeline`]'s coordinator and [`Host::lifecycle`] and send
+//! them messages itself. Which session is active, and the begin and end hooks, belong to the
+//! session lifecycle actor (SPEC P3.10 to P3.13); this type owns the open session's storage.
+
+mod builder;
+mod error;
+mod events;
+mod state;
+
+use std::path::{Path, PathBuf};
+
+use actix::Addr;
+use hookline_actors::session::{ChangeSession, Ran, SessionLifecycle};
+use hookline_actors::Pipeline;
+use hookline_messages::note::Note;
+use hookline_messages::record::ArchiveEntry;
+use hookline_messages::session::{ApprovalMode, SessionId, SessionInfo};
+use hookline_messages::transition::{Cause, SessionEvent, Transition};
+use hookline_messages::user::StopReason;
+
+pub use builder::HostBuilder;
+pub use error::HostError;
+pub use events::Event;
+pub(crate) use state::SessionState;
+
+use crate::store::Store;
+use crate::turn::{compact, Engine, Turn, UserInput};
+use state::Opened;
+
+/// A session command (the slash commands that change or reshape the session).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SessionCommand {
+    /// `/new`: a fresh session in the same workspace.
+    New,
+    /// `/clear`: a fresh session replaces this one.
+    Clear,
+    /// `/resume <id>`: a stored session becomes active.
+    Resume(SessionId),
+    /// `/fork`: a copy of this session becomes active.
+    Fork,
+    /// `/cd <dir>`: reload in another directory (relative to the current workspace).
+    Cd(PathBuf),
+    /// `/space <name>`: reload in a named workspace under the spaces directory.
+    Space(String),
+    /// `/compact`: fold the history into a summary.
+    Compact,
+}
+
+/// A running host. Not `Sync`: one owner drives it (its methods take `&mut self`).
+pub struct Host {
+    engine: Engine,
+    lifecycle: Addr<SessionLifecycle>,
+    store: Store,
+    session: Option<SessionState>,
+    workspace: PathBuf,
+    spaces_root: PathBuf,
+    approval_mode: ApprovalMode,
+    compact_after: Option<usize>,
+    load_notes: Vec<Note>,
+    next_id: u64,
+}
+
+impl Host {
+    /// A builder with no plugins, no tools, the scripted provider and a refusing operator.
+    pub fn builder() -> HostBuilder {
+        HostBuilder::default()
+    }
+
+    /// Opens a fresh session in the host's workspace and makes it active (SPEC P3.10).
+    ///
+    /// # Errors
+    /// [`HostError`] when the store or the pipeline fails.
+    pub async fn open(&mut self) -> Result<SessionId, HostError> {
+        let opened = self.fresh(self.workspace.clone(), &[])?;
+        let id = opened.state.info.session_id.clone();
+        self.activate(Cause::Open, opened).await?;
+        Ok(id)
+    }
+
+    /// Resumes a stored session, e.g. after a restart (SPEC P3.10, P3.12).
+    ///
+    /// # Errors
+    /// [`HostError::UnknownSession`] when the store does not have it.
+    pub async fn resume(&mut self, id: &SessionId) -> Result<(), HostError> {
+        if self.active().is_some_and(|info| &info.session_id == id) {
+            return Ok(());
+        }
+        let opened = SessionState::resume(&self.store, id)?
+            .ok_or_else(|| HostError::UnknownSession(id.to_string()))?;
+        self.workspace = PathBuf::from(&opened.state.info.workspace_root);
+        self.activate(Cause::Resume, opened).await
+    }
+
+    /// Runs one user turn on the active session, compacting first when the stored records
+    /// exceed the configured threshold.
+    ///
+    /// # Errors
+    /// [`HostError::NoSession`], or a store or pipeline failure.
+    pub async fn user_turn(&mut self, input: UserInput) -> Result<StopReason, HostError> {
+        let over = self.compact_after.is_some_and(|limit| {
+            self.session
+                .as_ref()
+                .is_some_and(|s| s.records().len() > limit)
+        });
+        if over {
+            compact(&mut self.turn()?).await?;
+        }
+        self.turn()?.user_turn(input).await
+    }
+
+    /// Answers a side question with a side call; nothing is stored (SPEC P2.3). `None` when
+    /// the side call failed.
+    ///
+    /// # Errors
+    /// [`HostError::NoSession`], or a store or pipeline failure.
+    pub async fn side_question(
+        &mut self,
+        question: impl Into<String>,
+    ) -> Result<Option<String>, HostError> {
+        self.turn()?.side_question(question.into()).await
+    }
+
+    /// Runs a session command.
+    ///
+    /// # Errors
+    /// [`HostError`] when the command cannot run (an unknown session, a missing directory).
+    pub async fn command(&mut self, command: SessionCommand) -> Result<(), HostError> {
+        match command {
+            SessionCommand::Compact => compact(&mut self.turn()?).await.map(drop),
+            SessionCommand::Resume(id) => self.resume(&id).await,
+            SessionCommand::New | SessionCommand::Clear => {
+                let cause = if command == SessionCommand::New {
+                    Cause::New
+                } else {
+                    Cause::Clear
+                };
+                let opened = self.fresh(self.workspace.clone(), &[])?;
+                self.activate(cause, opened).await
+            }
+            SessionCommand::Fork => {
+                let records = self
+                    .session
+                    .as_ref()
+                    .ok_or(HostError::NoSession)?
+                    .records()
+                    .to_vec();
+                let opened = self.fresh(self.workspace.clone(), &records)?;
+                self.activate(Cause::Fork, opened).await
+            }
+            SessionCommand::Cd(dir) => {
+                let dir = existing_dir(&self.workspace.join(dir))?;
+                self.reload(Cause::Cd, dir).await
+            }
+            SessionCommand::Space(name) => {
+                let dir = self.spaces_root.join(name);
+                std::fs::create_dir_all(&dir).map_err(|source| workspace_error(&dir, source))?;
+                self.reload(Cause::Space, existing_dir(&dir)?).await
+            }
+        }
+    }
+
+    /// Closes the active session: its end hook runs with its workspace and id (SPEC P3.11,
+    /// P3.13). Closing with no session open does nothing.
+    ///
+    /// # Errors
+    /// [`HostError`] when the lifecycle or the store fails.
+    pub async fn close(&mut self) -> Result<(), HostError> {
+        let ran = self.change(SessionEvent::Close).await?;
+        let mut old = self.session.take();
+        self.record_transitions(ran, &mut old, &mut None)?;
+        if let Some(old) = old {
+            self.engine
+                .pipeline
+                .forget_session(&old.info.session_id)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Takes the events reported since the last call, in order.
+    pub fn take_events(&mut self) -> Vec<Event> {
+        std::mem::take(&mut self.engine.events)
+    }
+
+    /// The active session, if any.
+    pub fn active(&self) -> Option<&SessionInfo> {
+        self.session.as_ref().map(|s| &s.info)
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The hook pipeline (an actix program may send its coordinator `Call`s itself).
+    pub fn pipeline(&self) -> &Pipeline {
+        &self.engine.pipeline
+    }
+
+    /// The session lifecycle actor.
+    pub fn lifecycle(&self) -> &Addr<SessionLifecycle> {
+        &self.lifecycle
+    }
+
+    fn turn(&mut self) -> Result<Turn<'_>, HostError> {
+        let session = self.session.as_mut().ok_or(HostError::NoSession)?;
+        Ok(Turn {
+            engine: &mut self.engine,
+            session,
+        })
+    }
+
+    /// A fresh session with a new id in `workspace`, holding `records`.
+    fn fresh(
+        &mut self,
+        workspace: PathBuf,
+        records: &[hookline_messages::record::Record],
+    ) -> Result<Opened, HostError> {
+        let taken = self.store.sessions()?;
+        let id = loop {
+            self.next_id += 1;
+            let id = SessionId::new(format!("s{}", self.next_id));
+            if !taken.contains(&id) {
+                break id;
+            }
+        };
+        let info = SessionInfo {
+            workspace_root: workspace.display().to_string(),
+            session_id: id,
+            approval_mode: self.approval_mode,
+        };
+        SessionState::create(&self.store, info, records)
+    }
+
+    /// `/cd` and `/space`: the session is left before the reload, and a fresh session starts in
+    /// the new workspace (SPEC P3.11).
+    async fn reload(&mut self, cause: Cause, dir: PathBuf) -> Result<(), HostError> {
+        self.workspace = dir.clone();
+        let opened = self.fresh(dir, &[])?;
+        self.activate(cause, opened).await
+    }
+
+    /// Makes `opened` the active session through the lifecycle actor and archives what ran.
+    async fn activate(&mut self, cause: Cause, opened: Opened) -> Result<(), HostError> {
+        let Opened { state, repaired } = opened;
+        let ran = self
+            .change(SessionEvent::Activate {
+                cause,
+                next: state.info.clone(),
+            })
+            .await?;
+        let mut next = Some(state);
+        for text in repaired {
+            self.engine.events.push(Event::Info { text });
+        }
+        let mut old = self.session.take();
+        self.record_transitions(ran, &mut old, &mut next)?;
+        self.session = next.or(old);
+        if let Some(session) = self.session.as_mut() {
+            for note in std::mem::take(&mut self.load_notes) {
+                crate::turn::record_note(&mut self.engine.events, session, note)?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn change(&self, event: SessionEvent) -> Result<Vec<Ran>, HostError> {
+        self.lifecycle
+            .send(ChangeSession(event))
+            .await
+            .map_err(|_| HostError::LifecycleStopped)?
+            .map_err(HostError::from)
+    }
+
+    /// Archives each transition in the session it concerns: the end in the session left, the
+    /// start in the session that became active.
+    fn record_transitions(
+        &mut self,
+        ran: Vec<Ran>,
+        left: &mut Option<SessionState>,
+        next: &mut Option<SessionState>,
+    ) -> Result<(), HostError> {
+        for Ran { transition, notes } in ran {
+            let (session, entry, event) = match transition {
+                Transition::Ended(info) => (
+                    left.as_mut(),
+                    ArchiveEntry::SessionEnded(info.clone()),
+                    Event::SessionEnded(info),
+                ),
+                Transition::Started(info) => (
+                    next.as_mut(),
+                    ArchiveEntry::SessionStarted(info.clone()),
+                    Event::SessionStarted(info),
+                ),
+            };
+            self.engine.events.push(event);
+            if let Some(session) = session {
+                session.archive(&entry)?;
+                for note in notes {
+                    crate::turn::record_note(&mut self.engine.events, session, note)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn existing_dir(dir: &Path) -> Result<PathBuf, HostError> {
+    let dir = std::fs::canonicalize(dir).map_err(|source| workspace_error(dir, source))?;
+    if dir.is_dir() {
+        Ok(dir)
+    } else {
+        Err(workspace_error(
+            &dir,
+            std::io::Error::other("not a directory"),
+        ))
+    }
+}
+
+fn workspace_error(dir: &Path, source: std::io::Error) -> HostError {
+    HostError::Workspace {
+        path: dir.display().to_string(),
+        source,
+    }
+}

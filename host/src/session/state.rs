@@ -1,0 +1,135 @@
+//! One open session: its facts, its stored records (in memory and on disk) and its archive.
+//!
+//! Every write goes through here and is synced before it returns (the store's `append` fsyncs),
+//! so what a turn reports done is on disk.
+
+use std::path::Path;
+
+use hookline_messages::model::{HeldImages, ImageRef, MediaType};
+use hookline_messages::record::{ArchiveEntry, Record};
+use hookline_messages::session::SessionInfo;
+
+use super::error::HostError;
+use crate::store::{Log, Store, TornTail};
+
+const RECORDS: &str = "records.log";
+const ARCHIVE: &str = "archive.log";
+const META: &str = "meta.log";
+
+/// An open session.
+pub(crate) struct SessionState {
+    pub(crate) info: SessionInfo,
+    records: Vec<Record>,
+    record_log: Log<Record>,
+    archive: Log<ArchiveEntry>,
+}
+
+/// A session opened from disk, with any torn tail the store repaired.
+pub(crate) struct Opened {
+    pub(crate) state: SessionState,
+    pub(crate) repaired: Vec<String>,
+}
+
+impl SessionState {
+    /// Opens (or creates) `info`'s session in `store`, writing its facts.
+    pub(crate) fn create(
+        store: &Store,
+        info: SessionInfo,
+        records: &[Record],
+    ) -> Result<Opened, HostError> {
+        let mut opened = Self::open_dir(store, info)?;
+        opened.state.record_log.rewrite(records)?;
+        opened.state.records = records.to_vec();
+        Ok(opened)
+    }
+
+    /// Opens a stored session; `None` when the store has no facts for it.
+    pub(crate) fn resume(
+        store: &Store,
+        id: &hookline_messages::session::SessionId,
+    ) -> Result<Option<Opened>, HostError> {
+        if !store.sessions()?.contains(id) {
+            return Ok(None);
+        }
+        let dir = store.session_dir(id)?;
+        let (_, meta) = Log::<SessionInfo>::open(&dir.join(META))?;
+        let Some(info) = meta.records.last().cloned() else {
+            return Ok(None);
+        };
+        Self::open_dir(store, info).map(Some)
+    }
+
+    fn open_dir(store: &Store, info: SessionInfo) -> Result<Opened, HostError> {
+        let dir = store.session_dir(&info.session_id)?;
+        let mut repaired = Vec::new();
+        let (mut meta, _) = Log::<SessionInfo>::open(&dir.join(META))?;
+        meta.rewrite(std::slice::from_ref(&info))?;
+        let (record_log, recovered) = Log::<Record>::open(&dir.join(RECORDS))?;
+        note_torn(&mut repaired, &dir.join(RECORDS), recovered.torn.as_ref());
+        let (archive, archived) = Log::<ArchiveEntry>::open(&dir.join(ARCHIVE))?;
+        note_torn(&mut repaired, &dir.join(ARCHIVE), archived.torn.as_ref());
+        let state = Self {
+            info,
+            records: recovered.records,
+            record_log,
+            archive,
+        };
+        Ok(Opened { state, repaired })
+    }
+
+    /// The stored records, in order.
+    pub(crate) fn records(&self) -> &[Record] {
+        &self.records
+    }
+
+    /// Appends stored records (synced).
+    pub(crate) fn store(&mut self, records: &[Record]) -> Result<(), HostError> {
+        self.record_log.append_all(records)?;
+        self.records.extend_from_slice(records);
+        Ok(())
+    }
+
+    /// Replaces every stored record (compaction), atomically.
+    pub(crate) fn replace_records(&mut self, records: Vec<Record>) -> Result<(), HostError> {
+        self.record_log.rewrite(&records)?;
+        self.records = records;
+        Ok(())
+    }
+
+    /// Appends one archive entry (synced).
+    pub(crate) fn archive(&mut self, entry: &ArchiveEntry) -> Result<(), HostError> {
+        self.archive.append(entry)?;
+        Ok(())
+    }
+
+    /// The images the session holds: every image on a stored record.
+    pub(crate) fn held_images(&self) -> HeldImages {
+        self.records
+            .iter()
+            .flat_map(|r| r.images().iter().copied())
+            .collect()
+    }
+
+    /// Numbers new attachments after the highest number the session holds.
+    pub(crate) fn attach(&self, media: &[MediaType]) -> Vec<ImageRef> {
+        let first = self
+            .records
+            .iter()
+            .flat_map(|r| r.images().iter().map(|i| i.number))
+            .max()
+            .map_or(1, |n| n + 1);
+        (first..)
+            .zip(media)
+            .map(|(number, media_type)| ImageRef {
+                number,
+                media_type: *media_type,
+            })
+            .collect()
+    }
+}
+
+fn note_torn(repaired: &mut Vec<String>, file: &Path, torn: Option<&TornTail>) {
+    if let Some(torn) = torn {
+        repaired.push(format!("{}: {torn}", file.display()));
+    }
+}

@@ -1,0 +1,216 @@
+//! The turn, in the order `docs/turn.md` writes down (that order is the contract):
+//!
+//! user message -> `on_user_message` (not for side questions) -> store -> `on_turn_started` ->
+//! compose the mode's system text (`on_prompt` appends, then `rewrite_prompt`) -> build the
+//! request from the stored records -> `rebuild_model` -> `transform_model` -> provider call ->
+//! `on_model_response` (read-only; the host keeps the candidate it received) -> commit -> for
+//! each tool call: `on_tool_call` -> classify -> `on_approval` -> `rewrite_approval` -> policy
+//! (may ask the operator) -> run the tool -> `on_tool_result` -> store -> next model call ... ->
+//! `on_turn_finished` with the stop reason.
+
+mod compaction;
+mod hooks;
+mod model_call;
+mod prompt;
+mod request;
+mod tool_call;
+
+use std::sync::Arc;
+
+use hookline_actors::Pipeline;
+use hookline_messages::hook::{OnTurnFinished, OnTurnStarted, OnUserMessage};
+use hookline_messages::model::{ItemBody, MediaType, ModelResponse, Purpose};
+use hookline_messages::prompt::PromptMode;
+use hookline_messages::record::{ArchiveEntry, Record};
+use hookline_messages::user::{StopReason, TurnInfo, UserMessage};
+
+use crate::approval::Operator;
+use crate::provider::{Provider, ProviderError};
+use crate::session::{Event, HostError, SessionState};
+use crate::tools::ToolRegistry;
+
+pub(crate) use compaction::compact;
+pub(crate) use hooks::record_note;
+
+/// The default bound on model calls in one turn.
+pub const DEFAULT_MAX_MODEL_CALLS: usize = 16;
+
+/// What a turn needs besides its session: the hooks, the tools, the model, the operator, and
+/// where to report.
+pub(crate) struct Engine {
+    pub(crate) pipeline: Pipeline,
+    pub(crate) tools: Arc<ToolRegistry>,
+    pub(crate) provider: Arc<dyn Provider>,
+    pub(crate) operator: Arc<dyn Operator>,
+    pub(crate) max_model_calls: usize,
+    pub(crate) events: Vec<Event>,
+}
+
+/// One piece of work on one session.
+pub(crate) struct Turn<'a> {
+    pub(crate) engine: &'a mut Engine,
+    pub(crate) session: &'a mut SessionState,
+}
+
+/// A user turn's input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UserInput {
+    /// The text the operator typed.
+    pub text: String,
+    /// Images attached to it, by media type.
+    pub images: Vec<MediaType>,
+    /// Work or plan.
+    pub mode: PromptMode,
+}
+
+impl UserInput {
+    /// A work-mode message without images.
+    pub fn work(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            images: Vec::new(),
+            mode: PromptMode::Work,
+        }
+    }
+}
+
+impl Turn<'_> {
+    /// Runs one user turn and returns why it stopped.
+    pub(crate) async fn user_turn(&mut self, input: UserInput) -> Result<StopReason, HostError> {
+        let typed = UserMessage::new(input.text.clone());
+        let stored = self.hook::<OnUserMessage>(typed).await?.text;
+        let images = self.session.attach(&input.images);
+        self.session.store(&[Record::User {
+            text: stored.clone(),
+            images: images.clone(),
+        }])?;
+        let original = (stored != input.text).then_some(input.text);
+        self.archive(ArchiveEntry::UserMessage {
+            text: stored.clone(),
+            original: original.clone(),
+            images,
+        })?;
+        self.engine.events.push(Event::User {
+            session: self.session.info.session_id.clone(),
+            text: stored.clone(),
+            original,
+        });
+        let info = TurnInfo {
+            user_text: stored,
+            mode: input.mode,
+            stop_reason: None,
+        };
+        self.hook::<OnTurnStarted>(info.clone()).await?;
+        self.compose_turn_prompt(input.mode).await?;
+        let stop_reason = self.model_loop(input.mode).await?;
+        self.hook::<OnTurnFinished>(TurnInfo {
+            stop_reason: Some(stop_reason),
+            ..info
+        })
+        .await?;
+        self.archive(ArchiveEntry::TurnFinished { stop_reason })?;
+        self.engine.events.push(Event::TurnFinished { stop_reason });
+        Ok(stop_reason)
+    }
+
+    /// Model calls and their tool calls until the model stops asking for tools.
+    async fn model_loop(&mut self, mode: PromptMode) -> Result<StopReason, HostError> {
+        let purpose = if mode == PromptMode::Plan {
+            Purpose::Plan
+        } else {
+            Purpose::Work
+        };
+        for _ in 0..self.engine.max_model_calls {
+            let request = self.request(purpose, None);
+            let accepts_images = request.accepts_images;
+            let response = match self.model_call(request).await? {
+                Ok(response) => response,
+                Err(ProviderError::Stopped) => return Ok(StopReason::Cancelled),
+                Err(_) => return Ok(StopReason::Failed),
+            };
+            let calls = self.commit(&response)?;
+            if calls.is_empty() {
+                return Ok(StopReason::Completed);
+            }
+            for call in calls {
+                self.tool_call(call, accepts_images).await?;
+            }
+        }
+        Ok(StopReason::LimitReached)
+    }
+
+    /// Stores and archives the candidate the provider returned (SPEC P3.7) and returns its tool
+    /// calls.
+    fn commit(&mut self, response: &ModelResponse) -> Result<Vec<Record>, HostError> {
+        let mut records = Vec::new();
+        for item in &response.items {
+            let record = match &item.body {
+                ItemBody::Assistant { text, .. } => {
+                    self.engine
+                        .events
+                        .push(Event::Assistant { text: text.clone() });
+                    Record::Assistant { text: text.clone() }
+                }
+                ItemBody::Reasoning { text, .. } => Record::Reasoning { text: text.clone() },
+                ItemBody::ToolCall {
+                    call_id,
+                    name,
+                    arguments,
+                } => Record::ToolCall {
+                    call_id: call_id.clone(),
+                    name: name.clone(),
+                    arguments: arguments.clone(),
+                },
+                // A provider does not answer with system, user or tool-result items; ignore them.
+                _ => continue,
+            };
+            records.push(record);
+        }
+        self.session.store(&records)?;
+        self.archive(ArchiveEntry::ModelResponse {
+            purpose: response.purpose,
+            finish_reason: response.finish_reason,
+            items: response.items.clone(),
+            usage: response.usage,
+        })?;
+        Ok(records
+            .into_iter()
+            .filter(|r| matches!(r, Record::ToolCall { .. }))
+            .collect())
+    }
+
+    /// A side question: answered with a side call over the stored records, stored nowhere
+    /// (SPEC P2.3: `on_user_message` does not run for it).
+    pub(crate) async fn side_question(
+        &mut self,
+        question: String,
+    ) -> Result<Option<String>, HostError> {
+        let request = self.request(Purpose::Side, Some(question.clone()));
+        let answer = match self.model_call(request).await? {
+            Ok(response) => assistant_text(&response),
+            Err(_) => return Ok(None),
+        };
+        self.engine.events.push(Event::Side {
+            question,
+            answer: answer.clone(),
+        });
+        Ok(Some(answer))
+    }
+
+    fn archive(&mut self, entry: ArchiveEntry) -> Result<(), HostError> {
+        self.session.archive(&entry)
+    }
+}
+
+/// The assistant text of a response, its items joined by blank lines.
+pub(crate) fn assistant_text(response: &ModelResponse) -> String {
+    let texts: Vec<&str> = response
+        .items
+        .iter()
+        .filter_map(|item| match &item.body {
+            ItemBody::Assistant { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    texts.join("\n\n")
+}

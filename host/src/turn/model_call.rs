@@ -1,0 +1,61 @@
+//! One outbound model call: `rebuild_model` (raw) first, then `transform_model`, the provider
+//! call with the request as prepared for the provider, then `on_model_response` (SPEC P3.4,
+//! P3.7, R5.1, R5.7).
+
+use hookline_messages::hook::{OnModelResponse, RebuildModel, TransformModel};
+use hookline_messages::model::{ModelRequest, ModelResponse};
+use hookline_messages::note::Note;
+use hookline_messages::record::ArchiveEntry;
+
+use super::Turn;
+use crate::provider::ProviderError;
+use crate::session::{Event, HostError};
+
+impl Turn<'_> {
+    /// Sends `request` through the model hooks and the provider.
+    ///
+    /// The outer error is the host's (pipeline, store); the inner one is the provider's, which
+    /// the caller turns into a stop reason.
+    pub(crate) async fn model_call(
+        &mut self,
+        request: ModelRequest,
+    ) -> Result<Result<ModelResponse, ProviderError>, HostError> {
+        let purpose = request.purpose;
+        let held = self.session.held_images();
+        let rebuilt = self.hook_with::<RebuildModel>(held, request).await?;
+        let transformed = self.hook::<TransformModel>(rebuilt.value).await?;
+        let sent = transformed.prepared_for_provider();
+        self.engine.events.push(Event::ModelCall {
+            purpose,
+            items: sent.items.len(),
+        });
+        match self.engine.provider.complete(&sent).await {
+            Ok(response) => {
+                // SPEC P3.7: the hook reads the candidate; the host keeps what it received.
+                self.hook::<OnModelResponse>(response.clone()).await?;
+                Ok(Ok(response))
+            }
+            Err(error) => {
+                let text = error.to_string();
+                self.engine.events.push(Event::ModelFailed {
+                    purpose,
+                    error: text.clone(),
+                });
+                self.session.archive(&ArchiveEntry::ModelFailure {
+                    purpose,
+                    error: text,
+                })?;
+                // SPEC R5.7: a hint for work and plan calls whose request a raw hook changed;
+                // one note per failure. A `/stop` is not a failure.
+                if purpose.is_turn_call()
+                    && !rebuilt.changed_by.is_empty()
+                    && error != ProviderError::Stopped
+                {
+                    let plugins = rebuilt.changed_by.iter().map(ToString::to_string).collect();
+                    self.note(Note::RawChangeFailure { plugins })?;
+                }
+                Ok(Err(error))
+            }
+        }
+    }
+}

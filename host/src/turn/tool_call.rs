@@ -1,0 +1,162 @@
+//! One tool call, the same for built-in, plugin and external tools (SPEC P1.3): `on_tool_call`,
+//! classify, `on_approval`, `rewrite_approval`, the policy (which may ask the operator), the tool,
+//! `on_tool_result`, store.
+
+use hookline_messages::approval::Classification;
+use hookline_messages::hook::{
+    OnApproval, OnToolCall, OnToolResult, RewriteApproval, ToolResultContext,
+};
+use hookline_messages::policy::{verdict, Verdict};
+use hookline_messages::record::{ApprovalRecord, ArchiveEntry, Decider, Decision, Record};
+use hookline_messages::tool::{ApprovalState, ToolCall, ToolProvider, ToolResult};
+
+use super::Turn;
+use crate::approval::classify;
+use crate::session::{Event, HostError};
+use crate::tools::{ToolContext, ToolOutput};
+
+/// The text a refused call's result carries.
+pub(crate) const REFUSED_TEXT: &str = "The call was refused; it did not run.";
+
+impl Turn<'_> {
+    /// Runs one stored tool call record through the hooks, the policy and the tool.
+    pub(crate) async fn tool_call(
+        &mut self,
+        record: Record,
+        images_allowed: bool,
+    ) -> Result<(), HostError> {
+        let Record::ToolCall {
+            call_id,
+            name,
+            arguments,
+        } = record
+        else {
+            return Ok(());
+        };
+        let asked = ToolCall {
+            provider: self.provider_of(&name),
+            call_id,
+            name,
+            arguments,
+        };
+        let mut call = self.hook::<OnToolCall>(asked.clone()).await?;
+        // SPEC P3.1: the call that runs is classified and approved as rewritten; its provider is
+        // resolved again from its (possibly new) name.
+        call.provider = self.provider_of(&call.name);
+        let rewritten_from = (call != asked).then_some(asked);
+        self.session.archive(&ArchiveEntry::ToolCall {
+            call: call.clone(),
+            rewritten_from: rewritten_from.clone(),
+        })?;
+        self.engine.events.push(Event::ToolCall {
+            call: call.clone(),
+            rewritten_from,
+        });
+        let decision = self.approve(&call).await?;
+        let result = self.run_tool(&call, decision).await;
+        let mut held = self.session.held_images();
+        result
+            .images
+            .iter()
+            .for_each(|i| held.insert(i.number, i.media_type));
+        let context = ToolResultContext {
+            images_allowed,
+            held,
+        };
+        let result = self.hook_with::<OnToolResult>(context, result).await?.value;
+        self.session.store(&[Record::ToolResult {
+            call_id: result.call_id.clone(),
+            name: result.name.clone(),
+            text: result.text.clone(),
+            images: result.images.clone(),
+            success: result.success,
+        }])?;
+        self.session
+            .archive(&ArchiveEntry::ToolResult(result.clone()))?;
+        self.engine.events.push(Event::ToolResult(result));
+        Ok(())
+    }
+
+    fn provider_of(&self, name: &str) -> ToolProvider {
+        self.engine
+            .tools
+            .get(name)
+            .map_or(ToolProvider::BuiltIn, |tool| tool.spec().provider)
+    }
+
+    /// Classifies, runs the approval hooks, and lets the policy decide (SPEC P2.9, R4, R5.10).
+    async fn approve(&mut self, call: &ToolCall) -> Result<Decision, HostError> {
+        let tool = self.engine.tools.get(&call.name);
+        let classification = classify(tool.as_ref().map(|t| t.spec()), call);
+        let classification = self.hook::<OnApproval>(classification).await?;
+        let classification = self.hook::<RewriteApproval>(classification).await?;
+        let (decision, decided_by) = self.decide(call, &classification).await;
+        let record = ApprovalRecord {
+            call_id: call.call_id.clone(),
+            tool: call.name.clone(),
+            classification,
+            decision,
+            decided_by,
+        };
+        self.session
+            .archive(&ArchiveEntry::Approval(record.clone()))?;
+        self.engine.events.push(Event::Approval(record));
+        Ok(decision)
+    }
+
+    async fn decide(
+        &self,
+        call: &ToolCall,
+        classification: &Classification,
+    ) -> (Decision, Decider) {
+        match verdict(self.session.info.approval_mode, classification) {
+            Verdict::Allow => (Decision::Allow, Decider::Policy),
+            Verdict::Ask => (
+                self.engine.operator.decide(call, classification).await,
+                Decider::Operator,
+            ),
+        }
+    }
+
+    /// Runs the tool if the call was allowed; a refused call never runs.
+    async fn run_tool(&mut self, call: &ToolCall, decision: Decision) -> ToolResult {
+        let refused = ToolResult {
+            call_id: call.call_id.clone(),
+            name: call.name.clone(),
+            text: REFUSED_TEXT.into(),
+            images: Vec::new(),
+            success: false,
+            approval: ApprovalState::Denied,
+        };
+        if decision == Decision::Deny {
+            return refused;
+        }
+        let output = match self.engine.tools.get(&call.name) {
+            Some(tool) => {
+                let cx = ToolContext {
+                    workspace_root: self.session.info.workspace_root.clone().into(),
+                };
+                tool.run(&cx, call.arguments.clone()).await
+            }
+            None => ToolOutput {
+                text: format!("There is no tool named '{}'.", call.name),
+                images: Vec::new(),
+                success: false,
+            },
+        };
+        self.engine.events.push(Event::ToolRun {
+            call_id: call.call_id.clone(),
+            tool: call.name.clone(),
+            arguments: call.arguments.clone(),
+            success: output.success,
+            text: output.text.clone(),
+        });
+        ToolResult {
+            text: output.text,
+            images: output.images,
+            success: output.success,
+            approval: ApprovalState::Granted,
+            ..refused
+        }
+    }
+}

@@ -1,0 +1,241 @@
+//! What a session keeps: the stored records the next request is built from, and the append-only
+//! archive of everything that happened (SPEC P2.5, P2.6, P3.6, R1: hooks never write either).
+
+use serde::{Deserialize, Serialize};
+
+use crate::approval::Classification;
+use crate::model::{FinishReason, ImageRef, Item, Purpose, Usage};
+use crate::note::Note;
+use crate::prompt::PromptMode;
+use crate::session::SessionInfo;
+use crate::tool::{ToolCall, ToolResult};
+use crate::user::StopReason;
+
+/// One stored record: the conversation as the host keeps it. Requests are built from these.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Record {
+    /// The work or plan system text a turn composed (after `on_prompt` and `rewrite_prompt`,
+    /// SPEC R5.8). The latest one is the active system message.
+    System {
+        /// The mode it was composed for.
+        mode: PromptMode,
+        /// The text, as used.
+        text: String,
+    },
+    /// A user message, as stored after `on_user_message` (SPEC P2.3, P3.6).
+    User {
+        /// The stored text.
+        text: String,
+        /// Attached images, as markers.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageRef>,
+    },
+    /// An assistant message the model returned.
+    Assistant {
+        /// Its text.
+        text: String,
+    },
+    /// Model reasoning the model returned.
+    Reasoning {
+        /// Its text.
+        text: String,
+    },
+    /// A tool call as the model made it (SPEC P3.6: hooks' rewrites are not stored).
+    #[serde(rename_all = "camelCase")]
+    ToolCall {
+        /// The call id.
+        call_id: String,
+        /// The tool name the model asked for.
+        name: String,
+        /// The arguments the model gave.
+        arguments: serde_json::Value,
+    },
+    /// A tool result, after `on_tool_result`.
+    #[serde(rename_all = "camelCase")]
+    ToolResult {
+        /// The id of the call it answers.
+        call_id: String,
+        /// The tool that ran (or was refused).
+        name: String,
+        /// The result text.
+        text: String,
+        /// Attached images.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageRef>,
+        /// Whether the tool succeeded.
+        success: bool,
+    },
+    /// A compaction summary that replaced the folded history (SPEC P2.10, R3).
+    Summary {
+        /// The summary body, as stored (after `on_compaction` and `rewrite_compaction`).
+        text: String,
+    },
+}
+
+impl Record {
+    /// The images this record carries.
+    pub fn images(&self) -> &[ImageRef] {
+        match self {
+            Self::User { images, .. } | Self::ToolResult { images, .. } => images,
+            _ => &[],
+        }
+    }
+}
+
+/// What the policy (or the operator) decided for one tool call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Decision {
+    /// The call may run.
+    Allow,
+    /// The call is refused and never runs.
+    Deny,
+}
+
+/// Who made an approval decision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Decider {
+    /// The approval mode decided without asking.
+    Policy,
+    /// The operator answered a prompt.
+    Operator,
+}
+
+/// One approval decision, as archived.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalRecord {
+    /// The call it decided.
+    pub call_id: String,
+    /// The tool name, after `on_tool_call`.
+    pub tool: String,
+    /// The classification the policy decided on (after `on_approval` and `rewrite_approval`).
+    pub classification: Classification,
+    /// The decision.
+    pub decision: Decision,
+    /// Who decided.
+    pub decided_by: Decider,
+}
+
+/// One entry of a session's append-only archive.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum ArchiveEntry {
+    /// The session became active (SPEC P3.10).
+    SessionStarted(SessionInfo),
+    /// The session stopped being active (SPEC P3.11).
+    SessionEnded(SessionInfo),
+    /// A stored user message.
+    #[serde(rename_all = "camelCase")]
+    UserMessage {
+        /// The text as stored (after `on_user_message`).
+        text: String,
+        /// The text the operator typed, when a hook replaced it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        original: Option<String>,
+        /// Attached images.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageRef>,
+    },
+    /// Work or plan system text, as used (SPEC R2, R5.8).
+    SystemText {
+        /// Its mode.
+        mode: PromptMode,
+        /// The text.
+        text: String,
+    },
+    /// A model response the host received (the candidate it kept, SPEC P3.7).
+    #[serde(rename_all = "camelCase")]
+    ModelResponse {
+        /// Why the call was made.
+        purpose: Purpose,
+        /// Why it finished.
+        finish_reason: FinishReason,
+        /// The returned items.
+        items: Vec<Item>,
+        /// Token usage.
+        usage: Usage,
+    },
+    /// A model call failed.
+    ModelFailure {
+        /// Why the call was made.
+        purpose: Purpose,
+        /// The provider's error.
+        error: String,
+    },
+    /// A tool call as it was approved (after `on_tool_call`).
+    #[serde(rename_all = "camelCase")]
+    ToolCall {
+        /// The call after hooks.
+        call: ToolCall,
+        /// The call the model made, when a hook rewrote it (SPEC P3.1).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rewritten_from: Option<ToolCall>,
+    },
+    /// An approval decision.
+    Approval(ApprovalRecord),
+    /// A tool result, after `on_tool_result`.
+    ToolResult(ToolResult),
+    /// A compaction replaced the folded history with a summary.
+    #[serde(rename_all = "camelCase")]
+    Compaction {
+        /// How many stored records were folded.
+        folded: usize,
+        /// The stored summary body.
+        summary: String,
+    },
+    /// A turn finished.
+    #[serde(rename_all = "camelCase")]
+    TurnFinished {
+        /// Why.
+        stop_reason: StopReason,
+    },
+    /// A note the host recorded, with its English text.
+    Note {
+        /// The note's data.
+        note: Note,
+        /// Its English sentence.
+        text: String,
+    },
+}
+
+impl ArchiveEntry {
+    /// The archive entry of a note.
+    pub fn note(note: Note) -> Self {
+        let text = note.text();
+        Self::Note { note, text }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_and_entries_round_trip_as_json() {
+        let records = vec![
+            Record::User {
+                text: "hi".into(),
+                images: vec![],
+            },
+            Record::ToolCall {
+                call_id: "c1".into(),
+                name: "read_file".into(),
+                arguments: serde_json::json!({"path": "a"}),
+            },
+            Record::Summary {
+                text: String::new(),
+            },
+        ];
+        let json = serde_json::to_string(&records).unwrap_or_default();
+        let back: Vec<Record> = serde_json::from_str(&json).unwrap_or_default();
+        assert_eq!(back, records);
+        let entry = ArchiveEntry::note(Note::PluginImagesIgnored);
+        let json = serde_json::to_string(&entry).unwrap_or_default();
+        assert!(json.contains("Plugin images were ignored"));
+        let back: Result<ArchiveEntry, _> = serde_json::from_str(&json);
+        assert_eq!(back.ok(), Some(entry));
+    }
+}

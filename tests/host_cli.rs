@@ -1,0 +1,98 @@
+//! `hookline run` as a user runs it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Command;
+
+fn hookline(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_hookline"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn run_plays_the_bundled_demo_in_human_form() {
+    let out = hookline(&["run"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    for expected in [
+        "== session s1 started",
+        "note: Plugin 'operator-tools' registered a raw hook.",
+        "note: Plugin hook 'flaky' user-message was skipped: flaky is offline.",
+        "user> Please read notes.txt, my [password redacted]",
+        "hook rebuild_model: changed by operator-tools",
+        "hook rewrite_approval: changed by operator-tools",
+        "note: Plugin images were ignored because this turn returns text only.",
+        "note: Raw hook 'operator-tools' changed this model request. The failure may be related.",
+        "hook rewrite_compaction: changed by operator-tools",
+        "model (side)> A scripted one.",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+    }
+    // SPEC P3.13: the last line about sessions is the end of the one still open.
+    let last_session_line = text.lines().rfind(|l| l.starts_with("== session")).unwrap();
+    assert!(
+        last_session_line.starts_with("== session s5 ended"),
+        "{last_session_line}"
+    );
+}
+
+#[test]
+fn run_json_reports_requests_records_archive_notes_tools_and_approvals() {
+    let out = hookline(&["run", "--json"]);
+    assert!(out.status.success());
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["requests"].as_array().unwrap().len(), 13);
+    assert_eq!(report["toolExecutions"].as_array().unwrap().len(), 4);
+    assert_eq!(report["approvals"].as_array().unwrap().len(), 5);
+    assert_eq!(report["approvals"][2]["decision"], "deny");
+    let sessions = report["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 5);
+    assert!(sessions[0]["archive"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["kind"] == "compaction"));
+    assert!(report["notes"].as_array().unwrap().len() >= 4);
+}
+
+#[test]
+fn a_bad_scenario_exits_2_naming_the_file_and_the_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "unknown.json",
+            r#"{"steps": [{"shout": "hi"}]}"#,
+            "unknown field `shout`",
+        ),
+        ("json.json", "{ not json", "bad JSON"),
+        (
+            "tool.json",
+            r#"{"steps": [{"user": "x", "replies": [{"toolCalls": [{"id": "1", "name": "nope"}]}]}]}"#,
+            "step 1: the tool 'nope' does not exist",
+        ),
+        (
+            "command.json",
+            r#"{"steps": [{"command": "/nwe"}]}"#,
+            "step 1: unknown command '/nwe'",
+        ),
+    ];
+    for (name, body, problem) in cases {
+        let file = dir.path().join(name);
+        std::fs::write(&file, body).unwrap();
+        let out = hookline(&["run", file.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(
+            err.contains(file.to_str().unwrap()) && err.contains(problem),
+            "{name}: {err}"
+        );
+        assert!(!err.contains("panicked"));
+    }
+    let out = hookline(&["run", dir.path().join("missing.json").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -1,0 +1,188 @@
+//! Session transitions (SPEC P3.10 to P3.13) and resuming after a restart.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod host_support;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use hookline::actors::plugin::{HookResult, Plugin, PluginRegistration};
+use hookline::host::turn::UserInput;
+use hookline::host::{HostError, SessionCommand};
+use hookline::messages::hook::{HookContext, HookKind, HookSet};
+use hookline::messages::model::ItemBody;
+use hookline::messages::session::{ApprovalMode, SessionId, SessionInfo};
+use host_support::*;
+
+struct Watcher(Seen);
+
+#[async_trait]
+impl Plugin for Watcher {
+    fn hooks(&self) -> HookSet {
+        HookSet::of(&[HookKind::OnSessionStarted, HookKind::OnSessionEnded])
+    }
+    async fn on_session_started(&self, cx: &HookContext, s: SessionInfo) -> HookResult<()> {
+        assert_eq!(cx.session_id, s.session_id);
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("start {} {}", s.session_id, s.workspace_root));
+        Ok(())
+    }
+    async fn on_session_ended(&self, cx: &HookContext, s: SessionInfo) -> HookResult<()> {
+        assert_eq!(cx.session_id, s.session_id);
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("end {} {}", s.session_id, s.workspace_root));
+        Ok(())
+    }
+}
+
+#[actix_rt::test]
+async fn every_transition_runs_end_then_start_with_the_session_and_workspace_left() {
+    let log = Seen::default();
+    let mut rig = rig(
+        vec![PluginRegistration::new("w").with_hooks(Arc::new(Watcher(log.clone())))],
+        false,
+        ApprovalMode::AskAboveRead,
+    );
+    std::fs::create_dir_all(rig.workspace().join("sub")).unwrap();
+    let ws = rig.workspace().display().to_string();
+    let sub = format!("{ws}/sub");
+    let other = std::fs::canonicalize(rig.dir.path())
+        .unwrap()
+        .join("other")
+        .display()
+        .to_string();
+    rig.host.open().await.unwrap();
+    rig.host.command(SessionCommand::Clear).await.unwrap();
+    rig.host.command(SessionCommand::Fork).await.unwrap();
+    rig.host
+        .command(SessionCommand::Resume(SessionId::new("s1")))
+        .await
+        .unwrap();
+    rig.host
+        .command(SessionCommand::Cd("sub".into()))
+        .await
+        .unwrap();
+    rig.host
+        .command(SessionCommand::Space("other".into()))
+        .await
+        .unwrap();
+    // SPEC P3.12: a resume that changes the workspace is exactly one end and one start.
+    rig.host
+        .command(SessionCommand::Resume(SessionId::new("s2")))
+        .await
+        .unwrap();
+    rig.host.command(SessionCommand::New).await.unwrap();
+    rig.host.close().await.unwrap();
+    rig.host.close().await.unwrap();
+    let expected = [
+        format!("start s1 {ws}"),
+        format!("end s1 {ws}"),
+        format!("start s2 {ws}"),
+        format!("end s2 {ws}"),
+        format!("start s3 {ws}"),
+        format!("end s3 {ws}"),
+        format!("start s1 {ws}"),
+        format!("end s1 {ws}"),
+        format!("start s4 {sub}"),
+        format!("end s4 {sub}"),
+        format!("start s5 {other}"),
+        format!("end s5 {other}"),
+        format!("start s2 {ws}"),
+        format!("end s2 {ws}"),
+        format!("start s6 {ws}"),
+        format!("end s6 {ws}"),
+    ];
+    assert_eq!(seen(&log), expected);
+}
+
+#[actix_rt::test]
+async fn resuming_the_active_session_runs_no_transition() {
+    let log = Seen::default();
+    let mut rig = rig(
+        vec![PluginRegistration::new("w").with_hooks(Arc::new(Watcher(log.clone())))],
+        false,
+        ApprovalMode::AskAboveRead,
+    );
+    rig.host.open().await.unwrap();
+    rig.host
+        .command(SessionCommand::Resume(SessionId::new("s1")))
+        .await
+        .unwrap();
+    assert_eq!(seen(&log).len(), 1);
+    let missing = rig
+        .host
+        .command(SessionCommand::Resume(SessionId::new("nope")))
+        .await;
+    assert!(matches!(missing, Err(HostError::UnknownSession(id)) if id == "nope"));
+}
+
+#[actix_rt::test]
+async fn a_fork_copies_the_stored_records_into_a_new_session() {
+    let mut rig = rig(vec![], false, ApprovalMode::AskAboveRead);
+    rig.host.open().await.unwrap();
+    rig.replies(vec![text("a")]);
+    rig.host.user_turn(UserInput::work("q")).await.unwrap();
+    rig.host.command(SessionCommand::Fork).await.unwrap();
+    assert_eq!(
+        rig.host
+            .active()
+            .map(|s| s.session_id.to_string())
+            .as_deref(),
+        Some("s2")
+    );
+    assert_eq!(rig.records("s2"), rig.records("s1"));
+}
+
+#[test]
+fn a_store_reopened_after_a_restart_resumes_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    let start = |ws: std::path::PathBuf| {
+        let provider = hookline::host::provider::ScriptedProvider::new(false);
+        let host = hookline::host::Host::builder()
+            .provider(Arc::new(provider.clone()))
+            .workspace(ws)
+            .start()
+            .unwrap();
+        (host, provider)
+    };
+    // First process: one turn, then the system (and every actor) goes away.
+    actix::System::new().block_on(async {
+        let (mut host, provider) = start(ws.clone());
+        host.open().await.unwrap();
+        provider.push_replies(vec![text("remembered answer")]);
+        host.user_turn(UserInput::work("remember me"))
+            .await
+            .unwrap();
+        host.close().await.unwrap();
+    });
+    // Second process: a new host over the same store resumes s1 and builds from its records.
+    actix::System::new().block_on(async {
+        let (mut host, provider) = start(ws.clone());
+        host.resume(&SessionId::new("s1")).await.unwrap();
+        provider.push_replies(vec![text("ok")]);
+        host.user_turn(UserInput::work("again")).await.unwrap();
+        let texts: Vec<String> = provider.sent()[0]
+            .items
+            .iter()
+            .filter_map(|i| match &i.body {
+                ItemBody::User { text, .. } | ItemBody::Assistant { text, .. } => {
+                    Some(text.clone())
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(texts, ["remember me", "remembered answer", "again"]);
+        // A fresh session after the restart does not reuse a stored id.
+        host.command(SessionCommand::New).await.unwrap();
+        assert_eq!(
+            host.active().map(|s| s.session_id.to_string()).as_deref(),
+            Some("s2")
+        );
+    });
+}

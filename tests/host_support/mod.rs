@@ -1,0 +1,125 @@
+//! Helpers shared by the host tests: a host over a scripted provider in a temporary workspace.
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, Mutex};
+
+use hookline::actors::plugin::PluginRegistration;
+use hookline::host::approval::ScriptedOperator;
+use hookline::host::provider::ScriptedProvider;
+use hookline::host::store::Log;
+use hookline::host::tools::ToolRegistry;
+use hookline::host::{Event, Host};
+use hookline::messages::note::Note;
+use hookline::messages::record::{ArchiveEntry, Record};
+use hookline::messages::scenario::{OperatorAnswer, ScriptedReply, ScriptedToolCall};
+use hookline::messages::session::{ApprovalMode, SessionId};
+
+/// A host and its fakes.
+pub struct Rig {
+    pub host: Host,
+    pub provider: ScriptedProvider,
+    pub operator: ScriptedOperator,
+    pub dir: tempfile::TempDir,
+}
+
+impl Rig {
+    pub fn workspace(&self) -> std::path::PathBuf {
+        std::fs::canonicalize(self.dir.path().join("ws")).unwrap()
+    }
+
+    pub fn replies(&self, replies: Vec<ScriptedReply>) {
+        self.provider.push_replies(replies);
+    }
+
+    pub fn answers(&self, answers: &[OperatorAnswer]) {
+        self.operator.push_answers(answers.iter().copied());
+    }
+
+    pub fn records(&self, id: &str) -> Vec<Record> {
+        let dir = self.host.store().session_dir(&SessionId::new(id)).unwrap();
+        Log::<Record>::open(&dir.join("records.log"))
+            .unwrap()
+            .1
+            .records
+    }
+
+    pub fn archive(&self, id: &str) -> Vec<ArchiveEntry> {
+        let dir = self.host.store().session_dir(&SessionId::new(id)).unwrap();
+        Log::<ArchiveEntry>::open(&dir.join("archive.log"))
+            .unwrap()
+            .1
+            .records
+    }
+
+    pub fn notes(&self, id: &str) -> Vec<Note> {
+        self.archive(id)
+            .into_iter()
+            .filter_map(|e| match e {
+                ArchiveEntry::Note { note, .. } => Some(note),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// Starts a host (inside an actix system) with `plugins`, the built-in tools, and a scripted
+/// provider whose model takes images or not.
+pub fn rig(plugins: Vec<PluginRegistration>, images: bool, mode: ApprovalMode) -> Rig {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("ws")).unwrap();
+    std::fs::write(dir.path().join("ws/notes.txt"), "three little words").unwrap();
+    let provider = ScriptedProvider::new(images);
+    let operator = ScriptedOperator::default();
+    let host = Host::builder()
+        .plugins(plugins)
+        .tools(ToolRegistry::with_builtins())
+        .provider(Arc::new(provider.clone()))
+        .operator(Arc::new(operator.clone()))
+        .workspace(dir.path().join("ws"))
+        .spaces_root(dir.path())
+        .approval_mode(mode)
+        .start()
+        .unwrap();
+    Rig {
+        host,
+        provider,
+        operator,
+        dir,
+    }
+}
+
+pub fn text(text: &str) -> ScriptedReply {
+    ScriptedReply {
+        text: text.into(),
+        ..ScriptedReply::default()
+    }
+}
+
+pub fn call(id: &str, name: &str, arguments: serde_json::Value) -> ScriptedReply {
+    ScriptedReply {
+        tool_calls: vec![ScriptedToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+        }],
+        ..ScriptedReply::default()
+    }
+}
+
+pub fn fail(error: &str) -> ScriptedReply {
+    ScriptedReply {
+        fail: Some(error.into()),
+        ..ScriptedReply::default()
+    }
+}
+
+/// A shared log plugins write what they saw into.
+pub type Seen = Arc<Mutex<Vec<String>>>;
+
+pub fn seen(log: &Seen) -> Vec<String> {
+    log.lock().unwrap().clone()
+}
+
+pub fn events_of(events: &[Event], pick: impl Fn(&Event) -> bool) -> Vec<Event> {
+    events.iter().filter(|e| pick(e)).cloned().collect()
+}
