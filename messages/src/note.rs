@@ -286,7 +286,7 @@ struct DurationText(u64);
 impl fmt::Display for DurationText {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
-            millis if millis % 1000 == 0 => write!(f, "{} s", millis / 1000),
+            millis if millis > 0 && millis % 1000 == 0 => write!(f, "{} s", millis / 1000),
             millis => write!(f, "{millis} ms"),
         }
     }
