@@ -9,7 +9,6 @@ use std::time::Duration;
 use hookline::actors::Pipeline;
 use hookline::host::external::PluginTool;
 use hookline::host::tools::{Tool, ToolContext};
-use hookline::messages::tool::ToolProvider;
 use hookline::messages::approval::{Authority, Classification, Risk};
 use hookline::messages::hook::{
     OnApproval, OnPrompt, OnToolCall, OnUserMessage, RewriteApproval, RewritePrompt,
@@ -17,6 +16,7 @@ use hookline::messages::hook::{
 use hookline::messages::prompt::{Prompt, PromptMode, SystemText};
 use hookline::messages::protocol::ReplyBody;
 use hookline::messages::session::SessionId;
+use hookline::messages::tool::ToolProvider;
 use hookline::messages::user::UserMessage;
 use serde_json::json;
 use support::{examples, load_user, scripted, texts, tool_call};
@@ -65,7 +65,9 @@ async fn the_examples_run_their_hooks_raw_hook_tools_and_events() {
     let tools: Vec<PluginTool> = report.tools();
     let names: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();
     assert_eq!(names, ["word_count", "echo"]);
-    assert!(tools.iter().all(|t| t.spec().provider == ToolProvider::Plugin));
+    assert!(tools
+        .iter()
+        .all(|t| t.spec().provider == ToolProvider::Plugin));
     let cx = ToolContext {
         workspace_root: root.path().to_path_buf(),
     };

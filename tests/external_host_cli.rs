@@ -76,9 +76,16 @@ fn no_demo_plugins_runs_a_scenario_with_no_plugin_at_all() {
         "--no-demo-plugins",
     ]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(text.contains("model> hello"), "{text}");
-    assert!(!text.contains("hook "), "no plugin changed anything:\n{text}");
+    assert!(
+        !text.contains("hook "),
+        "no plugin changed anything:\n{text}"
+    );
     assert!(!text.contains("note:"), "{text}");
 }
 

@@ -18,9 +18,9 @@ use std::sync::Arc;
 use clap::Args;
 use hookline_messages::scenario::Scenario;
 
+use super::hooks::plugin_options;
 use super::render::{human, report, Report};
 use crate::approval::ScriptedOperator;
-use super::hooks::plugin_options;
 use crate::demo::{example_plugins, WordCount, DEMO_NAME, DEMO_SCENARIO};
 use crate::provider::ScriptedProvider;
 use crate::scenario::{first_model, load, parse, play, Played, ScenarioError};
@@ -89,12 +89,14 @@ async fn run_async(args: &RunArgs) -> Result<String, RunError> {
     }
     let options = plugin_options(args.plugins.clone(), args.workspace.clone());
     let builder = plugins(args, &options).await;
-    let prepared = prepare(args, builder);
-    match prepared {
-        Ok((builder, name, scenario, workspace, run_dir)) => {
-            play_run(args, builder, name, scenario, workspace, run_dir).await
-        }
-        Err((builder, error)) => {
+    match prepare(args, &builder) {
+        Ok(Prepared {
+            name,
+            scenario,
+            workspace,
+            run_dir,
+        }) => play_run(args, builder, name, scenario, workspace, run_dir).await,
+        Err(error) => {
             // Nothing ran: the plugin processes still go down in order.
             builder.shutdown_plugins().await;
             Err(error)
@@ -118,40 +120,43 @@ async fn plugins(args: &RunArgs, options: &crate::loading::LoadOptions) -> HostB
     }
 }
 
-type Prepared = (HostBuilder, String, Scenario, PathBuf, PathBuf);
+/// A checked scenario and its prepared workspace.
+struct Prepared {
+    name: String,
+    scenario: Scenario,
+    workspace: PathBuf,
+    run_dir: PathBuf,
+}
 
-/// Reads the scenario (checked against the tools the host will have) and prepares its
-/// workspace. On failure the builder comes back so its plugin processes can be shut down.
-fn prepare(
-    args: &RunArgs,
-    builder: HostBuilder,
-) -> Result<Prepared, (HostBuilder, RunError)> {
-    let tools = match builder.tool_registry() {
-        Ok((tools, _)) => tools,
-        Err(source) => {
-            let file = args
-                .scenario
-                .as_ref()
-                .map_or_else(|| DEMO_NAME.to_owned(), |f| f.display().to_string());
-            return Err((builder, RunError::Host { file, source }));
-        }
+/// Reads the scenario (checked against the tools `builder`'s host will have) and prepares its
+/// workspace.
+fn prepare(args: &RunArgs, builder: &HostBuilder) -> Result<Prepared, RunError> {
+    let (tools, _) = builder.tool_registry().map_err(|source| RunError::Host {
+        file: args
+            .scenario
+            .as_ref()
+            .map_or_else(|| DEMO_NAME.to_owned(), |f| f.display().to_string()),
+        source,
+    })?;
+    let (name, scenario, base) = match &args.scenario {
+        Some(file) => (
+            file.display().to_string(),
+            load(file, &tools)?,
+            file.parent().map(Path::to_path_buf),
+        ),
+        None => (
+            DEMO_NAME.to_owned(),
+            parse(Path::new(DEMO_NAME), DEMO_SCENARIO, &tools)?,
+            None,
+        ),
     };
-    let loaded = match &args.scenario {
-        Some(file) => load(file, &tools).map(|scenario| {
-            let base = file.parent().map(Path::to_path_buf);
-            (file.display().to_string(), scenario, base)
-        }),
-        None => parse(Path::new(DEMO_NAME), DEMO_SCENARIO, &tools)
-            .map(|scenario| (DEMO_NAME.to_owned(), scenario, None)),
-    };
-    let (name, scenario, base) = match loaded {
-        Ok(loaded) => loaded,
-        Err(error) => return Err((builder, error.into())),
-    };
-    match prepare_workspace(&name, &scenario, base) {
-        Ok((run_dir, workspace)) => Ok((builder, name, scenario, workspace, run_dir)),
-        Err(error) => Err((builder, error)),
-    }
+    let (run_dir, workspace) = prepare_workspace(&name, &scenario, base)?;
+    Ok(Prepared {
+        name,
+        scenario,
+        workspace,
+        run_dir,
+    })
 }
 
 async fn play_run(

@@ -27,7 +27,10 @@ enum BootstrapReplacement {
 impl BootstrapReplacement {
     fn into_files(self) -> Vec<BootstrapFile> {
         match self {
-            Self::List(files) | Self::Context { bootstrap_files: files } => files,
+            Self::List(files)
+            | Self::Context {
+                bootstrap_files: files,
+            } => files,
         }
     }
 }

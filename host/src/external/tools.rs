@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use hookline_messages::note::SkipReason;
-use hookline_messages::protocol::{HostMessage, ReplyBody, ToolDecl, ToolOutput as WireOutput, ToolRequest};
+use hookline_messages::protocol::{
+    HostMessage, ReplyBody, ToolDecl, ToolOutput as WireOutput, ToolRequest,
+};
 use hookline_messages::tool::ToolProvider;
 
 use super::ExternalPlugin;
@@ -49,15 +51,13 @@ impl PluginTool {
     fn output(&self, reply: Result<ReplyBody, SkipReason>) -> ToolOutput {
         let plugin = self.plugin_name();
         match reply {
-            Ok(ReplyBody::Replace(value)) => {
-                match serde_json::from_value::<WireOutput>(value) {
-                    Ok(out) if out.success => ToolOutput::success(out.text),
-                    Ok(out) => ToolOutput::failure(out.text),
-                    Err(_) => ToolOutput::failure(format!(
-                        "Plugin '{plugin}' returned a tool result that could not be decoded."
-                    )),
-                }
-            }
+            Ok(ReplyBody::Replace(value)) => match serde_json::from_value::<WireOutput>(value) {
+                Ok(out) if out.success => ToolOutput::success(out.text),
+                Ok(out) => ToolOutput::failure(out.text),
+                Err(_) => ToolOutput::failure(format!(
+                    "Plugin '{plugin}' returned a tool result that could not be decoded."
+                )),
+            },
             Ok(ReplyBody::Keep) => {
                 ToolOutput::failure(format!("Plugin '{plugin}' returned no tool result."))
             }

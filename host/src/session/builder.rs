@@ -20,9 +20,9 @@ use hookline_messages::session::ApprovalMode;
 
 use super::{existing_dir, Host, HostError};
 use crate::approval::{Operator, RefuseAll};
-use crate::provider::{Provider, ScriptedProvider};
 use crate::external::{ExternalPlugin, PluginTool};
 use crate::loading::{load, LoadNote, LoadOptions, LoadReport};
+use crate::provider::{Provider, ScriptedProvider};
 use crate::store::Store;
 use crate::tools::{Tool, ToolRegistry};
 use crate::turn::{Engine, DEFAULT_MAX_MODEL_CALLS};
