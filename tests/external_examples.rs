@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use hookline::actors::Pipeline;
 use hookline::host::external::PluginTool;
+use hookline::host::tools::{Tool, ToolContext};
 use hookline::messages::approval::{Authority, Classification, Risk};
 use hookline::messages::hook::{
     OnApproval, OnPrompt, OnToolCall, OnUserMessage, RewriteApproval, RewritePrompt,
@@ -15,6 +16,7 @@ use hookline::messages::hook::{
 use hookline::messages::prompt::{Prompt, PromptMode, SystemText};
 use hookline::messages::protocol::ReplyBody;
 use hookline::messages::session::SessionId;
+use hookline::messages::tool::ToolProvider;
 use hookline::messages::user::UserMessage;
 use serde_json::json;
 use support::{examples, load_user, scripted, texts, tool_call};
@@ -34,7 +36,10 @@ async fn the_examples_run_their_hooks_raw_hook_tools_and_events() {
         .unwrap();
     assert_eq!(
         texts(pipeline.load_notes()),
-        ["Plugin 'rust-guard' registered a raw hook."]
+        [
+            "Plugin 'rust-guard' registered a raw hook.",
+            "Plugin 'house-rules' subscribes to 'command:nwe', which the gateway never emits."
+        ]
     );
     let s = SessionId::new("s");
     let prompt = pipeline
@@ -60,11 +65,15 @@ async fn the_examples_run_their_hooks_raw_hook_tools_and_events() {
     let tools: Vec<PluginTool> = report.tools();
     let names: Vec<&str> = tools.iter().map(|t| t.spec().name.as_str()).collect();
     assert_eq!(names, ["word_count", "echo"]);
-    let count = tools[0]
-        .run(root.path(), json!({"text": "one two three"}))
-        .await;
+    assert!(tools
+        .iter()
+        .all(|t| t.spec().provider == ToolProvider::Plugin));
+    let cx = ToolContext {
+        workspace_root: root.path().to_path_buf(),
+    };
+    let count = tools[0].run(&cx, json!({"text": "one two three"})).await;
     assert_eq!((count.text.as_str(), count.success), ("3", true));
-    let echo = tools[1].run(root.path(), json!({"text": "hi"})).await;
+    let echo = tools[1].run(&cx, json!({"text": "hi"})).await;
     assert_eq!(echo.text, "hi");
     let guard = &report.plugins[1];
     assert_eq!(guard.events(), ["message:received", "session"]);

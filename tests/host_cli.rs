@@ -6,6 +6,8 @@ use std::process::Command;
 fn hookline(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_hookline"))
         .args(args)
+        // No plugins on disk: the bundled demo plugins run (not the developer's own plugins).
+        .env("HOOKLINE_HOME", "/nonexistent/hookline-home")
         .output()
         .unwrap()
 }

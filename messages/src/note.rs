@@ -66,6 +66,21 @@ pub enum Note {
         /// The budget, in milliseconds.
         millis: u64,
     },
+    /// A plugin directory was skipped at load; the other plugins still load (issue 6).
+    PluginDirectorySkipped {
+        /// The plugin's directory.
+        dir: String,
+        /// Why, as a phrase starting with "it" or "its", without a final full stop.
+        problem: String,
+    },
+    /// A tool a plugin declared was not registered: another tool already has its name (built-in
+    /// tools are never replaced, SPEC X).
+    PluginToolNotRegistered {
+        /// The plugin's name.
+        plugin: String,
+        /// The tool's name.
+        tool: String,
+    },
 }
 
 /// One skipped hook call: which plugin, which hook, and why.
@@ -159,6 +174,13 @@ impl fmt::Display for Note {
                 f,
                 "Session-end hooks of {sessions} session(s) did not finish within {}.",
                 DurationText(*millis)
+            ),
+            Self::PluginDirectorySkipped { dir, problem } => {
+                write!(f, "Plugin directory '{dir}' was skipped: {problem}.")
+            }
+            Self::PluginToolNotRegistered { plugin, tool } => write!(
+                f,
+                "Plugin '{plugin}' tool '{tool}' was not registered: another tool has that name."
             ),
         }
     }
@@ -549,6 +571,26 @@ mod tests {
             }
             .to_string(),
             "Session-end hooks of 2 session(s) did not finish within 2 s."
+        );
+    }
+
+    #[test]
+    fn loading_notes_render_their_sentences() {
+        let skipped = Note::PluginDirectorySkipped {
+            dir: "/p/acme".into(),
+            problem: "it has no plugin.json".into(),
+        };
+        assert_eq!(
+            skipped.to_string(),
+            "Plugin directory '/p/acme' was skipped: it has no plugin.json."
+        );
+        let tool = Note::PluginToolNotRegistered {
+            plugin: "acme".into(),
+            tool: "read_file".into(),
+        };
+        assert_eq!(
+            tool.to_string(),
+            "Plugin 'acme' tool 'read_file' was not registered: another tool has that name."
         );
     }
 }

@@ -24,7 +24,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
 use super::dispatch::{Dispatch, Target};
-use super::{HookResult, PluginRegistration, Reply, Timeouts};
+use super::{HookError, HookResult, PluginRegistration, Reply, Timeouts};
 use crate::events::EventHandler;
 
 /// How many batches may wait in one plugin actor's mailbox. Its handler polls each call once and
@@ -234,5 +234,5 @@ async fn finish<T>(
 }
 
 fn settle<T>(result: HookResult<T>) -> Result<T, SkipReason> {
-    result.map_err(|error| SkipReason::failed(error.message()))
+    result.map_err(HookError::into_skip_reason)
 }

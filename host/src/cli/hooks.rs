@@ -98,14 +98,18 @@ fn options(args: &HooksArgs) -> Result<LoadOptions, String> {
             return Err(format!("'{}' is not a directory", dir.display()));
         }
     }
-    let user_dir = args.user_dir.clone().or_else(default_user_dir);
-    let workspace = args
-        .workspace
-        .clone()
-        .or_else(|| std::env::current_dir().ok());
-    let mut options = LoadOptions::new(user_dir, workspace.map(|w| w.join(".hookline/plugins")));
+    let mut options = plugin_options(args.user_dir.clone(), args.workspace.clone());
     options.pinned_order = args.order.clone();
     Ok(options)
+}
+
+/// The plugin directories with the documented defaults: the user directory (default
+/// `$HOOKLINE_HOME/plugins` or `~/.hookline/plugins`) and `<workspace>/.hookline/plugins`
+/// (workspace default: the current directory). `hookline run` finds plugins the same way.
+pub(super) fn plugin_options(user_dir: Option<PathBuf>, workspace: Option<PathBuf>) -> LoadOptions {
+    let user_dir = user_dir.or_else(default_user_dir);
+    let workspace = workspace.or_else(|| std::env::current_dir().ok());
+    LoadOptions::new(user_dir, workspace.map(|w| w.join(".hookline/plugins")))
 }
 
 fn default_user_dir() -> Option<PathBuf> {

@@ -1,7 +1,14 @@
-//! `hookline run [SCENARIO] [--json]`: plays a scenario (default: the bundled demo) with the
-//! bundled example plugins, then prints the conversation, each hook's effect and the notes in
-//! order, or with `--json` one machine-readable report. The session is closed when the run ends,
-//! also on Ctrl-C (SPEC P3.13).
+//! `hookline run [SCENARIO] [--json] [--plugins DIR] [--workspace DIR] [--no-demo-plugins]`:
+//! plays a scenario (default: the bundled demo) with the plugins on disk, then prints the
+//! conversation, each hook's effect and the notes in order, or with `--json` one
+//! machine-readable report. The session is closed when the run ends, also on Ctrl-C (SPEC P3.13),
+//! and the plugin processes are shut down.
+//!
+//! Plugins come from the user plugins directory (`--plugins`, default `$HOOKLINE_HOME/plugins`,
+//! else `~/.hookline/plugins`) overlaid by `<workspace>/.hookline/plugins` (`--workspace`,
+//! default the current directory), as `hookline hooks` finds them. When neither directory holds a
+//! plugin, the bundled in-process demo plugins (and their `word_count` tool) run instead, unless
+//! `--no-demo-plugins`.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -11,13 +18,15 @@ use std::sync::Arc;
 use clap::Args;
 use hookline_messages::scenario::Scenario;
 
+use super::hooks::plugin_options;
 use super::render::{human, report, Report};
 use crate::approval::ScriptedOperator;
-use crate::demo::{example_plugins, example_tools, DEMO_NAME, DEMO_SCENARIO};
+use crate::demo::{example_plugins, WordCount, DEMO_NAME, DEMO_SCENARIO};
 use crate::provider::ScriptedProvider;
 use crate::scenario::{first_model, load, parse, play, Played, ScenarioError};
-use crate::session::{Host, HostError};
+use crate::session::{Host, HostBuilder, HostError};
 use crate::tools::fence::resolve;
+use crate::tools::ToolRegistry;
 
 /// Arguments of `hookline run`.
 #[derive(Debug, Args)]
@@ -27,6 +36,16 @@ pub struct RunArgs {
     /// Print one machine-readable JSON report instead of the conversation.
     #[arg(long)]
     json: bool,
+    /// The user plugins directory (default `$HOOKLINE_HOME/plugins` or `~/.hookline/plugins`).
+    #[arg(long, value_name = "DIR")]
+    plugins: Option<PathBuf>,
+    /// The workspace whose `.hookline/plugins` overlays the user plugins (default: current
+    /// directory). The scenario's own workspace is separate.
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// Never run the bundled demo plugins, even when no plugin is found on disk.
+    #[arg(long)]
+    no_demo_plugins: bool,
 }
 
 /// Why a run failed.
@@ -36,6 +55,8 @@ enum RunError {
     Scenario(#[from] ScenarioError),
     #[error("{file}: {source}")]
     Host { file: String, source: HostError },
+    #[error("'{}' is not a directory", .0.display())]
+    NotADirectory(PathBuf),
     #[error("{file}: cannot prepare the workspace {dir}: {source}")]
     Workspace {
         file: String,
@@ -61,9 +82,61 @@ pub fn run(args: RunArgs) -> ExitCode {
 }
 
 async fn run_async(args: &RunArgs) -> Result<String, RunError> {
-    let tools = example_tools().map_err(|e| ScenarioError {
-        file: DEMO_NAME.into(),
-        problem: e.to_string(),
+    for dir in [&args.plugins, &args.workspace].into_iter().flatten() {
+        if !dir.is_dir() {
+            return Err(RunError::NotADirectory(dir.clone()));
+        }
+    }
+    let options = plugin_options(args.plugins.clone(), args.workspace.clone());
+    let builder = plugins(args, &options).await;
+    match prepare(args, &builder) {
+        Ok(Prepared {
+            name,
+            scenario,
+            workspace,
+            run_dir,
+        }) => play_run(args, builder, name, scenario, workspace, run_dir).await,
+        Err(error) => {
+            // Nothing ran: the plugin processes still go down in order.
+            builder.shutdown_plugins().await;
+            Err(error)
+        }
+    }
+}
+
+/// The builder with the plugins on disk, or the bundled demo plugins when none was found.
+async fn plugins(args: &RunArgs, options: &crate::loading::LoadOptions) -> HostBuilder {
+    let report = crate::loading::load(options).await;
+    let demo = report.statuses.is_empty() && !args.no_demo_plugins;
+    let builder = Host::builder()
+        .tools(ToolRegistry::with_builtins())
+        .loaded_plugins(report);
+    if demo {
+        builder
+            .plugins(example_plugins())
+            .tool(Arc::new(WordCount::new()))
+    } else {
+        builder
+    }
+}
+
+/// A checked scenario and its prepared workspace.
+struct Prepared {
+    name: String,
+    scenario: Scenario,
+    workspace: PathBuf,
+    run_dir: PathBuf,
+}
+
+/// Reads the scenario (checked against the tools `builder`'s host will have) and prepares its
+/// workspace.
+fn prepare(args: &RunArgs, builder: &HostBuilder) -> Result<Prepared, RunError> {
+    let (tools, _) = builder.tool_registry().map_err(|source| RunError::Host {
+        file: args
+            .scenario
+            .as_ref()
+            .map_or_else(|| DEMO_NAME.to_owned(), |f| f.display().to_string()),
+        source,
     })?;
     let (name, scenario, base) = match &args.scenario {
         Some(file) => (
@@ -78,11 +151,25 @@ async fn run_async(args: &RunArgs) -> Result<String, RunError> {
         ),
     };
     let (run_dir, workspace) = prepare_workspace(&name, &scenario, base)?;
+    Ok(Prepared {
+        name,
+        scenario,
+        workspace,
+        run_dir,
+    })
+}
+
+async fn play_run(
+    args: &RunArgs,
+    builder: HostBuilder,
+    name: String,
+    scenario: Scenario,
+    workspace: PathBuf,
+    run_dir: PathBuf,
+) -> Result<String, RunError> {
     let provider = ScriptedProvider::new(first_model(&scenario).images);
     let operator = ScriptedOperator::default();
-    let mut builder = Host::builder()
-        .plugins(example_plugins())
-        .tools(tools)
+    let mut builder = builder
         .provider(Arc::new(provider.clone()))
         .operator(Arc::new(operator.clone()))
         .workspace(&workspace)
@@ -102,17 +189,20 @@ async fn run_async(args: &RunArgs) -> Result<String, RunError> {
         play(&mut host, &provider, &operator, &scenario, &mut played).await
     };
     let interrupted = tokio::select! {
-        outcome = outcome => { outcome.map_err(host_error)?; false }
-        _ = tokio::signal::ctrl_c() => true,
+        outcome = outcome => outcome.map(|()| false),
+        _ = tokio::signal::ctrl_c() => Ok(true),
     };
     // SPEC P3.13: the one-shot run closes its session when it ends, also on Ctrl-C.
-    host.close().await.map_err(host_error)?;
+    let closed = host.close().await;
     played.events.extend(host.take_events());
-    if interrupted {
+    let report = report(&name, &workspace, &host, &provider, played.events);
+    // The plugin processes go down whatever happened (goodbye, close stdin, terminate, kill).
+    let _ = host.shutdown().await;
+    if interrupted.map_err(host_error)? {
         eprintln!("hookline run: interrupted; the session was closed.");
     }
-    let report: Report =
-        report(&name, &workspace, &host, &provider, played.events).map_err(host_error)?;
+    closed.map_err(host_error)?;
+    let report: Report = report.map_err(host_error)?;
     Ok(if args.json {
         serde_json::to_string_pretty(&report).unwrap_or_default()
     } else {

@@ -19,10 +19,9 @@ use serde::Serialize;
 
 use super::ExternalPlugin;
 
-/// A skip reason carried through [`HookError`], whose message the plugin actor turns into the
-/// note's reason; it renders the same sentence as the typed reason.
+/// A skip reason carried through [`HookError`] as it is: the note gets the typed reason.
 fn skip(reason: SkipReason) -> HookError {
-    HookError::msg(reason.to_string())
+    HookError::skip(reason)
 }
 
 impl ExternalPlugin {

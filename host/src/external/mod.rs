@@ -1,9 +1,11 @@
 //! Out-of-process plugins: one long-lived child process per plugin, speaking the protocol of
 //! `hookline_messages::protocol` (NDJSON over stdin/stdout; stderr is its log).
 //!
-//! [`ExternalPlugin`] implements the in-process [`Plugin`](hookline_actors::plugin::Plugin) and
-//! [`RawHooks`](hookline_actors::plugin::RawHooks) traits, so the same plugin actors and coordinator
-//! run it and every rule and note of the pipeline applies unchanged. Underneath:
+//! [`ExternalPlugin`] implements the in-process [`Plugin`](hookline_actors::plugin::Plugin),
+//! [`RawHooks`](hookline_actors::plugin::RawHooks) and
+//! [`EventHandler`](hookline_actors::events::EventHandler) traits, so the same plugin actors,
+//! coordinator and event bus run it and every rule and note applies unchanged; each tool it
+//! declares is a [`PluginTool`], a [`Tool`](crate::tools::Tool) like any other. Underneath:
 //! - a reader task matches reply ids, so many calls are in flight at once, and a writer task
 //!   coalesces queued requests into one write (`../shared/PERFORMANCE-NOTES.md`: a pipe round trip
 //!   is almost all process wake-up);
@@ -19,6 +21,7 @@
 mod codec;
 mod connection;
 mod error;
+mod events;
 mod hooks;
 mod pending;
 mod signal;
@@ -32,7 +35,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hookline_actors::plugin::{PluginRegistration, Timeouts};
+use hookline_actors::plugin::{PluginRegistration, Timeouts, DEFAULT_HOOK_TIMEOUT};
 use hookline_messages::hook::{HookKind, HookSet};
 use hookline_messages::note::SkipReason;
 use hookline_messages::protocol::{
@@ -44,7 +47,7 @@ use tokio::time::Instant;
 pub use codec::DEFAULT_LINE_CAP;
 pub use error::StartError;
 pub use supervisor::RestartPolicy;
-pub use tools::{PluginTool, PluginToolOutput, TOOL_TIMEOUT};
+pub use tools::{PluginTool, TOOL_TIMEOUT};
 
 use connection::Connection;
 use supervisor::{Control, State};
@@ -87,6 +90,8 @@ pub struct ExternalConfig {
     pub env: Vec<(OsString, OsString)>,
     /// Per-hook timeouts; a call past its timeout is skipped and cancelled.
     pub timeouts: Timeouts,
+    /// The timeout of one gateway event delivery (default [`DEFAULT_HOOK_TIMEOUT`]).
+    pub event_timeout: Duration,
     /// How long the process has to say hello.
     pub hello_timeout: Duration,
     /// The longest protocol line accepted, in bytes.
@@ -112,6 +117,7 @@ impl ExternalConfig {
             args: Vec::new(),
             dir: dir.into(),
             timeouts: Timeouts::default(),
+            event_timeout: DEFAULT_HOOK_TIMEOUT,
             hello_timeout: DEFAULT_HELLO_TIMEOUT,
             line_cap: DEFAULT_LINE_CAP,
             restart: RestartPolicy::default(),
@@ -153,6 +159,7 @@ pub struct ExternalPlugin {
     name: Arc<str>,
     hello: Hello,
     timeouts: Timeouts,
+    event_timeout: Duration,
     restart: RestartPolicy,
     grace: Duration,
     control: Arc<Control>,
@@ -174,6 +181,7 @@ impl ExternalPlugin {
             name: config.name.as_str().into(),
             hello,
             timeouts: config.timeouts,
+            event_timeout: config.event_timeout,
             restart: config.restart,
             grace: config.shutdown_grace,
             control: supervisor::supervise(Arc::new(config), connection, lifecycle),
@@ -196,11 +204,16 @@ impl ExternalPlugin {
         &self.hello.events
     }
 
-    /// A registration for the pipeline: its ordinary hooks and raw hooks (kept apart, SPEC R0.1)
-    /// and its timeouts.
+    /// A registration for the pipeline: its ordinary hooks and raw hooks (kept apart, SPEC R0.1),
+    /// its gateway event handler when its hello subscribes to anything (SPEC G1.2; unknown
+    /// subscriptions included, G4.1), and its timeouts.
     pub fn registration(self: &Arc<Self>) -> PluginRegistration {
-        let mut registration =
-            PluginRegistration::new(self.name.clone()).with_timeouts(self.timeouts);
+        let mut registration = PluginRegistration::new(self.name.clone())
+            .with_timeouts(self.timeouts)
+            .with_event_timeout(self.event_timeout);
+        if !self.hello.events.is_empty() {
+            registration = registration.with_events(self.clone());
+        }
         if !self.hello.hooks.ordinary_only().is_empty() {
             registration = registration.with_hooks(self.clone());
         }
@@ -251,8 +264,10 @@ impl ExternalPlugin {
         .await
     }
 
-    /// Delivers a gateway event (`key`, its context JSON) and returns the plugin's reply. Ready
-    /// for the gateway's event bus; the plugin's subscriptions are [`ExternalPlugin::events`].
+    /// Delivers a gateway event (`key`, its context JSON) and returns the plugin's reply. The
+    /// event bus calls it through the plugin's
+    /// [`EventHandler`](hookline_actors::events::EventHandler) impl; the plugin's subscriptions
+    /// are [`ExternalPlugin::events`].
     ///
     /// # Errors
     /// As [`ExternalPlugin::call_hook`].

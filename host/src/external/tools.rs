@@ -1,38 +1,35 @@
-//! Tools a plugin contributes, as something the host's tool registry can hold.
+//! Tools a plugin contributes: each tool declared in a plugin's hello is a [`PluginTool`], a
+//! [`Tool`] with provider [`ToolProvider::Plugin`], so the host's [`ToolRegistry`] holds it and
+//! every call goes through the same `on_tool_call`, approval and `on_tool_result` as built-in and
+//! external tools (SPEC P1.3).
 //!
-//! The registry (`host::tools`, branch `store-tools`) has not landed on this branch yet.
-//! [`PluginTool`] has the shape of its `Tool` trait (`spec`, `run(cx, arguments) -> output`), so
-//! `impl Tool for PluginTool` is a few lines once it lands.
+//! [`ToolRegistry`]: crate::tools::ToolRegistry
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hookline_messages::protocol::{HostMessage, ReplyBody, ToolDecl, ToolOutput, ToolRequest};
+use async_trait::async_trait;
+use hookline_messages::note::SkipReason;
+use hookline_messages::protocol::{
+    HostMessage, ReplyBody, ToolDecl, ToolOutput as WireOutput, ToolRequest,
+};
+use hookline_messages::tool::ToolProvider;
 
 use super::ExternalPlugin;
+use crate::tools::{Tool, ToolContext, ToolOutput, ToolSpec};
 
 /// How long a plugin tool may run.
 pub const TOOL_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// What a tool run returns; errors are `success: false` with an English text.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PluginToolOutput {
-    /// The result text.
-    pub text: String,
-    /// Whether the tool succeeded.
-    pub success: bool,
-}
 
 /// One tool declared in a plugin's hello, run by that plugin's process.
 #[derive(Clone, Debug)]
 pub struct PluginTool {
     plugin: Arc<ExternalPlugin>,
-    decl: ToolDecl,
+    spec: ToolSpec,
 }
 
 impl PluginTool {
-    /// The tools `plugin` declared in its hello.
+    /// The tools `plugin` declared in its hello, in the order declared.
     pub fn all_of(plugin: &Arc<ExternalPlugin>) -> Vec<Self> {
         plugin
             .hello()
@@ -40,14 +37,9 @@ impl PluginTool {
             .iter()
             .map(|decl| Self {
                 plugin: plugin.clone(),
-                decl: decl.clone(),
+                spec: spec_of(decl),
             })
             .collect()
-    }
-
-    /// The tool's declaration: name, description, risk and authority.
-    pub fn spec(&self) -> &ToolDecl {
-        &self.decl
     }
 
     /// The plugin that runs it.
@@ -55,14 +47,51 @@ impl PluginTool {
         self.plugin.name()
     }
 
-    /// Runs the tool. Never fails and never hangs: every problem becomes `success: false`.
-    pub async fn run(
-        &self,
-        workspace_root: &Path,
-        arguments: serde_json::Value,
-    ) -> PluginToolOutput {
-        let tool = self.decl.name.clone();
-        let workspace_root = workspace_root.display().to_string();
+    /// Decodes the plugin's reply to a tool request.
+    fn output(&self, reply: Result<ReplyBody, SkipReason>) -> ToolOutput {
+        let plugin = self.plugin_name();
+        match reply {
+            Ok(ReplyBody::Replace(value)) => match serde_json::from_value::<WireOutput>(value) {
+                Ok(out) if out.success => ToolOutput::success(out.text),
+                Ok(out) => ToolOutput::failure(out.text),
+                Err(_) => ToolOutput::failure(format!(
+                    "Plugin '{plugin}' returned a tool result that could not be decoded."
+                )),
+            },
+            Ok(ReplyBody::Keep) => {
+                ToolOutput::failure(format!("Plugin '{plugin}' returned no tool result."))
+            }
+            Ok(ReplyBody::Error(message)) => ToolOutput::failure(message),
+            Err(reason) => ToolOutput::failure(format!(
+                "Plugin '{plugin}' tool '{}' failed: {reason}",
+                self.spec.name
+            )),
+        }
+    }
+}
+
+/// The registry's view of a declaration: provider `plugin`, the plugin's risk and authority.
+fn spec_of(decl: &ToolDecl) -> ToolSpec {
+    ToolSpec {
+        name: decl.name.clone(),
+        description: decl.description.clone(),
+        provider: ToolProvider::Plugin,
+        risk: decl.risk,
+        authority: decl.authority,
+    }
+}
+
+#[async_trait]
+impl Tool for PluginTool {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    /// Runs the tool in the plugin's process, under [`TOOL_TIMEOUT`]. Never fails and never
+    /// hangs: every problem becomes `success: false` with an English text.
+    async fn run(&self, cx: &ToolContext, arguments: serde_json::Value) -> ToolOutput {
+        let tool = self.spec.name.clone();
+        let workspace_root = cx.workspace_root.display().to_string();
         let reply = self
             .plugin
             .request(TOOL_TIMEOUT, move |id| {
@@ -74,31 +103,6 @@ impl PluginTool {
                 })
             })
             .await;
-        let failed = |text: String| PluginToolOutput {
-            text,
-            success: false,
-        };
-        match reply {
-            Ok(ReplyBody::Replace(value)) => match serde_json::from_value::<ToolOutput>(value) {
-                Ok(out) => PluginToolOutput {
-                    text: out.text,
-                    success: out.success,
-                },
-                Err(_) => failed(format!(
-                    "Plugin '{}' returned a tool result that could not be decoded.",
-                    self.plugin_name()
-                )),
-            },
-            Ok(ReplyBody::Keep) => failed(format!(
-                "Plugin '{}' returned no tool result.",
-                self.plugin_name()
-            )),
-            Ok(ReplyBody::Error(message)) => failed(message),
-            Err(reason) => failed(format!(
-                "Plugin '{}' tool '{}' failed: {reason}",
-                self.plugin_name(),
-                self.decl.name
-            )),
-        }
+        self.output(reply)
     }
 }

@@ -16,7 +16,6 @@
 
 mod discover;
 pub mod entry;
-mod events;
 pub mod manifest;
 mod problem;
 mod status;
@@ -31,7 +30,6 @@ use hookline_actors::plugin::{PluginRegistration, Timeouts};
 use crate::external::{ExternalConfig, ExternalPlugin, PluginTool};
 
 pub use discover::{candidates, Candidate, Source};
-pub use events::{is_known_event_key, EVENT_FAMILIES, EVENT_KEYS};
 pub use manifest::{check_name, Manifest, MANIFEST, RESERVED_NAMES};
 pub use problem::{LoadNote, LoadProblem};
 pub use status::{PluginState, PluginStatus};
@@ -181,6 +179,7 @@ fn prepare(
     }
     if let Some(limit) = manifest.timeout_ms {
         config.timeouts = Timeouts::uniform(Duration::from_millis(limit));
+        config.event_timeout = Duration::from_millis(limit);
     }
     if let Some(limit) = manifest.hello_timeout_ms {
         config.hello_timeout = Duration::from_millis(limit);

@@ -4,6 +4,7 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use hookline_messages::note::Note;
 use serde::Serialize;
 
 /// A note recorded while loading plugins.
@@ -26,21 +27,25 @@ pub enum LoadNote {
     },
 }
 
+impl LoadNote {
+    /// The note as the host records it; its English text comes from [`Note`]'s one rendering.
+    pub fn to_note(&self) -> Note {
+        match self {
+            Self::Skipped { dir, problem } => Note::PluginDirectorySkipped {
+                dir: dir.display().to_string(),
+                problem: problem.to_string(),
+            },
+            Self::UnknownEvent { plugin, key } => Note::UnknownSubscription {
+                plugin: plugin.clone(),
+                key: key.clone(),
+            },
+        }
+    }
+}
+
 impl fmt::Display for LoadNote {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Skipped { dir, problem } => {
-                write!(
-                    f,
-                    "Plugin directory '{}' was skipped: {problem}.",
-                    dir.display()
-                )
-            }
-            Self::UnknownEvent { plugin, key } => write!(
-                f,
-                "Plugin '{plugin}' subscribes to '{key}', which the gateway never emits."
-            ),
-        }
+        fmt::Display::fmt(&self.to_note(), f)
     }
 }
 

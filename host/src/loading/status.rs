@@ -2,11 +2,11 @@
 
 use std::path::PathBuf;
 
+use hookline_messages::event::Subscription;
 use hookline_messages::protocol::Hello;
 use serde::Serialize;
 
 use super::discover::{Candidate, Source};
-use super::events::is_known_event_key;
 use super::problem::{LoadNote, LoadProblem};
 
 /// Loaded, disabled in its manifest, or skipped with a problem.
@@ -62,13 +62,14 @@ impl PluginStatus {
         self.state = PluginState::Loaded;
     }
 
-    /// Its event subscriptions the gateway never emits (SPEC G4.1).
+    /// Its event subscriptions the gateway never emits (SPEC G4.1), by the gateway's own parser
+    /// ([`Subscription::is_known`]).
     pub fn unknown_events(&self) -> Vec<&str> {
         self.hello
             .iter()
             .flat_map(|hello| hello.events.iter())
             .map(String::as_str)
-            .filter(|key| !is_known_event_key(key))
+            .filter(|key| !Subscription::parse(key).is_known())
             .collect()
     }
 

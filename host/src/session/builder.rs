@@ -1,7 +1,16 @@
-//! [`HostBuilder`]: what a host is made of.
+//! [`HostBuilder`]: what a host is made of: in-process plugins, plugins loaded from disk, tools
+//! (built-in, plugin-contributed, external), a model provider, an operator and a store.
+//!
+//! Load order (SPEC P1.1) is the order plugins are added: [`HostBuilder::plugin`] and
+//! [`HostBuilder::load_plugins`] append, so `.plugins(in_process).load_plugins(&disk)` runs the
+//! in-process plugins first. Tools from every source land in one [`ToolRegistry`] and are hooked
+//! alike (SPEC P1.3): in-process plugins contribute theirs with [`HostBuilder::tool`], plugins on
+//! disk declare theirs in their hello.
 
 use std::path::PathBuf;
 use std::sync::Arc;
+
+use hookline_messages::note::Note;
 
 use actix::Actor;
 use hookline_actors::plugin::PluginRegistration;
@@ -11,15 +20,19 @@ use hookline_messages::session::ApprovalMode;
 
 use super::{existing_dir, Host, HostError};
 use crate::approval::{Operator, RefuseAll};
+use crate::external::{ExternalPlugin, PluginTool};
+use crate::loading::{load, LoadNote, LoadOptions, LoadReport};
 use crate::provider::{Provider, ScriptedProvider};
 use crate::store::Store;
-use crate::tools::ToolRegistry;
+use crate::tools::{Tool, ToolRegistry};
 use crate::turn::{Engine, DEFAULT_MAX_MODEL_CALLS};
 
 /// Builds a [`Host`].
 pub struct HostBuilder {
     plugins: Vec<PluginRegistration>,
     tools: ToolRegistry,
+    extra_tools: Vec<Arc<dyn Tool>>,
+    loaded: Loaded,
     provider: Option<Arc<dyn Provider>>,
     operator: Arc<dyn Operator>,
     workspace: PathBuf,
@@ -35,6 +48,8 @@ impl Default for HostBuilder {
         Self {
             plugins: Vec::new(),
             tools: ToolRegistry::new(),
+            extra_tools: Vec::new(),
+            loaded: Loaded::default(),
             provider: None,
             operator: Arc::new(RefuseAll),
             workspace: PathBuf::from("."),
@@ -63,10 +78,78 @@ impl HostBuilder {
     }
 
     /// The tools: built-in, plugin-contributed and external, all hooked alike (SPEC P1.3).
+    /// Tools added with [`HostBuilder::tool`] and tools of plugins loaded from disk are added to
+    /// this registry at start, whichever call comes first.
     #[must_use]
     pub fn tools(mut self, tools: ToolRegistry) -> Self {
         self.tools = tools;
         self
+    }
+
+    /// Adds one tool, typically one an in-process plugin contributes (its spec's provider is
+    /// [`ToolProvider::Plugin`](hookline_messages::tool::ToolProvider::Plugin)). A name already
+    /// taken fails [`HostBuilder::start`] with [`HostError::Tools`].
+    #[must_use]
+    pub fn tool(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.extra_tools.push(tool);
+        self
+    }
+
+    /// Loads the plugins on disk ([`load`]: the user directory overlaid by the workspace
+    /// directory) and adds them after the plugins added so far, in their load order. Never fails:
+    /// a plugin that cannot load is skipped with a note, recorded in the first session.
+    pub async fn load_plugins(self, options: &LoadOptions) -> Self {
+        self.loaded_plugins(load(options).await)
+    }
+
+    /// Adds plugins already loaded from disk (see [`HostBuilder::load_plugins`]): their
+    /// registrations (hooks, raw hooks, event handler), their tools, and the loading notes. The
+    /// host owns their processes from now on and shuts them down in [`Host::shutdown`].
+    #[must_use]
+    pub fn loaded_plugins(mut self, report: LoadReport) -> Self {
+        self.plugins.extend(report.registrations());
+        self.loaded.tools.extend(report.tools());
+        // Unknown subscriptions are the pipeline's load notes (the plugin registers its event
+        // handler); only skipped directories are loading's own.
+        self.loaded.notes.extend(
+            report
+                .notes
+                .iter()
+                .filter(|note| matches!(note, LoadNote::Skipped { .. }))
+                .map(LoadNote::to_note),
+        );
+        self.loaded.processes.extend(report.plugins);
+        self
+    }
+
+    /// Shuts down the plugin processes loaded so far, for a builder that will not be started.
+    pub async fn shutdown_plugins(self) {
+        shutdown_processes(self.loaded.processes).await;
+    }
+
+    /// The registry the host will use: [`HostBuilder::tools`], then each
+    /// [`HostBuilder::tool`], then the tools of plugins loaded from disk. A plugin tool whose name
+    /// is taken is left out with a note (built-in tools are never replaced, SPEC X).
+    ///
+    /// # Errors
+    /// [`HostError::Tools`] when a tool added with [`HostBuilder::tool`] has a name already taken.
+    pub fn tool_registry(&self) -> Result<(ToolRegistry, Vec<Note>), HostError> {
+        let mut tools = self.tools.clone();
+        for tool in &self.extra_tools {
+            tools
+                .register(tool.clone())
+                .map_err(|e| HostError::Tools(e.to_string()))?;
+        }
+        let mut notes = Vec::new();
+        for tool in &self.loaded.tools {
+            if tools.register(Arc::new(tool.clone())).is_err() {
+                notes.push(Note::PluginToolNotRegistered {
+                    plugin: tool.plugin_name().to_owned(),
+                    tool: tool.spec().name.clone(),
+                });
+            }
+        }
+        Ok((tools, notes))
     }
 
     /// The model provider (default: a [`ScriptedProvider`] with no replies).
@@ -129,11 +212,25 @@ impl HostBuilder {
     /// is open yet: call [`Host::open`] or [`Host::resume`].
     ///
     /// # Errors
-    /// [`HostError`] for a missing workspace, a store that cannot open, or duplicate plugin names.
+    /// [`HostError`] for a missing workspace, a store that cannot open, duplicate plugin names or
+    /// duplicate tool names. Plugin processes loaded from disk are then shut down in the
+    /// background.
     ///
     /// # Panics
     /// When called outside an actix system (as every actor start does).
-    pub fn start(self) -> Result<Host, HostError> {
+    pub fn start(mut self) -> Result<Host, HostError> {
+        let processes = std::mem::take(&mut self.loaded.processes);
+        match self.start_with(processes.clone()) {
+            Ok(host) => Ok(host),
+            Err(error) => {
+                actix_rt::spawn(shutdown_processes(processes));
+                Err(error)
+            }
+        }
+    }
+
+    fn start_with(self, processes: Vec<Arc<ExternalPlugin>>) -> Result<Host, HostError> {
+        let (tools, tool_notes) = self.tool_registry()?;
         let workspace = existing_dir(&self.workspace)?;
         let store = Store::open(self.store.unwrap_or_else(|| workspace.join(".hookline")))?;
         let spaces_root = self
@@ -141,14 +238,16 @@ impl HostBuilder {
             .or_else(|| workspace.parent().map(PathBuf::from))
             .unwrap_or_else(|| workspace.clone());
         let pipeline = Pipeline::builder().plugins(self.plugins).start()?;
-        let load_notes = pipeline.load_notes().to_vec();
+        let mut load_notes = self.loaded.notes;
+        load_notes.extend(pipeline.load_notes().iter().cloned());
+        load_notes.extend(tool_notes);
         let lifecycle = SessionLifecycle::new(pipeline.clone()).start();
         let provider = self
             .provider
             .unwrap_or_else(|| Arc::new(ScriptedProvider::default()));
         let engine = Engine {
             pipeline,
-            tools: Arc::new(self.tools),
+            tools: Arc::new(tools),
             provider,
             operator: self.operator,
             max_model_calls: self.max_model_calls,
@@ -165,6 +264,23 @@ impl HostBuilder {
             compact_after: self.compact_after,
             load_notes,
             next_id: 0,
+            processes,
         })
     }
+}
+
+/// What [`HostBuilder::loaded_plugins`] keeps until start.
+#[derive(Default)]
+struct Loaded {
+    /// The running plugin processes, in load order.
+    processes: Vec<Arc<ExternalPlugin>>,
+    /// Their tools, in load order.
+    tools: Vec<PluginTool>,
+    /// Skipped plugin directories.
+    notes: Vec<Note>,
+}
+
+/// Shuts plugin processes down, all at once (each bounded: goodbye, close stdin, terminate, kill).
+pub(super) async fn shutdown_processes(processes: Vec<Arc<ExternalPlugin>>) {
+    futures::future::join_all(processes.iter().map(|plugin| plugin.shutdown())).await;
 }

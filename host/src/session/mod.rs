@@ -62,6 +62,8 @@ pub struct Host {
     compact_after: Option<usize>,
     load_notes: Vec<Note>,
     next_id: u64,
+    /// Plugin processes loaded from disk, shut down with the host.
+    processes: Vec<std::sync::Arc<crate::external::ExternalPlugin>>,
 }
 
 impl Host {
@@ -179,6 +181,30 @@ impl Host {
                 .await?;
         }
         Ok(())
+    }
+
+    /// Shuts the host down: closes the active session (its end hook runs, SPEC P3.13), stops the
+    /// pipeline, and shuts every plugin process loaded from disk down (goodbye, close stdin,
+    /// terminate, kill; each step bounded, all plugins at once).
+    ///
+    /// # Errors
+    /// [`HostError`] when closing the session fails; the pipeline and the processes are shut
+    /// down anyway.
+    pub async fn shutdown(mut self) -> Result<(), HostError> {
+        let closed = self.close().await;
+        self.engine.pipeline.stop().await;
+        builder::shutdown_processes(std::mem::take(&mut self.processes)).await;
+        closed
+    }
+
+    /// The plugins loaded from disk, in load order.
+    pub fn loaded_plugins(&self) -> &[std::sync::Arc<crate::external::ExternalPlugin>] {
+        &self.processes
+    }
+
+    /// The tools the host runs (every provider, SPEC P1.3).
+    pub fn tools(&self) -> &crate::tools::ToolRegistry {
+        &self.engine.tools
     }
 
     /// Takes the events reported since the last call, in order.
