@@ -22,7 +22,9 @@ impl Turn<'_> {
     ) -> Result<Result<ModelResponse, ProviderError>, HostError> {
         let purpose = request.purpose;
         let held = self.session.held_images();
-        let rebuilt = self.hook_with::<RebuildModel>(held, request.clone()).await?;
+        let rebuilt = self
+            .hook_with::<RebuildModel>(held, request.clone())
+            .await?;
         // SPEC R5.7 names the raw hooks only when the request really changed: one raw hook may
         // undo another's change.
         let raw_changed = rebuilt.value != request;
@@ -50,8 +52,7 @@ impl Turn<'_> {
                 })?;
                 // SPEC R5.7: a hint for work and plan calls whose request a raw hook changed;
                 // one note per failure. A `/stop` is not a failure.
-                if purpose.is_turn_call() && raw_changed && error != ProviderError::Stopped
-                {
+                if purpose.is_turn_call() && raw_changed && error != ProviderError::Stopped {
                     let plugins = rebuilt.changed_by.iter().map(ToString::to_string).collect();
                     self.note(Note::RawChangeFailure { plugins })?;
                 }
