@@ -7,6 +7,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
 use hookline_messages::scenario::Scenario;
@@ -14,10 +15,14 @@ use hookline_messages::scenario::Scenario;
 use super::render::{human, report, Report};
 use crate::approval::ScriptedOperator;
 use crate::demo::{example_plugins, example_tools, DEMO_NAME, DEMO_SCENARIO};
+use crate::gateway::ResetPolicy;
 use crate::provider::ScriptedProvider;
-use crate::scenario::{first_model, load, parse, play, Played, ScenarioError};
-use crate::session::{Host, HostError};
+use crate::scenario::{first_model, load, parse, play, Played, ScenarioError, Script};
+use crate::session::{Clock as _, Host, HostError, ManualClock, SystemClock};
 use crate::tools::fence::resolve;
+
+/// How long the run waits for the shared state to close after the shutdown's bounded waits.
+const CLOSE_WAIT: Duration = Duration::from_secs(5);
 
 /// Arguments of `hookline run`.
 #[derive(Debug, Args)]
@@ -78,16 +83,27 @@ async fn run_async(args: &RunArgs) -> Result<String, RunError> {
         ),
     };
     let (run_dir, workspace) = prepare_workspace(&name, &scenario, base)?;
-    let provider = ScriptedProvider::new(first_model(&scenario).images);
-    let operator = ScriptedOperator::default();
+    let script = Script {
+        provider: ScriptedProvider::new(first_model(&scenario).images),
+        operator: ScriptedOperator::default(),
+        clock: ManualClock::new(SystemClock.now_ms()),
+    };
+    let provider = &script.provider;
     let mut builder = Host::builder()
         .plugins(example_plugins())
         .tools(tools)
-        .provider(Arc::new(provider.clone()))
-        .operator(Arc::new(operator.clone()))
+        .provider(Arc::new(script.provider.clone()))
+        .operator(Arc::new(script.operator.clone()))
+        .clock(Arc::new(script.clock.clone()))
         .workspace(&workspace)
         .spaces_root(&run_dir)
         .approval_mode(scenario.approval_mode);
+    if let Some(policy) = scenario.reset_policy {
+        builder = builder.reset_policy(ResetPolicy {
+            idle_after: policy.idle_after_ms.map(Duration::from_millis),
+            daily_at_hour_utc: policy.daily_at_hour_utc,
+        });
+    }
     if let Some(limit) = scenario.compact_after {
         builder = builder.compact_after(limit);
     }
@@ -99,20 +115,31 @@ async fn run_async(args: &RunArgs) -> Result<String, RunError> {
     let mut played = Played::default();
     let outcome = async {
         host.open().await?;
-        play(&mut host, &provider, &operator, &scenario, &mut played).await
+        play(&mut host, &script, &scenario, &mut played).await
     };
     let interrupted = tokio::select! {
         outcome = outcome => { outcome.map_err(host_error)?; false }
         _ = tokio::signal::ctrl_c() => true,
     };
-    // SPEC P3.13: the one-shot run closes its session when it ends, also on Ctrl-C.
-    host.close().await.map_err(host_error)?;
+    // SPEC P3.13, G2: the one-shot run shuts the host down when it ends, also on Ctrl-C: the
+    // bounded `gateway:shutdown` wait, then the active session's end hooks.
+    let reason = if interrupted {
+        "interrupted"
+    } else {
+        "run finished"
+    };
+    let closed = host.shutdown(reason, None).await.map_err(host_error)?;
     played.events.extend(host.take_events());
     if interrupted {
         eprintln!("hookline run: interrupted; the session was closed.");
     }
     let report: Report =
-        report(&name, &workspace, &host, &provider, played.events).map_err(host_error)?;
+        report(&name, &workspace, &host, provider, played.events).map_err(host_error)?;
+    // SPEC G2.3: the plugin processes close once the shutdown handlers finish; a handler that
+    // never does is not waited for past this bound, the process exits anyway.
+    if !closed.wait(CLOSE_WAIT).await {
+        eprintln!("hookline run: shutdown handlers still running; exiting without waiting.");
+    }
     Ok(if args.json {
         serde_json::to_string_pretty(&report).unwrap_or_default()
     } else {
