@@ -14,7 +14,8 @@ use hookline::host::approval::ScriptedOperator;
 use hookline::host::external::RunState;
 use hookline::host::loading::LoadOptions;
 use hookline::host::provider::ScriptedProvider;
-use hookline::host::scenario::{parse, play, Played};
+use hookline::host::scenario::{parse, play, Played, Script};
+use hookline::host::session::ManualClock;
 use hookline::host::tools::ToolRegistry;
 use hookline::host::{Event, Host};
 use hookline::messages::event::{
@@ -33,8 +34,7 @@ use support::{faulty, repo};
 /// fresh workspace, approving in `mode`.
 struct Running {
     host: Host,
-    provider: ScriptedProvider,
-    operator: ScriptedOperator,
+    script: Script,
     _dir: tempfile::TempDir,
 }
 
@@ -43,22 +43,25 @@ async fn host_with(plugins: &Path, mode: ApprovalMode) -> Running {
     std::fs::create_dir_all(dir.path().join("ws")).unwrap();
     let mut options = LoadOptions::new(Some(plugins.to_path_buf()), None);
     options.hello_timeout = Some(Duration::from_secs(10));
-    let provider = ScriptedProvider::new(true);
-    let operator = ScriptedOperator::default();
+    let script = Script {
+        provider: ScriptedProvider::new(true),
+        operator: ScriptedOperator::default(),
+        clock: ManualClock::new(0),
+    };
     let host = Host::builder()
         .tools(ToolRegistry::with_builtins())
         .load_plugins(&options)
         .await
-        .provider(Arc::new(provider.clone()))
-        .operator(Arc::new(operator.clone()))
+        .provider(Arc::new(script.provider.clone()))
+        .operator(Arc::new(script.operator.clone()))
+        .clock(Arc::new(script.clock.clone()))
         .workspace(dir.path().join("ws"))
         .approval_mode(mode)
         .start()
         .unwrap();
     Running {
         host,
-        provider,
-        operator,
+        script,
         _dir: dir,
     }
 }
@@ -73,15 +76,9 @@ async fn play_scenario(run: &mut Running, scenario: serde_json::Value) -> Vec<Ev
     .unwrap();
     let mut played = Played::default();
     run.host.open().await.unwrap();
-    play(
-        &mut run.host,
-        &run.provider,
-        &run.operator,
-        &scenario,
-        &mut played,
-    )
-    .await
-    .unwrap();
+    play(&mut run.host, &run.script, &scenario, &mut played)
+        .await
+        .unwrap();
     played.events
 }
 
@@ -123,10 +120,14 @@ fn copy_rust_guard(root: &Path) {
 }
 
 /// Shuts the host down and checks every plugin process was stopped.
-async fn shut_down(run: Running) {
+async fn shut_down(mut run: Running) {
     let processes = run.host.loaded_plugins().to_vec();
     assert!(!processes.is_empty());
-    run.host.shutdown().await.unwrap();
+    let closed = run.host.shutdown("test finished", None).await.unwrap();
+    assert!(
+        closed.wait(Duration::from_secs(30)).await,
+        "the shared state closed"
+    );
     for plugin in processes {
         assert_eq!(plugin.run_state(), RunState::Stopped, "{}", plugin.name());
     }

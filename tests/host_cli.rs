@@ -32,13 +32,28 @@ fn run_plays_the_bundled_demo_in_human_form() {
         "note: Raw hook 'operator-tools' changed this model request. The failure may be related.",
         "hook rewrite_compaction: changed by operator-tools",
         "model (side)> A scripted one.",
+        // SPEC G: the demo's gateway-audit plugin and the host's producers.
+        "gateway event gateway:startup (awaited, 0 handler calls)",
+        "note: Plugin 'gateway-audit' subscribes to 'session:compact', which the gateway never emits.",
+        "bootstrap files: AGENTS.md (20 chars), SOUL.md (missing)",
+        "AUDIT.md (43 chars)",
+        "gateway event session:compact:before (awaited, 0 handler calls)",
+        "gateway event session:compact:after (awaited, 1 handler call)",
+        "gateway event command:reset (awaited, 1 handler call)",
+        "gateway event session:patch (queued)",
+        "gateway event message:transcribed (queued)",
+        "gateway event acme:deployed (awaited, 1 handler call)",
+        "-- Session s6 was reset automatically (idle).",
+        "gateway event session:auto-reset (detached)",
+        "gateway event command:stop (awaited, 1 handler call)",
+        "gateway event gateway:shutdown (bounded)",
     ] {
         assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
     }
     // SPEC P3.13: the last line about sessions is the end of the one still open.
     let last_session_line = text.lines().rfind(|l| l.starts_with("== session")).unwrap();
     assert!(
-        last_session_line.starts_with("== session s5 ended"),
+        last_session_line.starts_with("== session s7 ended"),
         "{last_session_line}"
     );
 }
@@ -48,18 +63,35 @@ fn run_json_reports_requests_records_archive_notes_tools_and_approvals() {
     let out = hookline(&["run", "--json"]);
     assert!(out.status.success());
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["requests"].as_array().unwrap().len(), 13);
+    assert_eq!(report["requests"].as_array().unwrap().len(), 15);
     assert_eq!(report["toolExecutions"].as_array().unwrap().len(), 4);
     assert_eq!(report["approvals"].as_array().unwrap().len(), 5);
     assert_eq!(report["approvals"][2]["decision"], "deny");
     let sessions = report["sessions"].as_array().unwrap();
-    assert_eq!(sessions.len(), 5);
+    assert_eq!(sessions.len(), 7);
     assert!(sessions[0]["archive"]
         .as_array()
         .unwrap()
         .iter()
         .any(|e| e["kind"] == "compaction"));
     assert!(report["notes"].as_array().unwrap().len() >= 4);
+    // Event notes are archived like other notes and reported in `notes`.
+    let unknown =
+        "Plugin 'gateway-audit' subscribes to 'session:compact', which the gateway never emits.";
+    assert!(report["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n == unknown));
+    assert!(sessions[0]["archive"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e.to_string().contains("session:compact")));
+    let events = report["events"].as_array().unwrap();
+    assert!(events
+        .iter()
+        .any(|e| e["event"] == "gateway-event" && e["key"] == "command:reset" && e["calls"] == 1));
 }
 
 #[test]

@@ -32,6 +32,9 @@ pub struct Scenario {
     /// Compact before a turn once the stored records exceed this many.
     #[serde(default)]
     pub compact_after: Option<usize>,
+    /// When sessions reset by themselves (checked before each user turn, SPEC G5.3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reset_policy: Option<ResetPolicySpec>,
     /// The steps, in order.
     pub steps: Vec<Step>,
 }
@@ -45,7 +48,49 @@ pub struct ModelSpec {
     pub images: bool,
 }
 
-/// One step: exactly one of `user`, `side` or `command`.
+/// The scenario's idle/daily reset policy (SPEC G5.3).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResetPolicySpec {
+    /// Reset a session idle at least this many milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_after_ms: Option<u64>,
+    /// Reset every session once a day at this hour (0 to 23, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daily_at_hour_utc: Option<u8>,
+}
+
+/// Where a user message came from when a chat channel delivered it (SPEC G5.8, G5.9).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InboundSpec {
+    /// The channel (`telegram`, ...).
+    pub channel: String,
+    /// The sender.
+    pub from: String,
+    /// The message id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
+    /// The conversation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<String>,
+    /// A voice note's transcript: the message also emits `message:transcribed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<String>,
+}
+
+/// A custom event emitted explicitly (SPEC G4.2).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EmitStep {
+    /// The custom key (never a core key or family).
+    pub key: String,
+    /// The context handlers receive.
+    #[serde(default)]
+    pub context: serde_json::Value,
+}
+
+/// One step: exactly one of `user`, `side`, `command`, `emit` or `advanceMs`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Step {
@@ -59,6 +104,15 @@ pub struct Step {
     /// `/compact`, `/model <name>`, `/stop`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
+    /// A custom event to emit (SPEC G4.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emit: Option<EmitStep>,
+    /// The scenario's clock moves forward this many milliseconds (for idle/daily resets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advance_ms: Option<u64>,
+    /// For a user step: the chat channel that delivered it (default: the CLI chat path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inbound: Option<InboundSpec>,
     /// A user turn's mode (work or plan; default work).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<PromptMode>,
@@ -82,6 +136,10 @@ pub enum Action {
     Side(String),
     /// A slash command.
     Command(SlashCommand),
+    /// A custom event.
+    Emit(EmitStep),
+    /// The clock moves forward (milliseconds).
+    Advance(u64),
 }
 
 impl Step {
@@ -97,12 +155,23 @@ impl Step {
                 mode.as_str()
             ));
         }
-        match (&self.user, &self.side, &self.command) {
-            (Some(text), None, None) => Ok(Action::User(text.clone(), mode)),
-            (None, Some(text), None) => Ok(Action::Side(text.clone())),
-            (None, None, Some(command)) => SlashCommand::parse(command).map(Action::Command),
-            (None, None, None) => Err("unknown step: it has none of user, side, command".into()),
-            _ => Err("a step has exactly one of user, side, command".into()),
+        let extra = usize::from(self.emit.is_some()) + usize::from(self.advance_ms.is_some());
+        match (&self.user, &self.side, &self.command, extra) {
+            (Some(text), None, None, 0) => Ok(Action::User(text.clone(), mode)),
+            (None, Some(text), None, 0) => Ok(Action::Side(text.clone())),
+            (None, None, Some(command), 0) => SlashCommand::parse(command).map(Action::Command),
+            (None, None, None, 0) => {
+                Err("unknown step: it has none of user, side, command, emit, advanceMs".into())
+            }
+            (None, None, None, 1) => Ok(self.extra_action()),
+            _ => Err("a step has exactly one of user, side, command, emit, advanceMs".into()),
+        }
+    }
+
+    fn extra_action(&self) -> Action {
+        match (&self.emit, self.advance_ms) {
+            (Some(emit), _) => Action::Emit(emit.clone()),
+            (None, ms) => Action::Advance(ms.unwrap_or_default()),
         }
     }
 }
@@ -129,6 +198,12 @@ pub enum SlashCommand {
     Model(String),
     /// `/stop`
     Stop,
+    /// `/reset`: a fresh session replaces this one (emits `command:reset`, SPEC G5.1).
+    Reset,
+    /// `/mode <work|plan>`: the session's default turn mode.
+    Mode(PromptMode),
+    /// `/approvals <mode>`: the session's approval mode.
+    Approvals(ApprovalMode),
 }
 
 impl SlashCommand {
@@ -161,6 +236,17 @@ impl SlashCommand {
             "/fork" => bare(Self::Fork),
             "/compact" => bare(Self::Compact),
             "/stop" => bare(Self::Stop),
+            "/reset" => bare(Self::Reset),
+            "/mode" => match parse_name::<PromptMode>(&arg) {
+                Some(mode @ (PromptMode::Work | PromptMode::Plan)) => Ok(Self::Mode(mode)),
+                _ => Err(format!("command '/mode' needs work or plan, not '{arg}'")),
+            },
+            "/approvals" => parse_name(&arg).map(Self::Approvals).ok_or_else(|| {
+                format!(
+                    "command '/approvals' needs ask-above-read, ask-all or allow-workspace, \
+                     not '{arg}'"
+                )
+            }),
             "/resume" => needs(Self::Resume),
             "/cd" => needs(Self::Cd),
             "/space" => needs(Self::Space),
@@ -168,6 +254,11 @@ impl SlashCommand {
             other => Err(format!("unknown command '{other}'")),
         }
     }
+}
+
+/// A lowercase name (`plan`, `ask-all`) as the serde enum it names.
+fn parse_name<T: serde::de::DeserializeOwned>(name: &str) -> Option<T> {
+    serde_json::from_value(serde_json::Value::String(name.to_owned())).ok()
 }
 
 /// One scripted model reply.
@@ -250,6 +341,28 @@ mod tests {
             SlashCommand::parse("/nwe"),
             Err("unknown command '/nwe'".into())
         );
+        assert_eq!(
+            SlashCommand::parse("/mode plan"),
+            Ok(SlashCommand::Mode(PromptMode::Plan))
+        );
+        assert_eq!(
+            SlashCommand::parse("/approvals ask-all"),
+            Ok(SlashCommand::Approvals(ApprovalMode::AskAll))
+        );
+        assert!(SlashCommand::parse("/mode review").is_err());
+        assert_eq!(SlashCommand::parse("/reset"), Ok(SlashCommand::Reset));
+    }
+
+    #[test]
+    fn emit_and_advance_steps_are_actions_of_their_own() {
+        let emit: Step =
+            serde_json::from_str(r#"{"emit": {"key": "acme:deployed"}}"#).unwrap_or_default();
+        assert!(matches!(emit.action(), Ok(Action::Emit(e)) if e.key == "acme:deployed"));
+        let advance: Step = serde_json::from_str(r#"{"advanceMs": 5}"#).unwrap_or_default();
+        assert_eq!(advance.action(), Ok(Action::Advance(5)));
+        let both: Step =
+            serde_json::from_str(r#"{"user": "hi", "advanceMs": 5}"#).unwrap_or_default();
+        assert!(both.action().is_err());
     }
 
     #[test]
@@ -260,7 +373,7 @@ mod tests {
         assert!(unknown.is_err());
         assert_eq!(
             Step::default().action(),
-            Err("unknown step: it has none of user, side, command".into())
+            Err("unknown step: it has none of user, side, command, emit, advanceMs".into())
         );
     }
 }

@@ -165,5 +165,16 @@ fn line(event: &Event) -> String {
         Event::TurnFinished { stop_reason } => format!("   turn finished: {stop_reason:?}"),
         Event::Note { text, .. } => format!("note: {text}"),
         Event::Info { text } => format!("-- {text}"),
+        Event::GatewayEvent {
+            key,
+            wait,
+            calls: Some(calls),
+        } => {
+            let s = if *calls == 1 { "" } else { "s" };
+            format!("   gateway event {key} ({wait}, {calls} handler call{s})")
+        }
+        Event::GatewayEvent { key, wait, .. } => format!("   gateway event {key} ({wait})"),
+        Event::Bootstrap { files } if files.is_empty() => "   bootstrap files: none".into(),
+        Event::Bootstrap { files } => format!("   bootstrap files: {}", files.join(", ")),
     }
 }

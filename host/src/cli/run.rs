@@ -1,8 +1,9 @@
 //! `hookline run [SCENARIO] [--json] [--plugins DIR] [--workspace DIR] [--no-demo-plugins]`:
 //! plays a scenario (default: the bundled demo) with the plugins on disk, then prints the
 //! conversation, each hook's effect and the notes in order, or with `--json` one
-//! machine-readable report. The session is closed when the run ends, also on Ctrl-C (SPEC P3.13),
-//! and the plugin processes are shut down.
+//! machine-readable report. The run shuts the host down when it ends, also on Ctrl-C
+//! (SPEC P3.13, G2): the bounded `gateway:shutdown` wait, the active session's end hooks, then the
+//! shared state (the pipeline, the plugin processes, the store's open files).
 //!
 //! Plugins come from the user plugins directory (`--plugins`, default `$HOOKLINE_HOME/plugins`,
 //! else `~/.hookline/plugins`) overlaid by `<workspace>/.hookline/plugins` (`--workspace`,
@@ -14,6 +15,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
 use hookline_messages::scenario::Scenario;
@@ -22,11 +24,15 @@ use super::hooks::plugin_options;
 use super::render::{human, report, Report};
 use crate::approval::ScriptedOperator;
 use crate::demo::{example_plugins, WordCount, DEMO_NAME, DEMO_SCENARIO};
+use crate::gateway::ResetPolicy;
 use crate::provider::ScriptedProvider;
-use crate::scenario::{first_model, load, parse, play, Played, ScenarioError};
-use crate::session::{Host, HostBuilder, HostError};
+use crate::scenario::{first_model, load, parse, play, Played, ScenarioError, Script};
+use crate::session::{Clock as _, Host, HostBuilder, HostError, ManualClock, SystemClock};
 use crate::tools::fence::resolve;
 use crate::tools::ToolRegistry;
+
+/// How long the run waits for the shared state to close after the shutdown's bounded waits.
+const CLOSE_WAIT: Duration = Duration::from_secs(5);
 
 /// Arguments of `hookline run`.
 #[derive(Debug, Args)]
@@ -167,14 +173,24 @@ async fn play_run(
     workspace: PathBuf,
     run_dir: PathBuf,
 ) -> Result<String, RunError> {
-    let provider = ScriptedProvider::new(first_model(&scenario).images);
-    let operator = ScriptedOperator::default();
+    let script = Script {
+        provider: ScriptedProvider::new(first_model(&scenario).images),
+        operator: ScriptedOperator::default(),
+        clock: ManualClock::new(SystemClock.now_ms()),
+    };
     let mut builder = builder
-        .provider(Arc::new(provider.clone()))
-        .operator(Arc::new(operator.clone()))
+        .provider(Arc::new(script.provider.clone()))
+        .operator(Arc::new(script.operator.clone()))
+        .clock(Arc::new(script.clock.clone()))
         .workspace(&workspace)
         .spaces_root(&run_dir)
         .approval_mode(scenario.approval_mode);
+    if let Some(policy) = scenario.reset_policy {
+        builder = builder.reset_policy(ResetPolicy {
+            idle_after: policy.idle_after_ms.map(Duration::from_millis),
+            daily_at_hour_utc: policy.daily_at_hour_utc,
+        });
+    }
     if let Some(limit) = scenario.compact_after {
         builder = builder.compact_after(limit);
     }
@@ -186,22 +202,31 @@ async fn play_run(
     let mut played = Played::default();
     let outcome = async {
         host.open().await?;
-        play(&mut host, &provider, &operator, &scenario, &mut played).await
+        play(&mut host, &script, &scenario, &mut played).await
     };
     let interrupted = tokio::select! {
         outcome = outcome => outcome.map(|()| false),
         _ = tokio::signal::ctrl_c() => Ok(true),
     };
-    // SPEC P3.13: the one-shot run closes its session when it ends, also on Ctrl-C.
-    let closed = host.close().await;
+    // SPEC P3.13, G2: the one-shot run shuts the host down when it ends, also on Ctrl-C or after
+    // a failed step: the bounded `gateway:shutdown` wait, then the active session's end hooks.
+    let reason = match interrupted {
+        Ok(true) => "interrupted",
+        Ok(false) => "run finished",
+        Err(_) => "run failed",
+    };
+    let closed = host.shutdown(reason, None).await;
     played.events.extend(host.take_events());
-    let report = report(&name, &workspace, &host, &provider, played.events);
-    // The plugin processes go down whatever happened (goodbye, close stdin, terminate, kill).
-    let _ = host.shutdown().await;
+    let report = report(&name, &workspace, &host, &script.provider, played.events);
+    // SPEC G2.3: the shared state closes once the shutdown handlers finish; a handler that never
+    // does is not waited for past this bound, and the process exits anyway.
+    let closed = closed.map(|closed| closed.wait(CLOSE_WAIT));
+    if !closed.map_err(host_error)?.await {
+        eprintln!("hookline run: shutdown handlers still running; exiting without waiting.");
+    }
     if interrupted.map_err(host_error)? {
         eprintln!("hookline run: interrupted; the session was closed.");
     }
-    closed.map_err(host_error)?;
     let report: Report = report.map_err(host_error)?;
     Ok(if args.json {
         serde_json::to_string_pretty(&report).unwrap_or_default()

@@ -1,11 +1,14 @@
 //! The bundled demo: a scenario and example plugins (plus one plugin-contributed tool) that
-//! exercise every hook and raw hook. `hookline run` with no argument plays it.
+//! exercise every hook and raw hook, and a gateway event subscriber. `hookline run` with no
+//! argument plays it.
 
+mod events;
 mod plugins;
 mod word_count;
 
 use std::sync::Arc;
 
+pub use events::AUDIT_FILE;
 pub use plugins::example_plugins;
 pub use word_count::WordCount;
 

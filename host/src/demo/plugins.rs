@@ -257,5 +257,6 @@ pub fn example_plugins() -> Vec<PluginRegistration> {
         PluginRegistration::new("guard").with_hooks(Arc::new(Guard)),
         PluginRegistration::new("flaky").with_hooks(Arc::new(Flaky)),
         PluginRegistration::new("operator-tools").with_raw_hooks(Arc::new(OperatorTools)),
+        PluginRegistration::new("gateway-audit").with_events(Arc::new(super::events::GatewayAudit)),
     ]
 }

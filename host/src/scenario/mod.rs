@@ -10,7 +10,7 @@ use hookline_messages::scenario::{Action, ModelSpec, Scenario, SlashCommand};
 
 use crate::tools::ToolRegistry;
 
-pub use play::{play, Played};
+pub use play::{play, Played, Script};
 
 /// The model a scenario gets when it names none.
 pub const DEFAULT_MODEL: &str = "scripted";
@@ -72,8 +72,17 @@ fn check_step(
     step: &hookline_messages::scenario::Step,
     tools: &ToolRegistry,
 ) -> Result<(), String> {
-    if let Action::Command(SlashCommand::Model(name)) = step.action()? {
-        known_model(scenario, &name)?;
+    match step.action()? {
+        Action::Command(SlashCommand::Model(name)) => known_model(scenario, &name)?,
+        Action::Emit(emit) => {
+            // SPEC G4.2: a custom emit never spells a core key or family.
+            hookline_messages::event::CustomKey::new(emit.key.as_str())
+                .map_err(|e| format!("cannot emit '{}': {e}", emit.key))?;
+        }
+        _ => {}
+    }
+    if step.inbound.is_some() && step.user.is_none() {
+        return Err("only a user step may come from an inbound channel".into());
     }
     for call in step.replies.iter().flat_map(|r| &r.tool_calls) {
         if tools.get(&call.name).is_none() {

@@ -18,9 +18,14 @@ use hookline_actors::session::SessionLifecycle;
 use hookline_actors::Pipeline;
 use hookline_messages::session::ApprovalMode;
 
-use super::{existing_dir, Host, HostError};
+use hookline_actors::gateway::GatewayConfig;
+use hookline_messages::event::{BootstrapPolicy, Config};
+
+use super::wiring::{GatewaySettings, Wiring};
+use super::{existing_dir, Clock, CommandOrigin, Host, HostError};
 use crate::approval::{Operator, RefuseAll};
 use crate::external::{ExternalPlugin, PluginTool};
+use crate::gateway::ResetPolicy;
 use crate::loading::{load, LoadNote, LoadOptions, LoadReport};
 use crate::provider::{Provider, ScriptedProvider};
 use crate::store::Store;
@@ -41,6 +46,7 @@ pub struct HostBuilder {
     approval_mode: ApprovalMode,
     compact_after: Option<usize>,
     max_model_calls: usize,
+    gateway: GatewaySettings,
 }
 
 impl Default for HostBuilder {
@@ -58,6 +64,7 @@ impl Default for HostBuilder {
             approval_mode: ApprovalMode::default(),
             compact_after: None,
             max_model_calls: DEFAULT_MAX_MODEL_CALLS,
+            gateway: GatewaySettings::default(),
         }
     }
 }
@@ -208,6 +215,59 @@ impl HostBuilder {
         self
     }
 
+    /// The agent's id in gateway event contexts (`agentId`, default `main`).
+    #[must_use]
+    pub fn agent_id(mut self, agent_id: impl Into<String>) -> Self {
+        self.gateway.agent_id = agent_id.into();
+        self
+    }
+
+    /// The gateway configuration handed to event handlers (`cfg`, default `{}`).
+    #[must_use]
+    pub fn gateway_cfg(mut self, cfg: Config) -> Self {
+        self.gateway.cfg = cfg;
+        self
+    }
+
+    /// The path [`Host::command`] attributes commands to (default: chat channel `cli`, sender
+    /// `operator`); it sets `commandSource` and `senderId` (SPEC G5.1, G5.2).
+    #[must_use]
+    pub fn chat_origin(mut self, origin: CommandOrigin) -> Self {
+        self.gateway.chat = origin;
+        self
+    }
+
+    /// When sessions reset by themselves (default: never). Checked before each user turn.
+    #[must_use]
+    pub fn reset_policy(mut self, policy: ResetPolicy) -> Self {
+        self.gateway.reset_policy = policy;
+        self
+    }
+
+    /// The clock the reset policy reads (default: the system clock).
+    #[must_use]
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.gateway.clock = clock;
+        self
+    }
+
+    /// The bootstrap files looked for at session start (default
+    /// [`DEFAULT_BOOTSTRAP_FILES`](crate::gateway::DEFAULT_BOOTSTRAP_FILES))
+    /// and the filter and budget applied after `agent:bootstrap` (SPEC G5.4).
+    #[must_use]
+    pub fn bootstrap(mut self, file_names: Vec<String>, policy: BootstrapPolicy) -> Self {
+        self.gateway.bootstrap_files = file_names;
+        self.gateway.bootstrap_policy = policy;
+        self
+    }
+
+    /// The lifecycle's bounds (default: 5 s shutdown wait, 10 s pre-restart, 2 s session ends).
+    #[must_use]
+    pub fn gateway_config(mut self, config: GatewayConfig) -> Self {
+        self.gateway.lifecycle = config;
+        self
+    }
+
     /// Loads the plugins and starts the host's actors on the current actix system. No session
     /// is open yet: call [`Host::open`] or [`Host::resume`].
     ///
@@ -242,6 +302,7 @@ impl HostBuilder {
         load_notes.extend(pipeline.load_notes().iter().cloned());
         load_notes.extend(tool_notes);
         let lifecycle = SessionLifecycle::new(pipeline.clone()).start();
+        let wiring = Wiring::start(&pipeline, self.gateway, processes.clone());
         let provider = self
             .provider
             .unwrap_or_else(|| Arc::new(ScriptedProvider::default()));
@@ -265,6 +326,7 @@ impl HostBuilder {
             load_notes,
             next_id: 0,
             processes,
+            wiring,
         })
     }
 }

@@ -1,5 +1,7 @@
 //! Why a host operation failed. Plugins failing is never one of these: they become notes.
 
+use hookline_actors::events::EventError;
+use hookline_actors::gateway::GatewayError;
 use hookline_actors::{PipelineError, StartError};
 
 use crate::store::StoreError;
@@ -22,6 +24,12 @@ pub enum HostError {
     /// The session lifecycle actor is gone.
     #[error("the session lifecycle has stopped")]
     LifecycleStopped,
+    /// The gateway lifecycle refused (shutting down) or is gone.
+    #[error(transparent)]
+    Gateway(#[from] GatewayError),
+    /// The event bus is gone.
+    #[error(transparent)]
+    Event(#[from] EventError),
     /// No session is open.
     #[error("no session is open")]
     NoSession,

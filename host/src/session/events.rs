@@ -1,6 +1,7 @@
 //! What the host reports while it runs, in order: the conversation, each hook's effect, notes,
 //! tool runs and approvals. `hookline run` renders these; embedders may read them too.
 
+use hookline_messages::event::EventKey;
 use hookline_messages::hook::HookKind;
 use hookline_messages::model::Purpose;
 use hookline_messages::note::Note;
@@ -122,4 +123,33 @@ pub enum Event {
         /// The sentence.
         text: String,
     },
+    /// The host emitted a gateway event (SPEC G5), and how its producer waited.
+    #[serde(rename_all = "camelCase")]
+    GatewayEvent {
+        /// The key (`command:new`, ...).
+        key: String,
+        /// `awaited`, `queued`, `detached`, `dropped` (the queue was full) or `bounded` (the
+        /// lifecycle's bounded wait, SPEC G2.1).
+        wait: String,
+        /// Handler calls made, for awaited events.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        calls: Option<usize>,
+    },
+    /// The workspace files the session starts with, after `agent:bootstrap` and the host's
+    /// de-duplication, filter and budget (SPEC G5.4): `AGENTS.md (120 chars)`, `USER.md (missing)`.
+    Bootstrap {
+        /// Each file, in order.
+        files: Vec<String>,
+    },
+}
+
+impl Event {
+    /// A gateway event without a handler count.
+    pub(crate) fn gateway(key: EventKey, wait: &str) -> Self {
+        Self::GatewayEvent {
+            key: key.to_string(),
+            wait: wait.to_owned(),
+            calls: None,
+        }
+    }
 }

@@ -9,7 +9,11 @@
 mod builder;
 mod error;
 mod events;
+mod producers;
+mod settings;
+mod shutdown;
 mod state;
+mod wiring;
 
 use std::path::{Path, PathBuf};
 
@@ -17,6 +21,7 @@ use actix::Addr;
 use hookline_actors::session::{ChangeSession, Ran, SessionLifecycle};
 use hookline_actors::Pipeline;
 use hookline_messages::note::Note;
+use hookline_messages::prompt::PromptMode;
 use hookline_messages::record::ArchiveEntry;
 use hookline_messages::session::{ApprovalMode, SessionId, SessionInfo};
 use hookline_messages::transition::{Cause, SessionEvent, Transition};
@@ -26,16 +31,29 @@ pub use builder::HostBuilder;
 pub use error::HostError;
 pub use events::Event;
 pub(crate) use state::SessionState;
+pub use wiring::{Clock, CommandOrigin, ManualClock, SystemClock};
 
 use crate::store::Store;
-use crate::turn::{compact, Engine, Turn, UserInput};
+use crate::turn::{Engine, Turn, UserInput};
+use producers::CommandKind;
 use state::Opened;
+use wiring::Wiring;
 
 /// A session command (the slash commands that change or reshape the session).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SessionCommand {
-    /// `/new`: a fresh session in the same workspace.
+    /// `/new`: a fresh session in the same workspace (emits `command:new`, SPEC G5.1).
     New,
+    /// `/reset`: a fresh session replaces this one, as `/clear` does (emits `command:reset`).
+    Reset,
+    /// `/stop`: observed by `command:stop` (SPEC G5.2); no turn runs between commands.
+    Stop,
+    /// `/model <name>`: the session's model (emits `session:patch`, SPEC G5.5).
+    Model(String),
+    /// `/mode <work|plan>`: the session's default turn mode (emits `session:patch`).
+    Mode(PromptMode),
+    /// `/approvals <mode>`: the session's approval mode (emits `session:patch`).
+    Approvals(ApprovalMode),
     /// `/clear`: a fresh session replaces this one.
     Clear,
     /// `/resume <id>`: a stored session becomes active.
@@ -64,6 +82,7 @@ pub struct Host {
     next_id: u64,
     /// Plugin processes loaded from disk, shut down with the host.
     processes: Vec<std::sync::Arc<crate::external::ExternalPlugin>>,
+    wiring: Wiring,
 }
 
 impl Host {
@@ -77,6 +96,7 @@ impl Host {
     /// # Errors
     /// [`HostError`] when the store or the pipeline fails.
     pub async fn open(&mut self) -> Result<SessionId, HostError> {
+        self.startup().await?;
         let opened = self.fresh(self.workspace.clone(), &[])?;
         let id = opened.state.info.session_id.clone();
         self.activate(Cause::Open, opened).await?;
@@ -91,25 +111,40 @@ impl Host {
         if self.active().is_some_and(|info| &info.session_id == id) {
             return Ok(());
         }
+        self.startup().await?;
         let opened = SessionState::resume(&self.store, id)?
             .ok_or_else(|| HostError::UnknownSession(id.to_string()))?;
         self.workspace = PathBuf::from(&opened.state.info.workspace_root);
         self.activate(Cause::Resume, opened).await
     }
 
-    /// Runs one user turn on the active session, compacting first when the stored records
-    /// exceed the configured threshold.
+    /// Runs one user turn on the active session: first an automatic reset when the reset
+    /// policy says the session is due (SPEC G5.3), then compaction when the stored records
+    /// exceed the configured threshold. A turn the operator stopped emits `command:stop` after
+    /// it ended (SPEC G5.2: the event observes the cancellation).
     ///
     /// # Errors
     /// [`HostError::NoSession`], or a store or pipeline failure.
     pub async fn user_turn(&mut self, input: UserInput) -> Result<StopReason, HostError> {
+        self.auto_reset_if_due().await?;
+        let stop = self.turn_inner(input).await?;
+        self.touch();
+        if stop == StopReason::Cancelled {
+            let origin = self.wiring.settings.chat.clone();
+            self.stop_event(&origin).await?;
+        }
+        self.record_event_notes().await?;
+        Ok(stop)
+    }
+
+    async fn turn_inner(&mut self, input: UserInput) -> Result<StopReason, HostError> {
         let over = self.compact_after.is_some_and(|limit| {
             self.session
                 .as_ref()
                 .is_some_and(|s| s.records().len() > limit)
         });
         if over {
-            compact(&mut self.turn()?).await?;
+            self.compact_with_events().await?;
         }
         self.turn()?.user_turn(input).await
     }
@@ -123,26 +158,70 @@ impl Host {
         &mut self,
         question: impl Into<String>,
     ) -> Result<Option<String>, HostError> {
-        self.turn()?.side_question(question.into()).await
+        let answer = self.turn()?.side_question(question.into()).await?;
+        self.touch();
+        Ok(answer)
     }
 
-    /// Runs a session command.
+    /// Runs a session command typed on the host's chat path (see
+    /// [`HostBuilder::chat_origin`]).
     ///
     /// # Errors
     /// [`HostError`] when the command cannot run (an unknown session, a missing directory).
     pub async fn command(&mut self, command: SessionCommand) -> Result<(), HostError> {
+        let origin = self.wiring.settings.chat.clone();
+        self.command_from(command, &origin).await
+    }
+
+    /// Runs a session command that came from `origin`: a chat path, or a gateway path
+    /// (`CommandOrigin::Gateway(CommandSource::gateway_sessions_reset())`, ...). The origin
+    /// sets `commandSource` and `senderId` of the command events (SPEC G5.1, G5.2).
+    ///
+    /// # Errors
+    /// [`HostError`] when the command cannot run (an unknown session, a missing directory).
+    pub async fn command_from(
+        &mut self,
+        command: SessionCommand,
+        origin: &CommandOrigin,
+    ) -> Result<(), HostError> {
+        let result = self.run_command(command, origin).await;
+        self.record_event_notes().await?;
+        result
+    }
+
+    async fn run_command(
+        &mut self,
+        command: SessionCommand,
+        origin: &CommandOrigin,
+    ) -> Result<(), HostError> {
         match command {
-            SessionCommand::Compact => compact(&mut self.turn()?).await.map(drop),
+            SessionCommand::Compact => self.compact_with_events().await.map(drop),
             SessionCommand::Resume(id) => self.resume(&id).await,
-            SessionCommand::New | SessionCommand::Clear => {
-                let cause = if command == SessionCommand::New {
-                    Cause::New
+            SessionCommand::New | SessionCommand::Reset => {
+                let (cause, kind) = if command == SessionCommand::New {
+                    (Cause::New, CommandKind::New)
                 } else {
-                    Cause::Clear
+                    (Cause::Clear, CommandKind::Reset)
                 };
+                let previous = self.active().cloned();
                 let opened = self.fresh(self.workspace.clone(), &[])?;
-                self.activate(cause, opened).await
+                self.activate(cause, opened).await?;
+                self.command_event(kind, previous, origin).await
             }
+            SessionCommand::Clear => {
+                let opened = self.fresh(self.workspace.clone(), &[])?;
+                self.activate(Cause::Clear, opened).await
+            }
+            SessionCommand::Stop => self.stop_event(origin).await,
+            SessionCommand::Model(name) => {
+                self.set_model(name);
+                Ok(())
+            }
+            SessionCommand::Mode(mode) => {
+                self.set_mode(mode);
+                Ok(())
+            }
+            SessionCommand::Approvals(mode) => self.set_approval_mode(mode),
             SessionCommand::Fork => {
                 let records = self
                     .session
@@ -171,6 +250,10 @@ impl Host {
     /// # Errors
     /// [`HostError`] when the lifecycle or the store fails.
     pub async fn close(&mut self) -> Result<(), HostError> {
+        if self.wiring.shut_down {
+            // The shutdown already ended the session.
+            return Ok(());
+        }
         let ran = self.change(SessionEvent::Close).await?;
         let mut old = self.session.take();
         self.record_transitions(ran, &mut old, &mut None)?;
@@ -181,20 +264,6 @@ impl Host {
                 .await?;
         }
         Ok(())
-    }
-
-    /// Shuts the host down: closes the active session (its end hook runs, SPEC P3.13), stops the
-    /// pipeline, and shuts every plugin process loaded from disk down (goodbye, close stdin,
-    /// terminate, kill; each step bounded, all plugins at once).
-    ///
-    /// # Errors
-    /// [`HostError`] when closing the session fails; the pipeline and the processes are shut
-    /// down anyway.
-    pub async fn shutdown(mut self) -> Result<(), HostError> {
-        let closed = self.close().await;
-        self.engine.pipeline.stop().await;
-        builder::shutdown_processes(std::mem::take(&mut self.processes)).await;
-        closed
     }
 
     /// The plugins loaded from disk, in load order.
@@ -291,7 +360,8 @@ impl Host {
                 crate::turn::record_note(&mut self.engine.events, session, note)?;
             }
         }
-        Ok(())
+        self.touch();
+        self.bootstrap_session().await
     }
 
     async fn change(&self, event: SessionEvent) -> Result<Vec<Ran>, HostError> {

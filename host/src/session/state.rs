@@ -22,6 +22,7 @@ pub(crate) struct SessionState {
     records: Vec<Record>,
     record_log: Log<Record>,
     archive: Log<ArchiveEntry>,
+    bootstrap: Option<String>,
 }
 
 /// A session opened from disk, with any torn tail the store repaired.
@@ -73,6 +74,7 @@ impl SessionState {
             records: recovered.records,
             record_log,
             archive,
+            bootstrap: None,
         };
         Ok(Opened { state, repaired })
     }
@@ -99,6 +101,45 @@ impl SessionState {
     /// Appends one archive entry (synced).
     pub(crate) fn archive(&mut self, entry: &ArchiveEntry) -> Result<(), HostError> {
         self.archive.append(entry)?;
+        Ok(())
+    }
+
+    /// Keeps the bootstrap result (SPEC G5.4) as the text the work and plan system texts end
+    /// with. Nothing when no file has content: a workspace without bootstrap files changes no
+    /// prompt. Otherwise every file is listed, missing ones too, so the agent learns they are
+    /// absent.
+    pub(crate) fn set_bootstrap(&mut self, files: &[hookline_messages::event::BootstrapFile]) {
+        if files.iter().all(|f| f.content.is_none()) {
+            self.bootstrap = None;
+            return;
+        }
+        let mut text = String::from("\n\nWorkspace files:");
+        for file in files {
+            match &file.content {
+                Some(content) => {
+                    text.push_str(&format!("\n## {}\n{}", file.name, content.trim_end()))
+                }
+                None => text.push_str(&format!("\n## {} (missing)", file.name)),
+            }
+        }
+        self.bootstrap = Some(text);
+    }
+
+    /// The bootstrap text the work and plan system texts end with, if any.
+    pub(crate) fn bootstrap_text(&self) -> Option<&str> {
+        self.bootstrap.as_deref()
+    }
+
+    /// Changes the approval mode and rewrites the session's stored facts.
+    pub(crate) fn set_approval_mode(
+        &mut self,
+        store: &Store,
+        mode: hookline_messages::session::ApprovalMode,
+    ) -> Result<(), HostError> {
+        self.info.approval_mode = mode;
+        let dir = store.session_dir(&self.info.session_id)?;
+        let (mut meta, _) = Log::<SessionInfo>::open(&dir.join(META))?;
+        meta.rewrite(std::slice::from_ref(&self.info))?;
         Ok(())
     }
 

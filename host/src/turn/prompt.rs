@@ -27,9 +27,14 @@ pub(crate) fn base_text(mode: PromptMode) -> &'static str {
 impl Turn<'_> {
     /// The system text for `mode` after `on_prompt` and `rewrite_prompt`.
     pub(crate) async fn compose(&mut self, mode: PromptMode) -> Result<String, HostError> {
-        let prompt = self
-            .hook::<OnPrompt>(Prompt::new(mode, base_text(mode)))
-            .await?;
+        let mut base = base_text(mode).to_owned();
+        // SPEC G5.4: the session's bootstrap files end the host's work and plan text.
+        if let (PromptMode::Work | PromptMode::Plan, Some(files)) =
+            (mode, self.session.bootstrap_text())
+        {
+            base.push_str(files);
+        }
+        let prompt = self.hook::<OnPrompt>(Prompt::new(mode, base)).await?;
         let text = self.hook::<RewritePrompt>(prompt.composed()).await?.text;
         self.engine.events.push(Event::SystemText {
             mode,

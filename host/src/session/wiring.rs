@@ -1,0 +1,211 @@
+//! What a host needs to produce gateway events (SPEC G5): its settings (agent, configuration,
+//! chat path, reset policy, clock, bootstrap policy, lifecycle bounds), the per-host state the
+//! producers read, and the [`SharedState`] the gateway lifecycle closes at shutdown (SPEC G2.3).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use hookline_actors::gateway::{Gateway, GatewayConfig, SharedState};
+use hookline_actors::Pipeline;
+use hookline_messages::event::{BootstrapPolicy, CommandSource, Config};
+use hookline_messages::prompt::PromptMode;
+
+use super::SessionState;
+use crate::external::ExternalPlugin;
+use crate::gateway::{ResetPolicy, DEFAULT_BOOTSTRAP_FILES};
+
+/// Milliseconds since the Unix epoch, as the host's reset policy reads them.
+pub trait Clock: Send + Sync + 'static {
+    /// Now.
+    fn now_ms(&self) -> u64;
+}
+
+/// The system clock.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_ms(&self) -> u64 {
+        let since = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+        since.map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+}
+
+/// A clock that moves only when told (scenarios and tests). Cheap to clone; clones share time.
+#[derive(Clone, Debug, Default)]
+pub struct ManualClock(Arc<AtomicU64>);
+
+impl ManualClock {
+    /// A clock standing at `now_ms`.
+    pub fn new(now_ms: u64) -> Self {
+        Self(Arc::new(AtomicU64::new(now_ms)))
+    }
+
+    /// Moves the clock forward by `ms`.
+    pub fn advance(&self, ms: u64) {
+        self.0.fetch_add(ms, Ordering::Relaxed);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Which path a command came from; it sets `commandSource` and `senderId` (SPEC G5.1, G5.2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CommandOrigin {
+    /// A chat command typed on `channel` (the CLI and scenarios use `cli`) by `sender_id`.
+    Chat {
+        /// The channel (`commandSource`).
+        channel: String,
+        /// Who typed it (`senderId`).
+        sender_id: Option<String>,
+    },
+    /// A gateway path (`gateway:sessions.reset`, `gateway:agent`): gateway callers omit
+    /// `senderId`.
+    Gateway(CommandSource),
+}
+
+impl CommandOrigin {
+    /// The `commandSource` this origin produces.
+    pub fn source(&self) -> CommandSource {
+        match self {
+            Self::Chat { channel, .. } => CommandSource::chat(channel.clone()),
+            Self::Gateway(source) => source.clone(),
+        }
+    }
+
+    /// The `senderId` this origin produces (none for gateway paths).
+    pub fn sender_id(&self) -> Option<String> {
+        match self {
+            Self::Chat { sender_id, .. } => sender_id.clone(),
+            Self::Gateway(_) => None,
+        }
+    }
+}
+
+impl Default for CommandOrigin {
+    fn default() -> Self {
+        Self::Chat {
+            channel: "cli".into(),
+            sender_id: Some("operator".into()),
+        }
+    }
+}
+
+/// The host's gateway settings ([`HostBuilder`](super::HostBuilder) sets them).
+#[derive(Clone)]
+pub(crate) struct GatewaySettings {
+    pub(crate) agent_id: String,
+    pub(crate) cfg: Config,
+    pub(crate) chat: CommandOrigin,
+    pub(crate) reset_policy: ResetPolicy,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) bootstrap_policy: BootstrapPolicy,
+    pub(crate) bootstrap_files: Vec<String>,
+    pub(crate) lifecycle: GatewayConfig,
+}
+
+impl Default for GatewaySettings {
+    fn default() -> Self {
+        Self {
+            agent_id: "main".into(),
+            cfg: Config::Object(serde_json::Map::new()),
+            chat: CommandOrigin::default(),
+            reset_policy: ResetPolicy::default(),
+            clock: Arc::new(SystemClock),
+            bootstrap_policy: BootstrapPolicy::default(),
+            bootstrap_files: DEFAULT_BOOTSTRAP_FILES.map(String::from).to_vec(),
+            lifecycle: GatewayConfig::default(),
+        }
+    }
+}
+
+/// The host's gateway state: the settings, the lifecycle actor, and what the producers read.
+pub(crate) struct Wiring {
+    pub(crate) settings: GatewaySettings,
+    pub(crate) gateway: Gateway,
+    pub(crate) shared: Arc<HostShared>,
+    pub(crate) started: bool,
+    pub(crate) shut_down: bool,
+    pub(crate) last_active_ms: Option<u64>,
+    pub(crate) model: Option<String>,
+    pub(crate) mode: PromptMode,
+}
+
+impl Wiring {
+    /// Starts the lifecycle actor over `pipeline` (whose plugins have loaded).
+    pub(crate) fn start(
+        pipeline: &Pipeline,
+        settings: GatewaySettings,
+        processes: Vec<Arc<ExternalPlugin>>,
+    ) -> Self {
+        let shared = Arc::new(HostShared {
+            pipeline: pipeline.clone(),
+            processes,
+            parked: Mutex::new(Parked::default()),
+        });
+        let gateway = Gateway::start(pipeline.clone(), shared.clone(), settings.lifecycle);
+        Self {
+            settings,
+            gateway,
+            shared,
+            started: false,
+            shut_down: false,
+            last_active_ms: None,
+            model: None,
+            mode: PromptMode::Work,
+        }
+    }
+
+    /// The channel the host's own chat path uses (`cli` by default).
+    pub(crate) fn chat_channel(&self) -> &str {
+        match &self.settings.chat {
+            CommandOrigin::Chat { channel, .. } => channel,
+            CommandOrigin::Gateway(source) => source.as_str(),
+        }
+    }
+}
+
+/// What the lifecycle closes once every shutdown handler has finished (SPEC G2.3): the pipeline,
+/// the plugin processes loaded from disk, and the store's open session files the host parked here.
+pub(crate) struct HostShared {
+    pipeline: Pipeline,
+    processes: Vec<Arc<ExternalPlugin>>,
+    parked: Mutex<Parked>,
+}
+
+#[derive(Default)]
+struct Parked {
+    closed: bool,
+    sessions: Vec<SessionState>,
+}
+
+impl HostShared {
+    /// Hands an ended session's open files over; they close with the shared state (or now, when
+    /// it is already closed).
+    pub(crate) fn park(&self, session: SessionState) {
+        let mut parked = self.parked.lock().unwrap_or_else(PoisonError::into_inner);
+        if !parked.closed {
+            parked.sessions.push(session);
+        }
+    }
+}
+
+#[async_trait]
+impl SharedState for HostShared {
+    async fn close(&self) {
+        self.pipeline.stop().await;
+        // Goodbye, close stdin, terminate, kill: each step bounded, all plugins at once.
+        super::builder::shutdown_processes(self.processes.clone()).await;
+        let sessions = {
+            let mut parked = self.parked.lock().unwrap_or_else(PoisonError::into_inner);
+            parked.closed = true;
+            std::mem::take(&mut parked.sessions)
+        };
+        drop(sessions);
+    }
+}
