@@ -95,6 +95,8 @@ pub struct ExternalConfig {
     pub restart: RestartPolicy,
     /// How long each shutdown step waits.
     pub shutdown_grace: Duration,
+    /// Guard hooks marked fail-closed (see `PluginRegistration::fail_closed`).
+    pub fail_closed: HookSet,
 }
 
 impl ExternalConfig {
@@ -116,6 +118,7 @@ impl ExternalConfig {
             line_cap: DEFAULT_LINE_CAP,
             restart: RestartPolicy::default(),
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            fail_closed: HookSet::empty(),
         }
     }
 }
@@ -153,6 +156,7 @@ pub struct ExternalPlugin {
     name: Arc<str>,
     hello: Hello,
     timeouts: Timeouts,
+    fail_closed: HookSet,
     restart: RestartPolicy,
     grace: Duration,
     control: Arc<Control>,
@@ -174,6 +178,7 @@ impl ExternalPlugin {
             name: config.name.as_str().into(),
             hello,
             timeouts: config.timeouts,
+            fail_closed: config.fail_closed,
             restart: config.restart,
             grace: config.shutdown_grace,
             control: supervisor::supervise(Arc::new(config), connection, lifecycle),
@@ -201,6 +206,9 @@ impl ExternalPlugin {
     pub fn registration(self: &Arc<Self>) -> PluginRegistration {
         let mut registration =
             PluginRegistration::new(self.name.clone()).with_timeouts(self.timeouts);
+        for hook in self.fail_closed.iter() {
+            registration = registration.fail_closed(hook);
+        }
         if !self.hello.hooks.ordinary_only().is_empty() {
             registration = registration.with_hooks(self.clone());
         }

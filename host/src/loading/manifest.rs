@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use hookline_messages::hook::HookSet;
 use serde::{Deserialize, Serialize};
 
 use super::problem::LoadProblem;
@@ -51,10 +52,18 @@ pub struct Manifest {
     /// How long the process has to say hello, in milliseconds (default 5 000).
     #[serde(default)]
     pub hello_timeout_ms: Option<u64>,
+    /// Guard hooks the operator marks fail-closed (`["on_tool_call", "on_approval"]`): when one
+    /// fails, the tool call is denied instead of the hook being skipped.
+    #[serde(default, skip_serializing_if = "no_hooks")]
+    pub fail_closed: HookSet,
 }
 
 fn yes() -> bool {
     true
+}
+
+fn no_hooks(hooks: &HookSet) -> bool {
+    hooks.is_empty()
 }
 
 impl Manifest {

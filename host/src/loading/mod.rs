@@ -179,6 +179,7 @@ fn prepare(
             .env
             .push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
     }
+    config.fail_closed = manifest.fail_closed;
     if let Some(limit) = manifest.timeout_ms {
         config.timeouts = Timeouts::uniform(Duration::from_millis(limit));
     }

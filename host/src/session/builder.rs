@@ -14,7 +14,7 @@ use crate::approval::{Operator, RefuseAll};
 use crate::provider::{Provider, ScriptedProvider};
 use crate::store::Store;
 use crate::tools::ToolRegistry;
-use crate::turn::{Engine, DEFAULT_MAX_MODEL_CALLS};
+use crate::turn::{Engine, Guards, DEFAULT_MAX_MODEL_CALLS};
 
 /// Builds a [`Host`].
 pub struct HostBuilder {
@@ -140,6 +140,7 @@ impl HostBuilder {
             .spaces_root
             .or_else(|| workspace.parent().map(PathBuf::from))
             .unwrap_or_else(|| workspace.clone());
+        let guards = Guards::of(&self.plugins);
         let pipeline = Pipeline::builder().plugins(self.plugins).start()?;
         let load_notes = pipeline.load_notes().to_vec();
         let lifecycle = SessionLifecycle::new(pipeline.clone()).start();
@@ -153,6 +154,7 @@ impl HostBuilder {
             operator: self.operator,
             max_model_calls: self.max_model_calls,
             events: Vec::new(),
+            guards,
         };
         Ok(Host {
             engine,
