@@ -10,6 +10,9 @@ use super::problem::LoadProblem;
 /// The manifest's file name.
 pub const MANIFEST: &str = "plugin.json";
 
+/// The largest `plugin.json` read; a bigger one is refused before it is parsed.
+pub const MAX_MANIFEST_BYTES: u64 = 64 * 1024;
+
 /// Host components a plugin may not be named after, nor use as its entry point (SPEC L3).
 /// Compared without regard to case.
 pub const RESERVED_NAMES: &[&str] = &[
@@ -73,15 +76,27 @@ impl Manifest {
     /// [`LoadProblem::MissingManifest`], [`LoadProblem::UnreadableManifest`] or
     /// [`LoadProblem::InvalidManifest`].
     pub fn read(dir: &Path) -> Result<Self, LoadProblem> {
+        use std::io::Read;
         let path = dir.join(MANIFEST);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
+        let file = match std::fs::File::open(&path) {
+            Ok(file) => file,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
                 return Err(LoadProblem::MissingManifest)
             }
             Err(error) => return Err(LoadProblem::UnreadableManifest(error.to_string())),
         };
-        serde_json::from_str(&text).map_err(|error| LoadProblem::InvalidManifest(error.to_string()))
+        // Bounded before parsing: a hostile manifest cannot make the loader allocate without end.
+        let mut bytes = Vec::new();
+        file.take(MAX_MANIFEST_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|error| LoadProblem::UnreadableManifest(error.to_string()))?;
+        if bytes.len() as u64 > MAX_MANIFEST_BYTES {
+            return Err(LoadProblem::InvalidManifest(format!(
+                "it is over {MAX_MANIFEST_BYTES} bytes"
+            )));
+        }
+        serde_json::from_slice(&bytes)
+            .map_err(|error| LoadProblem::InvalidManifest(error.to_string()))
     }
 }
 
