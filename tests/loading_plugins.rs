@@ -28,6 +28,20 @@ async fn workspace_plugin_replaces_the_user_plugin_and_order_is_by_name_unless_p
     );
     faulty(workspace.path(), "gamma", "ok", json!({}));
     let mut options = LoadOptions::new(Some(user.path().into()), Some(workspace.path().into()));
+    // Workspace plugins run only once trusted (see tests/loading_trust.rs).
+    let home = tempfile::tempdir().unwrap();
+    options.trust_file = Some(home.path().join("trust.json"));
+    for name in ["beta", "gamma"] {
+        let dir = workspace.path().join(name);
+        let manifest = hookline::host::loading::Manifest::read(&dir).unwrap();
+        let hash = hookline::host::loading::trust::fingerprint(&dir, &manifest).unwrap();
+        hookline::host::loading::trust::TrustFile::trust(
+            &home.path().join("trust.json"),
+            &dir,
+            hash,
+        )
+        .unwrap();
+    }
     let report = load(&options).await;
     assert_eq!(names(&report), ["alpha", "beta", "gamma"]);
     let beta = &report.statuses[1];

@@ -59,6 +59,16 @@ pub enum Note {
         /// How many since the last such note.
         count: u64,
     },
+    /// A fail-closed guard hook (`on_tool_call`, `on_approval`) failed, so the tool call was
+    /// denied instead of running (operator opt-in; the default is the skip of SPEC P1.4).
+    DeniedFailClosed {
+        /// The tool call's id.
+        call_id: String,
+        /// The plugin whose hook failed.
+        plugin: String,
+        /// The hook that failed.
+        hook: HookKind,
+    },
     /// Session-end hooks at shutdown did not all finish within their total budget.
     SessionEndTimedOut {
         /// How many sessions had not finished.
@@ -170,6 +180,15 @@ impl fmt::Display for Note {
                     "Dropped {count} events because the event queue was full."
                 )
             }
+            Self::DeniedFailClosed {
+                call_id,
+                plugin,
+                hook,
+            } => write!(
+                f,
+                "Tool call '{call_id}' was denied because the fail-closed plugin hook '{plugin}' {} failed.",
+                hook.stage()
+            ),
             Self::SessionEndTimedOut { sessions, millis } => write!(
                 f,
                 "Session-end hooks of {sessions} session(s) did not finish within {}.",
@@ -530,6 +549,19 @@ mod tests {
         assert_eq!(
             Note::PluginImagesIgnored.to_string(),
             "Plugin images were ignored because this turn returns text only."
+        );
+    }
+
+    #[test]
+    fn a_fail_closed_denial_names_the_call_the_plugin_and_the_hook() {
+        let note = Note::DeniedFailClosed {
+            call_id: "c1".into(),
+            plugin: "guard".into(),
+            hook: HookKind::OnApproval,
+        };
+        assert_eq!(
+            note.to_string(),
+            "Tool call 'c1' was denied because the fail-closed plugin hook 'guard' approval failed."
         );
     }
 

@@ -101,6 +101,8 @@ pub enum Decider {
     Policy,
     /// The operator answered a prompt.
     Operator,
+    /// A fail-closed guard hook failed; the call was denied without asking.
+    Guard,
 }
 
 /// One approval decision, as archived.

@@ -7,7 +7,8 @@ directory (its plugin directory), so tests can see cancels and goodbyes.
 
 Modes: ok, garbage, oversize, unknown-id, repeat-id, no-hello, bad-version, crash-once,
 crash-always, late, exit-at-start, stderr-flood, batch (answers 8 requests at once, in reverse),
-error, script (replies from `replies.json`).
+error, script (replies from `replies.json`), env (writes its environment to `env.json`, then as ok),
+flood (answers its first call after 5000 unsolicited lines that are not the protocol).
 """
 import json
 import os
@@ -42,6 +43,9 @@ def flood(lines):
 
 
 def main():
+    if MODE == "env":
+        with open("env.json", "w") as f:
+            json.dump(dict(os.environ), f)
     if MODE == "exit-at-start":
         sys.exit(3)
     if MODE == "stderr-flood":
@@ -71,6 +75,11 @@ def main():
         elif MODE == "oversize" and first:
             out.write('{"type":"keep","id":' + str(request["id"]) + ',"pad":"' + "x" * (2 * 1024 * 1024) + '"}\n')
             out.flush()
+        elif MODE == "flood" and first:
+            for i in range(5000):
+                out.write(f"flood {i}\n")
+            out.flush()
+            send(renamed(request))
         elif MODE == "unknown-id" and first:
             send({"type": "keep", "id": request["id"] + 1000})
         elif MODE == "repeat-id" and calls == 2:

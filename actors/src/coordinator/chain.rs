@@ -23,6 +23,7 @@ pub(crate) struct Done<H: Dispatch> {
     pub(crate) value: H::Value,
     pub(crate) notes: Vec<Note>,
     pub(crate) changed_by: Vec<Arc<str>>,
+    pub(crate) failed: Vec<Arc<str>>,
     pub(crate) reply: ReplyTo<H>,
 }
 
@@ -92,6 +93,7 @@ pub(crate) struct Slot<H: Dispatch> {
     call: Pending<H>,
     notes: Vec<Note>,
     changed_by: Vec<Arc<str>>,
+    failed: Vec<Arc<str>>,
 }
 
 impl<H: Dispatch> Slot<H> {
@@ -100,6 +102,7 @@ impl<H: Dispatch> Slot<H> {
             call,
             notes: Vec::new(),
             changed_by: Vec::new(),
+            failed: Vec::new(),
         }
     }
 
@@ -133,6 +136,9 @@ impl<H: Dispatch> Slot<H> {
         let note = Note::skipped(step.name.as_ref(), H::KIND, reason);
         tracing::warn!(session = %self.call.cx.session_id, "{note}");
         self.notes.push(note);
+        // Every skip, noted or not yet: fail-closed guards decide on this list, not on the
+        // deduplicated notes.
+        self.failed.push(step.name.clone());
     }
 
     fn done(self) -> Done<H> {
@@ -141,6 +147,7 @@ impl<H: Dispatch> Slot<H> {
             value: self.call.value,
             notes: self.notes,
             changed_by: self.changed_by,
+            failed: self.failed,
             reply: self.call.reply,
         }
     }

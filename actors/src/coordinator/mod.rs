@@ -99,6 +99,7 @@ impl PipelineCoordinator {
             value: done.value,
             notes,
             changed_by: done.changed_by,
+            failed: done.failed,
         }));
         if let Some(next) = state.queue.pop_front() {
             next(self, ctx);
@@ -146,6 +147,10 @@ pub struct Outcome<T> {
     pub notes: Vec<Note>,
     /// Plugins whose accepted replacement changed the value (SPEC R5.7 needs this for raw hooks).
     pub changed_by: Vec<Arc<str>>,
+    /// Plugins skipped on this call (error, panic, timeout, undecodable or refused reply), in
+    /// load order, whether or not the session had seen the note before. Fail-closed guards
+    /// decide on it.
+    pub failed: Vec<Arc<str>>,
 }
 
 /// Where a call's outcome goes.

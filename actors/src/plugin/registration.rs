@@ -82,6 +82,7 @@ pub struct PluginRegistration {
     pub(crate) events: Option<Arc<dyn EventHandler>>,
     pub(crate) subscriptions: Arc<[Subscription]>,
     pub(crate) event_timeout: Duration,
+    pub(crate) fail_closed: HookSet,
 }
 
 impl PluginRegistration {
@@ -96,6 +97,7 @@ impl PluginRegistration {
             events: None,
             subscriptions: Arc::new([]),
             event_timeout: DEFAULT_HOOK_TIMEOUT,
+            fail_closed: HookSet::empty(),
         }
     }
 
@@ -156,6 +158,21 @@ impl PluginRegistration {
         self
     }
 
+    /// Marks one of the plugin's guard hooks fail-closed (operator opt-in): when it fails (an
+    /// error, a panic, a timeout, a refused replacement), the host denies the tool call instead of
+    /// skipping the hook with a note. The host honours it for `on_tool_call` and `on_approval`;
+    /// other hooks keep the spec's skip (SPEC P1.4).
+    #[must_use]
+    pub fn fail_closed(mut self, hook: HookKind) -> Self {
+        self.fail_closed.insert(hook);
+        self
+    }
+
+    /// The hooks marked fail-closed.
+    pub fn fail_closed_hooks(&self) -> HookSet {
+        self.fail_closed
+    }
+
     /// The plugin's name.
     pub fn name(&self) -> &str {
         &self.name
@@ -192,6 +209,7 @@ impl fmt::Debug for PluginRegistration {
             .field("implements", &self.implements())
             .field("one_at_a_time", &self.one_at_a_time)
             .field("subscriptions", &self.subscriptions)
+            .field("fail_closed", &self.fail_closed)
             .finish_non_exhaustive()
     }
 }

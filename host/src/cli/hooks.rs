@@ -1,4 +1,8 @@
-//! `hookline hooks`: list, inspect, check, enable and disable the plugins on disk.
+//! `hookline hooks`: list, inspect, check, enable, disable and trust the plugins on disk.
+//!
+//! Workspace plugins run only once trusted (`hookline hooks trust <name>`); trust is kept in
+//! `$HOOKLINE_HOME/trust.json` (else `~/.hookline/trust.json`, or `--trust-file`) and bound to a
+//! hash of the plugin's manifest and entry point (see `crate::loading::trust`).
 //!
 //! Directories: `--user-dir` (default `$HOOKLINE_HOME/plugins`, else `~/.hookline/plugins`) and
 //! `--workspace` (default the current directory; its plugins are in `<workspace>/.hookline/plugins`).
@@ -12,7 +16,9 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 use hookline_messages::hook::HookSet;
 
-use crate::loading::manifest::write_enabled;
+use crate::loading::manifest::{write_enabled, Manifest};
+use crate::loading::trust::{default_trust_file, fingerprint, TrustFile};
+use crate::loading::Source;
 use crate::loading::{load, LoadOptions, LoadReport, PluginState, PluginStatus};
 
 /// `hookline hooks ...`
@@ -32,6 +38,9 @@ pub(crate) struct HooksArgs {
     /// Print JSON instead of a table.
     #[arg(long, global = true)]
     json: bool,
+    /// The trust file (default `$HOOKLINE_HOME/trust.json` or `~/.hookline/trust.json`).
+    #[arg(long, global = true)]
+    trust_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -52,6 +61,12 @@ enum HooksCommand {
     },
     /// Sets `"enabled": false` in the plugin's manifest.
     Disable {
+        /// The plugin's name.
+        name: String,
+    },
+    /// Trusts a workspace plugin as it is now (its manifest and entry point); a later change
+    /// untrusts it again.
+    Trust {
         /// The plugin's name.
         name: String,
     },
@@ -89,6 +104,7 @@ pub(crate) fn run(args: HooksArgs) -> ExitCode {
         HooksCommand::Check => check(&report, args.json),
         HooksCommand::Enable { name } => set_enabled(&report, &name, true),
         HooksCommand::Disable { name } => set_enabled(&report, &name, false),
+        HooksCommand::Trust { name } => trust(&report, &name, options.trust_file.as_deref()),
     }
 }
 
@@ -100,6 +116,7 @@ fn options(args: &HooksArgs) -> Result<LoadOptions, String> {
     }
     let mut options = plugin_options(args.user_dir.clone(), args.workspace.clone());
     options.pinned_order = args.order.clone();
+    options.trust_file = args.trust_file.clone().or_else(default_trust_file);
     Ok(options)
 }
 
@@ -159,8 +176,9 @@ fn state(status: &PluginStatus) -> String {
     }
 }
 
-/// The columns of one row: name, directory, source, kind, hooks, raw hooks, events, tools, status.
-fn row(status: &PluginStatus) -> [String; 9] {
+/// The columns of one row: name, directory, source, kind, hooks, raw hooks, events, tools, trust,
+/// status.
+fn row(status: &PluginStatus) -> [String; 10] {
     let hello = status.hello.as_ref();
     [
         status.name.clone(),
@@ -175,6 +193,7 @@ fn row(status: &PluginStatus) -> [String; 9] {
                 .map(|h| h.tools.iter().map(|t| t.name.clone()).collect())
                 .unwrap_or_default(),
         ),
+        status.trust.as_str().into(),
         state(status),
     ]
 }
@@ -193,9 +212,10 @@ fn list(report: &LoadReport, json: bool) -> ExitCode {
         "RAW HOOKS",
         "EVENTS",
         "TOOLS",
+        "TRUST",
         "STATUS",
     ];
-    let rows: Vec<[String; 9]> = report.statuses.iter().map(row).collect();
+    let rows: Vec<[String; 10]> = report.statuses.iter().map(row).collect();
     let mut widths = header.map(str::len);
     for row in &rows {
         for (width, cell) in widths.iter_mut().zip(row) {
@@ -232,6 +252,7 @@ fn info(status: &PluginStatus, json: bool) -> ExitCode {
         "raw hooks",
         "events",
         "tools",
+        "trust",
         "status",
     ];
     for (label, value) in labels.iter().zip(row(status)) {
@@ -314,5 +335,33 @@ fn set_enabled(report: &LoadReport, name: &str, enabled: bool) -> ExitCode {
             "cannot change '{}': {problem}",
             status.dir.display()
         )),
+    }
+}
+
+fn trust(report: &LoadReport, name: &str, trust_file: Option<&std::path::Path>) -> ExitCode {
+    let Some(status) = find(report, name) else {
+        return bad_input(format!("no plugin is named '{name}'"));
+    };
+    if status.source == Source::User {
+        println!("Plugin '{name}' is a user plugin: it is trusted by installation.");
+        return ExitCode::SUCCESS;
+    }
+    let Some(path) = trust_file else {
+        return bad_input("no trust file: set HOOKLINE_HOME or HOME, or pass --trust-file");
+    };
+    let hash = Manifest::read(&status.dir).and_then(|manifest| fingerprint(&status.dir, &manifest));
+    let hash = match hash {
+        Ok(hash) => hash,
+        Err(problem) => return bad_input(format!("cannot trust '{name}': {problem}")),
+    };
+    match TrustFile::trust(path, &status.dir, hash.clone()) {
+        Ok(()) => {
+            println!(
+                "Plugin '{name}' is trusted ({hash}, in {}).",
+                path.display()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(error) => bad_input(format!("cannot write '{}': {error}", path.display())),
     }
 }

@@ -86,4 +86,26 @@ mod tests {
     async fn a_line_of_exactly_the_cap_is_kept() {
         assert_eq!(lines(b"abcde\n", 5).await[0], Line::Text(b"abcde".to_vec()));
     }
+
+    proptest::proptest! {
+        /// Issue 8 item 2: any bytes, any cap: every line read is within the cap and the reader
+        /// always reaches the end; it never panics and never buffers past the cap.
+        #[test]
+        fn any_bytes_split_into_lines_within_the_cap(
+            input in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..2048),
+            cap in 0usize..64,
+        ) {
+            let runtime = tokio::runtime::Builder::new_current_thread().build();
+            let Ok(runtime) = runtime else { return Ok(()) };
+            let got = runtime.block_on(lines(&input, cap));
+            proptest::prop_assert_eq!(got.last(), Some(&Line::End));
+            let newlines = input.iter().filter(|b| **b == b'\n').count();
+            proptest::prop_assert_eq!(got.len(), newlines + 1);
+            for line in &got {
+                if let Line::Text(text) = line {
+                    proptest::prop_assert!(text.len() <= cap);
+                }
+            }
+        }
+    }
 }

@@ -100,6 +100,8 @@ pub struct ExternalConfig {
     pub restart: RestartPolicy,
     /// How long each shutdown step waits.
     pub shutdown_grace: Duration,
+    /// Guard hooks marked fail-closed (see `PluginRegistration::fail_closed`).
+    pub fail_closed: HookSet,
 }
 
 impl ExternalConfig {
@@ -122,6 +124,7 @@ impl ExternalConfig {
             line_cap: DEFAULT_LINE_CAP,
             restart: RestartPolicy::default(),
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            fail_closed: HookSet::empty(),
         }
     }
 }
@@ -160,6 +163,7 @@ pub struct ExternalPlugin {
     hello: Hello,
     timeouts: Timeouts,
     event_timeout: Duration,
+    fail_closed: HookSet,
     restart: RestartPolicy,
     grace: Duration,
     control: Arc<Control>,
@@ -182,6 +186,7 @@ impl ExternalPlugin {
             hello,
             timeouts: config.timeouts,
             event_timeout: config.event_timeout,
+            fail_closed: config.fail_closed,
             restart: config.restart,
             grace: config.shutdown_grace,
             control: supervisor::supervise(Arc::new(config), connection, lifecycle),
@@ -213,6 +218,9 @@ impl ExternalPlugin {
             .with_event_timeout(self.event_timeout);
         if !self.hello.events.is_empty() {
             registration = registration.with_events(self.clone());
+        }
+        for hook in self.fail_closed.iter() {
+            registration = registration.fail_closed(hook);
         }
         if !self.hello.hooks.ordinary_only().is_empty() {
             registration = registration.with_hooks(self.clone());

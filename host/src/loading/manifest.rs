@@ -2,12 +2,16 @@
 
 use std::path::Path;
 
+use hookline_messages::hook::HookSet;
 use serde::{Deserialize, Serialize};
 
 use super::problem::LoadProblem;
 
 /// The manifest's file name.
 pub const MANIFEST: &str = "plugin.json";
+
+/// The largest `plugin.json` read; a bigger one is refused before it is parsed.
+pub const MAX_MANIFEST_BYTES: u64 = 64 * 1024;
 
 /// Host components a plugin may not be named after, nor use as its entry point (SPEC L3).
 /// Compared without regard to case.
@@ -51,10 +55,18 @@ pub struct Manifest {
     /// How long the process has to say hello, in milliseconds (default 5 000).
     #[serde(default)]
     pub hello_timeout_ms: Option<u64>,
+    /// Guard hooks the operator marks fail-closed (`["on_tool_call", "on_approval"]`): when one
+    /// fails, the tool call is denied instead of the hook being skipped.
+    #[serde(default, skip_serializing_if = "no_hooks")]
+    pub fail_closed: HookSet,
 }
 
 fn yes() -> bool {
     true
+}
+
+fn no_hooks(hooks: &HookSet) -> bool {
+    hooks.is_empty()
 }
 
 impl Manifest {
@@ -64,15 +76,27 @@ impl Manifest {
     /// [`LoadProblem::MissingManifest`], [`LoadProblem::UnreadableManifest`] or
     /// [`LoadProblem::InvalidManifest`].
     pub fn read(dir: &Path) -> Result<Self, LoadProblem> {
+        use std::io::Read;
         let path = dir.join(MANIFEST);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
+        let file = match std::fs::File::open(&path) {
+            Ok(file) => file,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
                 return Err(LoadProblem::MissingManifest)
             }
             Err(error) => return Err(LoadProblem::UnreadableManifest(error.to_string())),
         };
-        serde_json::from_str(&text).map_err(|error| LoadProblem::InvalidManifest(error.to_string()))
+        // Bounded before parsing: a hostile manifest cannot make the loader allocate without end.
+        let mut bytes = Vec::new();
+        file.take(MAX_MANIFEST_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|error| LoadProblem::UnreadableManifest(error.to_string()))?;
+        if bytes.len() as u64 > MAX_MANIFEST_BYTES {
+            return Err(LoadProblem::InvalidManifest(format!(
+                "it is over {MAX_MANIFEST_BYTES} bytes"
+            )));
+        }
+        serde_json::from_slice(&bytes)
+            .map_err(|error| LoadProblem::InvalidManifest(error.to_string()))
     }
 }
 

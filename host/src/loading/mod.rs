@@ -19,6 +19,7 @@ pub mod entry;
 pub mod manifest;
 mod problem;
 mod status;
+pub mod trust;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -45,6 +46,9 @@ pub struct LoadOptions {
     pub pinned_order: Vec<String>,
     /// Overrides every plugin's hello deadline (tests use a short one).
     pub hello_timeout: Option<Duration>,
+    /// The trust file workspace plugins must be trusted in ([`trust`]); without one, no
+    /// workspace plugin runs. The CLI uses [`trust::default_trust_file`].
+    pub trust_file: Option<PathBuf>,
 }
 
 impl LoadOptions {
@@ -168,6 +172,12 @@ fn prepare(
     if !manifest.enabled {
         return Ok(None);
     }
+    // Workspace plugins run only as trusted (after the fence, before anything starts).
+    status.trust = trust::check(candidate, &manifest, &name, options.trust_file.as_deref())
+        .map_err(|(trust, problem)| {
+            status.trust = trust;
+            problem
+        })?;
     let mut config = ExternalConfig::new(name, launch.program, &candidate.dir);
     config.args = launch.args.into_iter().map(Into::into).collect();
     if launch.kind == "python3" {
@@ -177,6 +187,7 @@ fn prepare(
             .env
             .push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
     }
+    config.fail_closed = manifest.fail_closed;
     if let Some(limit) = manifest.timeout_ms {
         config.timeouts = Timeouts::uniform(Duration::from_millis(limit));
         config.event_timeout = Duration::from_millis(limit);

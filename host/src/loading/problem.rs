@@ -85,6 +85,10 @@ pub enum LoadProblem {
     InterpreterMissing(String),
     /// The process failed to start or to say a valid hello.
     StartFailed(String),
+    /// A workspace plugin the operator has not trusted (`hookline hooks trust <name>`).
+    Untrusted(String),
+    /// A workspace plugin whose manifest or entry point changed since it was trusted.
+    TrustChanged(String),
 }
 
 impl fmt::Display for LoadProblem {
@@ -132,6 +136,15 @@ impl fmt::Display for LoadProblem {
                 write!(f, "its interpreter '{name}' was not found on PATH")
             }
             Self::StartFailed(error) => f.write_str(error),
+            Self::Untrusted(name) => write!(
+                f,
+                "its workspace plugin '{name}' is not trusted (run 'hookline hooks trust {name}')"
+            ),
+            Self::TrustChanged(name) => write!(
+                f,
+                "its workspace plugin '{name}' changed since it was trusted (run 'hookline hooks \
+                 trust {name}' again)"
+            ),
         }
     }
 }

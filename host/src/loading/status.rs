@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::discover::{Candidate, Source};
 use super::problem::{LoadNote, LoadProblem};
+use super::trust::Trust;
 
 /// Loaded, disabled in its manifest, or skipped with a problem.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -38,6 +39,8 @@ pub struct PluginStatus {
     pub description: Option<String>,
     /// What it said in its hello, once loaded.
     pub hello: Option<Hello>,
+    /// Whether it may run: user plugins by installation, workspace plugins once trusted.
+    pub trust: Trust,
     /// Its state.
     #[serde(flatten)]
     pub state: PluginState,
@@ -53,6 +56,7 @@ impl PluginStatus {
             kind: "unknown".into(),
             description: None,
             hello: None,
+            trust: Trust::Unknown,
             state: PluginState::Loaded,
         }
     }

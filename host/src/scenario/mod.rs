@@ -31,10 +31,26 @@ pub struct ScenarioError {
 /// [`ScenarioError`] for an unreadable file, bad JSON, an unknown step or command, an unknown
 /// model, or a tool call naming a tool `tools` does not have.
 pub fn load(file: &Path, tools: &ToolRegistry) -> Result<Scenario, ScenarioError> {
-    let text =
-        std::fs::read_to_string(file).map_err(|e| error(file, format!("cannot read it: {e}")))?;
+    use std::io::Read;
+    let cannot = |e: std::io::Error| error(file, format!("cannot read it: {e}"));
+    let mut text = String::new();
+    // Bounded before parsing: a huge file is refused, not read whole.
+    std::fs::File::open(file)
+        .map_err(cannot)?
+        .take(MAX_SCENARIO_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(cannot)?;
+    if text.len() as u64 > MAX_SCENARIO_BYTES {
+        return Err(error(
+            file,
+            format!("it is over {MAX_SCENARIO_BYTES} bytes"),
+        ));
+    }
     parse(file, &text, tools)
 }
+
+/// The largest scenario file read.
+pub const MAX_SCENARIO_BYTES: u64 = 16 * 1024 * 1024;
 
 /// Parses and checks scenario `text`; `file` names it in errors.
 ///

@@ -30,7 +30,7 @@ use crate::loading::{load, LoadNote, LoadOptions, LoadReport};
 use crate::provider::{Provider, ScriptedProvider};
 use crate::store::Store;
 use crate::tools::{Tool, ToolRegistry};
-use crate::turn::{Engine, DEFAULT_MAX_MODEL_CALLS};
+use crate::turn::{Engine, Guards, DEFAULT_MAX_MODEL_CALLS};
 
 /// Builds a [`Host`].
 pub struct HostBuilder {
@@ -297,6 +297,7 @@ impl HostBuilder {
             .spaces_root
             .or_else(|| workspace.parent().map(PathBuf::from))
             .unwrap_or_else(|| workspace.clone());
+        let guards = Guards::of(&self.plugins);
         let pipeline = Pipeline::builder().plugins(self.plugins).start()?;
         let mut load_notes = self.loaded.notes;
         load_notes.extend(pipeline.load_notes().iter().cloned());
@@ -313,6 +314,7 @@ impl HostBuilder {
             operator: self.operator,
             max_model_calls: self.max_model_calls,
             events: Vec::new(),
+            guards,
         };
         Ok(Host {
             engine,

@@ -9,6 +9,7 @@
 //! `on_turn_finished` with the stop reason.
 
 mod compaction;
+mod guard;
 mod hooks;
 mod model_call;
 mod prompt;
@@ -30,6 +31,8 @@ use crate::session::{Event, HostError, SessionState};
 use crate::tools::ToolRegistry;
 
 pub(crate) use compaction::compact;
+pub(crate) use guard::Guards;
+pub use guard::GUARD_HOOKS;
 pub(crate) use hooks::record_note;
 
 /// The default bound on model calls in one turn.
@@ -44,6 +47,8 @@ pub(crate) struct Engine {
     pub(crate) operator: Arc<dyn Operator>,
     pub(crate) max_model_calls: usize,
     pub(crate) events: Vec<Event>,
+    /// Fail-closed guard hooks (operator opt-in).
+    pub(crate) guards: Guards,
 }
 
 /// One piece of work on one session.

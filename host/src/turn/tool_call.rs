@@ -1,11 +1,18 @@
 //! One tool call, the same for built-in, plugin and external tools (SPEC P1.3): `on_tool_call`,
 //! classify, `on_approval`, `rewrite_approval`, the policy (which may ask the operator), the tool,
 //! `on_tool_result`, store.
+//!
+//! A failing `on_tool_call` or `on_approval` hook of a plugin the operator marked fail-closed
+//! denies the call instead (a note and a `Guard` approval record say so); otherwise a failing
+//! hook is skipped with a note (SPEC P1.4).
 
 use hookline_messages::approval::Classification;
+use std::sync::Arc;
+
 use hookline_messages::hook::{
-    OnApproval, OnToolCall, OnToolResult, RewriteApproval, ToolResultContext,
+    HookKind, OnApproval, OnToolCall, OnToolResult, RewriteApproval, ToolResultContext,
 };
+use hookline_messages::note::Note;
 use hookline_messages::policy::{verdict, Verdict};
 use hookline_messages::record::{ApprovalRecord, ArchiveEntry, Decider, Decision, Record};
 use hookline_messages::tool::{ApprovalState, ToolCall, ToolProvider, ToolResult};
@@ -39,7 +46,12 @@ impl Turn<'_> {
             name,
             arguments,
         };
-        let mut call = self.hook::<OnToolCall>(asked.clone()).await?;
+        let outcome = self.hook_with::<OnToolCall>((), asked.clone()).await?;
+        let guard = self
+            .engine
+            .guards
+            .tripped(HookKind::OnToolCall, &outcome.failed);
+        let mut call = outcome.value;
         // SPEC P3.1: the call that runs is classified and approved as rewritten; its provider is
         // resolved again from its (possibly new) name.
         call.provider = self.provider_of(&call.name);
@@ -52,7 +64,14 @@ impl Turn<'_> {
             call: call.clone(),
             rewritten_from,
         });
-        let decision = self.approve(&call).await?;
+        let decision = match guard {
+            Some(plugin) => {
+                let tool = self.engine.tools.get(&call.name);
+                let classification = classify(tool.as_ref().map(|t| t.spec()), &call);
+                self.deny_closed(&call, classification, plugin, HookKind::OnToolCall)?
+            }
+            None => self.approve(&call).await?,
+        };
         let result = self.run_tool(&call, decision).await;
         let mut held = self.session.held_images();
         result
@@ -88,9 +107,44 @@ impl Turn<'_> {
     async fn approve(&mut self, call: &ToolCall) -> Result<Decision, HostError> {
         let tool = self.engine.tools.get(&call.name);
         let classification = classify(tool.as_ref().map(|t| t.spec()), call);
-        let classification = self.hook::<OnApproval>(classification).await?;
-        let classification = self.hook::<RewriteApproval>(classification).await?;
+        let outcome = self.hook_with::<OnApproval>((), classification).await?;
+        if let Some(plugin) = self
+            .engine
+            .guards
+            .tripped(HookKind::OnApproval, &outcome.failed)
+        {
+            return self.deny_closed(call, outcome.value, plugin, HookKind::OnApproval);
+        }
+        let classification = self.hook::<RewriteApproval>(outcome.value).await?;
         let (decision, decided_by) = self.decide(call, &classification).await;
+        self.record_approval(call, classification, decision, decided_by)
+    }
+
+    /// Denies `call` because `plugin`'s fail-closed `hook` failed: a note says so, and the
+    /// approval record names the guard as the decider.
+    fn deny_closed(
+        &mut self,
+        call: &ToolCall,
+        classification: Classification,
+        plugin: Arc<str>,
+        hook: HookKind,
+    ) -> Result<Decision, HostError> {
+        self.note(Note::DeniedFailClosed {
+            call_id: call.call_id.clone(),
+            plugin: plugin.to_string(),
+            hook,
+        })?;
+        self.record_approval(call, classification, Decision::Deny, Decider::Guard)
+    }
+
+    /// Archives and reports one approval decision.
+    fn record_approval(
+        &mut self,
+        call: &ToolCall,
+        classification: Classification,
+        decision: Decision,
+        decided_by: Decider,
+    ) -> Result<Decision, HostError> {
         let record = ApprovalRecord {
             call_id: call.call_id.clone(),
             tool: call.name.clone(),
