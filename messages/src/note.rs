@@ -91,6 +91,11 @@ pub enum Note {
         /// The tool's name.
         tool: String,
     },
+    /// An external tool in a tools directory was left out: a bad manifest, or a taken name.
+    ExternalToolSkipped {
+        /// The whole English sentence, naming the tool's directory and the problem.
+        problem: String,
+    },
 }
 
 /// One skipped hook call: which plugin, which hook, and why.
@@ -201,6 +206,7 @@ impl fmt::Display for Note {
                 f,
                 "Plugin '{plugin}' tool '{tool}' was not registered: another tool has that name."
             ),
+            Self::ExternalToolSkipped { problem } => f.write_str(problem),
         }
     }
 }

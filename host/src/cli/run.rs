@@ -1,4 +1,5 @@
-//! `hookline run [SCENARIO] [--json] [--plugins DIR] [--workspace DIR] [--no-demo-plugins]`:
+//! `hookline run [SCENARIO] [--json] [--plugins DIR] [--workspace DIR] [--tools DIR]
+//! [--no-demo-plugins]`:
 //! plays a scenario (default: the bundled demo) with the plugins on disk, then prints the
 //! conversation, each hook's effect and the notes in order, or with `--json` one
 //! machine-readable report. The run shuts the host down when it ends, also on Ctrl-C
@@ -52,6 +53,10 @@ pub struct RunArgs {
     /// Never run the bundled demo plugins, even when no plugin is found on disk.
     #[arg(long)]
     no_demo_plugins: bool,
+    /// A tools directory: one subdirectory per external tool, each with a `tool.json`. External
+    /// tools are hooked and approved like every other tool. None by default.
+    #[arg(long, value_name = "DIR")]
+    tools: Option<PathBuf>,
 }
 
 /// Why a run failed.
@@ -88,7 +93,10 @@ pub fn run(args: RunArgs) -> ExitCode {
 }
 
 async fn run_async(args: &RunArgs) -> Result<String, RunError> {
-    for dir in [&args.plugins, &args.workspace].into_iter().flatten() {
+    for dir in [&args.plugins, &args.workspace, &args.tools]
+        .into_iter()
+        .flatten()
+    {
         if !dir.is_dir() {
             return Err(RunError::NotADirectory(dir.clone()));
         }
@@ -114,9 +122,12 @@ async fn run_async(args: &RunArgs) -> Result<String, RunError> {
 async fn plugins(args: &RunArgs, options: &crate::loading::LoadOptions) -> HostBuilder {
     let report = crate::loading::load(options).await;
     let demo = report.statuses.is_empty() && !args.no_demo_plugins;
-    let builder = Host::builder()
+    let mut builder = Host::builder()
         .tools(ToolRegistry::with_builtins())
         .loaded_plugins(report);
+    if let Some(dir) = &args.tools {
+        builder = builder.external_tools(dir);
+    }
     if demo {
         builder
             .plugins(example_plugins())

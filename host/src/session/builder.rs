@@ -37,6 +37,7 @@ pub struct HostBuilder {
     plugins: Vec<PluginRegistration>,
     tools: ToolRegistry,
     extra_tools: Vec<Arc<dyn Tool>>,
+    tool_dirs: Vec<PathBuf>,
     loaded: Loaded,
     provider: Option<Arc<dyn Provider>>,
     operator: Arc<dyn Operator>,
@@ -55,6 +56,7 @@ impl Default for HostBuilder {
             plugins: Vec::new(),
             tools: ToolRegistry::new(),
             extra_tools: Vec::new(),
+            tool_dirs: Vec::new(),
             loaded: Loaded::default(),
             provider: None,
             operator: Arc::new(RefuseAll),
@@ -102,6 +104,16 @@ impl HostBuilder {
         self
     }
 
+    /// Adds the external tools declared in `dir` (one subdirectory per tool, each with a
+    /// `tool.json`; see [`crate::tools::external`]). They go through the same hooks and approval
+    /// as every other tool (SPEC P1.3). A tool whose manifest is bad, or whose name is taken, is
+    /// left out with a note recorded in the first session; a missing `dir` adds nothing.
+    #[must_use]
+    pub fn external_tools(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.tool_dirs.push(dir.into());
+        self
+    }
+
     /// Loads the plugins on disk ([`load`]: the user directory overlaid by the workspace
     /// directory) and adds them after the plugins added so far, in their load order. Never fails:
     /// a plugin that cannot load is skipped with a note, recorded in the first session.
@@ -135,8 +147,10 @@ impl HostBuilder {
     }
 
     /// The registry the host will use: [`HostBuilder::tools`], then each
-    /// [`HostBuilder::tool`], then the tools of plugins loaded from disk. A plugin tool whose name
-    /// is taken is left out with a note (built-in tools are never replaced, SPEC X).
+    /// [`HostBuilder::tool`], then the tools of plugins loaded from disk, then the external tools
+    /// of each [`HostBuilder::external_tools`] directory. A plugin or external tool whose name is
+    /// taken, or whose manifest is bad, is left out with a note (built-in tools are never
+    /// replaced, SPEC X).
     ///
     /// # Errors
     /// [`HostError::Tools`] when a tool added with [`HostBuilder::tool`] has a name already taken.
@@ -155,6 +169,14 @@ impl HostBuilder {
                     tool: tool.spec().name.clone(),
                 });
             }
+        }
+        for dir in &self.tool_dirs {
+            let problems = tools.load_external(dir);
+            notes.extend(
+                problems
+                    .into_iter()
+                    .map(|problem| Note::ExternalToolSkipped { problem }),
+            );
         }
         Ok((tools, notes))
     }
