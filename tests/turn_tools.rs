@@ -20,7 +20,7 @@ use hookline::messages::hook::{HookContext, HookKind, HookSet};
 use hookline::messages::note::Note;
 use hookline::messages::record::{ArchiveEntry, Decision};
 use hookline::messages::session::ApprovalMode;
-use hookline::messages::tool::{ToolCall, ToolProvider, ToolResult};
+use hookline::messages::tool::{ToolCall, ToolResult};
 use host_support::{call, text};
 use serde_json::json;
 
