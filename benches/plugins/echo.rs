@@ -14,7 +14,8 @@ use std::io::{self, BufRead, BufReader, BufWriter, Write};
 
 use serde_json::{json, Value};
 
-const HELLO: &str = r#"{"type":"hello","protocol":1,"hooks":["on_user_message","on_prompt","on_tool_call"]}"#;
+const HELLO: &str =
+    r#"{"type":"hello","protocol":1,"hooks":["on_user_message","on_prompt","on_tool_call"]}"#;
 
 /// The reply to one request line, or `None` for a line that needs none (cancel, goodbye).
 fn answer(line: &str) -> Option<Value> {
