@@ -127,3 +127,18 @@ async fn run_one(plan: &Plan) -> Result<(Measured, usize), String> {
     let measured = run.map_err(|e| e.to_string())?;
     Ok((measured, count))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::share_of;
+
+    #[test]
+    fn shares_cover_the_total_and_differ_by_at_most_one() {
+        for (total, parts) in [(1000, 2), (1001, 2), (7, 3), (3, 8)] {
+            let shares: Vec<_> = (0..parts).map(|i| share_of(total, parts, i)).collect();
+            assert_eq!(shares.iter().sum::<usize>(), total);
+            let (min, max) = (shares.iter().min(), shares.iter().max());
+            assert!(max.zip(min).is_some_and(|(a, b)| a - b <= 1), "{shares:?}");
+        }
+    }
+}
