@@ -18,6 +18,10 @@
 #![allow(missing_docs)] // criterion's macros generate undocumented items
 #![allow(clippy::expect_used)] // a bench that cannot start its children has nothing to measure
 
+/// The allocator the `hookline` binary ships with (`src/main.rs`), so figures match it.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::ffi::OsString;
 use std::hint::black_box;
 use std::io::{BufRead, BufReader, Write};
@@ -261,6 +265,9 @@ fn pipelined(c: &mut Criterion) {
     for kind in [Kind::rust(), Kind::python()] {
         let mut group = c.benchmark_group(format!("external_pipelined_{}", kind.label));
         group.throughput(Throughput::Elements(1));
+        // Few, long samples: each sample then makes many calls per session, so the start and
+        // the drain of the 1000 in flight are a small part of it.
+        group.sample_size(10);
         let mut raw = RawEcho::start(&kind);
         let (pipeline, plugin) = protocol_pipeline(&system, &kind);
         group.bench_function("raw_pipe_echo", |b| {

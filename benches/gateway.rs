@@ -12,6 +12,10 @@
 #![allow(missing_docs)] // criterion's macros generate undocumented items
 #![allow(clippy::expect_used)] // a bench that cannot start has nothing to measure
 
+/// The allocator the `hookline` binary ships with (`src/main.rs`), so figures match it.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -4,6 +4,10 @@
 #![allow(missing_docs)] // criterion's macros generate undocumented items
 #![allow(clippy::expect_used)] // the proposals are built to be admitted
 
+/// The allocator the `hookline` binary ships with (`src/main.rs`), so figures match it.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
