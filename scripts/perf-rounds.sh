@@ -7,8 +7,8 @@ out=${1:-/tmp/hookline-perf}
 mkdir -p "$out"
 cargo build --release --bins --benches -q
 B=target/release/hookline
-cli() { local name=$1; shift; $B bench --json "$@" > "$out/r$round-$name.json"; }
-for round in 1 2 3; do
+cli() { local name=$1; shift; $B bench --json "$@" > "$out/r$round-$name.json" || echo "r$round $name failed" >> "$out/FAILED"; }
+for round in ${ROUNDS:-1 2 3}; do
   cli inproc-1 --sessions 1 --duration 2
   cli inproc-64 --sessions 64 --duration 2
   cli inproc-1000 --sessions 1000 --duration 2

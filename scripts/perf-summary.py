@@ -20,7 +20,11 @@ def cli():
     print("| run | calls/s | p50 µs | p99 µs | ratio to direct (throughput) | direct ns/call |")
     print("|---|---|---|---|---|---|")
     for name in names:
-        reports = [json.load(open(p)) for p in sorted(glob.glob(f"{out}/r?-{name}.json"))]
+        paths = sorted(glob.glob(f"{out}/r?-{name}.json"))
+        reports = [json.load(open(p)) for p in paths if open(p).read().strip()]
+        if not reports:
+            print(f"| {name} | failed in every round | | | | |")
+            continue
         if name == "memory":
             for r in reports:
                 print(f"<!-- memory: {r['sessions']} sessions, before {r['rss_before']}, after {r['rss_after']}, {r['bytes_per_session']:.0f} B/session -->")

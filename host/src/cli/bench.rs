@@ -28,6 +28,7 @@ enum SourceArg {
 
 /// The hook called.
 #[derive(Clone, Copy, Debug, ValueEnum)]
+#[allow(clippy::enum_variant_names)] // the hooks' own names all start with "on"
 enum HookArg {
     /// `on_user_message`.
     #[value(name = "on_user_message")]
