@@ -85,7 +85,10 @@ fn memory_reports_resident_bytes_per_idle_session() {
     );
     assert!(before > 0 && after >= before, "{report}");
     // Bounded: far below the 10 KiB per session that 1 GiB for 100,000 sessions allows.
-    assert!(report["bytes_per_session"].as_f64().unwrap() < 10_240.0, "{report}");
+    assert!(
+        report["bytes_per_session"].as_f64().unwrap() < 10_240.0,
+        "{report}"
+    );
 }
 
 #[test]
