@@ -3,6 +3,10 @@
 //! to a ~64-byte text). Run with `cargo bench --bench pipeline`.
 #![allow(missing_docs)] // criterion's macros generate undocumented items
 
+/// The allocator the `hookline` binary ships with (`src/main.rs`), so figures match it.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -7,11 +7,9 @@ use std::time::{Duration, Instant};
 use futures::future::join_all;
 use hdrhistogram::Histogram;
 use hookline_actors::{Pipeline, PipelineError};
-use hookline_messages::hook::OnUserMessage;
 use hookline_messages::session::SessionId;
-use hookline_messages::user::UserMessage;
 
-use super::workload::PAYLOAD;
+use super::hook::BenchHook;
 
 /// Told about progress while a run goes on (the CLI draws a progress bar with it).
 pub trait Progress {
@@ -35,17 +33,18 @@ pub struct Measured {
 }
 
 #[allow(clippy::expect_used)] // constant arguments that hdrhistogram documents as valid
-fn new_histogram() -> Histogram<u64> {
+pub(super) fn new_histogram() -> Histogram<u64> {
     // 1 ns to 60 s at 3 significant figures: every latency this runtime can produce fits.
     Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds")
 }
 
-/// Runs `sessions` sessions, each issuing calls back to back, for `duration`.
+/// Runs `sessions` sessions, each issuing calls of `hook` back to back, for `duration`.
 ///
 /// # Errors
 /// The first [`PipelineError`] a call returned.
 pub async fn run_closed_loop(
     pipeline: &Pipeline,
+    hook: BenchHook,
     sessions: usize,
     duration: Duration,
     progress: &dyn Progress,
@@ -59,7 +58,7 @@ pub async fn run_closed_loop(
         async move {
             let mut calls = 0u64;
             while Instant::now() < deadline {
-                one_call(pipeline, &session, &histogram).await?;
+                one_call(pipeline, hook, &session, &histogram).await?;
                 calls += 1;
                 if i == 0 && calls % 1024 == 0 {
                     progress.tick(started.elapsed(), duration);
@@ -81,13 +80,14 @@ pub async fn run_closed_loop(
     })
 }
 
-/// Offers `rate` calls per second for `duration`, spread over `sessions` sessions, each call
+/// Offers `rate` calls of `hook` per second for `duration`, spread over `sessions` sessions, each call
 /// started on schedule whether or not earlier ones finished (latency includes queueing).
 ///
 /// # Errors
 /// The first [`PipelineError`] a call returned.
 pub async fn run_open_loop(
     pipeline: &Pipeline,
+    hook: BenchHook,
     sessions: usize,
     rate: u64,
     duration: Duration,
@@ -109,11 +109,9 @@ pub async fn run_open_loop(
         let histogram = histogram.clone();
         let scheduled = next;
         handles.push(actix_rt::spawn(async move {
-            let outcome = pipeline
-                .call::<OnUserMessage>(&session, UserMessage::new(PAYLOAD))
-                .await;
+            let outcome = hook.call(&pipeline, &session).await;
             let _ = histogram.borrow_mut().record(nanos(scheduled.elapsed()));
-            outcome.map(|_| ())
+            outcome
         }));
         issued += 1;
         next += interval;
@@ -137,13 +135,12 @@ pub async fn run_open_loop(
 
 async fn one_call(
     pipeline: &Pipeline,
+    hook: BenchHook,
     session: &SessionId,
     histogram: &RefCell<Histogram<u64>>,
 ) -> Result<(), PipelineError> {
     let started = Instant::now();
-    pipeline
-        .call::<OnUserMessage>(session, UserMessage::new(PAYLOAD))
-        .await?;
+    hook.call(pipeline, session).await?;
     // A value beyond the histogram's range is dropped from it, never a failure.
     let _ = histogram.borrow_mut().record(nanos(started.elapsed()));
     Ok(())

@@ -9,9 +9,17 @@
 //! Used by `hookline bench` and by the criterion benches in `benches/`.
 
 mod driver;
+mod hook;
+mod memory;
 mod report;
+mod sharded;
+mod source;
 mod workload;
 
-pub use driver::{run_closed_loop, run_open_loop, Progress};
+pub use driver::{run_closed_loop, run_open_loop, Measured, Progress};
+pub use hook::BenchHook;
+pub use memory::{idle_sessions, resident_bytes, MemoryReport};
 pub use report::{BenchReport, Latency};
+pub use sharded::{run as run_on_arbiters, Plan};
+pub use source::{start_plugins, Plugins, Source, RUST_ECHO_BIN, RUST_EXAMPLE_BIN};
 pub use workload::{appender_plugins, direct_baseline, Appender, DirectAppender, PAYLOAD};

@@ -25,6 +25,10 @@ pub struct Latency {
 pub struct BenchReport {
     /// The hook called.
     pub hook: String,
+    /// Where the plugins came from (`in-process`, `external-rust`, ...).
+    pub source: String,
+    /// Arbiters (threads) the run used, each with its own pipeline and share of the sessions.
+    pub arbiters: usize,
     /// Plugins per call.
     pub plugins: usize,
     /// Sessions in flight.
@@ -71,6 +75,8 @@ impl BenchReport {
         let direct_calls_per_second = 1e9 / direct_ns;
         Self {
             hook: hook.to_owned(),
+            source: "in-process".to_owned(),
+            arbiters: 1,
             plugins,
             sessions,
             offered_rate,
@@ -83,6 +89,14 @@ impl BenchReport {
             latency_ratio: latency.p50_ns as f64 / direct_ns,
         }
     }
+
+    /// The same report, saying where the plugins came from and how many arbiters ran.
+    #[must_use]
+    pub fn on(mut self, source: &str, arbiters: usize) -> Self {
+        self.source = source.to_owned();
+        self.arbiters = arbiters;
+        self
+    }
 }
 
 fn micros(ns: u64) -> String {
@@ -94,8 +108,8 @@ impl fmt::Display for BenchReport {
         let l = &self.latency;
         writeln!(
             f,
-            "hook {} through {} plugins, {} sessions in flight",
-            self.hook, self.plugins, self.sessions
+            "hook {} through {} {} plugins, {} sessions in flight on {} arbiter(s)",
+            self.hook, self.plugins, self.source, self.sessions, self.arbiters
         )?;
         if let Some(rate) = self.offered_rate {
             writeln!(f, "offered load   {rate} calls/s (open loop)")?;

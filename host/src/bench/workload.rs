@@ -7,12 +7,15 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use hookline_actors::plugin::{HookResult, Plugin, PluginRegistration, Reply};
 use hookline_messages::hook::{HookContext, HookKind, HookSet};
+use hookline_messages::prompt::Prompt;
+use hookline_messages::tool::ToolCall;
 use hookline_messages::user::UserMessage;
 
 /// The ~64-byte text each call starts with.
 pub const PAYLOAD: &str = "Please refactor the parser so that it reports the line of an error.";
 
-/// A plugin that appends a few bytes to the user message (`on_user_message`).
+/// A plugin that appends a few bytes to the user message (`on_user_message`), adds a short part
+/// to the prompt (`on_prompt`) and to a tool call's name (`on_tool_call`).
 #[derive(Debug, Clone)]
 pub struct Appender {
     suffix: String,
@@ -30,7 +33,24 @@ impl Appender {
 #[async_trait]
 impl Plugin for Appender {
     fn hooks(&self) -> HookSet {
-        HookSet::of(&[HookKind::OnUserMessage])
+        HookSet::of(&[
+            HookKind::OnUserMessage,
+            HookKind::OnPrompt,
+            HookKind::OnToolCall,
+        ])
+    }
+
+    async fn on_prompt(&self, _: &HookContext, prompt: Prompt) -> HookResult<Reply<Prompt>> {
+        Ok(Reply::Replace(prompt.append(self.suffix.as_str())))
+    }
+
+    async fn on_tool_call(
+        &self,
+        _: &HookContext,
+        mut call: ToolCall,
+    ) -> HookResult<Reply<ToolCall>> {
+        call.name.push_str(&self.suffix);
+        Ok(Reply::Replace(call))
     }
 
     async fn on_user_message(
@@ -52,16 +72,29 @@ pub fn appender_plugins(count: usize) -> Vec<PluginRegistration> {
         .collect()
 }
 
-/// The baseline's plugin interface: a plain synchronous method, called through `dyn`.
+/// The baseline's plugin interface: plain synchronous methods, called through `dyn`.
 pub trait DirectAppender {
     /// Returns the replacement.
     fn on_user_message(&self, message: UserMessage) -> UserMessage;
+    /// Returns the prompt with a part appended.
+    fn on_prompt(&self, prompt: Prompt) -> Prompt;
+    /// Returns the renamed call.
+    fn on_tool_call(&self, call: ToolCall) -> ToolCall;
 }
 
 impl DirectAppender for Appender {
     fn on_user_message(&self, mut message: UserMessage) -> UserMessage {
         message.text.push_str(&self.suffix);
         message
+    }
+
+    fn on_prompt(&self, prompt: Prompt) -> Prompt {
+        prompt.append(self.suffix.as_str())
+    }
+
+    fn on_tool_call(&self, mut call: ToolCall) -> ToolCall {
+        call.name.push_str(&self.suffix);
+        call
     }
 }
 

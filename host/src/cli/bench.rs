@@ -1,32 +1,80 @@
 //! `hookline bench`: measures hook latency and throughput through the pipeline, beside the
-//! direct-call loop measured in the same run.
+//! direct-call loop measured in the same run; `--memory` measures the cost of idle sessions.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::Args;
-use hookline_actors::Pipeline;
+use clap::{Args, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
 
 use crate::bench::{
-    appender_plugins, direct_baseline, run_closed_loop, run_open_loop, BenchReport, Progress,
+    idle_sessions, run_on_arbiters, BenchHook, BenchReport, Plan, Progress, Source,
 };
+
+/// Where the plugins come from.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum SourceArg {
+    /// In-process appender plugins (`--plugins` of them).
+    InProcess,
+    /// `--plugins` external Rust echo plugins, one process each (`hookline-bench-echo`).
+    ExternalRust,
+    /// `--plugins` external Python echo plugins, one process each.
+    ExternalPython,
+    /// The shipped examples: rust-guard (Rust) and house-rules (Python).
+    Examples,
+}
+
+/// The hook called.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+#[allow(clippy::enum_variant_names)] // the hooks' own names all start with "on"
+enum HookArg {
+    /// `on_user_message`.
+    #[value(name = "on_user_message")]
+    OnUserMessage,
+    /// `on_prompt`.
+    #[value(name = "on_prompt")]
+    OnPrompt,
+    /// `on_tool_call`.
+    #[value(name = "on_tool_call")]
+    OnToolCall,
+}
 
 /// Options of `hookline bench`.
 #[derive(Debug, Args)]
 pub(super) struct BenchArgs {
-    /// Plugins each call goes through (in-process appenders).
+    /// Where the plugins come from.
+    #[arg(long, value_enum, default_value = "in-process")]
+    source: SourceArg,
+    /// The hook each call runs.
+    #[arg(long, value_enum, default_value = "on_user_message")]
+    hook: HookArg,
+    /// Plugins each call goes through (ignored with `--source examples`).
     #[arg(long, default_value_t = 8)]
     plugins: usize,
-    /// Sessions in flight at once.
+    /// Sessions in flight at once, summed over the arbiters.
     #[arg(long, default_value_t = 1)]
     sessions: usize,
-    /// Offered load in calls per second (open loop); without it, a closed loop.
+    /// Arbiters (threads), each with its own pipeline and its share of the sessions.
+    #[arg(long, default_value_t = 1)]
+    arbiters: usize,
+    /// Offered load in calls per second, summed over the arbiters (open loop); without it, a
+    /// closed loop.
     #[arg(long)]
     rate: Option<u64>,
     /// How long to run, in seconds.
     #[arg(long, default_value_t = 3.0)]
     duration: f64,
+    /// Measure resident memory per open idle session instead (`--idle-sessions` of them).
+    #[arg(long)]
+    memory: bool,
+    /// Idle sessions opened by `--memory`.
+    #[arg(long, default_value_t = 100_000)]
+    idle_sessions: usize,
+    /// Where the shipped example plugins are (for `--source examples`).
+    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/plugins"))]
+    examples_dir: PathBuf,
     /// Print one JSON report instead of text.
     #[arg(long)]
     json: bool,
@@ -43,52 +91,91 @@ impl Progress for Bar {
 
 /// Runs the benchmark and prints its report.
 pub(super) fn run(args: &BenchArgs) -> ExitCode {
+    if args.memory {
+        let report = actix::System::new().block_on(idle_sessions(args.idle_sessions, args.plugins));
+        return print(report, args.json);
+    }
     if !(args.duration.is_finite() && args.duration > 0.0 && args.duration <= 3600.0) {
         eprintln!("hookline bench: --duration must be between 0 and 3600 seconds");
         return ExitCode::from(2);
     }
-    let duration = Duration::from_secs_f64(args.duration);
-    let bar = progress_bar(duration, args.json);
-    let measured = actix::System::new().block_on(async {
-        let pipeline = Pipeline::builder()
-            .plugins(appender_plugins(args.plugins))
-            .start()
-            .map_err(|e| e.to_string())?;
-        let run = match args.rate {
-            Some(rate) => run_open_loop(&pipeline, args.sessions, rate, duration, &bar).await,
-            None => run_closed_loop(&pipeline, args.sessions, duration, &bar).await,
-        };
-        run.map_err(|e| e.to_string())
-    });
+    if args.arbiters == 0 || args.arbiters > 64 {
+        eprintln!("hookline bench: --arbiters must be between 1 and 64");
+        return ExitCode::from(2);
+    }
+    let plan = plan(args);
+    let bar = progress_bar(plan.duration, args.json);
+    let measured = run_on_arbiters(&plan, &bar);
     bar.0.finish_and_clear();
-    let measured = match measured {
-        Ok(measured) => measured,
+    let report = measured.map(|(measured, plugins)| {
+        // The baseline runs after the pipelines stopped, on this thread, at the same plugin count.
+        let direct = plan.hook.direct_baseline(plugins, 2_000_000);
+        BenchReport::new(
+            plan.hook.name(),
+            plugins,
+            plan.sessions,
+            plan.rate,
+            &measured,
+            direct,
+        )
+        .on(source_name(args.source), plan.arbiters)
+    });
+    print(report, args.json)
+}
+
+fn plan(args: &BenchArgs) -> Plan {
+    Plan {
+        source: match args.source {
+            SourceArg::InProcess => Source::InProcess,
+            SourceArg::ExternalRust => Source::ExternalRust,
+            SourceArg::ExternalPython => Source::ExternalPython,
+            SourceArg::Examples => Source::Examples,
+        },
+        plugins: args.plugins,
+        hook: match args.hook {
+            HookArg::OnUserMessage => BenchHook::OnUserMessage,
+            HookArg::OnPrompt => BenchHook::OnPrompt,
+            HookArg::OnToolCall => BenchHook::OnToolCall,
+        },
+        sessions: args.sessions,
+        rate: args.rate,
+        duration: Duration::from_secs_f64(args.duration),
+        arbiters: args.arbiters,
+        examples_dir: args.examples_dir.clone(),
+    }
+}
+
+fn source_name(source: SourceArg) -> &'static str {
+    match source {
+        SourceArg::InProcess => "in-process",
+        SourceArg::ExternalRust => "external-rust",
+        SourceArg::ExternalPython => "external-python",
+        SourceArg::Examples => "examples",
+    }
+}
+
+fn print<R: Serialize + std::fmt::Display>(report: Result<R, String>, json: bool) -> ExitCode {
+    let report = match report {
+        Ok(report) => report,
         Err(error) => {
             eprintln!("hookline bench: {error}");
             return ExitCode::FAILURE;
         }
     };
-    let direct = direct_baseline(args.plugins, 2_000_000);
-    let report = BenchReport::new(
-        "on_user_message",
-        args.plugins,
-        args.sessions,
-        args.rate,
-        &measured,
-        direct,
-    );
-    if args.json {
-        match serde_json::to_string_pretty(&report) {
-            Ok(json) => println!("{json}"),
-            Err(error) => {
-                eprintln!("hookline bench: {error}");
-                return ExitCode::FAILURE;
-            }
-        }
-    } else {
+    if !json {
         println!("{report}");
+        return ExitCode::SUCCESS;
     }
-    ExitCode::SUCCESS
+    match serde_json::to_string_pretty(&report) {
+        Ok(json) => {
+            println!("{json}");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("hookline bench: {error}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 fn progress_bar(duration: Duration, hidden: bool) -> Bar {

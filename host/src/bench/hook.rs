@@ -1,0 +1,94 @@
+//! The hooks a benchmark can call, each with its starting value and its direct-loop baseline.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use hookline_actors::{Pipeline, PipelineError};
+use hookline_messages::hook::{OnPrompt, OnToolCall, OnUserMessage};
+use hookline_messages::prompt::{Prompt, PromptMode};
+use hookline_messages::session::SessionId;
+use hookline_messages::tool::{ToolCall, ToolProvider};
+use hookline_messages::user::UserMessage;
+use serde_json::json;
+
+use super::workload::{Appender, DirectAppender, PAYLOAD};
+
+/// A hook the benchmark calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum BenchHook {
+    /// `on_user_message` on the ~64-byte [`PAYLOAD`].
+    #[default]
+    OnUserMessage,
+    /// `on_prompt` on a work prompt whose text is [`PAYLOAD`].
+    OnPrompt,
+    /// `on_tool_call` on a `read_file` call.
+    OnToolCall,
+}
+
+impl BenchHook {
+    /// The hook's wire name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::OnUserMessage => "on_user_message",
+            Self::OnPrompt => "on_prompt",
+            Self::OnToolCall => "on_tool_call",
+        }
+    }
+
+    /// Makes one call of this hook through `pipeline` for `session`.
+    ///
+    /// # Errors
+    /// The pipeline's error.
+    pub async fn call(self, pipeline: &Pipeline, session: &SessionId) -> Result<(), PipelineError> {
+        match self {
+            Self::OnUserMessage => pipeline
+                .call::<OnUserMessage>(session, UserMessage::new(PAYLOAD))
+                .await
+                .map(drop),
+            Self::OnPrompt => pipeline.call::<OnPrompt>(session, prompt()).await.map(drop),
+            Self::OnToolCall => pipeline
+                .call::<OnToolCall>(session, tool_call())
+                .await
+                .map(drop),
+        }
+    }
+
+    /// Runs `calls` calls of this hook through `plugins` appenders in a plain loop over
+    /// `Vec<Box<dyn _>>` on this thread: the physical limit. Returns the time per call.
+    pub fn direct_baseline(self, plugins: usize, calls: u64) -> Duration {
+        let chain: Vec<Box<dyn DirectAppender>> = (0..plugins)
+            .map(|i| Box::new(Appender::new(i)) as Box<dyn DirectAppender>)
+            .collect();
+        let started = Instant::now();
+        for _ in 0..calls {
+            match self {
+                Self::OnUserMessage => {
+                    let value = chain
+                        .iter()
+                        .fold(UserMessage::new(PAYLOAD), |v, p| p.on_user_message(v));
+                    black_box(value);
+                }
+                Self::OnPrompt => {
+                    black_box(chain.iter().fold(prompt(), |v, p| p.on_prompt(v)));
+                }
+                Self::OnToolCall => {
+                    black_box(chain.iter().fold(tool_call(), |v, p| p.on_tool_call(v)));
+                }
+            }
+        }
+        started.elapsed() / u32::try_from(calls.max(1)).unwrap_or(u32::MAX)
+    }
+}
+
+fn prompt() -> Prompt {
+    Prompt::new(PromptMode::Work, PAYLOAD)
+}
+
+fn tool_call() -> ToolCall {
+    ToolCall {
+        call_id: "call-1".into(),
+        name: "read_file".into(),
+        arguments: json!({"path": "src/parser.rs"}),
+        provider: ToolProvider::BuiltIn,
+    }
+}
