@@ -10,7 +10,8 @@ use hookline_messages::note::Note;
 use hookline_messages::session::SessionId;
 
 use crate::coordinator::{
-    Call, ForgetSession, Outcome, PipelineCoordinator, Step, StopPipeline, DEFAULT_MAX_PENDING,
+    Admitted, AdmittedCalls, Call, ForgetSession, Outcome, PipelineCoordinator, Step, StopPipeline,
+    DEFAULT_MAX_PENDING,
 };
 use crate::error::{PipelineError, StartError};
 use crate::events::{EventBus, EventBusConfig};
@@ -194,6 +195,17 @@ impl Pipeline {
     pub async fn forget_session(&self, session: &SessionId) -> Result<(), PipelineError> {
         self.coordinator
             .send(ForgetSession(session.clone()))
+            .await
+            .map_err(|_| PipelineError::Stopped)
+    }
+
+    /// How many calls the coordinator has admitted now, and its `max_pending` bound.
+    ///
+    /// # Errors
+    /// [`PipelineError::Stopped`] when the coordinator is gone.
+    pub async fn admitted(&self) -> Result<Admitted, PipelineError> {
+        self.coordinator
+            .send(AdmittedCalls)
             .await
             .map_err(|_| PipelineError::Stopped)
     }

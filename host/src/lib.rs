@@ -12,6 +12,7 @@ pub mod loading;
 pub mod provider;
 pub mod scenario;
 pub mod session;
+pub mod soak;
 pub mod store;
 pub mod tools;
 pub mod turn;

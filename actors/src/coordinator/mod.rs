@@ -231,6 +231,34 @@ impl Handler<ForgetSession> for PipelineCoordinator {
     }
 }
 
+/// Asks how many calls the coordinator has admitted (running or queued) and its bound. A soak
+/// samples it to check the bound holds under load.
+pub struct AdmittedCalls;
+
+/// The answer to [`AdmittedCalls`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, actix::MessageResponse)]
+pub struct Admitted {
+    /// Calls admitted now (running or queued behind their session).
+    pub calls: usize,
+    /// The most calls it admits at once (`max_pending`).
+    pub bound: usize,
+}
+
+impl Message for AdmittedCalls {
+    type Result = Admitted;
+}
+
+impl Handler<AdmittedCalls> for PipelineCoordinator {
+    type Result = Admitted;
+
+    fn handle(&mut self, _: AdmittedCalls, _: &mut Self::Context) -> Admitted {
+        Admitted {
+            calls: self.pending,
+            bound: self.max_pending,
+        }
+    }
+}
+
 /// Stops the coordinator. Calls still running are answered with [`PipelineError::Stopped`].
 pub struct StopPipeline;
 

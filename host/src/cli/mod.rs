@@ -12,6 +12,7 @@ mod bench;
 mod hooks;
 mod render;
 pub mod run;
+mod soak;
 
 /// A runtime for plugin hooks in AI agent hosts and chat gateways.
 #[derive(Debug, Parser)]
@@ -30,6 +31,9 @@ enum Command {
     Hooks(hooks::HooksArgs),
     /// Run a scenario (default: the bundled demo) with the bundled example plugins.
     Run(run::RunArgs),
+    /// Soak: many sessions through every hook, then a shutdown under load; checks memory,
+    /// queue bounds, notes and the shutdown budget.
+    Soak(soak::SoakArgs),
 }
 
 /// Parses the command line and runs the command.
@@ -39,5 +43,6 @@ pub fn main() -> ExitCode {
         Command::Bench(args) => bench::run(&args),
         Command::Hooks(args) => hooks::run(args),
         Command::Run(args) => run::run(args),
+        Command::Soak(args) => soak::run(&args),
     }
 }

@@ -245,12 +245,20 @@ async fn write_lines(mut stdin: ChildStdin, mut rx: mpsc::Receiver<Outgoing>) {
 
 /// Reads replies and hands each to its caller. A fault that cannot be pinned on one request fails
 /// every request in flight, and the bad output is dropped.
+///
+/// A run of lines that are not the protocol (or are over the cap), with no reply between them, is
+/// one fault: it fails the requests in flight when the run began, and the rest of the run is
+/// dropped without failing requests sent meanwhile. A flood is written in one go, before the
+/// plugin reads the next request, so failing that request for it would make one flood cost calls
+/// that came after it, depending on how fast the host drains the pipe. A request the plugin never
+/// answers still ends at its timeout.
 async fn read_replies(
     name: Arc<str>,
     mut stdout: BufReader<ChildStdout>,
     pending: Arc<Mutex<Pending>>,
     cap: usize,
 ) {
+    let mut in_bad_run = false;
     loop {
         let fault = match read_line(&mut stdout, cap).await {
             Line::End => {
@@ -263,20 +271,42 @@ async fn read_replies(
                 .and_then(PluginMessage::into_reply)
             {
                 None => SkipReason::NotProtocol,
-                Some((id, body)) => match lock(&pending).complete(id, body) {
-                    Matched::Delivered => continue,
-                    Matched::Late => {
-                        tracing::warn!(plugin = %name, id, "dropped a reply that came after its timeout");
-                        continue;
+                Some((id, body)) => {
+                    match complete_ending_run(&pending, &mut in_bad_run, id, body) {
+                        Matched::Delivered => continue,
+                        Matched::Late => {
+                            tracing::warn!(plugin = %name, id, "dropped a reply that came after its timeout");
+                            continue;
+                        }
+                        Matched::Repeated => SkipReason::RepeatedReplyId,
+                        Matched::Unknown => SkipReason::UnknownReplyId,
                     }
-                    Matched::Repeated => SkipReason::RepeatedReplyId,
-                    Matched::Unknown => SkipReason::UnknownReplyId,
-                },
+                }
             },
         };
+        let unpinned = matches!(
+            fault,
+            SkipReason::NotProtocol | SkipReason::LineTooLong { .. }
+        );
+        if unpinned && in_bad_run {
+            tracing::debug!(plugin = %name, "dropped plugin output: {fault}");
+            continue;
+        }
+        in_bad_run = unpinned;
         tracing::warn!(plugin = %name, "dropped plugin output: {fault}");
         lock(&pending).fail_all(&fault);
     }
+}
+
+/// Hands a reply to its caller; any reply ends a run of bad lines.
+fn complete_ending_run(
+    pending: &Mutex<Pending>,
+    in_bad_run: &mut bool,
+    id: RequestId,
+    body: ReplyBody,
+) -> Matched {
+    *in_bad_run = false;
+    lock(pending).complete(id, body)
 }
 
 /// Owns the child: reports a crash when it ends on its own, or runs the bounded shutdown when

@@ -1,0 +1,93 @@
+//! The soak (issue 8 item 7), tiny: 200 sessions for 1 s through every hook with the demo
+//! plugins, then a shutdown under that load. Its checks must all pass, and its figures must show
+//! that the load really ran. Real time: the soak measures a timed load, nothing here waits on it
+//! as synchronisation. `hookline soak` runs the full size (10,000 sessions, 10 s).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Command;
+use std::time::Duration;
+
+use hookline::host::soak::{injected_notes, run_soak, SoakConfig};
+
+fn tiny() -> SoakConfig {
+    SoakConfig {
+        sessions: 200,
+        duration: Duration::from_secs(1),
+        ..SoakConfig::default()
+    }
+}
+
+#[actix_rt::test]
+async fn a_tiny_soak_passes_every_check_and_records_only_the_injected_notes() {
+    let report = run_soak(&tiny(), &()).await.unwrap();
+    assert!(report.passed(), "{report}");
+    let names: Vec<_> = report.checks.iter().map(|c| c.name).collect();
+    assert_eq!(
+        names,
+        [
+            "resident memory flat after warm-up",
+            "coordinator within max_pending",
+            "event queue within its capacity",
+            "only the injected notes, once per session",
+            "no pipeline call failed",
+            "shutdown under load within its budget",
+        ]
+    );
+    // Every session ran every hook: 18 hook calls each (16 kinds, compaction's two twice).
+    assert!(report.sessions_completed >= 200, "{report}");
+    assert_eq!(report.hook_calls, report.sessions_completed * 18);
+    // Exactly the injected notes, once per completed session.
+    let injected: Vec<String> = injected_notes().iter().map(|n| n.text()).collect();
+    assert_eq!(report.notes.len(), injected.len(), "{report}");
+    for count in &report.notes {
+        assert!(injected.contains(&count.text), "{}", count.text);
+        assert_eq!(count.count, report.sessions_completed, "{}", count.text);
+    }
+    assert_eq!(report.shutdown.active_sessions, 200);
+    assert!(report.queues.coordinator.peak >= 1);
+    assert_eq!(report.events_dropped, 0);
+}
+
+#[test]
+fn hookline_soak_prints_a_json_report_and_exits_zero_when_every_check_passes() {
+    let out = Command::new(env!("CARGO_BIN_EXE_hookline"))
+        .args(["soak", "--sessions", "50", "--duration", "0.5", "--json"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["driver"], "pipeline");
+    assert_eq!(report["concurrent_sessions"], 50);
+    let checks = report["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 6);
+    assert!(checks.iter().all(|c| c["passed"] == true), "{stdout}");
+}
+
+#[test]
+fn hookline_soak_exits_one_when_a_check_fails() {
+    // A one-place event queue under 50 sessions drops events: the drop note fails the notes check.
+    let out = Command::new(env!("CARGO_BIN_EXE_hookline"))
+        .args([
+            "soak",
+            "--sessions",
+            "50",
+            "--duration",
+            "0.5",
+            "--event-queue",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("FAIL  only the injected notes, once per session"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("events because the event queue was full."),
+        "{stdout}"
+    );
+    assert!(stdout.ends_with("soak FAILED\n"), "{stdout}");
+}
