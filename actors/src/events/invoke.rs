@@ -4,14 +4,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix::{Handler, Message, ResponseFuture};
+use actix::{Handler, Message, Response};
+use futures::future::BoxFuture;
 use hookline_messages::event::Event;
 use hookline_messages::note::SkipReason;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use super::EventReply;
-use crate::plugin::actor::guarded;
+use crate::plugin::actor::{finish, guarded, poll_once, Polled};
 use crate::plugin::{HookError, PluginActor};
 
 /// Asks a plugin actor to run its event handler on `event`.
@@ -44,26 +45,35 @@ impl Message for InvokeEvent {
 }
 
 impl Handler<InvokeEvent> for PluginActor {
-    type Result = ResponseFuture<EventCall>;
+    type Result = Response<EventCall>;
 
+    /// Polls the handler once, inline, like a hook call: most handlers answer there, with no task
+    /// and no timer. One that is still pending finishes under its timeout (or, for shutdown and
+    /// pre-restart, outlives it: SPEC G2.2).
     fn handle(&mut self, msg: InvokeEvent, _: &mut Self::Context) -> Self::Result {
         let Some(handler) = self.events.clone() else {
-            return Box::pin(async { EventCall::unavailable() });
+            return Response::reply(EventCall::unavailable());
         };
         let limit = self.event_timeout;
         let gate = self.gate();
-        let outlives = msg.event.key().outlives_timeout();
         let event = msg.event;
-        let call = async move { handler.on_event(&event).await };
-        if !outlives {
-            return Box::pin(async move {
+        if event.key().outlives_timeout() {
+            let call = async move { handler.on_event(&event).await };
+            return Response::fut(wait_without_cancelling(call, limit, gate));
+        }
+        let call: BoxFuture<'static, _> = Box::pin(async move { handler.on_event(&event).await });
+        match poll_once(call, gate.as_ref()) {
+            Polled::Ready(result) => Response::reply(EventCall {
+                result,
+                still_running: None,
+            }),
+            Polled::Pending(call, permit) => Response::fut(async move {
                 EventCall {
-                    result: guarded(call, limit, gate).await,
+                    result: finish(call, permit, gate, limit).await,
                     still_running: None,
                 }
-            });
+            }),
         }
-        Box::pin(wait_without_cancelling(call, limit, gate))
     }
 }
 

@@ -129,8 +129,6 @@ pub enum Invoked<T> {
     Later(JoinHandle<CallResult<T>>),
 }
 
-type PluginCall<T> = BoxFuture<'static, HookResult<Reply<T>>>;
-
 impl<H: Dispatch> Handler<Invoke<H>> for PluginActor {
     type Result = MessageResult<Invoke<H>>;
 
@@ -177,15 +175,23 @@ fn record_share(latency: &Histogram, elapsed: Duration, count: usize) {
     }
 }
 
-enum Polled<T> {
-    Ready(CallResult<T>),
-    Pending(PluginCall<T>, Option<OwnedSemaphorePermit>),
+/// A call polled once: its result, or the call (and the gate's permit, if it took it) to finish
+/// later.
+pub(crate) enum Polled<T> {
+    Ready(Result<T, SkipReason>),
+    Pending(
+        BoxFuture<'static, HookResult<T>>,
+        Option<OwnedSemaphorePermit>,
+    ),
 }
 
 /// Polls a plugin call once, on this thread, under a panic guard. A plugin that takes one call at
 /// a time is polled only if no earlier call of it is still running; otherwise it waits its turn
 /// on the slow path.
-fn poll_once<T>(mut call: PluginCall<T>, gate: Option<&Arc<Semaphore>>) -> Polled<T> {
+pub(crate) fn poll_once<T>(
+    mut call: BoxFuture<'static, HookResult<T>>,
+    gate: Option<&Arc<Semaphore>>,
+) -> Polled<T> {
     let permit = match gate.map(|g| g.clone().try_acquire_owned()) {
         None => None,
         Some(Ok(permit)) => Some(permit),
@@ -212,7 +218,7 @@ pub(crate) async fn guarded<T>(
 /// Finishes a call that did not complete inline: under its timeout (which also bounds the wait
 /// for a one-at-a-time plugin's turn) and a panic guard. `permit` is the gate's permit when the
 /// call already holds it.
-async fn finish<T>(
+pub(crate) async fn finish<T>(
     call: impl std::future::Future<Output = HookResult<T>>,
     permit: Option<OwnedSemaphorePermit>,
     gate: Option<Arc<Semaphore>>,
