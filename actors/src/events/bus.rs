@@ -22,7 +22,7 @@ use hookline_messages::event::{
 use hookline_messages::note::Note;
 use tokio::sync::mpsc;
 
-use super::deliver::{deliver, Delivery, Subscriber};
+use super::deliver::{deliver, deliver_queued, Delivery, Subscriber};
 use super::log::NoteLog;
 
 /// How many messages may wait in the bus actor's mailbox.
@@ -126,10 +126,7 @@ impl Actor for EventBusActor {
             // worker up with producers that share its thread (found by the soak).
             let mut events = Vec::with_capacity(DRAIN_BATCH);
             while queue.recv_many(&mut events, DRAIN_BATCH).await > 0 {
-                let mut notes = Vec::new();
-                for event in events.drain(..) {
-                    notes.extend(deliver(&subscribers, event).await.notes);
-                }
+                let notes = deliver_queued(&subscribers, std::mem::take(&mut events)).await;
                 // Most deliveries have no note: no round trip through the bus's mailbox then.
                 if !notes.is_empty() && me.send(Record(notes)).await.is_err() {
                     break;

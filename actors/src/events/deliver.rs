@@ -4,10 +4,10 @@ use std::sync::Arc;
 
 use actix::Addr;
 use hookline_messages::event::{dispatch_order, Event, Subscription};
-use hookline_messages::note::Note;
+use hookline_messages::note::{Note, SkipReason};
 use tokio::task::JoinHandle;
 
-use super::invoke::{EventCall, InvokeEvent};
+use super::invoke::{EventCall, InvokeEvent, InvokeEvents};
 use super::EventReply;
 use crate::plugin::PluginActor;
 
@@ -86,6 +86,52 @@ pub(crate) async fn deliver(subscribers: &[Subscriber], event: Event) -> Deliver
         calls,
         still_running,
     }
+}
+
+/// Delivers queued events (SPEC G3.1: `message:*`, `session:patch`; read-only contexts), in
+/// batches, and returns the notes of skipped handler calls.
+///
+/// Consecutive events whose handlers are the same, in the same order (a flood of
+/// `message:received`, typically), form one run; the run goes to its handlers one after another,
+/// each handler getting all of the run's events in one message. So each event still meets its
+/// handlers in the order of SPEC G1.3, one after another, and each handler still sees the events
+/// in the order they were queued.
+pub(crate) async fn deliver_queued(subscribers: &[Subscriber], events: Vec<Event>) -> Vec<Note> {
+    let mut notes = Vec::new();
+    let mut events = events.into_iter().map(Arc::new).peekable();
+    while let Some(first) = events.next() {
+        let order = dispatch_order(subscribers, &first.key());
+        let mut run = vec![first];
+        while let Some(next) = events.next_if(|e| dispatch_order(subscribers, &e.key()) == order) {
+            run.push(next);
+        }
+        for index in order {
+            let subscriber = &subscribers[index];
+            let batch = InvokeEvents {
+                events: run.clone(),
+            };
+            // A closed mailbox answers nothing: each event then reads as `Unavailable`.
+            let mut calls = subscriber
+                .addr
+                .send(batch)
+                .await
+                .unwrap_or_default()
+                .into_iter();
+            for event in &run {
+                let reason = match calls.next().map(|c| c.result) {
+                    Some(Ok(_)) => continue,
+                    Some(Err(reason)) => reason,
+                    None => SkipReason::Unavailable,
+                };
+                notes.push(Note::EventHandlerSkipped {
+                    plugin: subscriber.name.to_string(),
+                    event: event.key(),
+                    reason,
+                });
+            }
+        }
+    }
+    notes
 }
 
 /// SPEC G5.4: each handler sees the previous replacement. Other events are read-only.

@@ -47,32 +47,90 @@ impl Message for InvokeEvent {
 impl Handler<InvokeEvent> for PluginActor {
     type Result = Response<EventCall>;
 
+    fn handle(&mut self, msg: InvokeEvent, _: &mut Self::Context) -> Self::Result {
+        match self.call_event(msg.event) {
+            Called::Now(call) => Response::reply(call),
+            Called::Later(call) => Response::fut(call),
+        }
+    }
+}
+
+/// Asks a plugin actor to run its event handler on each of `events`, in order: queued events
+/// travel in batches, one message per handler per batch (see `deliver_queued`).
+pub(crate) struct InvokeEvents {
+    pub(crate) events: Vec<Arc<Event>>,
+}
+
+impl Message for InvokeEvents {
+    type Result = Vec<EventCall>;
+}
+
+impl Handler<InvokeEvents> for PluginActor {
+    type Result = Response<Vec<EventCall>>;
+
+    fn handle(&mut self, msg: InvokeEvents, _: &mut Self::Context) -> Self::Result {
+        let calls: Vec<Called> = msg
+            .events
+            .into_iter()
+            .map(|event| self.call_event(event))
+            .collect();
+        if calls.iter().all(|c| matches!(c, Called::Now(_))) {
+            return Response::reply(calls.into_iter().filter_map(Called::now).collect());
+        }
+        Response::fut(async move {
+            let mut answers = Vec::with_capacity(calls.len());
+            for call in calls {
+                answers.push(match call {
+                    Called::Now(call) => call,
+                    Called::Later(call) => call.await,
+                });
+            }
+            answers
+        })
+    }
+}
+
+/// A handler call answered inline, or the future that answers it.
+enum Called {
+    Now(EventCall),
+    Later(BoxFuture<'static, EventCall>),
+}
+
+impl Called {
+    fn now(self) -> Option<EventCall> {
+        match self {
+            Self::Now(call) => Some(call),
+            Self::Later(_) => None,
+        }
+    }
+}
+
+impl PluginActor {
     /// Polls the handler once, inline, like a hook call: most handlers answer there, with no task
     /// and no timer. One that is still pending finishes under its timeout (or, for shutdown and
     /// pre-restart, outlives it: SPEC G2.2).
-    fn handle(&mut self, msg: InvokeEvent, _: &mut Self::Context) -> Self::Result {
+    fn call_event(&self, event: Arc<Event>) -> Called {
         let Some(handler) = self.events.clone() else {
-            return Response::reply(EventCall::unavailable());
+            return Called::Now(EventCall::unavailable());
         };
         let limit = self.event_timeout;
         let gate = self.gate();
-        let event = msg.event;
         if event.key().outlives_timeout() {
             let call = async move { handler.on_event(&event).await };
-            return Response::fut(wait_without_cancelling(call, limit, gate));
+            return Called::Later(Box::pin(wait_without_cancelling(call, limit, gate)));
         }
         let call: BoxFuture<'static, _> = Box::pin(async move { handler.on_event(&event).await });
         match poll_once(call, gate.as_ref()) {
-            Polled::Ready(result) => Response::reply(EventCall {
+            Polled::Ready(result) => Called::Now(EventCall {
                 result,
                 still_running: None,
             }),
-            Polled::Pending(call, permit) => Response::fut(async move {
+            Polled::Pending(call, permit) => Called::Later(Box::pin(async move {
                 EventCall {
                     result: finish(call, permit, gate, limit).await,
                     still_running: None,
                 }
-            }),
+            })),
         }
     }
 }
