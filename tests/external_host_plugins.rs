@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hookline::host::approval::ScriptedOperator;
-use hookline::host::external::RunState;
 use hookline::host::loading::LoadOptions;
 use hookline::host::provider::ScriptedProvider;
 use hookline::host::scenario::{parse, play, Played, Script};
@@ -28,7 +27,7 @@ use hookline::messages::record::{Decider, Decision};
 use hookline::messages::session::ApprovalMode;
 use hookline::messages::tool::ToolProvider;
 use serde_json::json;
-use support::{faulty, repo};
+use support::{faulty, repo, shut_down};
 
 /// A host over `plugins` (the user plugins directory), a scripted provider and operator, in a
 /// fresh workspace, approving in `mode`.
@@ -119,20 +118,6 @@ fn copy_rust_guard(root: &Path) {
     .unwrap();
 }
 
-/// Shuts the host down and checks every plugin process was stopped.
-async fn shut_down(mut run: Running) {
-    let processes = run.host.loaded_plugins().to_vec();
-    assert!(!processes.is_empty());
-    let closed = run.host.shutdown("test finished", None).await.unwrap();
-    assert!(
-        closed.wait(Duration::from_secs(30)).await,
-        "the shared state closed"
-    );
-    for plugin in processes {
-        assert_eq!(plugin.run_state(), RunState::Stopped, "{}", plugin.name());
-    }
-}
-
 #[actix_rt::test]
 async fn house_rules_hooks_tool_and_event_run_through_the_host() {
     let plugins = tempfile::tempdir().unwrap();
@@ -204,7 +189,7 @@ async fn house_rules_hooks_tool_and_event_run_through_the_host() {
         .unwrap();
     assert_eq!((delivery.calls, delivery.notes), (1, vec![]));
     run.host.close().await.unwrap();
-    shut_down(run).await;
+    shut_down(run.host).await;
 }
 
 #[actix_rt::test]
@@ -258,7 +243,7 @@ async fn rust_guard_hooks_tool_and_events_run_through_the_host() {
         .await
         .unwrap();
     assert_eq!((delivery.calls, delivery.notes), (1, vec![]));
-    shut_down(run).await;
+    shut_down(run.host).await;
 }
 
 /// A plugin that answers `agent:bootstrap` with a replacement list and declares a tool named
@@ -339,7 +324,7 @@ async fn bootstrap_replacement_tool_collision_and_skipped_directory_are_handled(
         .map(|f| f.name.as_str())
         .collect();
     assert_eq!(names, ["AGENTS.md", "HOUSE.md"]);
-    shut_down(run).await;
+    shut_down(run.host).await;
 }
 
 #[actix_rt::test]
@@ -378,5 +363,5 @@ async fn a_protocol_fault_reaches_the_note_as_a_typed_skip_reason() {
     // The session went on: the tool still ran, under its own name.
     assert!(events.iter().any(|e| matches!(e,
         Event::ToolRun { tool, success: true, .. } if tool == "list_dir")));
-    shut_down(run).await;
+    shut_down(run.host).await;
 }

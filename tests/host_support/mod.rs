@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use hookline::actors::plugin::PluginRegistration;
 use hookline::host::approval::ScriptedOperator;
 use hookline::host::provider::ScriptedProvider;
+use hookline::host::session::HostBuilder;
 use hookline::host::store::Log;
 use hookline::host::tools::ToolRegistry;
 use hookline::host::{Event, Host};
@@ -65,13 +66,17 @@ impl Rig {
 /// Starts a host (inside an actix system) with `plugins`, the built-in tools, and a scripted
 /// provider whose model takes images or not.
 pub fn rig(plugins: Vec<PluginRegistration>, images: bool, mode: ApprovalMode) -> Rig {
+    rig_from(Host::builder().plugins(plugins), images, mode)
+}
+
+/// [`rig`] over a builder that already has its plugins (e.g. loaded from disk).
+pub fn rig_from(builder: HostBuilder, images: bool, mode: ApprovalMode) -> Rig {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("ws")).unwrap();
     std::fs::write(dir.path().join("ws/notes.txt"), "three little words").unwrap();
     let provider = ScriptedProvider::new(images);
     let operator = ScriptedOperator::default();
-    let host = Host::builder()
-        .plugins(plugins)
+    let host = builder
         .tools(ToolRegistry::with_builtins())
         .provider(Arc::new(provider.clone()))
         .operator(Arc::new(operator.clone()))

@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
 """A purpose-built faulty hookline plugin for the tests, standard library only.
 
-`faulty.py MODE` implements `on_tool_call` (it appends `-<plugin name>` to the tool name) and
-misbehaves as MODE says. Every line it receives is logged to `transcript.log` in its working
+`faulty.py MODE [HOOK]` subscribes to the `session` events (answering each with `keep`) and
+implements HOOK (default `on_tool_call`, where it appends `-<plugin name>`
+to the tool name; `on_user_message` appends ` +<plugin name>` to the text) and misbehaves as MODE
+says. Every line it receives is logged to `transcript.log` in its working
 directory (its plugin directory), so tests can see cancels and goodbyes.
 
 Modes: ok, garbage, oversize, unknown-id, repeat-id, no-hello, bad-version, crash-once,
 crash-always, late, exit-at-start, stderr-flood, batch (answers 8 requests at once, in reverse),
 error, script (replies from `replies.json`), env (writes its environment to `env.json`, then as ok),
-flood (answers its first call after 5000 unsolicited lines that are not the protocol).
+flood (answers its first call after 5000 unsolicited lines that are not the protocol),
+reply-after-cancel (answers its first call only once the host has cancelled it, i.e. after the
+timeout, whatever the timeout is).
 """
 import json
 import os
@@ -16,6 +20,7 @@ import sys
 import time
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "ok"
+HOOK = sys.argv[2] if len(sys.argv) > 2 else "on_tool_call"
 NAME = os.environ.get("HOOKLINE_PLUGIN", "faulty")
 out = sys.stdout
 
@@ -31,9 +36,25 @@ def log(line):
 
 
 def renamed(request):
-    call = request["value"]
-    call["name"] = call["name"] + "-" + NAME
-    return {"type": "replace", "id": request["id"], "value": call}
+    value = request["value"]
+    if HOOK == "on_user_message":
+        value["text"] = value["text"] + " +" + NAME
+    else:
+        value["name"] = value["name"] + "-" + NAME
+    return {"type": "replace", "id": request["id"], "value": value}
+
+
+def after_cancel(request):
+    """Replies to `request` once its cancel arrives; a later request read meanwhile is answered next."""
+    pending = []
+    for line in sys.stdin:
+        log(line)
+        message = json.loads(line)
+        if message["type"] == "cancel" and message["id"] == request["id"]:
+            break
+        pending.append(message)
+    send(renamed(request))
+    return pending
 
 
 def flood(lines):
@@ -57,7 +78,7 @@ def main():
     if MODE == "script":
         return scripted()
     version = 99 if MODE == "bad-version" else 1
-    send({"type": "hello", "protocol": version, "hooks": ["on_tool_call"], "events": ["session"]})
+    send({"type": "hello", "protocol": version, "hooks": [HOOK], "events": ["session"]})
     calls = 0
     batch = []
     for line in sys.stdin:
@@ -65,6 +86,9 @@ def main():
         request = json.loads(line)
         if request["type"] == "goodbye":
             return
+        if request["type"] == "event":  # its events are served; the faults are in its hook
+            send({"type": "keep", "id": request["id"]})
+            continue
         if request["type"] != "hook":
             continue
         calls += 1
@@ -94,6 +118,14 @@ def main():
         elif MODE == "late" and first:
             time.sleep(1.3)
             send(renamed(request))
+        elif MODE == "reply-after-cancel" and first:
+            for waiting in after_cancel(request):
+                if waiting["type"] == "goodbye":
+                    return
+                if waiting["type"] == "hook":
+                    send(renamed(waiting))
+                elif waiting["type"] == "event":
+                    send({"type": "keep", "id": waiting["id"]})
         elif MODE == "stderr-flood":
             flood(2000)
             send(renamed(request))

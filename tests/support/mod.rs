@@ -4,7 +4,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use hookline::host::external::RunState;
 use hookline::host::loading::{load, LoadOptions, LoadReport};
+use hookline::host::Host;
 use hookline::messages::tool::{ToolCall, ToolProvider};
 
 pub fn repo() -> PathBuf {
@@ -79,4 +81,18 @@ pub fn tool_call(name: &str, id: &str) -> ToolCall {
 
 pub fn texts<T: ToString>(notes: &[T]) -> Vec<String> {
     notes.iter().map(ToString::to_string).collect()
+}
+
+/// Shuts `host` down and checks that its shared state closed and every plugin process stopped.
+pub async fn shut_down(mut host: Host) {
+    let processes = host.loaded_plugins().to_vec();
+    assert!(!processes.is_empty());
+    let closed = host.shutdown("test finished", None).await.unwrap();
+    assert!(
+        closed.wait(Duration::from_secs(30)).await,
+        "the shared state closed"
+    );
+    for plugin in processes {
+        assert_eq!(plugin.run_state(), RunState::Stopped, "{}", plugin.name());
+    }
 }
