@@ -104,3 +104,79 @@ fn queued_events_are_all_delivered_when_the_queue_has_room() {
         assert_eq!(pipeline.events().dropped_total(), 0);
     });
 }
+
+fn sent(n: usize) -> hookline::messages::event::MessageSentContext {
+    hookline::messages::event::MessageSentContext {
+        to: "u1".into(),
+        content: format!("answer {n}"),
+        success: true,
+        channel_id: "telegram".into(),
+        ..Default::default()
+    }
+}
+
+/// How many entries of `log[..upto]` are `who`.
+fn count(log: &[String], upto: usize, who: &str) -> usize {
+    log[..upto].iter().filter(|e| *e == who).count()
+}
+
+#[test]
+fn queued_events_meet_their_handlers_in_order_and_each_handler_sees_queue_order() {
+    run_paused(async {
+        let calls = log();
+        let pipeline = Pipeline::builder()
+            .plugin(plugin("w", &["message:received"], Act::Ok, &calls))
+            .plugin(plugin(
+                "x",
+                &["message:received", "message:sent"],
+                Act::Ok,
+                &calls,
+            ))
+            .plugin(plugin("f", &["message"], Act::Ok, &calls))
+            .start()
+            .unwrap();
+        let channel = events(&pipeline).channel();
+        // Queued without yielding: the worker takes them together, in runs of equal handlers.
+        let queued = [
+            channel.received(inbound(0)),
+            channel.sent(sent(1)),
+            channel.received(inbound(2)),
+            channel.received(inbound(3)),
+            channel.sent(sent(4)),
+        ];
+        assert!(queued.iter().all(|e| matches!(e, Emitted::Queued)));
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let log = entries(&calls);
+        assert_eq!(log.len(), 3 * 3 + 2 * 2, "{log:?}");
+        // Each handler sees the events in the order they were queued.
+        let seen_by = |who: &str| -> Vec<String> {
+            log.iter()
+                .filter_map(|e| e.strip_prefix(&format!("{who} ")).map(str::to_owned))
+                .collect()
+        };
+        let mixed = [
+            "message:received",
+            "message:sent",
+            "message:received",
+            "message:received",
+            "message:sent",
+        ];
+        assert_eq!(seen_by("f"), mixed);
+        assert_eq!(seen_by("x"), mixed);
+        assert_eq!(seen_by("w"), ["message:received"; 3]);
+        // SPEC G1.3, each event: the family subscriber, then the exact ones in load order. At
+        // every point of the log a later handler has seen no more events than an earlier one.
+        for upto in 0..=log.len() {
+            let n = |who: &str| count(&log, upto, who);
+            assert!(
+                n("f message:received") >= n("w message:received"),
+                "{log:?}"
+            );
+            assert!(
+                n("w message:received") >= n("x message:received"),
+                "{log:?}"
+            );
+            assert!(n("f message:sent") >= n("x message:sent"), "{log:?}");
+        }
+    });
+}
