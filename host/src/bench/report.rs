@@ -38,6 +38,8 @@ pub struct BenchReport {
     pub offered_rate: Option<u64>,
     /// Calls completed.
     pub calls: u64,
+    /// Calls refused as overloaded (open loop); their latency is not in the percentiles.
+    pub shed: u64,
     /// Calls per second achieved.
     pub calls_per_second: f64,
     /// Latency percentiles.
@@ -81,6 +83,7 @@ impl BenchReport {
             sessions,
             offered_rate,
             calls: measured.calls,
+            shed: measured.shed,
             calls_per_second,
             latency,
             direct_ns_per_call: direct_ns,
@@ -115,6 +118,9 @@ impl fmt::Display for BenchReport {
             writeln!(f, "offered load   {rate} calls/s (open loop)")?;
         }
         writeln!(f, "calls          {}", self.calls)?;
+        if self.shed > 0 {
+            writeln!(f, "shed           {} (refused as overloaded)", self.shed)?;
+        }
         writeln!(f, "throughput     {:.0} calls/s", self.calls_per_second)?;
         writeln!(
             f,

@@ -92,6 +92,7 @@ fn collect(
             Some((mut into, plugins)) => {
                 let _ = into.histogram.add(&next.0.histogram);
                 into.calls += next.0.calls;
+                into.shed += next.0.shed;
                 into.elapsed = into.elapsed.max(next.0.elapsed);
                 (into, plugins)
             }
