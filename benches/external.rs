@@ -31,13 +31,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use futures::future::join_all;
 use hookline::actors::Pipeline;
-use hookline::host::bench::PAYLOAD;
+use hookline::host::bench::{drive_calls, PAYLOAD};
 use hookline::host::external::{ExternalConfig, ExternalPlugin};
-use hookline::messages::hook::{HookKind, OnUserMessage};
+use hookline::messages::hook::HookKind;
 use hookline::messages::protocol::{HookRequest, HostMessage};
-use hookline::messages::session::SessionId;
 use hookline::messages::user::UserMessage;
 
 /// Calls in flight at once in the pipelined group.
@@ -206,33 +204,6 @@ fn which(program: &Path) -> PathBuf {
         .unwrap_or_else(|| program.to_path_buf())
 }
 
-/// About `calls` calls through `pipeline` over `sessions` sessions in flight, scaled to `calls`.
-fn drive(
-    system: &actix::SystemRunner,
-    pipeline: &Pipeline,
-    sessions: usize,
-    calls: u64,
-) -> Duration {
-    system.block_on(async {
-        let per_session = calls.div_ceil(sessions as u64).max(1);
-        let started = Instant::now();
-        join_all((0..sessions).map(|i| {
-            let session = SessionId::new(format!("s{i}"));
-            async move {
-                for _ in 0..per_session {
-                    let outcome = pipeline
-                        .call::<OnUserMessage>(&session, UserMessage::new(PAYLOAD))
-                        .await;
-                    black_box(outcome.is_ok());
-                }
-            }
-        }))
-        .await;
-        let made = per_session * sessions as u64;
-        started.elapsed().mul_f64(calls as f64 / made as f64)
-    })
-}
-
 fn round_trip(c: &mut Criterion) {
     let line = request_line();
     let system = actix::System::new();
@@ -244,7 +215,7 @@ fn round_trip(c: &mut Criterion) {
             b.iter_custom(|iters| raw.sequential(&line, iters))
         });
         group.bench_function("protocol_plugin", |b| {
-            b.iter_custom(|iters| drive(&system, &pipeline, 1, iters))
+            b.iter_custom(|iters| system.block_on(drive_calls(&pipeline, 1, iters)))
         });
         group.sample_size(10);
         group.measurement_time(Duration::from_secs(4));
@@ -274,7 +245,7 @@ fn pipelined(c: &mut Criterion) {
             b.iter_custom(|iters| raw.pipelined(&line, iters))
         });
         group.bench_function(format!("protocol_plugin_{IN_FLIGHT}_in_flight"), |b| {
-            b.iter_custom(|iters| drive(&system, &pipeline, IN_FLIGHT, iters))
+            b.iter_custom(|iters| system.block_on(drive_calls(&pipeline, IN_FLIGHT, iters)))
         });
         group.finish();
         system.block_on(async {

@@ -9,16 +9,13 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::hint::black_box;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use futures::future::join_all;
 use hookline::actors::plugin::{Plugin, PluginRegistration};
 use hookline::actors::Pipeline;
-use hookline::host::bench::{appender_plugins, Appender, DirectAppender, PAYLOAD};
-use hookline::messages::hook::{HookKind, HookSet, OnUserMessage};
-use hookline::messages::session::SessionId;
+use hookline::host::bench::{appender_plugins, drive_calls, Appender, DirectAppender, PAYLOAD};
+use hookline::messages::hook::{HookKind, HookSet};
 use hookline::messages::user::UserMessage;
 
 const PLUGINS: usize = 8;
@@ -27,34 +24,6 @@ fn direct_chain() -> Vec<Box<dyn DirectAppender>> {
     (0..PLUGINS)
         .map(|i| Box::new(Appender::new(i)) as Box<dyn DirectAppender>)
         .collect()
-}
-
-/// Runs about `calls` calls spread over `sessions` sessions in flight and returns the wall time
-/// scaled to exactly `calls` calls.
-fn drive(
-    system: &actix::SystemRunner,
-    pipeline: &Pipeline,
-    sessions: usize,
-    calls: u64,
-) -> Duration {
-    system.block_on(async {
-        let per_session = calls.div_ceil(sessions as u64).max(1);
-        let started = Instant::now();
-        join_all((0..sessions).map(|i| {
-            let session = SessionId::new(format!("s{i}"));
-            async move {
-                for _ in 0..per_session {
-                    let outcome = pipeline
-                        .call::<OnUserMessage>(&session, UserMessage::new(PAYLOAD))
-                        .await;
-                    black_box(outcome.is_ok());
-                }
-            }
-        }))
-        .await;
-        let made = per_session * sessions as u64;
-        started.elapsed().mul_f64(calls as f64 / made as f64)
-    })
 }
 
 fn one_call(c: &mut Criterion) {
@@ -77,7 +46,7 @@ fn one_call(c: &mut Criterion) {
     });
     let Ok(pipeline) = pipeline else { return };
     group.bench_function("pipeline", |b| {
-        b.iter_custom(|iters| drive(&system, &pipeline, 1, iters))
+        b.iter_custom(|iters| system.block_on(drive_calls(&pipeline, 1, iters)))
     });
     group.finish();
 }
@@ -106,7 +75,7 @@ fn throughput(c: &mut Criterion) {
         group.bench_with_input(
             BenchmarkId::new("pipeline", sessions),
             &sessions,
-            |b, &n| b.iter_custom(|iters| drive(&system, &pipeline, n, iters)),
+            |b, &n| b.iter_custom(|iters| system.block_on(drive_calls(&pipeline, n, iters))),
         );
     }
     group.finish();
@@ -143,10 +112,10 @@ fn bystanders(c: &mut Criterion) {
         return;
     };
     group.bench_function("8_appenders", |b| {
-        b.iter_custom(|iters| drive(&system, &plain, 1, iters))
+        b.iter_custom(|iters| system.block_on(drive_calls(&plain, 1, iters)))
     });
     group.bench_function("8_appenders_and_8_bystanders", |b| {
-        b.iter_custom(|iters| drive(&system, &crowded, 1, iters))
+        b.iter_custom(|iters| system.block_on(drive_calls(&crowded, 1, iters)))
     });
     group.finish();
 }

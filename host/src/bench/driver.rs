@@ -154,6 +154,27 @@ pub async fn run_open_loop(
     })
 }
 
+/// Runs about `calls` `on_user_message` calls through `pipeline`, spread over `sessions` sessions
+/// in flight, and returns the wall time scaled to exactly `calls` calls. The criterion benches
+/// time their `iter_custom` loops with it.
+pub async fn drive_calls(pipeline: &Pipeline, sessions: usize, calls: u64) -> Duration {
+    let sessions = sessions.max(1);
+    let per_session = calls.div_ceil(sessions as u64).max(1);
+    let started = Instant::now();
+    join_all((0..sessions).map(|i| {
+        let session = SessionId::new(format!("s{i}"));
+        async move {
+            for _ in 0..per_session {
+                let outcome = BenchHook::OnUserMessage.call(pipeline, &session).await;
+                std::hint::black_box(outcome.is_ok());
+            }
+        }
+    }))
+    .await;
+    let made = per_session * sessions as u64;
+    started.elapsed().mul_f64(calls as f64 / made as f64)
+}
+
 async fn one_call(
     pipeline: &Pipeline,
     hook: BenchHook,

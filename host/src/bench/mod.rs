@@ -16,7 +16,7 @@ mod sharded;
 mod source;
 mod workload;
 
-pub use driver::{run_closed_loop, run_open_loop, Measured, Progress};
+pub use driver::{drive_calls, run_closed_loop, run_open_loop, Measured, Progress};
 pub use hook::BenchHook;
 pub use memory::{idle_sessions, resident_bytes, MemoryReport};
 pub use report::{BenchReport, Latency};

@@ -5,13 +5,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use super::progress::Bar;
 use clap::{Args, ValueEnum};
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
-use crate::bench::{
-    idle_sessions, run_on_arbiters, BenchHook, BenchReport, Plan, Progress, Source,
-};
+use crate::bench::{idle_sessions, run_on_arbiters, BenchHook, BenchReport, Plan, Source};
 
 /// Where the plugins come from.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -80,15 +78,6 @@ pub(super) struct BenchArgs {
     json: bool,
 }
 
-struct Bar(ProgressBar);
-
-impl Progress for Bar {
-    fn tick(&self, done: Duration, _total: Duration) {
-        self.0
-            .set_position(u64::try_from(done.as_millis()).unwrap_or(u64::MAX));
-    }
-}
-
 /// Runs the benchmark and prints its report.
 pub(super) fn run(args: &BenchArgs) -> ExitCode {
     if args.memory {
@@ -104,9 +93,9 @@ pub(super) fn run(args: &BenchArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     let plan = plan(args);
-    let bar = progress_bar(plan.duration, args.json);
+    let bar = Bar::new("benchmarking", plan.duration, args.json);
     let measured = run_on_arbiters(&plan, &bar);
-    bar.0.finish_and_clear();
+    bar.finish();
     let report = measured.map(|(measured, plugins)| {
         // The baseline runs after the pipelines stopped, on this thread, at the same plugin count.
         let direct = plan.hook.direct_baseline(plugins, 2_000_000);
@@ -176,15 +165,4 @@ fn print<R: Serialize + std::fmt::Display>(report: Result<R, String>, json: bool
             ExitCode::FAILURE
         }
     }
-}
-
-fn progress_bar(duration: Duration, hidden: bool) -> Bar {
-    if hidden {
-        return Bar(ProgressBar::hidden());
-    }
-    let bar = ProgressBar::new(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX));
-    if let Ok(style) = ProgressStyle::with_template("{spinner} benchmarking [{bar:30}] {elapsed}") {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    Bar(bar)
 }

@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod hooks;
+mod progress;
 mod render;
 pub mod run;
 mod soak;

@@ -4,10 +4,10 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
+use super::progress::Bar;
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::soak::{run_soak, Progress, SoakConfig};
+use crate::soak::{run_soak, SoakConfig};
 
 /// Options of `hookline soak`.
 #[derive(Debug, Args)]
@@ -26,15 +26,6 @@ pub(super) struct SoakArgs {
     json: bool,
 }
 
-struct Bar(ProgressBar);
-
-impl Progress for Bar {
-    fn tick(&self, done: Duration, _total: Duration) {
-        self.0
-            .set_position(u64::try_from(done.as_millis()).unwrap_or(u64::MAX));
-    }
-}
-
 /// Runs the soak and prints its report.
 pub(super) fn run(args: &SoakArgs) -> ExitCode {
     if !(args.duration.is_finite() && args.duration > 0.0 && args.duration <= 3600.0) {
@@ -51,7 +42,7 @@ pub(super) fn run(args: &SoakArgs) -> ExitCode {
         event_queue: args.event_queue,
         ..SoakConfig::default()
     };
-    let bar = progress_bar(config.duration, args.json);
+    let bar = Bar::new("soaking", config.duration, args.json);
     let runtime = match soak_runtime() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -60,7 +51,7 @@ pub(super) fn run(args: &SoakArgs) -> ExitCode {
         }
     };
     let report = actix::System::with_tokio_rt(move || runtime).block_on(run_soak(&config, &bar));
-    bar.0.finish_and_clear();
+    bar.finish();
     let report = match report {
         Ok(report) => report,
         Err(error) => {
@@ -99,14 +90,3 @@ fn soak_runtime() -> std::io::Result<tokio::runtime::Runtime> {
 
 /// Threads in the soak runtime's blocking pool.
 const SOAK_BLOCKING_THREADS: usize = 2;
-
-fn progress_bar(duration: Duration, hidden: bool) -> Bar {
-    if hidden {
-        return Bar(ProgressBar::hidden());
-    }
-    let bar = ProgressBar::new(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX));
-    if let Ok(style) = ProgressStyle::with_template("{spinner} soaking [{bar:30}] {elapsed}") {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    Bar(bar)
-}

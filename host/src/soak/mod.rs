@@ -46,6 +46,9 @@ use crate::demo::{example_plugins, example_tools};
 use crate::tools::ToolContext;
 use session::{run_session, Rig, SessionRun, NOTES_FILE};
 
+/// Told about progress while the load runs: the same trait `hookline bench` uses.
+pub use crate::bench::Progress;
+
 /// Tool runs at once (see [`Rig`]).
 const TOOL_RUNS: usize = 8;
 
@@ -95,16 +98,6 @@ impl SoakConfig {
     pub fn warmup(&self) -> Duration {
         self.duration / 2
     }
-}
-
-/// Told about progress while the load runs (the CLI draws a progress bar with it).
-pub trait Progress {
-    /// `done` of the run's `total` time has passed.
-    fn tick(&self, done: Duration, total: Duration);
-}
-
-impl Progress for () {
-    fn tick(&self, _: Duration, _: Duration) {}
 }
 
 /// The notes the demo plugins cause in every session, in the order a turn meets them: `flaky`'s
