@@ -5,6 +5,7 @@ use std::path::{Component, Path, PathBuf};
 
 use super::manifest::{is_reserved, Manifest};
 use super::problem::LoadProblem;
+use crate::tools::fence::{file_inside, is_executable, NotInside};
 
 /// Interpreters a manifest may name. Each is looked up on the host's `PATH`.
 pub const ALLOWED_INTERPRETERS: &[&str] = &["python3", "node"];
@@ -61,16 +62,10 @@ fn fenced(dir: &Path, entry: &str) -> Result<PathBuf, LoadProblem> {
     if entry.is_empty() || !plain {
         return Err(LoadProblem::EntryEscapes(entry.to_owned()));
     }
-    let missing = || LoadProblem::EntryMissing(entry.to_owned());
-    let root = dir.canonicalize().map_err(|_| missing())?;
-    let real = root.join(relative).canonicalize().map_err(|_| missing())?;
-    if !real.starts_with(&root) {
-        return Err(LoadProblem::EntryEscapes(entry.to_owned()));
-    }
-    if !real.is_file() {
-        return Err(missing());
-    }
-    Ok(real)
+    file_inside(dir, relative).map_err(|refused| match refused {
+        NotInside::Outside => LoadProblem::EntryEscapes(entry.to_owned()),
+        NotInside::Missing | NotInside::NotAFile => LoadProblem::EntryMissing(entry.to_owned()),
+    })
 }
 
 /// Refuses the running host binary and files named after host components (SPEC L3).
@@ -93,16 +88,4 @@ fn find_on_path(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&path)
         .map(|dir| dir.join(name))
         .find(|candidate| is_executable(candidate))
-}
-
-#[cfg(unix)]
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path)
-        .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
-}
-
-#[cfg(not(unix))]
-fn is_executable(path: &Path) -> bool {
-    path.is_file()
 }

@@ -1,5 +1,6 @@
-//! The workspace fence: the one function that decides whether a path a tool was given stays
-//! inside the workspace root (issue 8 item 4).
+//! The fences: [`resolve`] decides whether a path a tool was given stays inside the workspace
+//! root (issue 8 item 4); [`file_inside`] whether a plugin's entry point or an external tool's
+//! command is a file inside its own directory (SPEC L2).
 //!
 //! The deepest ancestor of the requested path that exists is canonicalized (so `..` and every
 //! symbolic link in it are resolved by the OS) and must lie inside the canonical root. The part
@@ -123,6 +124,49 @@ pub fn resolve(root: &Path, requested: &str) -> Result<Fenced, FenceError> {
         path: canonical.join(rest),
         exists: false,
     })
+}
+
+/// Why [`file_inside`] refused a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NotInside {
+    /// The directory or the path cannot be resolved (it does not exist, or a link leads nowhere).
+    Missing,
+    /// The path resolves (links followed) outside the directory.
+    Outside,
+    /// The path resolves inside the directory but is not a file.
+    NotAFile,
+}
+
+/// The canonical path of the existing file `relative` names inside `dir`: every link is resolved
+/// by the OS and the result must lie inside `dir`'s canonical form. Callers check the form of
+/// `relative` (absolute, `..`) first, as their own rules say.
+///
+/// # Errors
+/// [`NotInside`] saying why.
+pub fn file_inside(dir: &Path, relative: &Path) -> Result<PathBuf, NotInside> {
+    let root = fs::canonicalize(dir).map_err(|_| NotInside::Missing)?;
+    let real = fs::canonicalize(root.join(relative)).map_err(|_| NotInside::Missing)?;
+    if !real.starts_with(&root) {
+        return Err(NotInside::Outside);
+    }
+    if !real.is_file() {
+        return Err(NotInside::NotAFile);
+    }
+    Ok(real)
+}
+
+/// Whether `path` is a file the host may execute (on Unix: any execute bit set).
+pub fn is_executable(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::metadata(path)
+            .is_ok_and(|meta| meta.is_file() && meta.permissions().mode() & 0o111 != 0)
+    }
+    #[cfg(not(unix))]
+    {
+        path.is_file()
+    }
 }
 
 /// The deepest ancestor of `path` (itself included) that canonicalizes, with its canonical form.

@@ -8,6 +8,8 @@ use std::time::Duration;
 use hookline_messages::approval::{Authority, Risk};
 use serde::Deserialize;
 
+use crate::tools::fence::{file_inside, is_executable, NotInside};
+
 /// The manifest's file name inside a tool's directory.
 pub const MANIFEST: &str = "tool.json";
 /// The largest manifest read, in bytes.
@@ -108,31 +110,17 @@ fn resolve_command(dir: &Path, command: &str) -> Result<PathBuf, String> {
             "the command {command:?} is an absolute path; it must be inside the tool's directory"
         ));
     }
-    let path = fs::canonicalize(dir.join(command))
-        .map_err(|_| format!("the command {command:?} does not exist in the tool's directory"))?;
-    if !path.starts_with(dir) {
-        return Err(format!(
-            "the command {command:?} resolves outside the tool's directory"
-        ));
-    }
-    let meta = fs::metadata(&path)
-        .map_err(|e| format!("the command {command:?} cannot be inspected ({e})"))?;
-    if !meta.is_file() {
-        return Err(format!("the command {command:?} is not a file"));
-    }
-    if !is_executable(&meta) {
+    let path = file_inside(dir, Path::new(command)).map_err(|refused| match refused {
+        NotInside::Missing => {
+            format!("the command {command:?} does not exist in the tool's directory")
+        }
+        NotInside::Outside => {
+            format!("the command {command:?} resolves outside the tool's directory")
+        }
+        NotInside::NotAFile => format!("the command {command:?} is not a file"),
+    })?;
+    if !is_executable(&path) {
         return Err(format!("the command {command:?} is not executable"));
     }
     Ok(path)
-}
-
-#[cfg(unix)]
-fn is_executable(meta: &fs::Metadata) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    meta.permissions().mode() & 0o111 != 0
-}
-
-#[cfg(not(unix))]
-fn is_executable(_meta: &fs::Metadata) -> bool {
-    true
 }
