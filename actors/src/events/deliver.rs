@@ -100,9 +100,13 @@ pub(crate) async fn deliver_queued(subscribers: &[Subscriber], events: Vec<Event
     let mut notes = Vec::new();
     let mut events = events.into_iter().map(Arc::new).peekable();
     while let Some(first) = events.next() {
-        let order = dispatch_order(subscribers, &first.key());
+        let key = first.key();
+        let order = dispatch_order(subscribers, &key);
         let mut run = vec![first];
-        while let Some(next) = events.next_if(|e| dispatch_order(subscribers, &e.key()) == order) {
+        // A flood is mostly one key: compare keys first, and work an order out only for another.
+        let same_handlers =
+            |e: &Arc<Event>| e.key() == key || dispatch_order(subscribers, &e.key()) == order;
+        while let Some(next) = events.next_if(same_handlers) {
             run.push(next);
         }
         for index in order {
