@@ -8,7 +8,7 @@ use hookline::actors::Pipeline;
 use hookline::messages::hook::OnToolCall;
 use hookline::messages::session::SessionId;
 use serde_json::json;
-use support::{faulty, load_user, texts, tool_call};
+use support::{faulty, load_user, texts, tool_call, two_tool_calls};
 
 /// Runs two calls through `a-first` (ok), `m-faulty` (MODE), `z-last` (ok); returns the
 /// tool names and notes of both.
@@ -22,21 +22,7 @@ async fn two_calls(
     faulty(root.path(), "z-last", "ok", json!({}));
     let report = load_user(root.path()).await;
     assert_eq!(report.plugins.len(), 3, "{:?}", texts(&report.notes));
-    let pipeline = Pipeline::builder()
-        .plugins(report.registrations())
-        .start()
-        .unwrap();
-    let mut names = Vec::new();
-    let mut notes = Vec::new();
-    for (session, id) in [("s1", "c1"), ("s2", "c2")] {
-        let outcome = pipeline
-            .call::<OnToolCall>(&SessionId::new(session), tool_call("t", id))
-            .await
-            .unwrap();
-        assert_eq!(outcome.value.call_id, id);
-        names.push(outcome.value.name);
-        notes.extend(texts(&outcome.notes));
-    }
+    let (names, notes) = two_tool_calls(&report).await;
     report.shutdown().await;
     (names, notes, root)
 }

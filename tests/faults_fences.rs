@@ -8,11 +8,8 @@ mod support;
 
 use std::process::Command;
 
-use hookline::actors::Pipeline;
-use hookline::messages::hook::OnToolCall;
-use hookline::messages::session::SessionId;
 use serde_json::json;
-use support::{faulty, load_user, texts, tool_call};
+use support::{faulty, load_user, two_tool_calls};
 
 #[test]
 fn a_plugin_gets_only_the_allowlisted_environment_and_never_a_host_secret() {
@@ -68,20 +65,7 @@ async fn a_stdout_flood_that_is_not_the_protocol_costs_only_the_call_in_flight()
     faulty(root.path(), "a-flood", "flood", json!({}));
     faulty(root.path(), "z-last", "ok", json!({}));
     let report = load_user(root.path()).await;
-    let pipeline = Pipeline::builder()
-        .plugins(report.registrations())
-        .start()
-        .unwrap();
-    let mut names = Vec::new();
-    let mut notes = Vec::new();
-    for (session, id) in [("s1", "c1"), ("s2", "c2")] {
-        let outcome = pipeline
-            .call::<OnToolCall>(&SessionId::new(session), tool_call("t", id))
-            .await
-            .unwrap();
-        names.push(outcome.value.name);
-        notes.extend(texts(&outcome.notes));
-    }
+    let (names, notes) = two_tool_calls(&report).await;
     assert_eq!(names, ["t-z-last", "t-a-flood-z-last"]);
     assert_eq!(
         notes,

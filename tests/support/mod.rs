@@ -4,9 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use hookline::actors::Pipeline;
 use hookline::host::external::RunState;
 use hookline::host::loading::{load, LoadOptions, LoadReport};
 use hookline::host::Host;
+use hookline::messages::hook::OnToolCall;
+use hookline::messages::session::SessionId;
 use hookline::messages::tool::{ToolCall, ToolProvider};
 
 pub fn repo() -> PathBuf {
@@ -95,4 +98,26 @@ pub async fn shut_down(mut host: Host) {
     for plugin in processes {
         assert_eq!(plugin.run_state(), RunState::Stopped, "{}", plugin.name());
     }
+}
+
+/// Runs one `on_tool_call` for tool `t` in each of sessions `s1` and `s2` (call ids `c1`, `c2`)
+/// through the plugins `report` loaded, in load order; returns each call's final tool name and
+/// the notes of both, as text.
+pub async fn two_tool_calls(report: &LoadReport) -> (Vec<String>, Vec<String>) {
+    let pipeline = Pipeline::builder()
+        .plugins(report.registrations())
+        .start()
+        .unwrap();
+    let mut names = Vec::new();
+    let mut notes = Vec::new();
+    for (session, id) in [("s1", "c1"), ("s2", "c2")] {
+        let outcome = pipeline
+            .call::<OnToolCall>(&SessionId::new(session), tool_call("t", id))
+            .await
+            .unwrap();
+        assert_eq!(outcome.value.call_id, id);
+        names.push(outcome.value.name);
+        notes.extend(texts(&outcome.notes));
+    }
+    (names, notes)
 }
