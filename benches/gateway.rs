@@ -25,7 +25,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use hookline::actors::events::{Emitted, EventHandler, EventReply};
 use hookline::actors::plugin::{HookResult, PluginRegistration};
 use hookline::actors::Pipeline;
-use hookline::host::gateway::{AgentFacts, GatewayEvents, InboundMessage, MessageChannel};
+use hookline::host::producers::{AgentFacts, GatewayEvents, InboundMessage, MessageChannel};
 use hookline::messages::event::Event;
 use serde_json::json;
 

@@ -16,7 +16,7 @@ use hookline::host::provider::ScriptedProvider;
 use hookline::host::scenario::{parse, play, Played, Script};
 use hookline::host::session::ManualClock;
 use hookline::host::tools::ToolRegistry;
-use hookline::host::{Event, Host};
+use hookline::host::{Host, HostEvent};
 use hookline::messages::event::{
     AgentBootstrapContext, BootstrapFile, CommandContext, CompactBeforeContext, Event as GwEvent,
     MessageReceivedContext,
@@ -66,7 +66,7 @@ async fn host_with(plugins: &Path, mode: ApprovalMode) -> Running {
 }
 
 /// Plays `scenario` (JSON) on a fresh session and returns every event.
-async fn play_scenario(run: &mut Running, scenario: serde_json::Value) -> Vec<Event> {
+async fn play_scenario(run: &mut Running, scenario: serde_json::Value) -> Vec<HostEvent> {
     let scenario = parse(
         Path::new("test.json"),
         &scenario.to_string(),
@@ -81,11 +81,11 @@ async fn play_scenario(run: &mut Running, scenario: serde_json::Value) -> Vec<Ev
     played.events
 }
 
-fn notes(events: &[Event]) -> Vec<Note> {
+fn notes(events: &[HostEvent]) -> Vec<Note> {
     events
         .iter()
         .filter_map(|e| match e {
-            Event::Note { note, .. } => Some(note.clone()),
+            HostEvent::Note { note, .. } => Some(note.clone()),
             _ => None,
         })
         .collect()
@@ -142,15 +142,15 @@ async fn house_rules_hooks_tool_and_event_run_through_the_host() {
     .await;
     // on_prompt appended (SPEC P2.2).
     assert!(events.iter().any(|e| matches!(e,
-        Event::SystemText { text, .. } if text.ends_with("Use British spelling."))));
+        HostEvent::SystemText { text, .. } if text.ends_with("Use British spelling."))));
     assert!(events.iter().any(|e| matches!(e,
-        Event::HookChanged { hook: HookKind::OnPrompt, changed_by } if changed_by == &["house-rules"])));
+        HostEvent::HookChanged { hook: HookKind::OnPrompt, changed_by } if changed_by == &["house-rules"])));
     // The plugin tool went through on_approval (raised to write, prompt required: the summary
     // says "delete"), the operator allowed it, and the plugin's process ran it.
     let approval = events
         .iter()
         .find_map(|e| match e {
-            Event::Approval(record) => Some(record.clone()),
+            HostEvent::Approval(record) => Some(record.clone()),
             _ => None,
         })
         .unwrap();
@@ -161,9 +161,9 @@ async fn house_rules_hooks_tool_and_event_run_through_the_host() {
         (Decision::Allow, Decider::Operator)
     );
     assert!(events.iter().any(|e| matches!(e,
-        Event::ToolRun { tool, success: true, text, .. } if tool == "word_count" && text == "4")));
+        HostEvent::ToolRun { tool, success: true, text, .. } if tool == "word_count" && text == "4")));
     assert!(events.iter().any(|e| matches!(e,
-        Event::ToolResult(result) if result.call_id == "c1" && result.text == "4")));
+        HostEvent::ToolResult(result) if result.call_id == "c1" && result.text == "4")));
     // The unknown subscription is warned about once, in the Note's words (SPEC G4.1).
     let warnings: Vec<String> = notes(&events)
         .iter()
@@ -212,14 +212,14 @@ async fn rust_guard_hooks_tool_and_events_run_through_the_host() {
     )
     .await;
     assert!(events.iter().any(|e| matches!(e,
-        Event::User { text, .. } if text == "my password [redacted] echo it")));
+        HostEvent::User { text, .. } if text == "my password [redacted] echo it")));
     assert!(notes(&events).contains(&Note::RawHookRegistered {
         plugin: "rust-guard".into()
     }));
     assert!(events.iter().any(|e| matches!(e,
-        Event::Approval(r) if r.tool == "echo" && r.decided_by == Decider::Operator)));
+        HostEvent::Approval(r) if r.tool == "echo" && r.decided_by == Decider::Operator)));
     assert!(events.iter().any(|e| matches!(e,
-        Event::ToolRun { tool, success: true, text, .. } if tool == "echo" && text == "hi")));
+        HostEvent::ToolRun { tool, success: true, text, .. } if tool == "echo" && text == "hi")));
     let bus = run.host.pipeline().events();
     let received = MessageReceivedContext {
         from: "u1".into(),
@@ -362,6 +362,6 @@ async fn a_protocol_fault_reaches_the_note_as_a_typed_skip_reason() {
     );
     // The session went on: the tool still ran, under its own name.
     assert!(events.iter().any(|e| matches!(e,
-        Event::ToolRun { tool, success: true, .. } if tool == "list_dir")));
+        HostEvent::ToolRun { tool, success: true, .. } if tool == "list_dir")));
     shut_down(run.host).await;
 }

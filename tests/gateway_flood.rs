@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::{entries, log, plugin, run_paused, Act};
 use hookline::actors::events::{Emitted, EventBusConfig};
 use hookline::actors::Pipeline;
-use hookline::host::gateway::{AgentFacts, GatewayEvents, InboundMessage};
+use hookline::host::producers::{AgentFacts, GatewayEvents, InboundMessage};
 use hookline::messages::note::Note;
 use serde_json::json;
 use tokio::time::Instant;

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gateway_host_support::{builder, tmp, Watch};
-use hookline::host::gateway::ResetPolicy;
+use hookline::host::producers::ResetPolicy;
 use hookline::host::provider::ScriptedProvider;
 use hookline::host::scenario::{parse, play, Played, Script};
 use hookline::host::session::{CommandOrigin, ManualClock};
@@ -341,7 +341,7 @@ async fn bootstrap_replacements_are_finalized_and_the_result_ends_the_work_text(
         .take_events()
         .into_iter()
         .filter_map(|e| match e {
-            hookline::host::Event::Bootstrap { files } => Some(files),
+            hookline::host::HostEvent::Bootstrap { files } => Some(files),
             _ => None,
         })
         .collect();
@@ -377,7 +377,7 @@ async fn a_skipped_event_handler_is_noted_in_the_session_archive() {
     assert!(
         texts
             .iter()
-            .any(|t| t.starts_with("Event handler 'broken' for 'command:new' was skipped")),
+            .any(|t| t.starts_with("HostEvent handler 'broken' for 'command:new' was skipped")),
         "{texts:?}"
     );
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 use common::{run_paused, Act};
 use gateway_host_support::{builder, Watch};
 use hookline::host::provider::ScriptedProvider;
-use hookline::host::Event;
+use hookline::host::HostEvent;
 use hookline::messages::note::Note;
 use hookline::messages::record::ArchiveEntry;
 use hookline::messages::session::SessionId;
@@ -117,7 +117,7 @@ fn a_quick_handler_releases_at_once_and_pre_restart_fires_only_when_a_restart_is
             assert!(closed.wait(Duration::from_secs(1)).await);
             let events = host.take_events();
             assert!(events.iter().any(
-                |e| matches!(e, Event::GatewayEvent { key, .. } if key == "gateway:shutdown")
+                |e| matches!(e, HostEvent::GatewayEvent { key, .. } if key == "gateway:shutdown")
             ));
         }
     });

@@ -13,7 +13,7 @@ use common::{plugin, run_paused, Act};
 use hookline::actors::events::{Emitted, EventHandler, EventReply};
 use hookline::actors::plugin::{HookResult, PluginRegistration};
 use hookline::actors::Pipeline;
-use hookline::host::gateway::{
+use hookline::host::producers::{
     reset_due, AgentFacts, AutoResetFacts, BootstrapRequest, CommandFacts, CompactionResult,
     GatewayEvents, InboundMessage, ResetPolicy,
 };

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use common::{entries, log, plugin, plugin_with, run_paused, Act};
-use hookline::actors::gateway::{
-    Gateway, GatewayConfig, GatewayError, SharedState, ShutdownRequest,
+use hookline::actors::lifecycle::{
+    GatewayConfig, GatewayError, Lifecycle, SharedState, ShutdownRequest,
 };
 use hookline::actors::plugin::{HookResult, Plugin, PluginRegistration};
 use hookline::actors::Pipeline;
@@ -45,10 +45,10 @@ fn request(restart_expected_ms: Option<u64>, active_sessions: Vec<SessionInfo>) 
     }
 }
 
-fn start(plugins: Vec<PluginRegistration>) -> (Gateway, Arc<Store>) {
+fn start(plugins: Vec<PluginRegistration>) -> (Lifecycle, Arc<Store>) {
     let pipeline = Pipeline::builder().plugins(plugins).start().unwrap();
     let store = Arc::new(Store::default());
-    let gateway = Gateway::start(pipeline, store.clone(), GatewayConfig::default());
+    let gateway = Lifecycle::start(pipeline, store.clone(), GatewayConfig::default());
     (gateway, store)
 }
 

@@ -49,7 +49,7 @@
 pub mod coordinator;
 pub mod error;
 pub mod events;
-pub mod gateway;
+pub mod lifecycle;
 pub mod pipeline;
 pub mod plugin;
 pub mod session;

@@ -7,8 +7,8 @@ pub mod bench;
 pub mod cli;
 pub mod demo;
 pub mod external;
-pub mod gateway;
 pub mod loading;
+pub mod producers;
 pub mod provider;
 pub mod scenario;
 pub mod session;
@@ -17,4 +17,4 @@ pub mod store;
 pub mod tools;
 pub mod turn;
 
-pub use session::{Event, Host, HostBuilder, HostError, SessionCommand};
+pub use session::{Host, HostBuilder, HostError, HostEvent, SessionCommand};

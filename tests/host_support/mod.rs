@@ -9,7 +9,7 @@ use hookline::host::provider::ScriptedProvider;
 use hookline::host::session::HostBuilder;
 use hookline::host::store::Log;
 use hookline::host::tools::ToolRegistry;
-use hookline::host::{Event, Host};
+use hookline::host::{Host, HostEvent};
 use hookline::messages::note::Note;
 use hookline::messages::record::{ArchiveEntry, Record};
 use hookline::messages::scenario::{OperatorAnswer, ScriptedReply, ScriptedToolCall};
@@ -125,6 +125,6 @@ pub fn seen(log: &Seen) -> Vec<String> {
     log.lock().unwrap().clone()
 }
 
-pub fn events_of(events: &[Event], pick: impl Fn(&Event) -> bool) -> Vec<Event> {
+pub fn events_of(events: &[HostEvent], pick: impl Fn(&HostEvent) -> bool) -> Vec<HostEvent> {
     events.iter().filter(|e| pick(e)).cloned().collect()
 }

@@ -9,7 +9,7 @@ use hookline_messages::session::SessionId;
 use serde::Serialize;
 
 use crate::provider::ScriptedProvider;
-use crate::session::{Event, Host, HostError};
+use crate::session::{Host, HostError, HostEvent};
 use crate::store::Log;
 
 /// Everything a run did, machine-readable.
@@ -19,7 +19,7 @@ pub(crate) struct Report {
     scenario: String,
     workspace: String,
     /// Every event, in order.
-    events: Vec<Event>,
+    events: Vec<HostEvent>,
     /// Every outbound model request, exactly as sent.
     requests: Vec<ModelRequest>,
     /// Each stored session's records and archive, as on disk after the run.
@@ -27,7 +27,7 @@ pub(crate) struct Report {
     /// Every note's English text, in order.
     notes: Vec<String>,
     /// Every tool that ran.
-    tool_executions: Vec<Event>,
+    tool_executions: Vec<HostEvent>,
     /// Every approval decision.
     approvals: Vec<ApprovalRecord>,
 }
@@ -45,7 +45,7 @@ pub(crate) fn report(
     workspace: &Path,
     host: &Host,
     provider: &ScriptedProvider,
-    events: Vec<Event>,
+    events: Vec<HostEvent>,
 ) -> Result<Report, HostError> {
     let mut sessions = Vec::new();
     for id in host.store().sessions()? {
@@ -61,19 +61,19 @@ pub(crate) fn report(
     let notes = events
         .iter()
         .filter_map(|e| match e {
-            Event::Note { text, .. } => Some(text.clone()),
+            HostEvent::Note { text, .. } => Some(text.clone()),
             _ => None,
         })
         .collect();
     let tool_executions = events
         .iter()
-        .filter(|e| matches!(e, Event::ToolRun { .. }))
+        .filter(|e| matches!(e, HostEvent::ToolRun { .. }))
         .cloned()
         .collect();
     let approvals = events
         .iter()
         .filter_map(|e| match e {
-            Event::Approval(a) => Some(a.clone()),
+            HostEvent::Approval(a) => Some(a.clone()),
             _ => None,
         })
         .collect();
@@ -106,33 +106,35 @@ pub(crate) fn human(report: &Report) -> String {
     out
 }
 
-fn line(event: &Event) -> String {
+fn line(event: &HostEvent) -> String {
     match event {
-        Event::SessionStarted(s) => format!(
+        HostEvent::SessionStarted(s) => format!(
             "== session {} started in {}",
             s.session_id, s.workspace_root
         ),
-        Event::SessionEnded(s) => {
+        HostEvent::SessionEnded(s) => {
             format!("== session {} ended in {}", s.session_id, s.workspace_root)
         }
-        Event::User {
+        HostEvent::User {
             text,
             original: Some(original),
             ..
         } => format!("user> {text}\n      (typed: {original})"),
-        Event::User { text, .. } => format!("user> {text}"),
-        Event::HookChanged { hook, changed_by } => {
+        HostEvent::User { text, .. } => format!("user> {text}"),
+        HostEvent::HookChanged { hook, changed_by } => {
             format!("   hook {hook}: changed by {}", changed_by.join(", "))
         }
-        Event::SystemText { mode, text } => format!("   system text ({}): {text:?}", mode.as_str()),
-        Event::ModelCall { purpose, items } => {
+        HostEvent::SystemText { mode, text } => {
+            format!("   system text ({}): {text:?}", mode.as_str())
+        }
+        HostEvent::ModelCall { purpose, items } => {
             format!("   model call ({purpose:?}, {items} items)")
         }
-        Event::Assistant { text } => format!("model> {text}"),
-        Event::ModelFailed { purpose, error } => {
+        HostEvent::Assistant { text } => format!("model> {text}"),
+        HostEvent::ModelFailed { purpose, error } => {
             format!("   model call ({purpose:?}) failed: {error}")
         }
-        Event::ToolCall {
+        HostEvent::ToolCall {
             call,
             rewritten_from: Some(from),
         } => {
@@ -141,11 +143,11 @@ fn line(event: &Event) -> String {
                 call.call_id, call.name, call.arguments, from.name, from.arguments
             )
         }
-        Event::ToolCall { call, .. } => format!(
+        HostEvent::ToolCall { call, .. } => format!(
             "   tool call {} {} {}",
             call.call_id, call.name, call.arguments
         ),
-        Event::Approval(a) => format!(
+        HostEvent::Approval(a) => format!(
             "   approval {}: {:?} by {:?} (risk {:?}, authority {:?}, prompt {})",
             a.call_id,
             a.decision,
@@ -154,18 +156,18 @@ fn line(event: &Event) -> String {
             a.classification.authority,
             a.classification.requires_prompt
         ),
-        Event::ToolRun { tool, success, .. } => {
+        HostEvent::ToolRun { tool, success, .. } => {
             format!("   ran {tool}: {}", if *success { "ok" } else { "failed" })
         }
-        Event::ToolResult(r) => format!("   result {}: {:?}", r.call_id, r.text),
-        Event::Side { question, answer } => format!("side> {question}\nmodel (side)> {answer}"),
-        Event::Compacted { folded, summary } => {
+        HostEvent::ToolResult(r) => format!("   result {}: {:?}", r.call_id, r.text),
+        HostEvent::Side { question, answer } => format!("side> {question}\nmodel (side)> {answer}"),
+        HostEvent::Compacted { folded, summary } => {
             format!("   compacted {folded} records into: {summary:?}")
         }
-        Event::TurnFinished { stop_reason } => format!("   turn finished: {stop_reason:?}"),
-        Event::Note { text, .. } => format!("note: {text}"),
-        Event::Info { text } => format!("-- {text}"),
-        Event::GatewayEvent {
+        HostEvent::TurnFinished { stop_reason } => format!("   turn finished: {stop_reason:?}"),
+        HostEvent::Note { text, .. } => format!("note: {text}"),
+        HostEvent::Info { text } => format!("-- {text}"),
+        HostEvent::GatewayEvent {
             key,
             wait,
             calls: Some(calls),
@@ -173,8 +175,8 @@ fn line(event: &Event) -> String {
             let s = if *calls == 1 { "" } else { "s" };
             format!("   gateway event {key} ({wait}, {calls} handler call{s})")
         }
-        Event::GatewayEvent { key, wait, .. } => format!("   gateway event {key} ({wait})"),
-        Event::Bootstrap { files } if files.is_empty() => "   bootstrap files: none".into(),
-        Event::Bootstrap { files } => format!("   bootstrap files: {}", files.join(", ")),
+        HostEvent::GatewayEvent { key, wait, .. } => format!("   gateway event {key} ({wait})"),
+        HostEvent::Bootstrap { files } if files.is_empty() => "   bootstrap files: none".into(),
+        HostEvent::Bootstrap { files } => format!("   bootstrap files: {}", files.join(", ")),
     }
 }

@@ -25,7 +25,7 @@ use super::hooks::plugin_options;
 use super::render::{human, report, Report};
 use crate::approval::ScriptedOperator;
 use crate::demo::{example_plugins, WordCount, DEMO_NAME, DEMO_SCENARIO};
-use crate::gateway::ResetPolicy;
+use crate::producers::ResetPolicy;
 use crate::provider::ScriptedProvider;
 use crate::scenario::{first_model, load, parse, play, Played, ScenarioError, Script};
 use crate::session::{Clock as _, Host, HostBuilder, HostError, ManualClock, SystemClock};

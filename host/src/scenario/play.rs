@@ -5,9 +5,9 @@ use hookline_messages::scenario::{Action, Scenario, SlashCommand, Step};
 use hookline_messages::session::SessionId;
 
 use crate::approval::ScriptedOperator;
-use crate::gateway::InboundMessage;
+use crate::producers::InboundMessage;
 use crate::provider::ScriptedProvider;
-use crate::session::{Event, Host, HostError, ManualClock, SessionCommand};
+use crate::session::{Host, HostError, HostEvent, ManualClock, SessionCommand};
 use crate::turn::UserInput;
 
 /// What a scenario drives besides the host: the scripted model, operator and clock.
@@ -25,7 +25,7 @@ pub struct Script {
 #[derive(Debug, Default)]
 pub struct Played {
     /// The events, in order.
-    pub events: Vec<Event>,
+    pub events: Vec<HostEvent>,
 }
 
 /// Plays `scenario`'s steps on `host` (whose session must be open). Each step's model replies
@@ -67,7 +67,7 @@ pub async fn play(
             Ok(Action::Emit(emit)) => match CustomKey::new(emit.key.as_str()) {
                 Ok(key) => host.emit_custom(key, emit.context).await,
                 Err(problem) => {
-                    played.events.push(Event::Info {
+                    played.events.push(HostEvent::Info {
                         text: format!("Step {} was skipped: {problem}", n + 1),
                     });
                     Ok(())
@@ -75,14 +75,14 @@ pub async fn play(
             },
             Ok(Action::Advance(ms)) => {
                 script.clock.advance(ms);
-                played.events.push(Event::Info {
+                played.events.push(HostEvent::Info {
                     text: format!("The clock moved forward {ms} ms."),
                 });
                 Ok(())
             }
             // `load` checked every step; an unchecked scenario's bad step is skipped, said so.
             Err(problem) => {
-                played.events.push(Event::Info {
+                played.events.push(HostEvent::Info {
                     text: format!("Step {} was skipped: {problem}", n + 1),
                 });
                 Ok(())
@@ -93,7 +93,7 @@ pub async fn play(
         let unused = provider.clear_replies();
         operator.clear_answers();
         if unused > 0 {
-            played.events.push(Event::Info {
+            played.events.push(HostEvent::Info {
                 text: format!(
                     "Step {} left {unused} scripted model replies unused.",
                     n + 1
@@ -131,7 +131,7 @@ async fn user_step(
     let answers: Vec<String> = events
         .iter()
         .filter_map(|e| match e {
-            Event::Assistant { text } => Some(text.clone()),
+            HostEvent::Assistant { text } => Some(text.clone()),
             _ => None,
         })
         .collect();
@@ -198,13 +198,13 @@ async fn command_step(
             } else {
                 "is text only"
             };
-            played.events.push(Event::Info {
+            played.events.push(HostEvent::Info {
                 text: format!("Model '{name}' is active; it {kind}."),
             });
             SessionCommand::Model(name)
         }
         SlashCommand::Stop => {
-            played.events.push(Event::Info {
+            played.events.push(HostEvent::Info {
                 text: "No turn is running; /stop stops nothing.".into(),
             });
             SessionCommand::Stop

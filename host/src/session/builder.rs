@@ -18,15 +18,15 @@ use hookline_actors::session::SessionLifecycle;
 use hookline_actors::Pipeline;
 use hookline_messages::session::ApprovalMode;
 
-use hookline_actors::gateway::GatewayConfig;
+use hookline_actors::lifecycle::GatewayConfig;
 use hookline_messages::event::{BootstrapPolicy, Config};
 
 use super::wiring::{GatewaySettings, Wiring};
 use super::{existing_dir, Clock, CommandOrigin, Host, HostError};
 use crate::approval::{Operator, RefuseAll};
 use crate::external::{ExternalPlugin, PluginTool};
-use crate::gateway::ResetPolicy;
 use crate::loading::{load, LoadNote, LoadOptions, LoadReport};
+use crate::producers::ResetPolicy;
 use crate::provider::{Provider, ScriptedProvider};
 use crate::store::Store;
 use crate::tools::{Tool, ToolRegistry};
@@ -274,7 +274,7 @@ impl HostBuilder {
     }
 
     /// The bootstrap files looked for at session start (default
-    /// [`DEFAULT_BOOTSTRAP_FILES`](crate::gateway::DEFAULT_BOOTSTRAP_FILES))
+    /// [`DEFAULT_BOOTSTRAP_FILES`](crate::producers::DEFAULT_BOOTSTRAP_FILES))
     /// and the filter and budget applied after `agent:bootstrap` (SPEC G5.4).
     #[must_use]
     pub fn bootstrap(mut self, file_names: Vec<String>, policy: BootstrapPolicy) -> Self {

@@ -1,7 +1,7 @@
 //! Why a host operation failed. Plugins failing is never one of these: they become notes.
 
 use hookline_actors::events::EventError;
-use hookline_actors::gateway::GatewayError;
+use hookline_actors::lifecycle::GatewayError;
 use hookline_actors::{PipelineError, StartError};
 
 use crate::store::StoreError;

@@ -15,7 +15,7 @@ use serde::Serialize;
 /// One thing that happened, in the order it happened.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "kebab-case")]
-pub enum Event {
+pub enum HostEvent {
     /// `on_session_started` ran for this session (SPEC P3.10).
     SessionStarted(SessionInfo),
     /// `on_session_ended` ran for the session being left (SPEC P3.11).
@@ -143,7 +143,7 @@ pub enum Event {
     },
 }
 
-impl Event {
+impl HostEvent {
     /// A gateway event without a handler count.
     pub(crate) fn gateway(key: EventKey, wait: &str) -> Self {
         Self::GatewayEvent {

@@ -29,7 +29,7 @@ use hookline_messages::user::StopReason;
 
 pub use builder::HostBuilder;
 pub use error::HostError;
-pub use events::Event;
+pub use events::HostEvent;
 pub(crate) use state::SessionState;
 pub use wiring::{Clock, CommandOrigin, ManualClock, SystemClock};
 
@@ -277,7 +277,7 @@ impl Host {
     }
 
     /// Takes the events reported since the last call, in order.
-    pub fn take_events(&mut self) -> Vec<Event> {
+    pub fn take_events(&mut self) -> Vec<HostEvent> {
         std::mem::take(&mut self.engine.events)
     }
 
@@ -350,7 +350,7 @@ impl Host {
             .await?;
         let mut next = Some(state);
         for text in repaired {
-            self.engine.events.push(Event::Info { text });
+            self.engine.events.push(HostEvent::Info { text });
         }
         let mut old = self.session.take();
         self.record_transitions(ran, &mut old, &mut next)?;
@@ -385,12 +385,12 @@ impl Host {
                 Transition::Ended(info) => (
                     left.as_mut(),
                     ArchiveEntry::SessionEnded(info.clone()),
-                    Event::SessionEnded(info),
+                    HostEvent::SessionEnded(info),
                 ),
                 Transition::Started(info) => (
                     next.as_mut(),
                     ArchiveEntry::SessionStarted(info.clone()),
-                    Event::SessionStarted(info),
+                    HostEvent::SessionStarted(info),
                 ),
             };
             self.engine.events.push(event);

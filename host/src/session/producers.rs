@@ -10,8 +10,8 @@ use hookline_messages::event::{
 use hookline_messages::note::Note;
 use hookline_messages::session::SessionInfo;
 
-use super::{CommandOrigin, Event, Host, HostError};
-use crate::gateway::{
+use super::{CommandOrigin, Host, HostError, HostEvent};
+use crate::producers::{
     AgentFacts, BootstrapRequest, CommandFacts, GatewayEvents, InboundMessage, MessageChannel,
 };
 use crate::turn::record_note;
@@ -43,7 +43,7 @@ impl Host {
             deps,
             workspace_dir: facts.workspace_dir,
         };
-        let delivery = self.wiring.gateway.startup(context).await?;
+        let delivery = self.wiring.lifecycle.startup(context).await?;
         self.delivered(EventKey::GatewayStartup, Ok(delivery))
     }
 
@@ -87,7 +87,7 @@ impl Host {
     /// its handlers.
     ///
     /// # Errors
-    /// [`HostError::Event`] when the bus is gone, or a store failure recording its notes.
+    /// [`HostError::HostEvent`] when the bus is gone, or a store failure recording its notes.
     pub async fn emit_custom(
         &mut self,
         key: CustomKey,
@@ -171,9 +171,9 @@ impl Host {
         };
         self.engine
             .events
-            .push(Event::gateway(EventKey::AgentBootstrap, "awaited"));
+            .push(HostEvent::gateway(EventKey::AgentBootstrap, "awaited"));
         self.event_notes(notes)?;
-        self.engine.events.push(Event::Bootstrap {
+        self.engine.events.push(HostEvent::Bootstrap {
             files: files.iter().map(describe).collect(),
         });
         if let Some(session) = self.session.as_mut() {
@@ -236,7 +236,7 @@ impl Host {
         result: Result<Delivery, EventError>,
     ) -> Result<(), HostError> {
         let delivery = result?;
-        self.engine.events.push(Event::GatewayEvent {
+        self.engine.events.push(HostEvent::GatewayEvent {
             key: key.to_string(),
             wait: "awaited".into(),
             calls: Some(delivery.calls),
@@ -252,7 +252,7 @@ impl Host {
             Emitted::Detached => "detached",
             Emitted::Dropped => "dropped",
         };
-        self.engine.events.push(Event::gateway(key, wait));
+        self.engine.events.push(HostEvent::gateway(key, wait));
     }
 
     /// Archives event notes in the active session; with none active they wait for the next one.

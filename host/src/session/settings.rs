@@ -8,8 +8,8 @@ use hookline_messages::record::Record;
 use hookline_messages::session::ApprovalMode;
 use hookline_messages::transition::Cause;
 
-use super::{Event, Host, HostError};
-use crate::gateway::{reset_due, AutoResetFacts, CompactionResult};
+use super::{Host, HostError, HostEvent};
+use crate::producers::{reset_due, AutoResetFacts, CompactionResult};
 use crate::turn::compact;
 
 impl Host {
@@ -118,7 +118,7 @@ impl Host {
         let opened = self.fresh(self.workspace.clone(), &[])?;
         let next_id = opened.state.info.session_id.to_string();
         self.activate(Cause::Clear, opened).await?;
-        self.engine.events.push(Event::Info {
+        self.engine.events.push(HostEvent::Info {
             text: format!(
                 "Session {} was reset automatically ({}).",
                 info.session_id,

@@ -3,11 +3,11 @@
 //! end hooks under the session-end budget, and the shared state (plugin processes, the session's
 //! open store files) closed only once every shutdown handler has really finished.
 
-use hookline_actors::gateway::{SharedStateClosed, ShutdownRequest};
+use hookline_actors::lifecycle::{SharedStateClosed, ShutdownRequest};
 use hookline_messages::event::EventKey;
 use hookline_messages::record::ArchiveEntry;
 
-use super::{Event, Host, HostError};
+use super::{Host, HostError, HostEvent};
 use crate::turn::record_note;
 
 impl Host {
@@ -31,16 +31,16 @@ impl Host {
             restart_expected_ms,
             active_sessions: active.clone(),
         };
-        let report = self.wiring.gateway.shutdown(request).await?;
+        let report = self.wiring.lifecycle.shutdown(request).await?;
         self.wiring.shut_down = true;
         let events = &mut self.engine.events;
-        events.push(Event::gateway(EventKey::GatewayShutdown, "bounded"));
+        events.push(HostEvent::gateway(EventKey::GatewayShutdown, "bounded"));
         if restart_expected_ms.is_some() {
-            events.push(Event::gateway(EventKey::GatewayPreRestart, "bounded"));
+            events.push(HostEvent::gateway(EventKey::GatewayPreRestart, "bounded"));
         }
         let mut session = self.session.take();
         for info in active {
-            events.push(Event::SessionEnded(info.clone()));
+            events.push(HostEvent::SessionEnded(info.clone()));
             if let Some(session) = session.as_mut() {
                 session.archive(&ArchiveEntry::SessionEnded(info))?;
             }
@@ -48,7 +48,7 @@ impl Host {
         for note in report.notes {
             match session.as_mut() {
                 Some(session) => record_note(events, session, note)?,
-                None => events.push(Event::Note {
+                None => events.push(HostEvent::Note {
                     text: note.text(),
                     note,
                 }),

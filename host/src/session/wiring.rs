@@ -6,14 +6,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
-use hookline_actors::gateway::{Gateway, GatewayConfig, SharedState};
+use hookline_actors::lifecycle::{GatewayConfig, Lifecycle, SharedState};
 use hookline_actors::Pipeline;
 use hookline_messages::event::{BootstrapPolicy, CommandSource, Config};
 use hookline_messages::prompt::PromptMode;
 
 use super::SessionState;
 use crate::external::ExternalPlugin;
-use crate::gateway::{ResetPolicy, DEFAULT_BOOTSTRAP_FILES};
+use crate::producers::{ResetPolicy, DEFAULT_BOOTSTRAP_FILES};
 
 /// Milliseconds since the Unix epoch, as the host's reset policy reads them.
 pub trait Clock: Send + Sync + 'static {
@@ -127,7 +127,7 @@ impl Default for GatewaySettings {
 /// The host's gateway state: the settings, the lifecycle actor, and what the producers read.
 pub(crate) struct Wiring {
     pub(crate) settings: GatewaySettings,
-    pub(crate) gateway: Gateway,
+    pub(crate) lifecycle: Lifecycle,
     pub(crate) shared: Arc<HostShared>,
     pub(crate) started: bool,
     pub(crate) shut_down: bool,
@@ -148,10 +148,10 @@ impl Wiring {
             processes,
             parked: Mutex::new(Parked::default()),
         });
-        let gateway = Gateway::start(pipeline.clone(), shared.clone(), settings.lifecycle);
+        let lifecycle = Lifecycle::start(pipeline.clone(), shared.clone(), settings.lifecycle);
         Self {
             settings,
-            gateway,
+            lifecycle,
             shared,
             started: false,
             shut_down: false,

@@ -1,6 +1,6 @@
 //! Why a soak could not start.
 
-use hookline_actors::gateway::GatewayError;
+use hookline_actors::lifecycle::GatewayError;
 use hookline_actors::StartError;
 
 use crate::tools::ToolError;

@@ -27,7 +27,7 @@ use async_trait::async_trait;
 use futures::future::join_all;
 use hookline_actors::coordinator::DEFAULT_MAX_PENDING;
 use hookline_actors::events::EventBusConfig;
-use hookline_actors::gateway::{Gateway, GatewayConfig, SharedState, ShutdownRequest};
+use hookline_actors::lifecycle::{GatewayConfig, Lifecycle, SharedState, ShutdownRequest};
 use hookline_actors::{Pipeline, PipelineError};
 use hookline_messages::event::GatewayStartupContext;
 use hookline_messages::hook::HookKind;
@@ -134,7 +134,7 @@ pub async fn run_soak(
         })
         .start()?;
     let closed = Arc::new(SoakState::default());
-    let gateway = Gateway::start(pipeline.clone(), closed.clone(), config.gateway);
+    let gateway = Lifecycle::start(pipeline.clone(), closed.clone(), config.gateway);
     gateway
         .startup(GatewayStartupContext {
             cfg: Default::default(),
@@ -224,7 +224,7 @@ impl Load {
     async fn clock(
         &self,
         config: &SoakConfig,
-        gateway: &Gateway,
+        gateway: &Lifecycle,
         state: &SoakState,
         progress: &dyn Progress,
     ) -> (Memory, ShutdownMeasured) {
@@ -260,7 +260,7 @@ impl Load {
     async fn shut_down(
         &self,
         config: &SoakConfig,
-        gateway: &Gateway,
+        gateway: &Lifecycle,
         state: &SoakState,
     ) -> ShutdownMeasured {
         let active_sessions: Vec<SessionInfo> = self.active.borrow().values().cloned().collect();

@@ -10,7 +10,7 @@ use hookline_messages::prompt::PromptMode;
 use hookline_messages::record::{ArchiveEntry, Record};
 
 use super::{assistant_text, Turn};
-use crate::session::{Event, HostError};
+use crate::session::{HostError, HostEvent};
 
 /// The host's compaction prompt, before hooks.
 pub(crate) const COMPACTION_PROMPT: &str =
@@ -27,7 +27,7 @@ pub(crate) async fn compact(turn: &mut Turn<'_>) -> Result<bool, HostError> {
         .cloned()
         .collect();
     if folded.is_empty() {
-        turn.engine.events.push(Event::Info {
+        turn.engine.events.push(HostEvent::Info {
             text: "There is nothing to compact.".into(),
         });
         return Ok(false);
@@ -62,7 +62,7 @@ pub(crate) async fn compact(turn: &mut Turn<'_>) -> Result<bool, HostError> {
         folded: folded.len(),
         summary: summary.clone(),
     })?;
-    turn.engine.events.push(Event::Compacted {
+    turn.engine.events.push(HostEvent::Compacted {
         folded: folded.len(),
         summary,
     });

@@ -7,7 +7,7 @@ use hookline_messages::note::Note;
 use hookline_messages::record::ArchiveEntry;
 
 use super::Turn;
-use crate::session::{Event, HostError};
+use crate::session::{HostError, HostEvent};
 
 impl Turn<'_> {
     /// Runs hook `H` (whose rule needs no context) and returns the value it produced.
@@ -31,7 +31,7 @@ impl Turn<'_> {
             .call_with::<H>(&id, context, value)
             .await?;
         if !outcome.changed_by.is_empty() {
-            self.engine.events.push(Event::HookChanged {
+            self.engine.events.push(HostEvent::HookChanged {
                 hook: H::KIND,
                 changed_by: outcome.changed_by.iter().map(ToString::to_string).collect(),
             });
@@ -50,12 +50,12 @@ impl Turn<'_> {
 
 /// Records `note` in `session`'s archive and reports it.
 pub(crate) fn record_note(
-    events: &mut Vec<Event>,
+    events: &mut Vec<HostEvent>,
     session: &mut crate::session::SessionState,
     note: Note,
 ) -> Result<(), HostError> {
     session.archive(&ArchiveEntry::note(note.clone()))?;
-    events.push(Event::Note {
+    events.push(HostEvent::Note {
         text: note.text(),
         note,
     });

@@ -27,7 +27,7 @@ use hookline_messages::user::{StopReason, TurnInfo, UserMessage};
 
 use crate::approval::Operator;
 use crate::provider::{Provider, ProviderError};
-use crate::session::{Event, HostError, SessionState};
+use crate::session::{HostError, HostEvent, SessionState};
 use crate::tools::ToolRegistry;
 
 pub(crate) use compaction::compact;
@@ -46,7 +46,7 @@ pub(crate) struct Engine {
     pub(crate) provider: Arc<dyn Provider>,
     pub(crate) operator: Arc<dyn Operator>,
     pub(crate) max_model_calls: usize,
-    pub(crate) events: Vec<Event>,
+    pub(crate) events: Vec<HostEvent>,
     /// Fail-closed guard hooks (operator opt-in).
     pub(crate) guards: Guards,
 }
@@ -95,7 +95,7 @@ impl Turn<'_> {
             original: original.clone(),
             images,
         })?;
-        self.engine.events.push(Event::User {
+        self.engine.events.push(HostEvent::User {
             session: self.session.info.session_id.clone(),
             text: stored.clone(),
             original,
@@ -114,7 +114,9 @@ impl Turn<'_> {
         })
         .await?;
         self.archive(ArchiveEntry::TurnFinished { stop_reason })?;
-        self.engine.events.push(Event::TurnFinished { stop_reason });
+        self.engine
+            .events
+            .push(HostEvent::TurnFinished { stop_reason });
         Ok(stop_reason)
     }
 
@@ -153,7 +155,7 @@ impl Turn<'_> {
                 ItemBody::Assistant { text, .. } => {
                     self.engine
                         .events
-                        .push(Event::Assistant { text: text.clone() });
+                        .push(HostEvent::Assistant { text: text.clone() });
                     Record::Assistant { text: text.clone() }
                 }
                 ItemBody::Reasoning { text, .. } => Record::Reasoning { text: text.clone() },
@@ -195,7 +197,7 @@ impl Turn<'_> {
             Ok(response) => assistant_text(&response),
             Err(_) => return Ok(None),
         };
-        self.engine.events.push(Event::Side {
+        self.engine.events.push(HostEvent::Side {
             question,
             answer: answer.clone(),
         });

@@ -9,7 +9,7 @@ use hookline_messages::record::ArchiveEntry;
 
 use super::Turn;
 use crate::provider::ProviderError;
-use crate::session::{Event, HostError};
+use crate::session::{HostError, HostEvent};
 
 impl Turn<'_> {
     /// Sends `request` through the model hooks and the provider.
@@ -30,7 +30,7 @@ impl Turn<'_> {
         let raw_changed = rebuilt.value != request;
         let transformed = self.hook::<TransformModel>(rebuilt.value).await?;
         let sent = transformed.prepared_for_provider();
-        self.engine.events.push(Event::ModelCall {
+        self.engine.events.push(HostEvent::ModelCall {
             purpose,
             items: sent.items.len(),
         });
@@ -42,7 +42,7 @@ impl Turn<'_> {
             }
             Err(error) => {
                 let text = error.to_string();
-                self.engine.events.push(Event::ModelFailed {
+                self.engine.events.push(HostEvent::ModelFailed {
                     purpose,
                     error: text.clone(),
                 });

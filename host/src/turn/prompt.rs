@@ -6,7 +6,7 @@ use hookline_messages::prompt::{Prompt, PromptMode};
 use hookline_messages::record::{ArchiveEntry, Record};
 
 use super::Turn;
-use crate::session::{Event, HostError};
+use crate::session::{HostError, HostEvent};
 
 /// The host's own text for each mode, before hooks.
 pub(crate) fn base_text(mode: PromptMode) -> &'static str {
@@ -36,7 +36,7 @@ impl Turn<'_> {
         }
         let prompt = self.hook::<OnPrompt>(Prompt::new(mode, base)).await?;
         let text = self.hook::<RewritePrompt>(prompt.composed()).await?.text;
-        self.engine.events.push(Event::SystemText {
+        self.engine.events.push(HostEvent::SystemText {
             mode,
             text: text.clone(),
         });

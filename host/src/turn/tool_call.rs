@@ -19,7 +19,7 @@ use hookline_messages::tool::{ApprovalState, ToolCall, ToolProvider, ToolResult}
 
 use super::Turn;
 use crate::approval::classify;
-use crate::session::{Event, HostError};
+use crate::session::{HostError, HostEvent};
 use crate::tools::{ToolContext, ToolOutput};
 
 /// The text a refused call's result carries.
@@ -60,7 +60,7 @@ impl Turn<'_> {
             call: call.clone(),
             rewritten_from: rewritten_from.clone(),
         })?;
-        self.engine.events.push(Event::ToolCall {
+        self.engine.events.push(HostEvent::ToolCall {
             call: call.clone(),
             rewritten_from,
         });
@@ -92,7 +92,7 @@ impl Turn<'_> {
         }])?;
         self.session
             .archive(&ArchiveEntry::ToolResult(result.clone()))?;
-        self.engine.events.push(Event::ToolResult(result));
+        self.engine.events.push(HostEvent::ToolResult(result));
         Ok(())
     }
 
@@ -154,7 +154,7 @@ impl Turn<'_> {
         };
         self.session
             .archive(&ArchiveEntry::Approval(record.clone()))?;
-        self.engine.events.push(Event::Approval(record));
+        self.engine.events.push(HostEvent::Approval(record));
         Ok(decision)
     }
 
@@ -198,7 +198,7 @@ impl Turn<'_> {
                 success: false,
             },
         };
-        self.engine.events.push(Event::ToolRun {
+        self.engine.events.push(HostEvent::ToolRun {
             call_id: call.call_id.clone(),
             tool: call.name.clone(),
             arguments: call.arguments.clone(),

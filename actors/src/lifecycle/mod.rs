@@ -11,12 +11,12 @@
 //!    and 2 has really finished (a timeout never cancels one, G2.2), the host's [`SharedState`]
 //!    is closed (G2.3). A handler that never ends keeps it open: that is the spec's behaviour.
 
+mod actor;
 mod error;
-mod lifecycle;
 mod shutdown;
 
+pub use actor::{GatewayLifecycle, Lifecycle, Shutdown, Startup};
 pub use error::GatewayError;
-pub use lifecycle::{Gateway, GatewayLifecycle, Shutdown, Startup};
 pub use shutdown::{SharedStateClosed, ShutdownReport, ShutdownRequest};
 
 use std::time::Duration;

@@ -14,7 +14,7 @@
 //! | chat messages in and out                 | [`MessageChannel`] from [`GatewayEvents::channel`] | queued |
 //!
 //! `gateway:startup`, `gateway:shutdown` and `gateway:pre-restart` belong to the lifecycle actor
-//! (`hookline_actors::gateway::Gateway`).
+//! (`hookline_actors::lifecycle::Lifecycle`).
 
 mod bootstrap;
 mod channel;

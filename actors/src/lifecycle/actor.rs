@@ -1,4 +1,4 @@
-//! The lifecycle actor and its [`Gateway`] handle.
+//! The lifecycle actor and its [`Lifecycle`] handle.
 
 use std::sync::Arc;
 
@@ -124,11 +124,11 @@ async fn shut_down(
 
 /// A cloneable handle to a started [`GatewayLifecycle`].
 #[derive(Clone, Debug)]
-pub struct Gateway {
+pub struct Lifecycle {
     addr: Addr<GatewayLifecycle>,
 }
 
-impl Gateway {
+impl Lifecycle {
     /// Starts the lifecycle actor on the current arbiter.
     pub fn start(pipeline: Pipeline, shared: Arc<dyn SharedState>, config: GatewayConfig) -> Self {
         Self {
