@@ -13,6 +13,7 @@ pub mod provider;
 pub mod scenario;
 pub mod session;
 pub mod soak;
+pub mod state;
 pub mod store;
 pub mod tools;
 pub mod turn;

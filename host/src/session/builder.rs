@@ -28,6 +28,7 @@ use crate::external::{ExternalPlugin, PluginTool};
 use crate::loading::{load, LoadNote, LoadOptions, LoadReport};
 use crate::producers::ResetPolicy;
 use crate::provider::{Provider, ScriptedProvider};
+use crate::state::EventLog;
 use crate::store::Store;
 use crate::tools::{Tool, ToolRegistry};
 use crate::turn::{Engine, Guards, DEFAULT_MAX_MODEL_CALLS};
@@ -335,7 +336,7 @@ impl HostBuilder {
             provider,
             operator: self.operator,
             max_model_calls: self.max_model_calls,
-            events: Vec::new(),
+            events: EventLog::default(),
             guards,
         };
         Ok(Host {

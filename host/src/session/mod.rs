@@ -7,12 +7,9 @@
 //! session lifecycle actor (SPEC P3.10 to P3.13); this type owns the open session's storage.
 
 mod builder;
-mod error;
-mod events;
 mod producers;
 mod settings;
 mod shutdown;
-mod state;
 mod wiring;
 
 use std::path::{Path, PathBuf};
@@ -27,16 +24,15 @@ use hookline_messages::session::{ApprovalMode, SessionId, SessionInfo};
 use hookline_messages::transition::{Cause, SessionEvent, Transition};
 use hookline_messages::user::StopReason;
 
+pub(crate) use crate::state::SessionState;
+pub use crate::state::{HostError, HostEvent};
 pub use builder::HostBuilder;
-pub use error::HostError;
-pub use events::HostEvent;
-pub(crate) use state::SessionState;
 pub use wiring::{Clock, CommandOrigin, ManualClock, SystemClock};
 
+use crate::state::Opened;
 use crate::store::Store;
 use crate::turn::{Engine, Turn, UserInput};
 use producers::CommandKind;
-use state::Opened;
 use wiring::Wiring;
 
 /// A session command (the slash commands that change or reshape the session).
@@ -278,7 +274,7 @@ impl Host {
 
     /// Takes the events reported since the last call, in order.
     pub fn take_events(&mut self) -> Vec<HostEvent> {
-        std::mem::take(&mut self.engine.events)
+        self.engine.events.take()
     }
 
     /// The active session, if any.
@@ -357,7 +353,7 @@ impl Host {
         self.session = next.or(old);
         if let Some(session) = self.session.as_mut() {
             for note in std::mem::take(&mut self.load_notes) {
-                crate::turn::record_note(&mut self.engine.events, session, note)?;
+                crate::state::record_note(&mut self.engine.events, session, note)?;
             }
         }
         self.touch();
@@ -397,7 +393,7 @@ impl Host {
             if let Some(session) = session {
                 session.archive(&entry)?;
                 for note in notes {
-                    crate::turn::record_note(&mut self.engine.events, session, note)?;
+                    crate::state::record_note(&mut self.engine.events, session, note)?;
                 }
             }
         }

@@ -14,7 +14,7 @@ use super::{CommandOrigin, Host, HostError, HostEvent};
 use crate::producers::{
     AgentFacts, BootstrapRequest, CommandFacts, GatewayEvents, InboundMessage, MessageChannel,
 };
-use crate::turn::record_note;
+use crate::state::record_note;
 
 /// `/new` or `/reset`: which command event follows the activation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

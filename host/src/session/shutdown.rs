@@ -8,7 +8,7 @@ use hookline_messages::event::EventKey;
 use hookline_messages::record::ArchiveEntry;
 
 use super::{Host, HostError, HostEvent};
-use crate::turn::record_note;
+use crate::state::record_note;
 
 impl Host {
     /// Shuts the host down. Returns once the bounded waits are over (at most `shutdown_wait`,

@@ -10,7 +10,7 @@ use hookline_messages::prompt::PromptMode;
 use hookline_messages::record::{ArchiveEntry, Record};
 
 use super::{assistant_text, Turn};
-use crate::session::{HostError, HostEvent};
+use crate::state::{HostError, HostEvent};
 
 /// The host's compaction prompt, before hooks.
 pub(crate) const COMPACTION_PROMPT: &str =

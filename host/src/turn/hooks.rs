@@ -4,10 +4,9 @@
 use hookline_actors::plugin::Dispatch;
 use hookline_actors::Outcome;
 use hookline_messages::note::Note;
-use hookline_messages::record::ArchiveEntry;
 
 use super::Turn;
-use crate::session::{HostError, HostEvent};
+use crate::state::{record_note, HostError, HostEvent};
 
 impl Turn<'_> {
     /// Runs hook `H` (whose rule needs no context) and returns the value it produced.
@@ -46,18 +45,4 @@ impl Turn<'_> {
     pub(crate) fn note(&mut self, note: Note) -> Result<(), HostError> {
         record_note(&mut self.engine.events, self.session, note)
     }
-}
-
-/// Records `note` in `session`'s archive and reports it.
-pub(crate) fn record_note(
-    events: &mut Vec<HostEvent>,
-    session: &mut crate::session::SessionState,
-    note: Note,
-) -> Result<(), HostError> {
-    session.archive(&ArchiveEntry::note(note.clone()))?;
-    events.push(HostEvent::Note {
-        text: note.text(),
-        note,
-    });
-    Ok(())
 }

@@ -27,13 +27,12 @@ use hookline_messages::user::{StopReason, TurnInfo, UserMessage};
 
 use crate::approval::Operator;
 use crate::provider::{Provider, ProviderError};
-use crate::session::{HostError, HostEvent, SessionState};
+use crate::state::{EventLog, HostError, HostEvent, SessionState};
 use crate::tools::ToolRegistry;
 
 pub(crate) use compaction::compact;
 pub(crate) use guard::Guards;
 pub use guard::GUARD_HOOKS;
-pub(crate) use hooks::record_note;
 
 /// The default bound on model calls in one turn.
 pub const DEFAULT_MAX_MODEL_CALLS: usize = 16;
@@ -46,7 +45,7 @@ pub(crate) struct Engine {
     pub(crate) provider: Arc<dyn Provider>,
     pub(crate) operator: Arc<dyn Operator>,
     pub(crate) max_model_calls: usize,
-    pub(crate) events: Vec<HostEvent>,
+    pub(crate) events: EventLog,
     /// Fail-closed guard hooks (operator opt-in).
     pub(crate) guards: Guards,
 }

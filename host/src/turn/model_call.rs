@@ -9,7 +9,7 @@ use hookline_messages::record::ArchiveEntry;
 
 use super::Turn;
 use crate::provider::ProviderError;
-use crate::session::{HostError, HostEvent};
+use crate::state::{HostError, HostEvent};
 
 impl Turn<'_> {
     /// Sends `request` through the model hooks and the provider.

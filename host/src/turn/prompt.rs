@@ -6,7 +6,7 @@ use hookline_messages::prompt::{Prompt, PromptMode};
 use hookline_messages::record::{ArchiveEntry, Record};
 
 use super::Turn;
-use crate::session::{HostError, HostEvent};
+use crate::state::{HostError, HostEvent};
 
 /// The host's own text for each mode, before hooks.
 pub(crate) fn base_text(mode: PromptMode) -> &'static str {

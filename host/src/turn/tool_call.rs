@@ -19,7 +19,7 @@ use hookline_messages::tool::{ApprovalState, ToolCall, ToolProvider, ToolResult}
 
 use super::Turn;
 use crate::approval::classify;
-use crate::session::{HostError, HostEvent};
+use crate::state::{HostError, HostEvent};
 use crate::tools::{ToolContext, ToolOutput};
 
 /// The text a refused call's result carries.

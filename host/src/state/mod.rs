@@ -1,7 +1,16 @@
-//! One open session: its facts, its stored records (in memory and on disk) and its archive.
+//! What one conversation holds and reports, below both the turn and the session floors (so
+//! neither imports the other for it): [`SessionState`] (one open session's facts, stored records
+//! and archive), [`HostEvent`] and the [`EventLog`] a conversation reports into, and
+//! [`HostError`].
 //!
-//! Every write goes through here and is synced before it returns (the store's `append` fsyncs),
-//! so what a turn reports done is on disk.
+//! Every write goes through [`SessionState`] and is synced before it returns (the store's
+//! `append` fsyncs), so what a turn reports done is on disk.
+
+mod error;
+mod events;
+
+pub use error::HostError;
+pub use events::{EventLog, HostEvent};
 
 use std::path::Path;
 
@@ -9,8 +18,8 @@ use hookline_messages::model::{HeldImages, ImageRef, MediaType};
 use hookline_messages::record::{ArchiveEntry, Record};
 use hookline_messages::session::SessionInfo;
 
-use super::error::HostError;
 use crate::store::{Log, Store, TornTail};
+use hookline_messages::note::Note;
 
 const RECORDS: &str = "records.log";
 const ARCHIVE: &str = "archive.log";
@@ -173,4 +182,18 @@ fn note_torn(repaired: &mut Vec<String>, file: &Path, torn: Option<&TornTail>) {
     if let Some(torn) = torn {
         repaired.push(format!("{}: {torn}", file.display()));
     }
+}
+
+/// Records `note` in `session`'s archive and reports it.
+pub(crate) fn record_note(
+    events: &mut EventLog,
+    session: &mut SessionState,
+    note: Note,
+) -> Result<(), HostError> {
+    session.archive(&ArchiveEntry::note(note.clone()))?;
+    events.push(HostEvent::Note {
+        text: note.text(),
+        note,
+    });
+    Ok(())
 }

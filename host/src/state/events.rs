@@ -10,6 +10,8 @@ use hookline_messages::record::ApprovalRecord;
 use hookline_messages::session::{SessionId, SessionInfo};
 use hookline_messages::tool::{ToolCall, ToolResult};
 use hookline_messages::user::StopReason;
+use std::sync::Arc;
+
 use serde::Serialize;
 
 /// One thing that happened, in the order it happened.
@@ -151,5 +153,41 @@ impl HostEvent {
             wait: wait.to_owned(),
             calls: None,
         }
+    }
+}
+
+/// Where a conversation reports what happens: every event is kept, in order, until
+/// [`EventLog::take`], and is also offered at once to a live feed when one is attached (a server
+/// streaming a turn to its clients). The live feed is a bounded broadcast channel: a subscriber
+/// that falls behind loses the oldest events (and is told so by the channel), never the buffer.
+#[derive(Debug, Default)]
+pub struct EventLog {
+    buffer: Vec<HostEvent>,
+    live: Option<tokio::sync::broadcast::Sender<Arc<HostEvent>>>,
+}
+
+impl EventLog {
+    /// Reports one event.
+    pub fn push(&mut self, event: HostEvent) {
+        if let Some(live) = &self.live {
+            // No receiver is not an error: nobody is watching this conversation right now.
+            let _ = live.send(Arc::new(event.clone()));
+        }
+        self.buffer.push(event);
+    }
+
+    /// Takes the events reported since the last call, in order.
+    pub fn take(&mut self) -> Vec<HostEvent> {
+        std::mem::take(&mut self.buffer)
+    }
+
+    /// Attaches a live feed; events reported from now on are also sent there.
+    pub fn attach(&mut self, live: tokio::sync::broadcast::Sender<Arc<HostEvent>>) {
+        self.live = Some(live);
+    }
+
+    /// The live feed, if one is attached (for producers outside the turn, e.g. model text).
+    pub fn live(&self) -> Option<&tokio::sync::broadcast::Sender<Arc<HostEvent>>> {
+        self.live.as_ref()
     }
 }
