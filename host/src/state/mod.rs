@@ -10,7 +10,7 @@ mod error;
 mod events;
 
 pub use error::HostError;
-pub use events::{EventLog, HostEvent};
+pub use events::{EventLog, HostEvent, LiveSink};
 
 use std::path::Path;
 

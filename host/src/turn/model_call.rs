@@ -34,7 +34,13 @@ impl Turn<'_> {
             purpose,
             items: sent.items.len(),
         });
-        match self.engine.provider.complete(&sent).await {
+        let provider = self.engine.provider.clone();
+        let stop = self.engine.stop.clone();
+        let answer = tokio::select! {
+            answer = provider.complete(&sent) => answer,
+            () = stop.raised() => Err(ProviderError::Stopped),
+        };
+        match answer {
             Ok(response) => {
                 // SPEC P3.7: the hook reads the candidate; the host keeps what it received.
                 self.hook::<OnModelResponse>(response.clone()).await?;
