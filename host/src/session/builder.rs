@@ -23,7 +23,7 @@ use super::wiring::GatewaySettings;
 use super::{existing_dir, Clock, CommandOrigin, Conversation, Host, HostError};
 use crate::approval::Operator;
 use crate::external::{ExternalPlugin, PluginTool};
-use crate::gateway::{shutdown_processes, Services, Shared};
+use crate::gateway::{shutdown_processes, Gateway, GatewayLimits, Services, Shared};
 use crate::loading::{load, LoadNote, LoadOptions, LoadReport};
 use crate::producers::ResetPolicy;
 use crate::provider::{Provider, ScriptedProvider};
@@ -303,6 +303,26 @@ impl HostBuilder {
         let processes = std::mem::take(&mut self.loaded.processes);
         match self.start_with(processes.clone()) {
             Ok(host) => Ok(host),
+            Err(error) => {
+                actix_rt::spawn(async move { shutdown_processes(&processes).await });
+                Err(error)
+            }
+        }
+    }
+
+    /// Loads the plugins and starts a [`Gateway`] on the current actix system: the shared
+    /// services of many sessions, each opened with [`Gateway::open`]. `gateway:startup` is
+    /// emitted by the first session that opens (SPEC G5.7).
+    ///
+    /// # Errors
+    /// As [`HostBuilder::start`].
+    ///
+    /// # Panics
+    /// When called outside an actix system (as every actor start does).
+    pub fn start_gateway(mut self, limits: GatewayLimits) -> Result<Gateway, HostError> {
+        let processes = std::mem::take(&mut self.loaded.processes);
+        match self.start_shared(processes.clone()) {
+            Ok(shared) => Ok(Gateway::new(shared, limits)),
             Err(error) => {
                 actix_rt::spawn(async move { shutdown_processes(&processes).await });
                 Err(error)

@@ -37,6 +37,7 @@ pub(crate) use crate::state::SessionState;
 pub use crate::state::{HostError, HostEvent};
 pub use builder::HostBuilder;
 pub use host::Host;
+pub(crate) use shutdown::shut_down;
 pub(crate) use wiring::GatewaySettings;
 pub use wiring::{Clock, CommandOrigin, ManualClock, SystemClock};
 
