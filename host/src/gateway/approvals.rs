@@ -75,9 +75,7 @@ impl Operator for RemoteOperator {
 
     async fn answer(&self, call: &ToolCall, classification: &Classification) -> Answer {
         let (reply, answered) = oneshot::channel();
-        self.approvals
-            .lock()
-            .insert(call.call_id.clone(), reply);
+        self.approvals.lock().insert(call.call_id.clone(), reply);
         let timeout_ms = u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX);
         (self.live)(&HostEvent::ApprovalRequested {
             call_id: call.call_id.clone(),

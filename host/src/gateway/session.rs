@@ -79,6 +79,15 @@ pub struct SessionHandle {
     pub(super) draining: Arc<AtomicBool>,
 }
 
+impl std::fmt::Debug for SessionHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionHandle")
+            .field("key", &self.key)
+            .field("status", &*self.status.borrow())
+            .finish_non_exhaustive()
+    }
+}
+
 impl SessionHandle {
     /// The id the gateway knows this session by (its first session id).
     pub fn key(&self) -> &SessionId {
@@ -165,7 +174,9 @@ impl SessionHandle {
             limit,
             reply,
         })?;
-        answer.await.map_err(|_| RequestError::Ended(self.key.clone()))
+        answer
+            .await
+            .map_err(|_| RequestError::Ended(self.key.clone()))
     }
 
     /// Ends the session: its end hooks run (SPEC P3.11), and the task stops.
@@ -220,7 +231,11 @@ pub(super) async fn serve(
         let done = handle(&mut conversation, request).await;
         let now = clock.now_ms();
         status.send_modify(|s| {
-            s.activity = if done { Activity::Closed } else { Activity::Idle };
+            s.activity = if done {
+                Activity::Closed
+            } else {
+                Activity::Idle
+            };
             s.last_activity_ms = now;
             s.session_id = conversation.active().map(|i| i.session_id.clone());
             s.workspace = conversation.workspace().display().to_string();
@@ -243,13 +258,14 @@ pub(super) async fn serve(
 async fn handle(conversation: &mut Conversation, request: Request) -> bool {
     match request {
         Request::Turn(input, reply) => {
-            let result = conversation.user_turn(input).await.map(|stop_reason| {
-                TurnReport {
+            let result = conversation
+                .user_turn(input)
+                .await
+                .map(|stop_reason| TurnReport {
                     session_id: conversation.active().map(|i| i.session_id.clone()),
                     stop_reason,
                     events: conversation.take_events(),
-                }
-            });
+                });
             let _ = reply.send(result);
         }
         Request::Command(command, origin, reply) => {

@@ -2,6 +2,10 @@
 //! the embedded default, whose replies come from a scenario and which records every outbound
 //! request exactly as sent.
 
+mod echo;
+
+pub use echo::EchoProvider;
+
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
