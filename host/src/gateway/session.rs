@@ -50,7 +50,7 @@ pub(super) type Reply<T> = oneshot::Sender<Result<T, HostError>>;
 pub(super) enum Request {
     Turn(UserInput, Reply<TurnReport>),
     Command(SessionCommand, Option<CommandOrigin>, Reply<Vec<HostEvent>>),
-    Inbound(InboundMessage, Reply<Vec<HostEvent>>),
+    Inbound(Box<InboundMessage>, Reply<Vec<HostEvent>>),
     Records {
         offset: usize,
         limit: usize,
@@ -142,7 +142,8 @@ impl SessionHandle {
     /// # Errors
     /// As [`SessionHandle::turn`].
     pub async fn inbound(&self, message: InboundMessage) -> Result<Vec<HostEvent>, RequestError> {
-        self.ask(|reply| Request::Inbound(message, reply)).await
+        self.ask(|reply| Request::Inbound(Box::new(message), reply))
+            .await
     }
 
     /// Stops the turn in flight, if any, as `/stop` does, without queueing.
@@ -276,7 +277,7 @@ async fn handle(conversation: &mut Conversation, request: Request) -> bool {
             let _ = reply.send(result.map(|()| conversation.take_events()));
         }
         Request::Inbound(message, reply) => {
-            conversation.inbound(message);
+            conversation.inbound(*message);
             let result = conversation.record_event_notes().await;
             let _ = reply.send(result.map(|()| conversation.take_events()));
         }
