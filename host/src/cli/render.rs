@@ -121,7 +121,9 @@ fn line(event: &HostEvent) -> String {
             ..
         } => format!("user> {text}\n      (typed: {original})"),
         HostEvent::User { text, .. } => format!("user> {text}"),
-        HostEvent::HookChanged { hook, changed_by } => {
+        HostEvent::HookChanged {
+            hook, changed_by, ..
+        } => {
             format!("   hook {hook}: changed by {}", changed_by.join(", "))
         }
         HostEvent::SystemText { mode, text } => {

@@ -39,6 +39,10 @@ pub enum HostEvent {
         hook: HookKind,
         /// The plugins whose replacement changed the value, in load order.
         changed_by: Vec<String>,
+        /// The value the hook was given, as JSON.
+        before: serde_json::Value,
+        /// The value it handed on, as JSON.
+        after: serde_json::Value,
     },
     /// The system text a call uses (after `on_prompt` and `rewrite_prompt`).
     SystemText {
