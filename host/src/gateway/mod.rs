@@ -71,7 +71,7 @@ impl Default for GatewayLimits {
         Self {
             max_sessions: 10_000,
             inbox: 16,
-            live_capacity: 1024,
+            live_capacity: 128,
             approval_timeout: Duration::from_secs(60),
             drain_budget: Duration::from_secs(10),
             arbiters: Vec::new(),
