@@ -125,6 +125,7 @@ impl Conversation {
         let opened = self.fresh(self.workspace.clone(), &[])?;
         let id = opened.state.info.session_id.clone();
         self.activate(Cause::Open, opened).await?;
+        self.flush()?;
         Ok(id)
     }
 
@@ -140,7 +141,8 @@ impl Conversation {
         let opened = SessionState::resume(&self.shared.store, id)?
             .ok_or_else(|| HostError::UnknownSession(id.to_string()))?;
         self.workspace = PathBuf::from(&opened.state.info.workspace_root);
-        self.activate(Cause::Resume, opened).await
+        self.activate(Cause::Resume, opened).await?;
+        self.flush()
     }
 
     /// Runs one user turn on the active session: first an automatic reset when the reset
@@ -159,6 +161,7 @@ impl Conversation {
             self.stop_event(&origin).await?;
         }
         self.record_event_notes().await?;
+        self.flush()?;
         Ok(stop)
     }
 
@@ -185,6 +188,7 @@ impl Conversation {
     ) -> Result<Option<String>, HostError> {
         let answer = self.turn()?.side_question(question.into()).await?;
         self.touch();
+        self.flush()?;
         Ok(answer)
     }
 
@@ -211,6 +215,7 @@ impl Conversation {
     ) -> Result<(), HostError> {
         let result = self.run_command(command, origin).await;
         self.record_event_notes().await?;
+        self.flush()?;
         result
     }
 
@@ -282,7 +287,8 @@ impl Conversation {
         let ran = self.change(SessionEvent::Close).await?;
         let mut old = self.session.take();
         self.record_transitions(ran, &mut old, &mut None)?;
-        if let Some(old) = old {
+        if let Some(mut old) = old {
+            old.flush()?;
             self.engine
                 .pipeline
                 .forget_session(&old.info.session_id)
@@ -351,7 +357,16 @@ impl Conversation {
     /// # Errors
     /// A store failure.
     pub fn record(&mut self, note: Note) -> Result<(), HostError> {
-        self.event_notes(vec![note])
+        self.event_notes(vec![note])?;
+        self.flush()
+    }
+
+    /// Makes the active session's writes durable (see [`SessionState::flush`]).
+    pub(crate) fn flush(&mut self) -> Result<(), HostError> {
+        match self.session.as_mut() {
+            Some(session) => session.flush(),
+            None => Ok(()),
+        }
     }
 
     /// The current workspace.
@@ -410,6 +425,10 @@ impl Conversation {
         }
         let mut old = self.session.take();
         self.record_transitions(ran, &mut old, &mut next)?;
+        if let (Some(left), Some(_)) = (old.as_mut(), next.as_ref()) {
+            // The session left is done: its end is durable before the next one starts.
+            left.flush()?;
+        }
         self.session = next.or(old);
         if let Some(session) = self.session.as_mut() {
             for note in std::mem::take(&mut self.pending_notes) {

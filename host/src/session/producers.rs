@@ -96,7 +96,8 @@ impl Conversation {
         context: serde_json::Value,
     ) -> Result<(), HostError> {
         let result = self.bus().emit_custom(key.clone(), context).await;
-        self.delivered(EventKey::Custom(key), result)
+        self.delivered(EventKey::Custom(key), result)?;
+        self.flush()
     }
 
     /// Records the notes of queued and detached deliveries (and dropped-event counts) that
@@ -106,7 +107,8 @@ impl Conversation {
     /// A store failure.
     pub async fn record_event_notes(&mut self) -> Result<(), HostError> {
         let notes = self.bus().take_notes().await;
-        self.event_notes(notes)
+        self.event_notes(notes)?;
+        self.flush()
     }
 
     /// What every producer knows now (the workspace follows `/cd` and `/space`).

@@ -66,7 +66,8 @@ impl Conversation {
                 }),
             }
         }
-        if let Some(session) = session {
+        if let Some(mut session) = session {
+            session.flush()?;
             self.shared.resources.park(session);
         }
         Ok(())
