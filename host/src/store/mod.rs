@@ -35,9 +35,12 @@
 //! # }
 //! ```
 
+mod api;
 mod error;
+mod files;
 mod frame;
 mod log;
+pub mod pg;
 mod session_id;
 
 use std::fs;
@@ -46,7 +49,10 @@ use std::path::{Path, PathBuf};
 
 use hookline_messages::session::SessionId;
 
+pub use api::{NewSession, SessionStore, SessionWriter, StoredSession};
 pub use error::StoreError;
+pub use files::{CommitStats, FileStore, FileStoreOptions, MAX_BATCH};
+pub use pg::{PgStore, PgStoreOptions};
 pub use frame::{TornReason, MAX_RECORD_BYTES};
 pub use log::{Log, Recovery, TornTail};
 pub use session_id::{validate_session_id, InvalidSessionId, MAX_SESSION_ID_BYTES};
