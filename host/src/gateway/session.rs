@@ -303,13 +303,15 @@ async fn handle(conversation: &mut Conversation, request: Request) -> bool {
             notes,
             reply,
         } => {
-            let result = conversation.ended_by_shutdown(restart_expected, &notes);
+            let result = conversation
+                .ended_by_shutdown(restart_expected, &notes)
+                .await;
             let _ = reply.send(result.map(|()| conversation.take_events()));
             return true;
         }
         Request::Note(note) => {
             // A store failure here has nobody to report to but the log.
-            if let Err(error) = conversation.record(note) {
+            if let Err(error) = conversation.record(note).await {
                 tracing::warn!(%error, "could not archive a drain note");
             }
         }

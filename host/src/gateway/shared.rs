@@ -4,7 +4,7 @@
 //! everything here is either immutable or atomic.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
@@ -12,14 +12,14 @@ use hookline_actors::lifecycle::{Lifecycle, SharedState};
 use hookline_actors::Pipeline;
 use hookline_messages::note::Note;
 use hookline_messages::record::Record;
-use hookline_messages::session::{ApprovalMode, SessionId, SessionInfo};
+use hookline_messages::session::ApprovalMode;
 
 use crate::approval::Operator;
 use crate::external::ExternalPlugin;
 use crate::provider::Provider;
 use crate::session::GatewaySettings;
 use crate::state::{HostError, Opened, SessionState};
-use crate::store::Store;
+use crate::store::{SessionStore, Store};
 use crate::tools::ToolRegistry;
 use crate::turn::Guards;
 
@@ -32,7 +32,10 @@ pub(crate) struct Shared {
     pub(crate) operator: Arc<dyn Operator>,
     pub(crate) max_model_calls: usize,
     pub(crate) guards: Guards,
+    /// Where the store lives (its root directory, for the file store).
     pub(crate) store: Store,
+    /// The sessions' store: the file store by default, PostgreSQL for several nodes.
+    pub(crate) sessions: Arc<dyn SessionStore>,
     /// The workspace of conversations that do not name one.
     pub(crate) workspace: PathBuf,
     pub(crate) spaces_root: PathBuf,
@@ -45,7 +48,6 @@ pub(crate) struct Shared {
     pub(crate) resources: Arc<Resources>,
     started: AtomicBool,
     shut_down: AtomicBool,
-    next_id: AtomicU64,
     /// Load notes not yet archived in a session (the first session to open takes them).
     load_notes: Mutex<Vec<Note>>,
 }
@@ -59,6 +61,7 @@ pub(crate) struct Services {
     pub(crate) max_model_calls: usize,
     pub(crate) guards: Guards,
     pub(crate) store: Store,
+    pub(crate) sessions: Arc<dyn SessionStore>,
     pub(crate) workspace: PathBuf,
     pub(crate) spaces_root: PathBuf,
     pub(crate) approval_mode: ApprovalMode,
@@ -91,6 +94,7 @@ impl Shared {
             max_model_calls: services.max_model_calls,
             guards: services.guards,
             store: services.store,
+            sessions: services.sessions,
             workspace: services.workspace,
             spaces_root: services.spaces_root,
             approval_mode: services.approval_mode,
@@ -100,7 +104,6 @@ impl Shared {
             resources,
             started: AtomicBool::new(false),
             shut_down: AtomicBool::new(false),
-            next_id: AtomicU64::new(0),
             load_notes: Mutex::new(services.load_notes),
         })
     }
@@ -135,28 +138,16 @@ impl Shared {
         )
     }
 
-    /// A fresh session with an id no other session of this store has, in `workspace`, holding
-    /// `records`. Ids are claimed in the store (an atomic directory creation), so concurrent
-    /// conversations, and other processes sharing the store, never get the same one.
-    pub(crate) fn fresh_session(
+    /// A fresh session in `workspace` holding `records`; the store allocates its id (unique
+    /// across threads, processes and, for PostgreSQL, nodes).
+    pub(crate) async fn fresh_session(
         &self,
         workspace: PathBuf,
         approval_mode: ApprovalMode,
         records: &[Record],
     ) -> Result<Opened, HostError> {
-        let id = loop {
-            let n = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
-            let id = SessionId::new(format!("s{n}"));
-            if self.store.claim(&id)? {
-                break id;
-            }
-        };
-        let info = SessionInfo {
-            workspace_root: workspace.display().to_string(),
-            session_id: id,
-            approval_mode,
-        };
-        SessionState::create(&self.store, info, records)
+        let workspace_root = workspace.display().to_string();
+        SessionState::create(&*self.sessions, workspace_root, approval_mode, records).await
     }
 }
 
@@ -196,7 +187,14 @@ impl SharedState for Resources {
             parked.closed = true;
             std::mem::take(&mut parked.sessions)
         };
-        drop(sessions);
+        // Give the leases up (PostgreSQL's would otherwise wait for their expiry).
+        let releases = sessions.into_iter().map(|session| async move {
+            let id = session.info.session_id.clone();
+            if let Err(error) = session.release().await {
+                tracing::warn!(session = %id, %error, "could not release a session's lease");
+            }
+        });
+        futures::future::join_all(releases).await;
     }
 }
 

@@ -27,7 +27,7 @@ use crate::gateway::{shutdown_processes, Gateway, GatewayLimits, Services, Share
 use crate::loading::{load, LoadNote, LoadOptions, LoadReport};
 use crate::producers::ResetPolicy;
 use crate::provider::{Provider, ScriptedProvider};
-use crate::store::Store;
+use crate::store::{FileStore, FileStoreOptions, SessionStore, Store};
 use crate::tools::{Tool, ToolRegistry};
 use crate::turn::{Guards, DEFAULT_MAX_MODEL_CALLS};
 
@@ -42,6 +42,7 @@ pub struct HostBuilder {
     operator: Option<Arc<dyn Operator>>,
     workspace: PathBuf,
     store: Option<PathBuf>,
+    session_store: Option<Arc<dyn SessionStore>>,
     spaces_root: Option<PathBuf>,
     approval_mode: ApprovalMode,
     compact_after: Option<usize>,
@@ -61,6 +62,7 @@ impl Default for HostBuilder {
             operator: None,
             workspace: PathBuf::from("."),
             store: None,
+            session_store: None,
             spaces_root: None,
             approval_mode: ApprovalMode::default(),
             compact_after: None,
@@ -208,6 +210,14 @@ impl HostBuilder {
         self
     }
 
+    /// The sessions' store (default: a [`FileStore`] in [`HostBuilder::store`]'s directory).
+    /// Give a [`PgStore`](crate::store::PgStore) to share sessions between nodes.
+    #[must_use]
+    pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
+        self.session_store = Some(store);
+        self
+    }
+
     /// Where `/space <name>` workspaces live (default: the workspace's parent directory).
     #[must_use]
     pub fn spaces_root(mut self, root: impl Into<PathBuf>) -> Self {
@@ -321,7 +331,7 @@ impl HostBuilder {
     /// When called outside an actix system (as every actor start does).
     pub fn start_gateway(mut self, limits: GatewayLimits) -> Result<Gateway, HostError> {
         let processes = std::mem::take(&mut self.loaded.processes);
-        match self.start_shared(processes.clone()) {
+        match self.start_shared(processes.clone(), false) {
             Ok(shared) => Ok(Gateway::new(shared, limits)),
             Err(error) => {
                 actix_rt::spawn(async move { shutdown_processes(&processes).await });
@@ -331,7 +341,8 @@ impl HostBuilder {
     }
 
     fn start_with(self, processes: Vec<Arc<ExternalPlugin>>) -> Result<Host, HostError> {
-        let shared = self.start_shared(processes)?;
+        // One conversation has nothing to group: its writes go straight to disk.
+        let shared = self.start_shared(processes, true)?;
         let workspace = shared.workspace.clone();
         let approval_mode = shared.approval_mode;
         Ok(Host::new(Conversation::new(
@@ -342,13 +353,27 @@ impl HostBuilder {
     }
 
     /// Starts the shared services: the pipeline, the gateway lifecycle actor, the store.
+    /// Starts the shared services; `inline_store`: the default file store writes on the
+    /// caller's thread (one conversation) rather than through its group-commit thread.
     pub(crate) fn start_shared(
         self,
         processes: Vec<Arc<ExternalPlugin>>,
+        inline_store: bool,
     ) -> Result<Arc<Shared>, HostError> {
         let (tools, tool_notes) = self.tool_registry()?;
         let workspace = existing_dir(&self.workspace)?;
-        let store = Store::open(self.store.unwrap_or_else(|| workspace.join(".hookline")))?;
+        let root = self.store.unwrap_or_else(|| workspace.join(".hookline"));
+        let store = Store::open(&root)?;
+        let sessions: Arc<dyn SessionStore> = match self.session_store {
+            Some(sessions) => sessions,
+            None => Arc::new(FileStore::open(
+                &root,
+                FileStoreOptions {
+                    inline: inline_store,
+                    ..FileStoreOptions::default()
+                },
+            )?),
+        };
         let spaces_root = self
             .spaces_root
             .or_else(|| workspace.parent().map(PathBuf::from))
@@ -369,6 +394,7 @@ impl HostBuilder {
             max_model_calls: self.max_model_calls,
             guards,
             store,
+            sessions,
             workspace,
             spaces_root,
             approval_mode: self.approval_mode,

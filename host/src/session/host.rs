@@ -46,7 +46,9 @@ impl Host {
             active,
         )
         .await?;
-        conversation.ended_by_shutdown(restart_expected_ms.is_some(), &report.notes)?;
+        conversation
+            .ended_by_shutdown(restart_expected_ms.is_some(), &report.notes)
+            .await?;
         Ok(report.closed)
     }
 }

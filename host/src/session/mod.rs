@@ -122,10 +122,10 @@ impl Conversation {
     /// [`HostError`] when the store or the pipeline fails.
     pub async fn open(&mut self) -> Result<SessionId, HostError> {
         self.startup().await?;
-        let opened = self.fresh(self.workspace.clone(), &[])?;
+        let opened = self.fresh(self.workspace.clone(), &[]).await?;
         let id = opened.state.info.session_id.clone();
         self.activate(Cause::Open, opened).await?;
-        self.flush()?;
+        self.flush().await?;
         Ok(id)
     }
 
@@ -138,11 +138,12 @@ impl Conversation {
             return Ok(());
         }
         self.startup().await?;
-        let opened = SessionState::resume(&self.shared.store, id)?
+        let opened = SessionState::resume(&*self.shared.sessions, id)
+            .await?
             .ok_or_else(|| HostError::UnknownSession(id.to_string()))?;
         self.workspace = PathBuf::from(&opened.state.info.workspace_root);
         self.activate(Cause::Resume, opened).await?;
-        self.flush()
+        self.flush().await
     }
 
     /// Runs one user turn on the active session: first an automatic reset when the reset
@@ -161,7 +162,7 @@ impl Conversation {
             self.stop_event(&origin).await?;
         }
         self.record_event_notes().await?;
-        self.flush()?;
+        self.flush().await?;
         Ok(stop)
     }
 
@@ -188,7 +189,7 @@ impl Conversation {
     ) -> Result<Option<String>, HostError> {
         let answer = self.turn()?.side_question(question.into()).await?;
         self.touch();
-        self.flush()?;
+        self.flush().await?;
         Ok(answer)
     }
 
@@ -215,7 +216,7 @@ impl Conversation {
     ) -> Result<(), HostError> {
         let result = self.run_command(command, origin).await;
         self.record_event_notes().await?;
-        self.flush()?;
+        self.flush().await?;
         result
     }
 
@@ -234,12 +235,12 @@ impl Conversation {
                     (Cause::Clear, CommandKind::Reset)
                 };
                 let previous = self.active().cloned();
-                let opened = self.fresh(self.workspace.clone(), &[])?;
+                let opened = self.fresh(self.workspace.clone(), &[]).await?;
                 self.activate(cause, opened).await?;
                 self.command_event(kind, previous, origin).await
             }
             SessionCommand::Clear => {
-                let opened = self.fresh(self.workspace.clone(), &[])?;
+                let opened = self.fresh(self.workspace.clone(), &[]).await?;
                 self.activate(Cause::Clear, opened).await
             }
             SessionCommand::Stop => self.stop_event(origin).await,
@@ -251,7 +252,7 @@ impl Conversation {
                 self.set_mode(mode);
                 Ok(())
             }
-            SessionCommand::Approvals(mode) => self.set_approval_mode(mode),
+            SessionCommand::Approvals(mode) => self.set_approval_mode(mode).await,
             SessionCommand::Fork => {
                 let records = self
                     .session
@@ -259,7 +260,7 @@ impl Conversation {
                     .ok_or(HostError::NoSession)?
                     .records()
                     .to_vec();
-                let opened = self.fresh(self.workspace.clone(), &records)?;
+                let opened = self.fresh(self.workspace.clone(), &records).await?;
                 self.activate(Cause::Fork, opened).await
             }
             SessionCommand::Cd(dir) => {
@@ -287,12 +288,10 @@ impl Conversation {
         let ran = self.change(SessionEvent::Close).await?;
         let mut old = self.session.take();
         self.record_transitions(ran, &mut old, &mut None)?;
-        if let Some(mut old) = old {
-            old.flush()?;
-            self.engine
-                .pipeline
-                .forget_session(&old.info.session_id)
-                .await?;
+        if let Some(old) = old {
+            let id = old.info.session_id.clone();
+            old.release().await?;
+            self.engine.pipeline.forget_session(&id).await?;
         }
         Ok(())
     }
@@ -356,15 +355,15 @@ impl Conversation {
     ///
     /// # Errors
     /// A store failure.
-    pub fn record(&mut self, note: Note) -> Result<(), HostError> {
+    pub async fn record(&mut self, note: Note) -> Result<(), HostError> {
         self.event_notes(vec![note])?;
-        self.flush()
+        self.flush().await
     }
 
     /// Makes the active session's writes durable (see [`SessionState::flush`]).
-    pub(crate) fn flush(&mut self) -> Result<(), HostError> {
+    pub(crate) async fn flush(&mut self) -> Result<(), HostError> {
         match self.session.as_mut() {
-            Some(session) => session.flush(),
+            Some(session) => session.flush().await,
             None => Ok(()),
         }
     }
@@ -393,20 +392,21 @@ impl Conversation {
     }
 
     /// A fresh session with a new id in `workspace`, holding `records`.
-    fn fresh(
+    async fn fresh(
         &mut self,
         workspace: PathBuf,
         records: &[hookline_messages::record::Record],
     ) -> Result<Opened, HostError> {
         self.shared
             .fresh_session(workspace, self.approval_mode, records)
+            .await
     }
 
     /// `/cd` and `/space`: the session is left before the reload, and a fresh session starts in
     /// the new workspace (SPEC P3.11).
     async fn reload(&mut self, cause: Cause, dir: PathBuf) -> Result<(), HostError> {
         self.workspace = dir.clone();
-        let opened = self.fresh(dir, &[])?;
+        let opened = self.fresh(dir, &[]).await?;
         self.activate(cause, opened).await
     }
 
@@ -425,9 +425,12 @@ impl Conversation {
         }
         let mut old = self.session.take();
         self.record_transitions(ran, &mut old, &mut next)?;
-        if let (Some(left), Some(_)) = (old.as_mut(), next.as_ref()) {
-            // The session left is done: its end is durable before the next one starts.
-            left.flush()?;
+        if next.is_some() {
+            if let Some(left) = old.take() {
+                // The session left is done: its end is durable, and its lease given up, before
+                // the next one starts.
+                left.release().await?;
+            }
         }
         self.session = next.or(old);
         if let Some(session) = self.session.as_mut() {

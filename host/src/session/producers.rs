@@ -97,7 +97,7 @@ impl Conversation {
     ) -> Result<(), HostError> {
         let result = self.bus().emit_custom(key.clone(), context).await;
         self.delivered(EventKey::Custom(key), result)?;
-        self.flush()
+        self.flush().await
     }
 
     /// Records the notes of queued and detached deliveries (and dropped-event counts) that
@@ -108,7 +108,7 @@ impl Conversation {
     pub async fn record_event_notes(&mut self) -> Result<(), HostError> {
         let notes = self.bus().take_notes().await;
         self.event_notes(notes)?;
-        self.flush()
+        self.flush().await
     }
 
     /// What every producer knows now (the workspace follows `/cd` and `/space`).

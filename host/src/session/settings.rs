@@ -87,10 +87,10 @@ impl Conversation {
 
     /// `/approvals <mode>`: the active session's approval mode (and that of sessions opened
     /// later), stored with the session's facts; emits `session:patch`.
-    pub(crate) fn set_approval_mode(&mut self, mode: ApprovalMode) -> Result<(), HostError> {
+    pub(crate) async fn set_approval_mode(&mut self, mode: ApprovalMode) -> Result<(), HostError> {
         self.approval_mode = mode;
         let session = self.session.as_mut().ok_or(HostError::NoSession)?;
-        session.set_approval_mode(&self.shared.store, mode)?;
+        session.set_approval_mode(mode).await?;
         self.patch_event(SessionPatch {
             approval_mode: Some(mode),
             ..SessionPatch::default()
@@ -115,7 +115,7 @@ impl Conversation {
             return Ok(());
         };
         let ended = self.entry(&info);
-        let opened = self.fresh(self.workspace.clone(), &[])?;
+        let opened = self.fresh(self.workspace.clone(), &[]).await?;
         let next_id = opened.state.info.session_id.to_string();
         self.activate(Cause::Clear, opened).await?;
         self.engine.events.push(HostEvent::Info {

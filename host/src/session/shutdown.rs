@@ -41,7 +41,7 @@ impl Conversation {
     ///
     /// # Errors
     /// A store failure archiving the end or the notes.
-    pub(crate) fn ended_by_shutdown(
+    pub(crate) async fn ended_by_shutdown(
         &mut self,
         restart_expected: bool,
         notes: &[Note],
@@ -67,7 +67,7 @@ impl Conversation {
             }
         }
         if let Some(mut session) = session {
-            session.flush()?;
+            session.flush().await?;
             self.shared.resources.park(session);
         }
         Ok(())

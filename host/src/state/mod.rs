@@ -3,8 +3,10 @@
 //! and archive), [`HostEvent`] and the [`EventLog`] a conversation reports into, and
 //! [`HostError`].
 //!
-//! Every write goes through [`SessionState`] and is synced before it returns (the store's
-//! `append` fsyncs), so what a turn reports done is on disk.
+//! Every write goes through [`SessionState`], which keeps it until the end of the request (a
+//! turn, a command, a close) and then hands them to the store's writer in one atomic, durable
+//! append ([`SessionState::flush`]): what a request reports done is stored, and a request cut
+//! off by a crash is wholly absent, never half there.
 
 mod error;
 mod events;
@@ -12,28 +14,21 @@ mod events;
 pub use error::HostError;
 pub use events::{EventLog, HostEvent, LiveSink};
 
-use std::path::Path;
-
 use hookline_messages::model::{HeldImages, ImageRef, MediaType};
-use hookline_messages::record::{ArchiveEntry, Record};
-use hookline_messages::session::SessionInfo;
-
-use crate::store::{Log, Store, TornTail};
 use hookline_messages::note::Note;
+use hookline_messages::record::{ArchiveEntry, Record};
+use hookline_messages::session::{ApprovalMode, SessionId, SessionInfo};
 
-const RECORDS: &str = "records.log";
-const ARCHIVE: &str = "archive.log";
-const META: &str = "meta.log";
+use crate::store::{NewSession, SessionStore, SessionWriter, StoreError};
 
-/// An open session.
+/// An open session: its facts, its records, and the store's writer (which holds its lease).
 pub(crate) struct SessionState {
     pub(crate) info: SessionInfo,
     records: Vec<Record>,
-    record_log: Log<Record>,
-    archive: Log<ArchiveEntry>,
+    /// `None` once the lease was given up ([`SessionState::release`]).
+    writer: Option<Box<dyn SessionWriter>>,
     bootstrap: Option<String>,
-    /// Written since the last [`SessionState::flush`]: one request's writes become durable
-    /// together, so a request cut off by a crash is wholly absent, never half there.
+    /// Written since the last [`SessionState::flush`].
     unflushed: Unflushed,
 }
 
@@ -46,59 +41,60 @@ struct Unflushed {
     archive: Vec<ArchiveEntry>,
 }
 
-/// A session opened from disk, with any torn tail the store repaired.
+impl Unflushed {
+    fn is_empty(&self) -> bool {
+        self.records.is_empty() && !self.replaced && self.archive.is_empty()
+    }
+}
+
+/// A session opened from the store, with any torn tail the store repaired.
 pub(crate) struct Opened {
     pub(crate) state: SessionState,
     pub(crate) repaired: Vec<String>,
 }
 
 impl SessionState {
-    /// Opens (or creates) `info`'s session in `store`, writing its facts.
-    pub(crate) fn create(
-        store: &Store,
-        info: SessionInfo,
+    /// A new session in `store` (which allocates its id), holding `records`.
+    pub(crate) async fn create(
+        store: &dyn SessionStore,
+        workspace_root: String,
+        approval_mode: ApprovalMode,
         records: &[Record],
     ) -> Result<Opened, HostError> {
-        let mut opened = Self::open_dir(store, info)?;
-        opened.state.record_log.rewrite(records)?;
-        opened.state.records = records.to_vec();
-        Ok(opened)
+        let new = NewSession {
+            workspace_root,
+            approval_mode,
+        };
+        let (info, writer) = store.create(new, records).await?;
+        Ok(Opened {
+            state: Self::new(info, records.to_vec(), writer),
+            repaired: Vec::new(),
+        })
     }
 
-    /// Opens a stored session; `None` when the store has no facts for it.
-    pub(crate) fn resume(
-        store: &Store,
-        id: &hookline_messages::session::SessionId,
+    /// Opens a stored session for writing (taking its lease); `None` when the store does not
+    /// have it.
+    pub(crate) async fn resume(
+        store: &dyn SessionStore,
+        id: &SessionId,
     ) -> Result<Option<Opened>, HostError> {
-        if !store.sessions()?.contains(id) {
-            return Ok(None);
-        }
-        let dir = store.session_dir(id)?;
-        let (_, meta) = Log::<SessionInfo>::open(&dir.join(META))?;
-        let Some(info) = meta.records.last().cloned() else {
+        let Some((stored, writer)) = store.open(id).await? else {
             return Ok(None);
         };
-        Self::open_dir(store, info).map(Some)
+        Ok(Some(Opened {
+            state: Self::new(stored.info, stored.records, writer),
+            repaired: stored.repaired,
+        }))
     }
 
-    fn open_dir(store: &Store, info: SessionInfo) -> Result<Opened, HostError> {
-        let dir = store.session_dir(&info.session_id)?;
-        let mut repaired = Vec::new();
-        let (mut meta, _) = Log::<SessionInfo>::open(&dir.join(META))?;
-        meta.rewrite(std::slice::from_ref(&info))?;
-        let (record_log, recovered) = Log::<Record>::open(&dir.join(RECORDS))?;
-        note_torn(&mut repaired, &dir.join(RECORDS), recovered.torn.as_ref());
-        let (archive, archived) = Log::<ArchiveEntry>::open(&dir.join(ARCHIVE))?;
-        note_torn(&mut repaired, &dir.join(ARCHIVE), archived.torn.as_ref());
-        let state = Self {
+    fn new(info: SessionInfo, records: Vec<Record>, writer: Box<dyn SessionWriter>) -> Self {
+        Self {
             info,
-            records: recovered.records,
-            record_log,
-            archive,
+            records,
+            writer: Some(writer),
             bootstrap: None,
             unflushed: Unflushed::default(),
-        };
-        Ok(Opened { state, repaired })
+        }
     }
 
     /// The stored records, in order.
@@ -129,24 +125,36 @@ impl SessionState {
         Ok(())
     }
 
-    /// Makes every write since the last flush durable: the records (appended with one sync, or
-    /// rewritten atomically after a compaction), then the archive entries (one sync). The host
-    /// flushes at the end of every request (a turn, a command, a close), so what it reported
-    /// done is on disk.
+    /// Makes every write since the last flush durable, in one atomic append (or, after a
+    /// compaction, one atomic replacement of every record with the archive entries). The host
+    /// flushes at the end of every request (a turn, a command, a close).
     ///
     /// # Errors
-    /// [`HostError::Store`]; the writes stay waiting, and the next flush tries them again.
-    pub(crate) fn flush(&mut self) -> Result<(), HostError> {
-        if self.unflushed.replaced {
-            self.record_log.rewrite(&self.records)?;
-        } else if !self.unflushed.records.is_empty() {
-            self.record_log.append_all(&self.unflushed.records)?;
+    /// [`HostError::Store`] (a lost lease among them); the writes stay waiting, and the next
+    /// flush tries them again.
+    pub(crate) async fn flush(&mut self) -> Result<(), HostError> {
+        if self.unflushed.is_empty() {
+            return Ok(());
         }
-        self.unflushed.records.clear();
-        self.unflushed.replaced = false;
-        if !self.unflushed.archive.is_empty() {
-            self.archive.append_all(&self.unflushed.archive)?;
-            self.unflushed.archive.clear();
+        let writer = self.writer.as_mut().ok_or(StoreError::Closed)?;
+        let archive = &self.unflushed.archive;
+        if self.unflushed.replaced {
+            writer.replace_records(&self.records, archive).await?;
+        } else {
+            writer.append(&self.unflushed.records, archive).await?;
+        }
+        self.unflushed = Unflushed::default();
+        Ok(())
+    }
+
+    /// Flushes, then gives the session's lease up.
+    ///
+    /// # Errors
+    /// As [`SessionState::flush`]; the lease then expires by itself.
+    pub(crate) async fn release(mut self) -> Result<(), HostError> {
+        self.flush().await?;
+        if let Some(writer) = self.writer.take() {
+            writer.release().await?;
         }
         Ok(())
     }
@@ -178,15 +186,13 @@ impl SessionState {
     }
 
     /// Changes the approval mode and rewrites the session's stored facts.
-    pub(crate) fn set_approval_mode(
-        &mut self,
-        store: &Store,
-        mode: hookline_messages::session::ApprovalMode,
-    ) -> Result<(), HostError> {
+    ///
+    /// # Errors
+    /// [`HostError::Store`].
+    pub(crate) async fn set_approval_mode(&mut self, mode: ApprovalMode) -> Result<(), HostError> {
         self.info.approval_mode = mode;
-        let dir = store.session_dir(&self.info.session_id)?;
-        let (mut meta, _) = Log::<SessionInfo>::open(&dir.join(META))?;
-        meta.rewrite(std::slice::from_ref(&self.info))?;
+        let writer = self.writer.as_mut().ok_or(StoreError::Closed)?;
+        writer.set_info(&self.info).await?;
         Ok(())
     }
 
@@ -217,18 +223,15 @@ impl SessionState {
 }
 
 impl Drop for SessionState {
-    /// A safety net: the host flushes at the end of every request, so this finds nothing to
-    /// write unless a request ended early on an error.
+    /// The host flushes at the end of every request; writes still waiting here belong to a
+    /// request that failed before its end, and are lost with it (never half of them).
     fn drop(&mut self) {
-        if let Err(error) = self.flush() {
-            tracing::error!(session = %self.info.session_id, %error, "session writes lost at close");
+        if !self.unflushed.is_empty() {
+            tracing::warn!(
+                session = %self.info.session_id,
+                "a failed request's writes were not stored"
+            );
         }
-    }
-}
-
-fn note_torn(repaired: &mut Vec<String>, file: &Path, torn: Option<&TornTail>) {
-    if let Some(torn) = torn {
-        repaired.push(format!("{}: {torn}", file.display()));
     }
 }
 

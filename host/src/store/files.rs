@@ -32,7 +32,7 @@ use rustix::fs::{flock, FlockOperation};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
-use super::api::{fresh_session_id, NewSession, SessionStore, SessionWriter, StoredSession, ID_TRIES};
+use super::api::{NewSession, SessionStore, SessionWriter, StoredSession, ID_TRIES};
 use super::log::{
     encode_records, remove_stale_rewrite, rewrite_path, scan, sync_dir, write_new_file, Scan,
 };
@@ -56,6 +56,11 @@ pub struct FileStoreOptions {
     /// Commit many sessions' appends together (default). Off: one append at a time, each with
     /// its own syncs (for comparison).
     pub group_commit: bool,
+    /// Do every write on the caller's thread, each append synced before it returns (no
+    /// committer thread, no blocking pool). For one conversation, where there is nothing to
+    /// group (`Host`, the CLI), and for tests on paused time, where a wait on another thread
+    /// would let the clock jump. Off by default.
+    pub inline: bool,
     /// Appends waiting for the committer at most; callers wait beyond it (default 4096).
     pub queue: usize,
     /// Threads that issue one batch's syncs concurrently (default 16).
@@ -66,6 +71,7 @@ impl Default for FileStoreOptions {
     fn default() -> Self {
         Self {
             group_commit: true,
+            inline: false,
             queue: 4096,
             sync_threads: 16,
         }
@@ -109,6 +115,10 @@ struct Inner {
     jobs: mpsc::Sender<Job>,
     appends: AtomicU64,
     commits: AtomicU64,
+    /// The highest `s<n>` id handed out or found on open.
+    next_id: AtomicU64,
+    /// [`FileStoreOptions::inline`].
+    inline: bool,
 }
 
 impl std::fmt::Debug for FileStore {
@@ -142,6 +152,13 @@ struct SessionFiles {
     _lock: File,
 }
 
+impl Inner {
+    fn count_commit(&self, appends: usize) {
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        self.appends.fetch_add(appends as u64, Ordering::Relaxed);
+    }
+}
+
 impl FileStore {
     /// Opens the store at `root` (the directory holding `sessions/`), creating it if needed,
     /// and starts its committer thread. Must be called inside a tokio runtime only for the
@@ -153,11 +170,14 @@ impl FileStore {
         let sessions = root.into().join(SESSIONS);
         fs::create_dir_all(&sessions).map_err(|e| StoreError::io(&sessions, "create", e))?;
         let (jobs, rx) = mpsc::channel(options.queue.max(1));
+        let highest = highest_numbered(&sessions)?;
         let inner = Arc::new(Inner {
             sessions: sessions.clone(),
             jobs,
             appends: AtomicU64::new(0),
             commits: AtomicU64::new(0),
+            next_id: AtomicU64::new(highest),
+            inline: options.inline,
         });
         let weak = Arc::downgrade(&inner);
         std::thread::Builder::new()
@@ -193,10 +213,15 @@ impl FileStore {
     }
 }
 
-/// Runs `f` on tokio's blocking pool: file I/O never runs on the caller's thread.
+/// Runs `f` on tokio's blocking pool, so file I/O never runs on the caller's thread; or, for
+/// an inline store, right here.
 async fn blocking<T: Send + 'static>(
+    inline: bool,
     f: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
 ) -> Result<T, StoreError> {
+    if inline {
+        return f();
+    }
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|_| StoreError::Closed)?
@@ -211,7 +236,11 @@ impl SessionStore for FileStore {
     ) -> Result<(SessionInfo, Box<dyn SessionWriter>), StoreError> {
         let sessions = self.inner.sessions.clone();
         let records = encode_records(Path::new(RECORDS), records)?;
-        let (info, files) = blocking(move || create_session(&sessions, new, &records)).await?;
+        let store = Arc::clone(&self.inner);
+        let (info, files) = blocking(self.inner.inline, move || {
+            create_session(&sessions, new, &records, &store.next_id)
+        })
+        .await?;
         let writer = self.writer(info.session_id.clone(), files);
         Ok((info, writer))
     }
@@ -222,7 +251,7 @@ impl SessionStore for FileStore {
     ) -> Result<Option<(StoredSession, Box<dyn SessionWriter>)>, StoreError> {
         let dir = self.session_dir(id)?;
         let session = id.clone();
-        let opened = blocking(move || open_session(&dir, &session)).await?;
+        let opened = blocking(self.inner.inline, move || open_session(&dir, &session)).await?;
         Ok(opened.map(|(stored, files)| {
             let writer = self.writer(id.clone(), files);
             (stored, writer)
@@ -231,12 +260,12 @@ impl SessionStore for FileStore {
 
     async fn read(&self, id: &SessionId) -> Result<Option<StoredSession>, StoreError> {
         let dir = self.session_dir(id)?;
-        blocking(move || read_session(&dir)).await
+        blocking(self.inner.inline, move || read_session(&dir)).await
     }
 
     async fn sessions(&self) -> Result<Vec<SessionId>, StoreError> {
         let sessions = self.inner.sessions.clone();
-        blocking(move || list_sessions(&sessions)).await
+        blocking(self.inner.inline, move || list_sessions(&sessions)).await
     }
 }
 
@@ -270,11 +299,18 @@ impl SessionWriter for FileWriter {
             archive,
             reply,
         };
-        self.store
-            .jobs
-            .send(job)
-            .await
-            .map_err(|_| StoreError::Closed)?;
+        if self.store.inline {
+            // A batch of one, committed here: the answer is ready when this returns.
+            let answers = commit_batch(vec![job], 1);
+            self.store.count_commit(answers.len());
+            send_answers(answers);
+        } else {
+            self.store
+                .jobs
+                .send(job)
+                .await
+                .map_err(|_| StoreError::Closed)?;
+        }
         answer.await.map_err(|_| StoreError::Closed)?
     }
 
@@ -286,13 +322,16 @@ impl SessionWriter for FileWriter {
         let records = encode_records(Path::new(RECORDS), records)?;
         let archive = encode_records(Path::new(ARCHIVE), archive)?;
         let files = Arc::clone(&self.files);
-        blocking(move || replace(&mut lock(&files), &records, &archive)).await
+        blocking(self.store.inline, move || {
+            replace(&mut lock(&files), &records, &archive)
+        })
+        .await
     }
 
     async fn set_info(&mut self, info: &SessionInfo) -> Result<(), StoreError> {
         let files = Arc::clone(&self.files);
         let bytes = encode_records(Path::new(META), std::slice::from_ref(info))?;
-        blocking(move || {
+        blocking(self.store.inline, move || {
             let dir = lock(&files).dir.clone();
             replace_file(&dir.join(META), &bytes)
         })
@@ -309,12 +348,18 @@ impl SessionWriter for FileWriter {
 fn lock(files: &Mutex<SessionFiles>) -> MutexGuard<'_, SessionFiles> {
     // A panic while holding the lock leaves the handles as they were; the poisoned flag of
     // `SessionFiles` (not the mutex's) says whether they are usable.
-    files.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    files
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The committer: takes every queued append (up to [`MAX_BATCH`] when grouping), writes them,
 /// syncs all their files at once, and answers each.
-fn committer(mut rx: mpsc::Receiver<Job>, options: &FileStoreOptions, stats: &std::sync::Weak<Inner>) {
+fn committer(
+    mut rx: mpsc::Receiver<Job>,
+    options: &FileStoreOptions,
+    stats: &std::sync::Weak<Inner>,
+) {
     let mut carry: Vec<Job> = Vec::new();
     loop {
         let mut batch = std::mem::take(&mut carry);
@@ -339,12 +384,11 @@ fn committer(mut rx: mpsc::Receiver<Job>, options: &FileStoreOptions, stats: &st
             .into_iter()
             .partition(|job| seen.insert(Arc::as_ptr(&job.files)));
         carry = later;
-        let count = now.len() as u64;
-        commit_batch(now, options.sync_threads);
+        let answers = commit_batch(now, options.sync_threads);
         if let Some(inner) = stats.upgrade() {
-            inner.commits.fetch_add(1, Ordering::Relaxed);
-            inner.appends.fetch_add(count, Ordering::Relaxed);
+            inner.count_commit(answers.len());
         }
+        send_answers(answers);
     }
 }
 
@@ -355,7 +399,9 @@ struct Written {
     commits: u64,
 }
 
-fn commit_batch(batch: Vec<Job>, sync_threads: usize) {
+/// Commits one batch; returns each append's answer with its reply channel, to be sent once the
+/// counters are up to date.
+fn commit_batch(batch: Vec<Job>, sync_threads: usize) -> Vec<Answer> {
     let mut sessions = Vec::with_capacity(batch.len());
     let mut bytes = Vec::with_capacity(batch.len());
     let mut replies = Vec::with_capacity(batch.len());
@@ -393,8 +439,10 @@ fn commit_batch(batch: Vec<Job>, sync_threads: usize) {
             results[i] = Err(error);
         }
     }
-    for ((files, result), reply) in guards.iter_mut().zip(results).zip(replies) {
-        let answer = match result {
+    let answers: Vec<Result<(), StoreError>> = guards
+        .iter_mut()
+        .zip(results)
+        .map(|(files, result)| match result {
             Ok(written) => {
                 files.records_end = written.records;
                 files.archive_end = written.archive;
@@ -405,7 +453,23 @@ fn commit_batch(batch: Vec<Job>, sync_threads: usize) {
                 undo(files);
                 Err(e)
             }
-        };
+        })
+        .collect();
+    // Let go of the sessions' files before answering: a caller that releases its writer on
+    // the answer must find the lock free (the committer's handle would otherwise hold it).
+    drop(guards);
+    drop(sessions);
+    answers.into_iter().zip(replies).collect()
+}
+
+/// An append's outcome and where to send it.
+type Answer = (
+    Result<(), StoreError>,
+    oneshot::Sender<Result<(), StoreError>>,
+);
+
+fn send_answers(answers: Vec<Answer>) {
+    for (answer, reply) in answers {
         // The caller may have stopped waiting; the append is durable or undone either way.
         let _ = reply.send(answer);
     }
@@ -502,7 +566,11 @@ fn sync_all(
                 Err(_) => failures.extend(part.iter().map(|(i, _, dir, name)| {
                     (
                         *i,
-                        StoreError::io(dir.join(name), "sync", io::Error::other("sync thread panicked")),
+                        StoreError::io(
+                            dir.join(name),
+                            "sync",
+                            io::Error::other("sync thread panicked"),
+                        ),
                     )
                 })),
             }
@@ -598,14 +666,35 @@ fn take_lock(dir: &Path, session: &SessionId) -> Result<File, StoreError> {
     }
 }
 
+/// The highest `n` of the `s<n>` session directories under `sessions` (0 with none).
+fn highest_numbered(sessions: &Path) -> Result<u64, StoreError> {
+    let entries = fs::read_dir(sessions).map_err(|e| StoreError::io(sessions, "list", e))?;
+    Ok(entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()?
+                .strip_prefix('s')?
+                .parse::<u64>()
+                .ok()
+        })
+        .max()
+        .unwrap_or(0))
+}
+
 fn create_session(
     sessions: &Path,
     new: NewSession,
     records: &[u8],
+    next_id: &AtomicU64,
 ) -> Result<(SessionInfo, SessionFiles), StoreError> {
     let mut claimed = None;
     for _ in 0..ID_TRIES {
-        let id = fresh_session_id();
+        // `s1`, `s2`, ...: short, ordered ids for a store one machine owns. Another process
+        // sharing the directory may have taken the next number: the claim below fails and the
+        // loop takes the one after.
+        let n = next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = SessionId::new(format!("s{n}"));
         let dir = sessions.join(id.as_str());
         // The directory is the atomic claim on the id, across threads and processes.
         match fs::create_dir(&dir) {
@@ -688,7 +777,11 @@ fn read_files(dir: &Path) -> Result<Option<Reading>, StoreError> {
         Some(expected) => rewrite_matches(&rewrite, expected)?,
         None => false,
     };
-    let records_source = if pending_rewrite { &rewrite } else { &records_path };
+    let records_source = if pending_rewrite {
+        &rewrite
+    } else {
+        &records_path
+    };
     let records = scan::<Record>(records_source)?.unwrap_or_else(empty_scan);
     let archive = scan::<ArchiveEntry>(&dir.join(ARCHIVE))?.unwrap_or_else(empty_scan);
     let records_torn = torn(records_source, &records)?;
@@ -763,7 +856,9 @@ fn torn<T>(path: &Path, scan: &Scan<T>) -> Result<Option<TornTail>, StoreError> 
 
 fn rewrite_matches(path: &Path, expected: Rewrite) -> Result<bool, StoreError> {
     match fs::read(path) {
-        Ok(bytes) => Ok(bytes.len() as u64 == expected.len && crc32c::crc32c(&bytes) == expected.crc),
+        Ok(bytes) => {
+            Ok(bytes.len() as u64 == expected.len && crc32c::crc32c(&bytes) == expected.crc)
+        }
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(StoreError::io(path, "read", e)),
     }
@@ -812,8 +907,20 @@ fn open_session(
     let records = open_rw(&records_path)?;
     let archive = open_rw(&dir.join(ARCHIVE))?;
     for (file, path, end, scan_end, torn) in [
-        (&records, &records_path, reading.records_end, reading.records_scan_end, &reading.records_torn),
-        (&archive, &dir.join(ARCHIVE), reading.archive_end, reading.archive_scan_end, &reading.archive_torn),
+        (
+            &records,
+            &records_path,
+            reading.records_end,
+            reading.records_scan_end,
+            &reading.records_torn,
+        ),
+        (
+            &archive,
+            &dir.join(ARCHIVE),
+            reading.archive_end,
+            reading.archive_scan_end,
+            &reading.archive_torn,
+        ),
     ] {
         let len = file
             .metadata()
@@ -846,7 +953,11 @@ fn open_session(
         replace: None,
     };
     let one_point = encode_records(&commits_path, &[point])?;
-    if reading.cut_points || reading.points == 0 || reading.points > MAX_COMMIT_POINTS || reading.pending_rewrite {
+    if reading.cut_points
+        || reading.points == 0
+        || reading.points > MAX_COMMIT_POINTS
+        || reading.pending_rewrite
+    {
         replace_file(&commits_path, &one_point)?;
     } else {
         // Cut a torn commit frame behind the last point.
@@ -952,7 +1063,11 @@ mod tests {
             &encode_records(&dir, &[user("c"), user("d")]).unwrap(),
         );
         let read = store.read(&id).await.unwrap().unwrap();
-        assert_eq!(read.records, vec![user("a"), user("b")], "read shows no half");
+        assert_eq!(
+            read.records,
+            vec![user("a"), user("b")],
+            "read shows no half"
+        );
         let (stored, _w) = store.open(&id).await.unwrap().unwrap();
         assert_eq!(stored.records, vec![user("a"), user("b")]);
         assert_eq!(stored.archive.len(), 1);
@@ -969,7 +1084,10 @@ mod tests {
         append_raw(&dir.join(ARCHIVE), &frame[..frame.len() - 3]);
         let (stored, _w) = store.open(&id).await.unwrap().unwrap();
         assert_eq!(stored.archive.len(), 1);
-        assert!(stored.repaired.iter().any(|r| r.contains("torn or corrupt")));
+        assert!(stored
+            .repaired
+            .iter()
+            .any(|r| r.contains("torn or corrupt")));
         let len = fs::metadata(dir.join(ARCHIVE)).unwrap().len();
         drop(_w);
         let (again, _w) = store.open(&id).await.unwrap().unwrap();
@@ -995,7 +1113,10 @@ mod tests {
             }),
         };
         replace_file(&dir.join(COMMITS), &encode_records(&dir, &[point]).unwrap()).unwrap();
-        assert_eq!(store.read(&id).await.unwrap().unwrap().records, vec![user("summary")]);
+        assert_eq!(
+            store.read(&id).await.unwrap().unwrap().records,
+            vec![user("summary")]
+        );
         let (stored, _w) = store.open(&id).await.unwrap().unwrap();
         assert_eq!(stored.records, vec![user("summary")]);
         assert!(!rewrite_path(&dir.join(RECORDS)).exists());
