@@ -17,7 +17,7 @@
 //!
 //! actix::System::new().block_on(async {
 //!     // A hook that answers at once: it sees the message by reference and returns a reply.
-//!     let shout = PluginRegistration::new("shout").on::<OnUserMessage>(|_, message| {
+//!     let shout = PluginRegistration::new("shout").on(OnUserMessage, |_, message| {
 //!         Ok(Reply::Replace(UserMessage::new(message.text.to_uppercase())))
 //!     });
 //!     let pipeline = Pipeline::builder()

@@ -61,9 +61,9 @@ impl Default for Timeouts {
 ///
 /// let house = PluginRegistration::new("house")
 ///     // The fast path: answers at once, sees the value by reference.
-///     .on::<OnPrompt>(|_, prompt| Ok(Reply::Replace(prompt.clone().append("Use British spelling."))))
+///     .on(OnPrompt, |_, prompt| Ok(Reply::Replace(prompt.clone().append("Use British spelling."))))
 ///     // Explicitly async: may await; runs under its timeout.
-///     .on_async::<OnToolCall>(|_, call| async move {
+///     .on_async(OnToolCall, |_, call| async move {
 ///         tokio::task::yield_now().await;
 ///         Ok(if call.name == "rm" { Reply::Replace(ToolCall { name: "echo".into(), ..call }) } else { Reply::Keep })
 ///     })
@@ -120,7 +120,7 @@ impl PluginRegistration {
         &self.subscriptions
     }
 
-    /// Registers ordinary hook `H` on the fast path: `hook` sees the value by reference and
+    /// Registers ordinary hook `H` (named by its marker, e.g. `OnPrompt`) on the fast path: `hook` sees the value by reference and
     /// answers at once with [`Reply::Keep`] or a replacement, which `H`'s rule then checks. It runs
     /// inline in the plugin actor (no future, no task, no timer), so it must not block: a hook
     /// that waits on anything registers with [`PluginRegistration::on_async`]. A panic or an
@@ -128,6 +128,7 @@ impl PluginRegistration {
     #[must_use]
     pub fn on<H: OrdinaryHook>(
         self,
+        _hook: H,
         hook: impl Fn(&HookContext, &H::Value) -> HookResult<Reply<H::Value>> + Send + Sync + 'static,
     ) -> Self {
         self.register(HookFn::<H>::sync(hook))
@@ -136,7 +137,7 @@ impl PluginRegistration {
     /// Registers ordinary hook `H` as async: `hook` owns a copy of the value and returns a future,
     /// polled once inline and then finished under the hook's timeout.
     #[must_use]
-    pub fn on_async<H, F, Fut>(self, hook: F) -> Self
+    pub fn on_async<H, F, Fut>(self, _hook: H, hook: F) -> Self
     where
         H: OrdinaryHook,
         F: Fn(HookContext, H::Value) -> Fut + Send + Sync + 'static,
@@ -150,6 +151,7 @@ impl PluginRegistration {
     #[must_use]
     pub fn on_raw<H: RawHook>(
         self,
+        _hook: H,
         hook: impl Fn(&HookContext, &H::Value) -> HookResult<Reply<H::Value>> + Send + Sync + 'static,
     ) -> Self {
         self.register(HookFn::<H>::sync(hook))
@@ -158,7 +160,7 @@ impl PluginRegistration {
     /// Registers raw hook `H` as async (SPEC R0.1); as [`PluginRegistration::on_async`]
     /// otherwise.
     #[must_use]
-    pub fn on_raw_async<H, F, Fut>(self, hook: F) -> Self
+    pub fn on_raw_async<H, F, Fut>(self, _hook: H, hook: F) -> Self
     where
         H: RawHook,
         F: Fn(HookContext, H::Value) -> Fut + Send + Sync + 'static,
