@@ -45,7 +45,7 @@ impl Batches {
             return Err(job);
         };
         batch.push(job);
-        Ok((batch.len() >= max).then(|| std::mem::take(batch)))
+        Ok((batch.len() >= max).then(|| take_keeping_capacity(batch)))
     }
 
     /// Marks `kind`'s batch as due to flush; false when a flush is already on its way.
@@ -57,6 +57,13 @@ impl Batches {
     pub(crate) fn take<H: Dispatch>(&mut self) -> Option<Vec<Job<H>>> {
         self.scheduled[H::KIND as usize] = false;
         let batch = self.batch::<H>()?;
-        (!batch.is_empty()).then(|| std::mem::take(batch))
+        (!batch.is_empty()).then(|| take_keeping_capacity(batch))
     }
+}
+
+/// Takes the batch's calls, leaving room for as many: under steady load the next batch fills
+/// without growing its `Vec` step by step.
+fn take_keeping_capacity<T>(batch: &mut Vec<T>) -> Vec<T> {
+    let room = Vec::with_capacity(batch.len());
+    std::mem::replace(batch, room)
 }

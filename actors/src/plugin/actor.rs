@@ -243,15 +243,22 @@ pub(crate) fn forward<H: Dispatch>(jobs: Vec<Job<H>>, route: Arc<Route>, next: u
 /// After the last plugin: calls without notes are answered here at once; calls with notes go to
 /// the coordinator, which keeps each session's seen notes (SPEC P1.4). The coordinator is told
 /// first, so a caller's next call always finds its session free.
-fn finish_batch<H: Dispatch>(jobs: Vec<Job<H>>, route: Arc<Route>) {
-    let (quiet, noted): (Vec<_>, Vec<_>) = jobs.into_iter().partition(|job| job.notes.is_empty());
-    let done = quiet.iter().map(|job| job.session().clone()).collect();
+fn finish_batch<H: Dispatch>(mut jobs: Vec<Job<H>>, route: Arc<Route>) {
+    // Most batches have no notes at all: no second `Vec` then.
+    let noted = if jobs.iter().all(|job| job.notes.is_empty()) {
+        Vec::new()
+    } else {
+        let (quiet, noted) = jobs.into_iter().partition(|job| job.notes.is_empty());
+        jobs = quiet;
+        noted
+    };
+    let done = jobs.iter().map(|job| job.session().clone()).collect();
     route.coordinator.do_send(Completed::<H> {
         done,
         noted,
         route: route.clone(),
     });
-    for job in quiet {
+    for job in jobs {
         job.answer(Vec::new(), &route.names);
     }
 }
