@@ -40,7 +40,11 @@ impl Batches {
     }
 
     /// Adds `job` to its hook's batch. Returns the batch when it reached `max`.
-    pub(crate) fn push<H: Dispatch>(&mut self, job: Job<H>, max: usize) -> Result<Option<Vec<Job<H>>>, Job<H>> {
+    pub(crate) fn push<H: Dispatch>(
+        &mut self,
+        job: Job<H>,
+        max: usize,
+    ) -> Result<Option<Vec<Job<H>>>, Job<H>> {
         let Some(batch) = self.batch::<H>() else {
             return Err(job);
         };

@@ -60,7 +60,12 @@ impl<H: Dispatch> Job<H> {
 
     /// Takes step `step`'s reply: applies an admitted replacement or records why the step is
     /// skipped (SPEC P1.4, P1.5). The value before it stands when it is skipped.
-    pub(crate) fn absorb(&mut self, step: usize, name: &str, result: Result<Reply<H::Value>, SkipReason>) {
+    pub(crate) fn absorb(
+        &mut self,
+        step: usize,
+        name: &str,
+        result: Result<Reply<H::Value>, SkipReason>,
+    ) {
         let reason = match result {
             Ok(Reply::Keep) => return,
             // SPEC P2.1, P2.4, P2.6: whatever a read-only hook returns changes nothing.
@@ -143,10 +148,14 @@ impl Marks {
         if self.is_empty() {
             return Vec::new();
         }
-        (0..names.len())
-            .filter(|step| self.contains(*step))
-            .map(|step| names[step].clone())
-            .collect()
+        let count = self.low.count_ones() + self.high.iter().map(|w| w.count_ones()).sum::<u32>();
+        let mut marked = Vec::with_capacity(count as usize);
+        marked.extend(
+            (0..names.len())
+                .filter(|step| self.contains(*step))
+                .map(|step| names[step].clone()),
+        );
+        marked
     }
 }
 

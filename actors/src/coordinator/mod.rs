@@ -203,7 +203,10 @@ impl<H: Dispatch> Handler<Call<H>> for PipelineCoordinator {
 
     fn handle(&mut self, call: Call<H>, ctx: &mut Self::Context) -> Self::Result {
         let (reply, answer) = oneshot::channel();
-        self.admit(Job::<H>::new(call.session, call.context, call.value, reply), ctx);
+        self.admit(
+            Job::<H>::new(call.session, call.context, call.value, reply),
+            ctx,
+        );
         Box::pin(async move { answer.await.unwrap_or(Err(PipelineError::Stopped)) })
     }
 }

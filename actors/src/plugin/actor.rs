@@ -63,7 +63,10 @@ impl PluginActor {
 
     /// An actor sharing `gate` with the plugin's actors on other shards: a plugin that takes one
     /// call at a time does so across every shard.
-    pub(crate) fn with_gate(registration: &PluginRegistration, gate: Option<Arc<Semaphore>>) -> Self {
+    pub(crate) fn with_gate(
+        registration: &PluginRegistration,
+        gate: Option<Arc<Semaphore>>,
+    ) -> Self {
         let name = registration.name.clone();
         let latency = HookKind::ALL
             .iter()
@@ -119,7 +122,11 @@ impl PluginActor {
                 },
             },
             // An async hook owns its value: the one copy the slow path makes.
-            HookFn::Async(f) => poll_once(f(cx.clone(), value.clone()), self.one_at_a_time.as_ref(), limit),
+            HookFn::Async(f) => poll_once(
+                f(cx.clone(), value.clone()),
+                self.one_at_a_time.as_ref(),
+                limit,
+            ),
         }
     }
 
@@ -206,7 +213,11 @@ impl<H: Dispatch> Handler<Relay<H>> for PluginActor {
             }
         }
         if let Some(started) = started {
-            record_share(&self.latency[H::KIND as usize], started.elapsed(), jobs.len());
+            record_share(
+                &self.latency[H::KIND as usize],
+                started.elapsed(),
+                jobs.len(),
+            );
         }
         forward(jobs, route, at + 1);
     }

@@ -21,8 +21,8 @@ mod registration;
 
 pub use actor::{CallResult, PluginActor};
 pub use dispatch::{AsyncHook, Dispatch, HookFn, HookTable, OrdinaryHook, RawHook, SyncHook};
-pub use guard::Answer;
 pub use error::HookError;
+pub use guard::Answer;
 pub use registration::{PluginRegistration, Timeouts, DEFAULT_HOOK_TIMEOUT};
 
 use async_trait::async_trait;

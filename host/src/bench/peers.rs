@@ -138,7 +138,10 @@ impl PeerChain {
             Peer::Naive => {
                 let mut message = message;
                 for actor in &self.actors {
-                    message = actor.send(Append(message)).await.map_err(|e| e.to_string())?;
+                    message = actor
+                        .send(Append(message))
+                        .await
+                        .map_err(|e| e.to_string())?;
                 }
                 message
             }

@@ -114,9 +114,7 @@ async fn run_pipeline(plan: &Plan) -> Result<(Measured, usize), String> {
     }
     let pipeline = builder.start().map_err(|e| e.to_string())?;
     let run = match plan.rate {
-        Some(rate) => {
-            run_open_loop(&pipeline, plan.hook, plan.sessions, rate, plan.duration).await
-        }
+        Some(rate) => run_open_loop(&pipeline, plan.hook, plan.sessions, rate, plan.duration).await,
         None => run_closed_loop(&pipeline, plan.hook, plan.sessions, plan.duration).await,
     };
     pipeline.stop().await;

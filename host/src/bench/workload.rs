@@ -55,11 +55,15 @@ impl Appender {
         let me = Arc::new(self);
         let (prompt, tool) = (me.clone(), me.clone());
         PluginRegistration::new(name)
-            .on(OnUserMessage, move |_, message| Ok(Reply::Replace(me.appended(message))))
+            .on(OnUserMessage, move |_, message| {
+                Ok(Reply::Replace(me.appended(message)))
+            })
             .on(OnPrompt, move |_, p| {
                 Ok(Reply::Replace(p.clone().append(prompt.suffix.as_str())))
             })
-            .on(OnToolCall, move |_, call| Ok(Reply::Replace(tool.renamed(call))))
+            .on(OnToolCall, move |_, call| {
+                Ok(Reply::Replace(tool.renamed(call)))
+            })
     }
 }
 

@@ -10,8 +10,8 @@ use clap::{Args, ValueEnum};
 use serde::Serialize;
 
 use crate::bench::{
-    idle_sessions, run_on_arbiters, run_peers, BenchHook, BenchReport, Measured, Peer,
-    PeerFigures, Plan, Source,
+    idle_sessions, run_on_arbiters, run_peers, BenchHook, BenchReport, Measured, Peer, PeerFigures,
+    Plan, Source,
 };
 
 /// Where the plugins come from.
@@ -170,9 +170,9 @@ fn plan(args: &BenchArgs) -> Plan {
         sessions: args.sessions,
         rate: args.rate,
         duration: Duration::from_secs_f64(args.duration),
-        arbiters: args.arbiters.unwrap_or_else(|| {
-            std::thread::available_parallelism().map_or(1, usize::from)
-        }),
+        arbiters: args
+            .arbiters
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
         max_pending: args.max_pending,
         examples_dir: args.examples_dir.clone(),
     }
