@@ -39,7 +39,9 @@ impl Batches {
             .downcast_mut::<Vec<Job<H>>>()
     }
 
-    /// Adds `job` to its hook's batch. Returns the batch when it reached `max`.
+    /// Adds `job` to its hook's batch. Returns the batch when it reached `max`; hands `job` back
+    /// if the slot held another type (it cannot: the slot is indexed by `H::KIND`).
+    #[allow(clippy::result_large_err)] // the job is handed back, as a failed send does
     pub(crate) fn push<H: Dispatch>(
         &mut self,
         job: Job<H>,

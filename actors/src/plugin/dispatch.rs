@@ -141,12 +141,19 @@ hook_table! {
     }
 }
 
+/// A call of an async trait's method for hook `H`.
+type Adapter<P, H> = fn(
+    Arc<P>,
+    HookContext,
+    <H as Hook>::Value,
+) -> BoxFuture<'static, HookResult<Reply<<H as Hook>::Value>>>;
+
 /// Registers `H` in `table` when `listed` names it, calling `plugin`'s method.
 fn adapt<H: Dispatch, P: ?Sized + Send + Sync + 'static>(
     table: &mut HookTable,
     listed: HookSet,
     plugin: &Arc<P>,
-    call: fn(Arc<P>, HookContext, H::Value) -> BoxFuture<'static, HookResult<Reply<H::Value>>>,
+    call: Adapter<P, H>,
 ) {
     if listed.contains(H::KIND) {
         let plugin = plugin.clone();
