@@ -64,8 +64,9 @@ impl PipelineBuilder {
     }
 
     /// Sets the number of shards (arbiters, each with its own coordinator, plugin actors and share
-    /// of the sessions). Default: one per core ([`std::thread::available_parallelism`]); one
-    /// when the runtime's clock is paused (tests), so timeouts follow the paused clock.
+    /// of the sessions). Default: the `HOOKLINE_SHARDS` environment variable if set, else one per
+    /// core ([`std::thread::available_parallelism`]); one when the runtime's clock is paused
+    /// (tests), so timeouts follow the paused clock.
     #[must_use]
     pub fn shards(mut self, shards: usize) -> Self {
         self.shards = Some(shards.clamp(1, MAX_SHARDS));
@@ -175,8 +176,19 @@ impl PipelineBuilder {
 /// The most shards a pipeline runs.
 const MAX_SHARDS: usize = 64;
 
-/// One shard per core; one when the runtime's clock is paused.
+/// The environment variable that overrides the default shard count (an operator's knob, and an
+/// A/B switch for measurements).
+pub const SHARDS_ENV: &str = "HOOKLINE_SHARDS";
+
+/// `HOOKLINE_SHARDS` if set to a number; else one shard per core; one when the runtime's clock
+/// is paused.
 fn default_shards() -> usize {
+    if let Some(shards) = std::env::var(SHARDS_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+    {
+        return shards.clamp(1, MAX_SHARDS);
+    }
     if clock_paused() {
         return 1;
     }
