@@ -1,6 +1,8 @@
-//! Hook latency and throughput through the pipeline, each beside the direct-call loop measured in
-//! the same run (the workload of `../shared/PERFORMANCE-NOTES.md`: 8 plugins appending a few bytes
-//! to a ~64-byte text). Run with `cargo bench --bench pipeline`.
+//! Hook latency and throughput through the pipeline, each beside its peers measured in the same
+//! run: the direct-call loop, a naive actix chain (the caller awaits `send` to each of 8 actors)
+//! and an actix relay chain (each actor hands the value to the next), with the same appenders
+//! (the workload of `../shared/PERFORMANCE-NOTES.md`: 8 plugins appending a few bytes to a
+//! ~64-byte text). Run with `cargo bench --bench pipeline`.
 #![allow(missing_docs)] // criterion's macros generate undocumented items
 
 /// The allocator the `hookline` binary ships with (`src/main.rs`), so figures match it.
@@ -8,14 +10,16 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::hint::black_box;
-use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use hookline::actors::plugin::{Plugin, PluginRegistration};
+use futures::future::join_all;
+use hookline::actors::plugin::{PluginRegistration, Reply};
 use hookline::actors::Pipeline;
-use hookline::host::bench::{appender_plugins, drive_calls, Appender, DirectAppender, PAYLOAD};
-use hookline::messages::hook::{HookKind, HookSet};
+use hookline::host::bench::{
+    appender_plugins, drive_calls, Appender, DirectAppender, Peer, PeerChain, PAYLOAD,
+};
+use hookline::messages::hook::OnToolCall;
 use hookline::messages::user::UserMessage;
 
 const PLUGINS: usize = 8;
@@ -24,6 +28,38 @@ fn direct_chain() -> Vec<Box<dyn DirectAppender>> {
     (0..PLUGINS)
         .map(|i| Box::new(Appender::new(i)) as Box<dyn DirectAppender>)
         .collect()
+}
+
+/// Runs about `calls` calls through a peer chain on the current arbiter, `sessions` in flight.
+async fn drive_peer(chain: &PeerChain, sessions: usize, calls: u64) -> Duration {
+    let per_session = calls.div_ceil(sessions as u64).max(1);
+    let started = Instant::now();
+    join_all((0..sessions).map(|_| async {
+        for _ in 0..per_session {
+            black_box(chain.call().await.is_ok());
+        }
+    }))
+    .await;
+    let made = per_session * sessions as u64;
+    started.elapsed().mul_f64(calls as f64 / made as f64)
+}
+
+/// Benches both peers at `sessions` in flight in `group`.
+fn peers(
+    group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    system: &actix::SystemRunner,
+    sessions: usize,
+) {
+    for peer in [Peer::Naive, Peer::Relay] {
+        let chain = system.block_on(async { PeerChain::start(peer, PLUGINS) });
+        let name = match peer {
+            Peer::Naive => "naive_actix_chain",
+            Peer::Relay => "actix_relay_chain",
+        };
+        group.bench_with_input(BenchmarkId::new(name, sessions), &sessions, |b, &n| {
+            b.iter_custom(|iters| system.block_on(drive_peer(&chain, n, iters)))
+        });
+    }
 }
 
 fn one_call(c: &mut Criterion) {
@@ -48,6 +84,7 @@ fn one_call(c: &mut Criterion) {
     group.bench_function("pipeline", |b| {
         b.iter_custom(|iters| system.block_on(drive_calls(&pipeline, 1, iters)))
     });
+    peers(&mut group, &system, 1);
     group.finish();
 }
 
@@ -78,17 +115,14 @@ fn throughput(c: &mut Criterion) {
             |b, &n| b.iter_custom(|iters| system.block_on(drive_calls(&pipeline, n, iters))),
         );
     }
+    // The peers run on one arbiter; the pipeline above on one shard per core.
+    peers(&mut group, &system, 1000);
     group.finish();
 }
 
 /// A plugin that implements nothing the benchmark calls.
-struct Bystander;
-
-#[async_trait]
-impl Plugin for Bystander {
-    fn hooks(&self) -> HookSet {
-        HookSet::of(&[HookKind::OnToolCall])
-    }
+fn bystander(index: usize) -> PluginRegistration {
+    PluginRegistration::new(format!("bystander-{index}")).on(OnToolCall, |_, _| Ok(Reply::Keep))
 }
 
 fn bystanders(c: &mut Criterion) {
@@ -100,9 +134,7 @@ fn bystanders(c: &mut Criterion) {
             .start()
     });
     let crowded = system.block_on(async {
-        let bystanders = (0..PLUGINS).map(|i| {
-            PluginRegistration::new(format!("bystander-{i}")).with_hooks(Arc::new(Bystander))
-        });
+        let bystanders = (0..PLUGINS).map(bystander);
         Pipeline::builder()
             .plugins(bystanders)
             .plugins(appender_plugins(PLUGINS))

@@ -1,36 +1,29 @@
-//! Embedding hookline in an actix application: the app holds the coordinator's address and sends
-//! `Call` messages itself, and drives a `Host` for whole turns.
+//! Embedding hookline in an actix application: the app writes an in-process plugin on the fast
+//! path, sends `Call` messages to the coordinator of the session's shard itself, and drives a
+//! `Host` for whole turns.
 //!
 //! Run: `cargo run --example embed_actix`
 
 use std::sync::Arc;
 
-use hookline::actors::plugin::{HookResult, Plugin, PluginRegistration, Reply};
+use hookline::actors::plugin::{PluginRegistration, Reply};
 use hookline::actors::Call;
 use hookline::host::provider::ScriptedProvider;
 use hookline::host::turn::UserInput;
 use hookline::host::Host;
-use hookline::messages::hook::{HookContext, HookKind, HookSet, OnUserMessage};
+use hookline::messages::hook::OnUserMessage;
 use hookline::messages::scenario::ScriptedReply;
 use hookline::messages::user::UserMessage;
 
-struct Polite;
-
-#[async_trait::async_trait]
-impl Plugin for Polite {
-    fn hooks(&self) -> HookSet {
-        HookSet::of(&[HookKind::OnUserMessage])
-    }
-    async fn on_user_message(
-        &self,
-        _: &HookContext,
-        m: UserMessage,
-    ) -> HookResult<Reply<UserMessage>> {
+/// `polite`: one hook on the fast path. It sees the message by reference and answers at once;
+/// the hooks that run are exactly the ones registered.
+fn polite() -> PluginRegistration {
+    PluginRegistration::new("polite").on(OnUserMessage, |_, m: &UserMessage| {
         Ok(Reply::Replace(UserMessage::new(format!(
             "{} please",
             m.text
         ))))
-    }
+    })
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -40,19 +33,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     actix::System::new().block_on(async move {
         let provider = ScriptedProvider::new(false);
         let mut host = Host::builder()
-            .plugin(PluginRegistration::new("polite").with_hooks(Arc::new(Polite)))
+            .plugin(polite())
             .provider(Arc::new(provider.clone()))
             .workspace(&workspace)
             .start()?;
         let session = host.open().await?;
 
-        // The app's own message to the coordinator, as any actix actor would send it.
+        // The app's own message to the coordinator of the session's shard, as any actix actor
+        // would send it.
         let call = Call::<OnUserMessage> {
             session: session.clone(),
             context: (),
             value: UserMessage::new("tea"),
         };
-        let outcome = host.pipeline().coordinator().send(call).await??;
+        let outcome = host
+            .pipeline()
+            .coordinator_for(&session)
+            .send(call)
+            .await??;
         println!("coordinator answered: {}", outcome.value.text);
 
         // A whole turn through the host.

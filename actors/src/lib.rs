@@ -1,39 +1,27 @@
-//! hookline's actor layer: each plugin runs as a [`PluginActor`]; a [`PipelineCoordinator`] sends
-//! each hook call through the plugin actors in load order, each seeing the previous accepted
-//! value, and checks every reply against the hook's rule from `hookline-messages`.
+//! hookline's actor layer: each plugin runs as a [`PluginActor`]; a [`PipelineCoordinator`] admits
+//! each hook call and sends it, batched with other sessions' calls, through the plugin actors in
+//! load order (relayed from actor to actor), each seeing the previous accepted value; every reply
+//! is checked against the hook's rule from `hookline-messages` where it is made. A [`Pipeline`]
+//! shards its sessions over one arbiter per core.
 //!
 //! The actors own state and order only. The rules are plain functions in `hookline_messages::rules`;
 //! plugin code runs under a timeout and a panic guard, so a failing plugin becomes a note, never a
 //! dead actor.
 //!
 //! ```
-//! use std::sync::Arc;
-//! use async_trait::async_trait;
-//! use hookline_actors::plugin::{HookResult, Plugin, PluginRegistration, Reply};
+//! use hookline_actors::plugin::{PluginRegistration, Reply};
 //! use hookline_actors::Pipeline;
-//! use hookline_messages::hook::{HookContext, HookKind, HookSet, OnUserMessage};
+//! use hookline_messages::hook::OnUserMessage;
 //! use hookline_messages::session::SessionId;
 //! use hookline_messages::user::UserMessage;
 //!
-//! struct Shout;
-//!
-//! #[async_trait]
-//! impl Plugin for Shout {
-//!     fn hooks(&self) -> HookSet {
-//!         HookSet::of(&[HookKind::OnUserMessage])
-//!     }
-//!     async fn on_user_message(
-//!         &self,
-//!         _: &HookContext,
-//!         message: UserMessage,
-//!     ) -> HookResult<Reply<UserMessage>> {
-//!         Ok(Reply::Replace(UserMessage::new(message.text.to_uppercase())))
-//!     }
-//! }
-//!
 //! actix::System::new().block_on(async {
+//!     // A hook that answers at once: it sees the message by reference and returns a reply.
+//!     let shout = PluginRegistration::new("shout").on(OnUserMessage, |_, message| {
+//!         Ok(Reply::Replace(UserMessage::new(message.text.to_uppercase())))
+//!     });
 //!     let pipeline = Pipeline::builder()
-//!         .plugin(PluginRegistration::new("shout").with_hooks(Arc::new(Shout)))
+//!         .plugin(shout)
 //!         .start()
 //!         .expect("one plugin, one name");
 //!     let session = SessionId::new("s1");

@@ -1,17 +1,28 @@
-//! [`Pipeline`]: a cheap, cloneable handle to a started coordinator and its plugin actors.
+//! [`Pipeline`]: a cheap, cloneable handle to a started pipeline: its shards (one coordinator and
+//! one set of plugin actors per arbiter), what was loaded, and the gateway event bus.
+//!
+//! Sessions are sharded: by default one shard per core, shard 0 on the arbiter that called
+//! [`PipelineBuilder::start`], the others on arbiters the pipeline starts (and stops when the last
+//! handle is dropped). A session always maps to the same shard ([`Pipeline::shard_of`]: a hash of
+//! its id modulo the shard count), so its calls stay in order; a caller that runs a session's
+//! work on [`Pipeline::arbiter_for`] that session makes its hook calls without a thread hop.
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::time::Duration;
 
-use actix::{Actor, Addr};
+use actix::dev::SendError;
+use actix::{Actor, Addr, Arbiter, ArbiterHandle};
 use hookline_messages::event::Subscription;
 use hookline_messages::hook::{HookKind, HookSet};
 use hookline_messages::note::Note;
 use hookline_messages::session::SessionId;
 
+use tokio::sync::{oneshot, Semaphore};
+
 use crate::coordinator::{
-    Admitted, AdmittedCalls, Call, ForgetSession, Outcome, PipelineCoordinator, Step, StopPipeline,
-    DEFAULT_MAX_PENDING,
+    Admit, Admitted, AdmittedCalls, ForgetSession, Job, Outcome, PipelineCoordinator, Step,
+    StopPipeline, DEFAULT_MAX_PENDING,
 };
 use crate::error::{PipelineError, StartError};
 use crate::events::{EventBus, EventBusConfig};
@@ -34,6 +45,7 @@ pub struct PipelineBuilder {
     plugins: Vec<PluginRegistration>,
     max_pending: usize,
     events: EventBusConfig,
+    shards: Option<usize>,
 }
 
 impl PipelineBuilder {
@@ -51,7 +63,17 @@ impl PipelineBuilder {
         self
     }
 
-    /// Bounds the calls admitted at once (default [`DEFAULT_MAX_PENDING`]).
+    /// Sets the number of shards (arbiters, each with its own coordinator, plugin actors and share
+    /// of the sessions). Default: the `HOOKLINE_SHARDS` environment variable if set, else one per
+    /// core ([`std::thread::available_parallelism`]); one when the runtime's clock is paused
+    /// (tests), so timeouts follow the paused clock.
+    #[must_use]
+    pub fn shards(mut self, shards: usize) -> Self {
+        self.shards = Some(shards.clamp(1, MAX_SHARDS));
+        self
+    }
+
+    /// Bounds the calls admitted at once, per shard (default [`DEFAULT_MAX_PENDING`]).
     #[must_use]
     pub fn max_pending(mut self, max_pending: usize) -> Self {
         self.max_pending = max_pending.max(1);
@@ -65,11 +87,10 @@ impl PipelineBuilder {
         self
     }
 
-    /// Starts the plugin actors and the coordinator on the current arbiter.
-    ///
-    /// Every actor of one pipeline lives on one arbiter: a hop to another thread costs tens of
-    /// microseconds. To use more cores, start one pipeline per arbiter and give each its own
-    /// sessions.
+    /// Starts the shards: shard 0's plugin actors and coordinator on the current arbiter, each
+    /// other shard's on an arbiter of its own (stopped when the last [`Pipeline`] handle is
+    /// dropped). Every actor of one shard lives on that shard's arbiter: a hop to another thread
+    /// costs tens of microseconds, so a call never leaves its shard.
     ///
     /// # Errors
     /// [`StartError::DuplicateName`] when two plugins share a name.
@@ -83,25 +104,45 @@ impl PipelineBuilder {
                 return Err(StartError::DuplicateName(plugin.name.to_string()));
             }
         }
-        let actors: Vec<(PluginRegistration, Addr<PluginActor>)> = self
+        let count = self.shards.unwrap_or_else(default_shards);
+        // One gate per plugin, shared by its actors on every shard.
+        let gates: Vec<Option<Arc<Semaphore>>> = self
             .plugins
-            .into_iter()
-            .map(|plugin| {
-                let addr = PluginActor::new(&plugin).start();
-                (plugin, addr)
-            })
+            .iter()
+            .map(|p| p.one_at_a_time.then(|| Arc::new(Semaphore::new(1))))
             .collect();
-        let steps = std::array::from_fn(|index| {
-            let kind = HookKind::ALL[index];
-            actors
-                .iter()
-                .filter(|(plugin, _)| plugin.implements().contains(kind))
-                .map(|(plugin, addr)| Step {
-                    name: plugin.name.clone(),
-                    addr: addr.clone(),
+        let mut owned = Vec::new();
+        let mut shards = Vec::with_capacity(count);
+        let mut first = Vec::new();
+        for index in 0..count {
+            let arbiter = if index == 0 {
+                Arbiter::current()
+            } else {
+                let arbiter = Arbiter::new();
+                let handle = arbiter.handle();
+                owned.push(arbiter);
+                handle
+            };
+            let actors = start_plugin_actors(&self.plugins, &gates, &arbiter, index == 0);
+            let steps = steps_of(&self.plugins, &actors);
+            let max_pending = self.max_pending;
+            let coordinator = if index == 0 {
+                PipelineCoordinator::new(steps, max_pending).start()
+            } else {
+                PipelineCoordinator::start_in_arbiter(&arbiter, move |_| {
+                    PipelineCoordinator::new(steps, max_pending)
                 })
-                .collect()
-        });
+            };
+            if index == 0 {
+                first = actors;
+            }
+            shards.push(Shard {
+                coordinator,
+                arbiter,
+            });
+        }
+        let actors: Vec<(PluginRegistration, Addr<PluginActor>)> =
+            self.plugins.into_iter().zip(first).collect();
         let mut load_notes: Vec<Note> = actors
             .iter()
             .filter(|(plugin, _)| plugin.has_raw_hooks())
@@ -110,6 +151,7 @@ impl PipelineBuilder {
             })
             .collect();
         load_notes.extend(crate::events::unknown_subscription_notes(&actors));
+        // The event bus delivers through shard 0's plugin actors (SPEC G1.3 order is global).
         let events = EventBus::start(crate::events::subscribers(&actors), self.events);
         let plugins = actors
             .iter()
@@ -119,9 +161,11 @@ impl PipelineBuilder {
                 subscriptions: plugin.subscriptions.clone(),
             })
             .collect();
-        let coordinator = PipelineCoordinator::new(steps, self.max_pending).start();
         Ok(Pipeline {
-            coordinator,
+            shards: Arc::new(Shards {
+                list: shards.into(),
+                owned,
+            }),
             plugins,
             load_notes: load_notes.into(),
             events,
@@ -129,13 +173,124 @@ impl PipelineBuilder {
     }
 }
 
-/// A started pipeline: the coordinator's address and what was loaded.
+/// The most shards a pipeline runs.
+const MAX_SHARDS: usize = 64;
+
+/// The environment variable that overrides the default shard count (an operator's knob, and an
+/// A/B switch for measurements).
+pub const SHARDS_ENV: &str = "HOOKLINE_SHARDS";
+
+/// `HOOKLINE_SHARDS` if set to a number; else one shard per core; one when the runtime's clock
+/// is paused.
+fn default_shards() -> usize {
+    if let Some(shards) = std::env::var(SHARDS_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+    {
+        return shards.clamp(1, MAX_SHARDS);
+    }
+    if clock_paused() {
+        return 1;
+    }
+    std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(MAX_SHARDS)
+}
+
+/// Whether tokio's clock is paused on this runtime (tests with paused time): a paused clock
+/// does not move while real time passes. Timeouts of calls on other arbiters would run on their
+/// own, unpaused clocks, so such a pipeline keeps every session on the current arbiter.
+fn clock_paused() -> bool {
+    let before = tokio::time::Instant::now();
+    let spin = std::time::Instant::now();
+    while spin.elapsed() < Duration::from_micros(5) {
+        std::hint::spin_loop();
+    }
+    tokio::time::Instant::now() == before
+}
+
+/// Starts one actor per plugin on `arbiter` (on the current one for the first shard).
+fn start_plugin_actors(
+    plugins: &[PluginRegistration],
+    gates: &[Option<Arc<Semaphore>>],
+    arbiter: &ArbiterHandle,
+    current: bool,
+) -> Vec<Addr<PluginActor>> {
+    plugins
+        .iter()
+        .zip(gates)
+        .map(|(plugin, gate)| {
+            let actor = PluginActor::with_gate(plugin, gate.clone());
+            if current {
+                actor.start()
+            } else {
+                PluginActor::start_in_arbiter(arbiter, move |_| actor)
+            }
+        })
+        .collect()
+}
+
+/// For each hook, the actors of the plugins that implement it, in load order.
+fn steps_of(
+    plugins: &[PluginRegistration],
+    actors: &[Addr<PluginActor>],
+) -> [Arc<[Step]>; HookKind::ALL.len()] {
+    std::array::from_fn(|index| {
+        let kind = HookKind::ALL[index];
+        plugins
+            .iter()
+            .zip(actors)
+            .filter(|(plugin, _)| plugin.implements().contains(kind))
+            .map(|(plugin, addr)| Step {
+                // A copy of the name per shard: each shard's threads count references on their own.
+                name: Arc::from(&*plugin.name),
+                addr: addr.clone(),
+            })
+            .collect()
+    })
+}
+
+/// One shard: its coordinator and the arbiter it and its plugin actors run on.
+#[derive(Debug)]
+struct Shard {
+    coordinator: Addr<PipelineCoordinator>,
+    arbiter: ArbiterHandle,
+}
+
+/// The shards, and the arbiters the pipeline started (stopped when the last handle goes).
+#[derive(Debug)]
+struct Shards {
+    list: Box<[Shard]>,
+    owned: Vec<Arbiter>,
+}
+
+impl Drop for Shards {
+    fn drop(&mut self) {
+        for arbiter in &self.owned {
+            // An arbiter that already stopped (system shutdown) is the goal either way.
+            let _ = arbiter.stop();
+        }
+    }
+}
+
+/// The shard of `session` among `count`: FNV-1a of its id, modulo `count`. Stable for the life
+/// of the process (and across processes: it depends on the id's bytes only).
+fn shard_index(session: &SessionId, count: usize) -> usize {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in session.as_str().bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    (hash % count.max(1) as u64) as usize
+}
+
+/// A started pipeline: its shards and what was loaded.
 ///
-/// Cloning is cheap; every clone talks to the same coordinator. An actix program may also hold
-/// [`Pipeline::coordinator`] and send [`Call`] messages itself.
+/// Cloning is cheap; every clone talks to the same shards. An actix program may also hold
+/// [`Pipeline::coordinator_for`] a session and send [`Call`](crate::Call) messages itself.
 #[derive(Clone, Debug)]
 pub struct Pipeline {
-    coordinator: Addr<PipelineCoordinator>,
+    shards: Arc<Shards>,
     plugins: Arc<[LoadedPlugin]>,
     load_notes: Arc<[Note]>,
     events: EventBus,
@@ -148,13 +303,14 @@ impl Pipeline {
             plugins: Vec::new(),
             max_pending: DEFAULT_MAX_PENDING,
             events: EventBusConfig::default(),
+            shards: None,
         }
     }
 
     /// Runs hook `H` on `value` for `session`, for hooks whose rule needs no context.
     ///
     /// # Errors
-    /// [`PipelineError`] when the coordinator is stopped or overloaded. Failing plugins are not
+    /// [`PipelineError`] when the pipeline is stopped or overloaded. Failing plugins are not
     /// errors: they are skipped, and their notes are in the [`Outcome`].
     pub async fn call<H>(
         &self,
@@ -169,6 +325,9 @@ impl Pipeline {
 
     /// Runs hook `H` on `value` for `session`, with the facts its rule needs.
     ///
+    /// The call goes to the session's shard with one message that carries its own reply channel;
+    /// when the shard's mailbox is full the caller waits for room (back-pressure, bounded).
+    ///
     /// # Errors
     /// As [`Pipeline::call`].
     pub async fn call_with<H: Dispatch>(
@@ -177,15 +336,49 @@ impl Pipeline {
         context: H::Context,
         value: H::Value,
     ) -> Result<Outcome<H::Value>, PipelineError> {
-        let call = Call::<H> {
-            session: session.clone(),
-            context,
-            value,
-        };
-        self.coordinator
-            .send(call)
-            .await
-            .unwrap_or(Err(PipelineError::Stopped))
+        let coordinator = self.coordinator_for(session);
+        let (reply, answer) = oneshot::channel();
+        let admit = Admit(Job::<H>::new(session.clone(), context, value, reply));
+        match coordinator.try_send(admit) {
+            Ok(()) => {}
+            Err(SendError::Full(admit)) => {
+                if coordinator.send(admit).await.is_err() {
+                    return Err(PipelineError::Stopped);
+                }
+            }
+            Err(SendError::Closed(_)) => return Err(PipelineError::Stopped),
+        }
+        answer.await.unwrap_or(Err(PipelineError::Stopped))
+    }
+
+    /// How many shards the pipeline runs (arbiters, each with its own coordinator and plugin
+    /// actors).
+    pub fn shards(&self) -> usize {
+        self.shards.list.len()
+    }
+
+    /// The shard `session` maps to: FNV-1a of the session id's bytes modulo [`Pipeline::shards`].
+    /// Every call of a session goes to this shard.
+    pub fn shard_of(&self, session: &SessionId) -> usize {
+        shard_index(session, self.shards())
+    }
+
+    /// The arbiter of `session`'s shard. Work spawned there (a session's turn) makes its hook
+    /// calls without a thread hop; work elsewhere still works, with one hop each way.
+    pub fn arbiter_for(&self, session: &SessionId) -> ArbiterHandle {
+        self.shards.list[self.shard_of(session)].arbiter.clone()
+    }
+
+    /// The arbiter of shard `index` (`None` beyond [`Pipeline::shards`]).
+    pub fn shard_arbiter(&self, index: usize) -> Option<ArbiterHandle> {
+        self.shards.list.get(index).map(|s| s.arbiter.clone())
+    }
+
+    /// The coordinator of `session`'s shard, for actix programs that send
+    /// [`Call`](crate::Call) themselves (send a session's calls only to its own shard's
+    /// coordinator: per-session order is kept per shard).
+    pub fn coordinator_for(&self, session: &SessionId) -> &Addr<PipelineCoordinator> {
+        &self.shards.list[self.shard_of(session)].coordinator
     }
 
     /// Drops what the coordinator keeps for `session` once its calls finish.
@@ -193,32 +386,42 @@ impl Pipeline {
     /// # Errors
     /// [`PipelineError::Stopped`] when the coordinator is gone.
     pub async fn forget_session(&self, session: &SessionId) -> Result<(), PipelineError> {
-        self.coordinator
+        self.coordinator_for(session)
             .send(ForgetSession(session.clone()))
             .await
             .map_err(|_| PipelineError::Stopped)
     }
 
-    /// How many calls the coordinator has admitted now, and its `max_pending` bound.
+    /// How many calls the shards have admitted now, and their `max_pending` bounds, summed.
     ///
     /// # Errors
-    /// [`PipelineError::Stopped`] when the coordinator is gone.
+    /// [`PipelineError::Stopped`] when a coordinator is gone.
     pub async fn admitted(&self) -> Result<Admitted, PipelineError> {
-        self.coordinator
-            .send(AdmittedCalls)
-            .await
-            .map_err(|_| PipelineError::Stopped)
+        let mut sum = Admitted { calls: 0, bound: 0 };
+        for shard in self.shards.list.iter() {
+            let one = shard
+                .coordinator
+                .send(AdmittedCalls)
+                .await
+                .map_err(|_| PipelineError::Stopped)?;
+            sum.calls += one.calls;
+            sum.bound += one.bound;
+        }
+        Ok(sum)
     }
 
-    /// Stops the coordinator; later calls fail with [`PipelineError::Stopped`].
+    /// Stops every shard's coordinator; later calls fail with [`PipelineError::Stopped`].
     pub async fn stop(&self) {
-        // Already stopped is the goal either way.
-        let _ = self.coordinator.send(StopPipeline).await;
+        for shard in self.shards.list.iter() {
+            // Already stopped is the goal either way.
+            let _ = shard.coordinator.send(StopPipeline).await;
+        }
     }
 
-    /// The coordinator's address, for actix programs that send [`Call`] themselves.
+    /// Shard 0's coordinator. Prefer [`Pipeline::coordinator_for`]: a session's calls must all go
+    /// to its own shard.
     pub fn coordinator(&self) -> &Addr<PipelineCoordinator> {
-        &self.coordinator
+        &self.shards.list[0].coordinator
     }
 
     /// The loaded plugins, in load order.

@@ -4,36 +4,10 @@ use std::any::Any;
 use std::marker::PhantomData;
 
 use actix::Message;
-use hookline_messages::hook::{HookContext, HookKind};
-use hookline_messages::session::SessionId;
+use hookline_messages::hook::HookKind;
 
-use super::{Call, ReplyTo};
+use super::Job;
 use crate::plugin::Dispatch;
-
-/// A call admitted into a batch, with where its outcome goes.
-pub(crate) struct Pending<H: Dispatch> {
-    pub(crate) cx: HookContext,
-    pub(crate) context: H::Context,
-    pub(crate) value: H::Value,
-    pub(crate) reply: ReplyTo<H>,
-}
-
-impl<H: Dispatch> Pending<H> {
-    pub(crate) fn new(call: Call<H>, reply: ReplyTo<H>) -> Self {
-        Self {
-            cx: HookContext {
-                session_id: call.session,
-            },
-            context: call.context,
-            value: call.value,
-            reply,
-        }
-    }
-
-    pub(crate) fn session(&self) -> &SessionId {
-        &self.cx.session_id
-    }
-}
 
 /// Tells the coordinator to send hook `H`'s open batch. Sent with `notify`, so it is handled
 /// after the messages already in the mailbox: that is what lets a batch fill.
@@ -49,8 +23,9 @@ impl<H: 'static> Message for Flush<H> {
     type Result = ();
 }
 
-/// One open batch per hook. Each holds a `Vec<Pending<H>>` for its own `H`, behind `Any`
-/// because the hooks' value types differ.
+/// One open batch per hook. Each holds a `Vec<Job<H>>` for its own `H`, behind `Any` because
+/// the hooks' value types differ; the slot of hook `H` only ever holds `Vec<Job<H>>` (it is
+/// indexed by `H::KIND`), so the downcast cannot fail.
 #[derive(Default)]
 pub(crate) struct Batches {
     open: [Option<Box<dyn Any>>; HookKind::ALL.len()],
@@ -58,18 +33,25 @@ pub(crate) struct Batches {
 }
 
 impl Batches {
-    /// Adds `call` to its hook's batch. Returns the batch when it reached `max`.
+    fn batch<H: Dispatch>(&mut self) -> Option<&mut Vec<Job<H>>> {
+        self.open[H::KIND as usize]
+            .get_or_insert_with(|| Box::new(Vec::<Job<H>>::new()))
+            .downcast_mut::<Vec<Job<H>>>()
+    }
+
+    /// Adds `job` to its hook's batch. Returns the batch when it reached `max`; hands `job` back
+    /// if the slot held another type (it cannot: the slot is indexed by `H::KIND`).
+    #[allow(clippy::result_large_err)] // the job is handed back, as a failed send does
     pub(crate) fn push<H: Dispatch>(
         &mut self,
-        call: Pending<H>,
+        job: Job<H>,
         max: usize,
-    ) -> Option<Vec<Pending<H>>> {
-        let slot = &mut self.open[H::KIND as usize];
-        let batch = slot
-            .get_or_insert_with(|| Box::new(Vec::<Pending<H>>::new()))
-            .downcast_mut::<Vec<Pending<H>>>()?;
-        batch.push(call);
-        (batch.len() >= max).then(|| std::mem::take(batch))
+    ) -> Result<Option<Vec<Job<H>>>, Job<H>> {
+        let Some(batch) = self.batch::<H>() else {
+            return Err(job);
+        };
+        batch.push(job);
+        Ok((batch.len() >= max).then(|| take_keeping_capacity(batch)))
     }
 
     /// Marks `kind`'s batch as due to flush; false when a flush is already on its way.
@@ -78,11 +60,16 @@ impl Batches {
     }
 
     /// Takes `H`'s open batch, if it holds any call.
-    pub(crate) fn take<H: Dispatch>(&mut self) -> Option<Vec<Pending<H>>> {
+    pub(crate) fn take<H: Dispatch>(&mut self) -> Option<Vec<Job<H>>> {
         self.scheduled[H::KIND as usize] = false;
-        let batch = self.open[H::KIND as usize]
-            .as_mut()?
-            .downcast_mut::<Vec<Pending<H>>>()?;
-        (!batch.is_empty()).then(|| std::mem::take(batch))
+        let batch = self.batch::<H>()?;
+        (!batch.is_empty()).then(|| take_keeping_capacity(batch))
     }
+}
+
+/// Takes the batch's calls, leaving room for as many: under steady load the next batch fills
+/// without growing its `Vec` step by step.
+fn take_keeping_capacity<T>(batch: &mut Vec<T>) -> Vec<T> {
+    let room = Vec::with_capacity(batch.len());
+    std::mem::replace(batch, room)
 }

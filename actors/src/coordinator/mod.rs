@@ -1,9 +1,11 @@
-//! The pipeline coordinator: runs each hook call through the plugin actors that implement the
-//! hook, in load order, each seeing the previous accepted value (SPEC P1.1, P1.2, R0.3).
+//! The pipeline coordinator: admits each hook call, keeps each session's calls in order, and
+//! sends the calls through the plugin actors that implement the hook, in load order, each seeing
+//! the previous accepted value (SPEC P1.1, P1.2, R0.3).
 //!
 //! Calls are carried in batches: the calls of one hook that arrive while the coordinator drains
-//! its mailbox go through the plugins together, one message per plugin per batch. Under load a
-//! batch holds many sessions' calls; alone, a call is a batch of one.
+//! its mailbox go through the plugins together, one message per plugin per batch, relayed from
+//! plugin actor to plugin actor. Under load a batch holds many sessions' calls; alone, a call is a
+//! batch of one. One [`Job`] is the call from admission to answer.
 //!
 //! Ordering and concurrency (written down in `docs/runtime-semantics.md`):
 //! - the calls of one session run one after another, in the order the coordinator received them;
@@ -12,29 +14,32 @@
 //!   fails at once with [`PipelineError::Overloaded`] instead of growing a queue without bound.
 
 mod batch;
-mod chain;
+mod job;
 mod session;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use actix::{Actor, ActorContext, Addr, AsyncContext, Context, Handler, Message, ResponseFuture};
-use hookline_messages::hook::{Hook, HookKind};
+use hookline_messages::hook::HookKind;
 use hookline_messages::note::Note;
 use hookline_messages::session::SessionId;
 use tokio::sync::oneshot;
-use tracing::Instrument;
 
 use crate::error::PipelineError;
+use crate::plugin::actor::forward;
 use crate::plugin::{Dispatch, PluginActor};
-use batch::{Batches, Flush, Pending};
+use batch::{Batches, Flush};
+pub(crate) use job::Job;
 use session::SessionState;
 
 /// How many messages may wait in the coordinator's mailbox.
 pub(crate) const COORDINATOR_MAILBOX_CAPACITY: usize = 4096;
 
-/// The default bound on calls admitted at once (running or queued behind their session).
-pub const DEFAULT_MAX_PENDING: usize = 100_000;
+/// The default bound on calls admitted at once per shard (running or queued behind their
+/// session). Low enough that a backlog is shed early with [`PipelineError::Overloaded`] instead
+/// of slowing every call; high enough for thousands of sessions in flight.
+pub const DEFAULT_MAX_PENDING: usize = 16_384;
 
 /// The most calls one batch carries through the plugins.
 pub(crate) const MAX_BATCH: usize = 512;
@@ -46,11 +51,21 @@ pub(crate) struct Step {
     pub(crate) addr: Addr<PluginActor>,
 }
 
-/// The actor that sends each hook call through the plugin actors in load order.
+/// One hook's way through the plugins: the actors that implement it in load order, their names
+/// (indexed like the steps), and the coordinator that is told when a batch is through.
+pub(crate) struct Route {
+    pub(crate) steps: Arc<[Step]>,
+    pub(crate) names: Arc<[Arc<str>]>,
+    pub(crate) coordinator: Addr<PipelineCoordinator>,
+}
+
+/// The actor that admits hook calls and sends them through the plugin actors in load order.
 pub struct PipelineCoordinator {
     /// For each hook, the plugins that implement it, in load order. Plugins that do not
     /// implement a hook are not in its list, so they cost nothing.
     steps: [Arc<[Step]>; HookKind::ALL.len()],
+    /// The routes, built once the coordinator knows its own address.
+    routes: Vec<Arc<Route>>,
     sessions: HashMap<SessionId, SessionState>,
     batches: Batches,
     pending: usize,
@@ -62,6 +77,7 @@ impl PipelineCoordinator {
     pub(crate) fn new(steps: [Arc<[Step]>; HookKind::ALL.len()], max_pending: usize) -> Self {
         Self {
             steps,
+            routes: Vec::new(),
             sessions: HashMap::new(),
             batches: Batches::default(),
             pending: 0,
@@ -69,42 +85,57 @@ impl PipelineCoordinator {
         }
     }
 
-    /// Adds a call whose session is free to the hook's open batch; the batch leaves when the
-    /// coordinator has drained its mailbox (or when it is full).
-    fn enqueue<H: Dispatch>(&mut self, call: Pending<H>, ctx: &mut Context<Self>) {
-        if let Some(full) = self.batches.push(call, MAX_BATCH) {
-            self.launch(full, ctx);
-        } else if self.batches.schedule(H::KIND) {
-            ctx.notify(Flush::<H>::new());
+    /// Admits `job`: refused when `max_pending` calls are admitted already; queued behind its
+    /// session's running call; otherwise into its hook's open batch.
+    fn admit<H: Dispatch>(&mut self, job: Job<H>, ctx: &mut Context<Self>) {
+        if self.pending >= self.max_pending {
+            let _ = job.reply.send(Err(PipelineError::Overloaded));
+            return;
+        }
+        self.pending += 1;
+        let state = self.sessions.entry(job.session().clone()).or_default();
+        if state.running {
+            state
+                .queue
+                .push_back(Box::new(move |this, ctx| this.enqueue(job, ctx)));
+        } else {
+            state.running = true;
+            self.enqueue(job, ctx);
         }
     }
 
-    /// Sends a batch through the plugins as one task on this arbiter.
-    fn launch<H: Dispatch>(&mut self, calls: Vec<Pending<H>>, ctx: &mut Context<Self>) {
-        let steps = self.steps[H::KIND as usize].clone();
-        let span = tracing::debug_span!("hook", hook = H::KIND.wire_name(), calls = calls.len());
-        let slots = calls.into_iter().map(chain::Slot::new).collect();
-        actix_rt::spawn(chain::run_from::<H>(steps, 0, slots, ctx.address()).instrument(span));
+    /// Adds a call whose session is free to the hook's open batch; the batch leaves when the
+    /// coordinator has drained its mailbox (or when it is full).
+    fn enqueue<H: Dispatch>(&mut self, job: Job<H>, ctx: &mut Context<Self>) {
+        match self.batches.push(job, MAX_BATCH) {
+            Ok(Some(full)) => self.launch(full),
+            Ok(None) => {
+                if self.batches.schedule(H::KIND) {
+                    ctx.notify(Flush::<H>::new());
+                }
+            }
+            Err(job) => self.launch(vec![job]),
+        }
     }
 
-    /// Answers one finished call and starts its session's next call, if any.
-    fn complete<H: Dispatch>(&mut self, done: chain::Done<H>, ctx: &mut Context<Self>) {
+    /// Sends a batch to the first plugin that implements its hook; the plugins relay it on.
+    fn launch<H: Dispatch>(&mut self, jobs: Vec<Job<H>>) {
+        metrics::counter!("hookline_hook_calls_total", "hook" => H::KIND.wire_name())
+            .increment(jobs.len() as u64);
+        let route = self.routes[H::KIND as usize].clone();
+        forward(jobs, route, 0);
+    }
+
+    /// Marks one of `session`'s calls finished and starts its next call, if any.
+    fn release(&mut self, session: &SessionId, ctx: &mut Context<Self>) {
         self.pending -= 1;
-        let Some(state) = self.sessions.get_mut(&done.session) else {
+        let Some(state) = self.sessions.get_mut(session) else {
             return;
         };
-        let notes = state.first_seen(done.notes);
-        // The caller may have stopped waiting; the call still counted, so a closed channel is fine.
-        let _ = done.reply.send(Ok(Outcome {
-            value: done.value,
-            notes,
-            changed_by: done.changed_by,
-            failed: done.failed,
-        }));
         if let Some(next) = state.queue.pop_front() {
             next(self, ctx);
         } else if state.forget {
-            self.sessions.remove(&done.session);
+            self.sessions.remove(session);
         } else {
             state.running = false;
         }
@@ -116,10 +147,41 @@ impl Actor for PipelineCoordinator {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(COORDINATOR_MAILBOX_CAPACITY);
+        let coordinator = ctx.address();
+        self.routes = self
+            .steps
+            .iter()
+            .map(|steps| {
+                Arc::new(Route {
+                    steps: steps.clone(),
+                    names: steps.iter().map(|s| s.name.clone()).collect(),
+                    coordinator: coordinator.clone(),
+                })
+            })
+            .collect();
     }
 }
 
-/// One hook call for one session.
+/// Admits one call whose answer goes to the oneshot it carries: what [`Pipeline::call`]
+/// sends (with `try_send`, so admission costs no reply channel of actix's).
+///
+/// [`Pipeline::call`]: crate::Pipeline::call
+pub(crate) struct Admit<H: Dispatch>(pub(crate) Job<H>);
+
+impl<H: Dispatch> Message for Admit<H> {
+    type Result = ();
+}
+
+impl<H: Dispatch> Handler<Admit<H>> for PipelineCoordinator {
+    type Result = ();
+
+    fn handle(&mut self, Admit(job): Admit<H>, ctx: &mut Self::Context) {
+        self.admit(job, ctx);
+    }
+}
+
+/// One hook call for one session, for actix programs that `send` it to a coordinator
+/// themselves (see [`Pipeline::coordinator_for`](crate::Pipeline::coordinator_for)).
 ///
 /// `context` carries the facts the hook's rule needs (for most hooks `()`; the session's images
 /// for `rebuild_model`; the turn's image support for `on_tool_result`).
@@ -134,6 +196,19 @@ pub struct Call<H: Dispatch> {
 
 impl<H: Dispatch> Message for Call<H> {
     type Result = Result<Outcome<H::Value>, PipelineError>;
+}
+
+impl<H: Dispatch> Handler<Call<H>> for PipelineCoordinator {
+    type Result = ResponseFuture<Result<Outcome<H::Value>, PipelineError>>;
+
+    fn handle(&mut self, call: Call<H>, ctx: &mut Self::Context) -> Self::Result {
+        let (reply, answer) = oneshot::channel();
+        self.admit(
+            Job::<H>::new(call.session, call.context, call.value, reply),
+            ctx,
+        );
+        Box::pin(async move { answer.await.unwrap_or(Err(PipelineError::Stopped)) })
+    }
 }
 
 /// What a hook call produced: the final value, the notes new to this session, and which plugins
@@ -153,46 +228,22 @@ pub struct Outcome<T> {
     pub failed: Vec<Arc<str>>,
 }
 
-/// Where a call's outcome goes.
-pub(crate) type ReplyTo<H> = oneshot::Sender<Result<Outcome<<H as Hook>::Value>, PipelineError>>;
-
-impl<H: Dispatch> Handler<Call<H>> for PipelineCoordinator {
-    type Result = ResponseFuture<Result<Outcome<H::Value>, PipelineError>>;
-
-    fn handle(&mut self, call: Call<H>, ctx: &mut Self::Context) -> Self::Result {
-        if self.pending >= self.max_pending {
-            return Box::pin(async { Err(PipelineError::Overloaded) });
-        }
-        self.pending += 1;
-        metrics::counter!("hookline_hook_calls_total", "hook" => H::KIND.wire_name()).increment(1);
-        let (reply, rx) = oneshot::channel();
-        let pending = Pending::<H>::new(call, reply);
-        let state = self.sessions.entry(pending.session().clone()).or_default();
-        if state.running {
-            state
-                .queue
-                .push_back(Box::new(move |this, ctx| this.enqueue(pending, ctx)));
-        } else {
-            state.running = true;
-            self.enqueue(pending, ctx);
-        }
-        Box::pin(async move { rx.await.unwrap_or(Err(PipelineError::Stopped)) })
-    }
-}
-
 impl<H: Dispatch> Handler<Flush<H>> for PipelineCoordinator {
     type Result = ();
 
-    fn handle(&mut self, _: Flush<H>, ctx: &mut Self::Context) {
-        if let Some(calls) = self.batches.take::<H>() {
-            self.launch(calls, ctx);
+    fn handle(&mut self, _: Flush<H>, _: &mut Self::Context) {
+        if let Some(jobs) = self.batches.take::<H>() {
+            self.launch(jobs);
         }
     }
 }
 
-/// A batch's (or a part of a batch's) report back to the coordinator.
+/// A batch's report from the last plugin: the sessions whose calls it answered, and the calls
+/// with notes, which the coordinator answers (it keeps each session's seen notes).
 pub(crate) struct Completed<H: Dispatch> {
-    pub(crate) done: Vec<chain::Done<H>>,
+    pub(crate) done: Vec<SessionId>,
+    pub(crate) noted: Vec<Job<H>>,
+    pub(crate) route: Arc<Route>,
 }
 
 impl<H: Dispatch> Message for Completed<H> {
@@ -203,8 +254,18 @@ impl<H: Dispatch> Handler<Completed<H>> for PipelineCoordinator {
     type Result = ();
 
     fn handle(&mut self, completed: Completed<H>, ctx: &mut Self::Context) {
-        for done in completed.done {
-            self.complete(done, ctx);
+        for session in &completed.done {
+            self.release(session, ctx);
+        }
+        for mut job in completed.noted {
+            let notes = std::mem::take(&mut job.notes);
+            let notes = match self.sessions.get_mut(job.session()) {
+                Some(state) => state.first_seen(notes),
+                None => notes,
+            };
+            let session = job.session().clone();
+            job.answer(notes, &completed.route.names);
+            self.release(&session, ctx);
         }
     }
 }

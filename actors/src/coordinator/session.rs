@@ -8,7 +8,8 @@ use hookline_messages::note::Note;
 
 use super::PipelineCoordinator;
 
-/// A call waiting for its session's previous call to finish.
+/// A call waiting for its session's previous call to finish (only a busy session's later calls
+/// wait here; a free session's call goes straight into its hook's batch).
 pub(crate) type Queued =
     Box<dyn FnOnce(&mut PipelineCoordinator, &mut Context<PipelineCoordinator>)>;
 

@@ -12,8 +12,8 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use super::EventReply;
-use crate::plugin::actor::{finish, guarded, poll_once, Polled};
-use crate::plugin::{HookError, PluginActor};
+use crate::plugin::guard::{guarded, poll_once};
+use crate::plugin::{Answer, HookError, PluginActor};
 
 /// Asks a plugin actor to run its event handler on `event`.
 pub struct InvokeEvent {
@@ -49,8 +49,8 @@ impl Handler<InvokeEvent> for PluginActor {
 
     fn handle(&mut self, msg: InvokeEvent, _: &mut Self::Context) -> Self::Result {
         match self.call_event(msg.event) {
-            Called::Now(call) => Response::reply(call),
-            Called::Later(call) => Response::fut(call),
+            Answer::Now(call) => Response::reply(call),
+            Answer::Later(call) => Response::fut(call),
         }
     }
 }
@@ -69,39 +69,28 @@ impl Handler<InvokeEvents> for PluginActor {
     type Result = Response<Vec<EventCall>>;
 
     fn handle(&mut self, msg: InvokeEvents, _: &mut Self::Context) -> Self::Result {
-        let calls: Vec<Called> = msg
+        let calls: Vec<Answer<EventCall>> = msg
             .events
             .into_iter()
             .map(|event| self.call_event(event))
             .collect();
-        if calls.iter().all(|c| matches!(c, Called::Now(_))) {
-            return Response::reply(calls.into_iter().filter_map(Called::now).collect());
+        if calls.iter().all(|c| matches!(c, Answer::Now(_))) {
+            return Response::reply(calls.into_iter().filter_map(now).collect());
         }
         Response::fut(async move {
             let mut answers = Vec::with_capacity(calls.len());
             for call in calls {
-                answers.push(match call {
-                    Called::Now(call) => call,
-                    Called::Later(call) => call.await,
-                });
+                answers.push(call.get().await);
             }
             answers
         })
     }
 }
 
-/// A handler call answered inline, or the future that answers it.
-enum Called {
-    Now(EventCall),
-    Later(BoxFuture<'static, EventCall>),
-}
-
-impl Called {
-    fn now(self) -> Option<EventCall> {
-        match self {
-            Self::Now(call) => Some(call),
-            Self::Later(_) => None,
-        }
+fn now(answer: Answer<EventCall>) -> Option<EventCall> {
+    match answer {
+        Answer::Now(call) => Some(call),
+        Answer::Later(_) => None,
     }
 }
 
@@ -109,29 +98,21 @@ impl PluginActor {
     /// Polls the handler once, inline, like a hook call: most handlers answer there, with no task
     /// and no timer. One that is still pending finishes under its timeout (or, for shutdown and
     /// pre-restart, outlives it: SPEC G2.2).
-    fn call_event(&self, event: Arc<Event>) -> Called {
+    fn call_event(&self, event: Arc<Event>) -> Answer<EventCall> {
         let Some(handler) = self.events.clone() else {
-            return Called::Now(EventCall::unavailable());
+            return Answer::Now(EventCall::unavailable());
         };
         let limit = self.event_timeout;
         let gate = self.gate();
         if event.key().outlives_timeout() {
             let call = async move { handler.on_event(&event).await };
-            return Called::Later(Box::pin(wait_without_cancelling(call, limit, gate)));
+            return Answer::Later(Box::pin(wait_without_cancelling(call, limit, gate)));
         }
         let call: BoxFuture<'static, _> = Box::pin(async move { handler.on_event(&event).await });
-        match poll_once(call, gate.as_ref()) {
-            Polled::Ready(result) => Called::Now(EventCall {
-                result,
-                still_running: None,
-            }),
-            Polled::Pending(call, permit) => Called::Later(Box::pin(async move {
-                EventCall {
-                    result: finish(call, permit, gate, limit).await,
-                    still_running: None,
-                }
-            })),
-        }
+        poll_once(call, gate.as_ref(), limit).map(|result| EventCall {
+            result,
+            still_running: None,
+        })
     }
 }
 

@@ -1,43 +1,45 @@
-//! The actor each plugin runs as. It owns the plugin's code, its timeouts and its latency
-//! histograms, and runs hook calls under a timeout and a panic guard, so a failing plugin becomes
-//! a skipped hook, never a dead actor (SPEC P1.4).
+//! The actor each plugin runs as. It owns the plugin's registered hooks, its timeouts and its
+//! latency histograms, and runs hook calls under a panic guard (and, for calls that await, a
+//! timeout), so a failing plugin becomes a skipped hook, never a dead actor (SPEC P1.4).
 //!
-//! Calls arrive in batches ([`Invoke`] carries many sessions' calls): one message per plugin per
-//! batch instead of one per call. Each call's future is polled once inline; most in-process hooks
-//! finish there, with no task and no timer. A call that is still pending continues as its own task
-//! under its timeout and is answered with that task, so the finished calls of the batch move on
-//! at once: a plugin that awaits for one session does not hold up another session's calls.
+//! Calls arrive in batches ([`Relay`] carries many sessions' calls) and leave the same way: each
+//! plugin actor runs its hook on every call of the batch, checks each reply against the hook's
+//! rule where the reply is made, and hands the batch straight to the next plugin actor in load
+//! order (a relay; the last one answers the callers). A synchronous hook runs inline: no future,
+//! no box, no task, no timer, no copy of the value. An async hook's future is polled once inline;
+//! a call still pending leaves the batch, finishes as its own task under its timeout, and goes
+//! on alone from the next plugin, so the rest of the batch moves on at once.
 
-use std::marker::PhantomData;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
-use std::task::{Context as TaskContext, Poll};
 use std::time::{Duration, Instant};
 
-use actix::{Actor, Context, Handler, Message, MessageResult};
+use actix::dev::SendError;
+use actix::{Actor, Context, Handler, Message};
 use futures::future::BoxFuture;
-use futures::FutureExt;
 use hookline_messages::hook::{HookContext, HookKind};
 use hookline_messages::note::SkipReason;
 use metrics::Histogram;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use tokio::task::JoinHandle;
+use tokio::sync::Semaphore;
+use tracing::Instrument;
 
-use super::dispatch::{Dispatch, Target};
-use super::{HookError, HookResult, PluginRegistration, Reply, Timeouts};
+use super::dispatch::{Dispatch, HookFn, HookTable};
+use super::guard::{finish, poll_once, run_now, Answer};
+use super::{HookError, PluginRegistration, Reply, Timeouts};
+use crate::coordinator::{Completed, Job, Route};
 use crate::events::EventHandler;
 
-/// How many batches may wait in one plugin actor's mailbox. Its handler polls each call once and
-/// returns, so the mailbox drains as fast as batches arrive; admission is bounded upstream.
+/// How many batches may wait in one plugin actor's mailbox. Its handler runs each call once and
+/// returns, so the mailbox drains as fast as batches arrive; admission is bounded upstream
+/// (`max_pending`), which also bounds the batches in flight.
 pub(crate) const PLUGIN_MAILBOX_CAPACITY: usize = 1024;
 
 /// What one plugin call produced: the plugin's reply, or why the call is skipped.
 pub type CallResult<T> = Result<Reply<T>, SkipReason>;
 
-/// One loaded plugin, as an actor.
+/// One loaded plugin, as an actor (one per plugin per shard).
 pub struct PluginActor {
     name: Arc<str>,
-    target: Target,
+    table: HookTable,
     timeouts: Timeouts,
     one_at_a_time: Option<Arc<Semaphore>>,
     latency: Arc<[Histogram]>,
@@ -53,6 +55,18 @@ impl PluginActor {
     /// An actor for `registration`. Start it with [`Actor::start`] on the arbiter of the
     /// coordinator that will call it: a hop to another thread costs tens of microseconds.
     pub fn new(registration: &PluginRegistration) -> Self {
+        let gate = registration
+            .one_at_a_time
+            .then(|| Arc::new(Semaphore::new(1)));
+        Self::with_gate(registration, gate)
+    }
+
+    /// An actor sharing `gate` with the plugin's actors on other shards: a plugin that takes one
+    /// call at a time does so across every shard.
+    pub(crate) fn with_gate(
+        registration: &PluginRegistration,
+        gate: Option<Arc<Semaphore>>,
+    ) -> Self {
         let name = registration.name.clone();
         let latency = HookKind::ALL
             .iter()
@@ -66,14 +80,9 @@ impl PluginActor {
             .collect();
         Self {
             name,
-            target: Target {
-                hooks: registration.hooks.clone(),
-                raw_hooks: registration.raw_hooks.clone(),
-            },
+            table: registration.table.clone(),
             timeouts: registration.timeouts,
-            one_at_a_time: registration
-                .one_at_a_time
-                .then(|| Arc::new(Semaphore::new(1))),
+            one_at_a_time: gate,
             latency,
             batches: 0,
             events: registration.events.clone(),
@@ -90,6 +99,58 @@ impl PluginActor {
     pub(crate) fn gate(&self) -> Option<Arc<Semaphore>> {
         self.one_at_a_time.clone()
     }
+
+    /// Runs one call of `hook`: inline for a synchronous hook (unless a one-at-a-time plugin is
+    /// busy elsewhere), polled once inline for an async one.
+    fn call<H: Dispatch>(
+        &self,
+        hook: &HookFn<H>,
+        cx: &HookContext,
+        value: &H::Value,
+    ) -> Answer<CallResult<H::Value>> {
+        let limit = self.timeouts.get(H::KIND);
+        match hook {
+            HookFn::Sync(f) => match &self.one_at_a_time {
+                None => Answer::Now(run_now(|| f(cx, value))),
+                Some(gate) => match gate.clone().try_acquire_owned() {
+                    Ok(_permit) => Answer::Now(run_now(|| f(cx, value))),
+                    Err(_busy) => {
+                        let (f, cx, value) = (f.clone(), cx.clone(), value.clone());
+                        let call = async move { f(&cx, &value) };
+                        Answer::Later(Box::pin(finish(call, None, Some(gate.clone()), limit)))
+                    }
+                },
+            },
+            // An async hook owns its value: the one copy the slow path makes.
+            HookFn::Async(f) => poll_once(
+                f(cx.clone(), value.clone()),
+                self.one_at_a_time.as_ref(),
+                limit,
+            ),
+        }
+    }
+
+    /// Finishes a call that awaits as its own task, then sends it on alone from the next plugin.
+    fn resume<H: Dispatch>(
+        &self,
+        mut job: Job<H>,
+        later: BoxFuture<'static, CallResult<H::Value>>,
+        route: Arc<Route>,
+        at: usize,
+    ) {
+        let latency = self.latency[H::KIND as usize].clone();
+        let span = job.span.clone();
+        actix_rt::spawn(
+            async move {
+                let started = Instant::now();
+                let result = later.await;
+                latency.record(started.elapsed());
+                job.absorb(at, &route.names[at], result);
+                forward(vec![job], route, at + 1);
+            }
+            .instrument(span),
+        );
+    }
 }
 
 impl Actor for PluginActor {
@@ -100,79 +161,116 @@ impl Actor for PluginActor {
     }
 }
 
-/// Asks a plugin actor to run hook `H` on a batch of values, one per call (usually one per
-/// session). The reply has one [`Invoked`] per call, in the same order.
+/// Carries a batch of hook `H` calls (usually one per session) to the plugin at step `at` of the
+/// hook's route; that plugin hands it on to the next.
 ///
-/// Rules are not checked here; the coordinator checks them.
-pub struct Invoke<H: Dispatch> {
-    /// The calls: each one's context and the value its hook sees.
-    pub calls: Vec<(HookContext, H::Value)>,
-    _hook: PhantomData<fn() -> H>,
+/// The value of each call moves with it: plugins see it by reference and a replacement that the
+/// hook's rule admits takes its place.
+pub(crate) struct Relay<H: Dispatch> {
+    pub(crate) jobs: Vec<Job<H>>,
+    pub(crate) route: Arc<Route>,
+    pub(crate) at: usize,
 }
 
-impl<H: Dispatch> Invoke<H> {
-    /// A request to run `H` on each of `calls`.
-    pub fn new(calls: Vec<(HookContext, H::Value)>) -> Self {
-        Self {
-            calls,
-            _hook: PhantomData,
+impl<H: Dispatch> Message for Relay<H> {
+    type Result = ();
+}
+
+impl<H: Dispatch> Handler<Relay<H>> for PluginActor {
+    type Result = ();
+
+    fn handle(&mut self, relay: Relay<H>, _: &mut Self::Context) {
+        let Relay {
+            mut jobs,
+            route,
+            at,
+        } = relay;
+        // Inline calls are timed in one batch of every `LATENCY_SAMPLE_EVERY`: two clock reads
+        // per batch were a measurable share of a single call. Calls that await are always timed.
+        let sampled = self.batches % LATENCY_SAMPLE_EVERY == 0;
+        self.batches = self.batches.wrapping_add(1);
+        let started = sampled.then(Instant::now);
+        let name = &route.names[at];
+        let Some(hook) = H::slot(&self.table) else {
+            for job in &mut jobs {
+                let reason = HookError::msg("it does not implement this hook.").into_skip_reason();
+                job.absorb(at, name, Err(reason));
+            }
+            return forward(jobs, route, at + 1);
+        };
+        let mut index = 0;
+        while index < jobs.len() {
+            let job = &mut jobs[index];
+            match self.call(hook, &job.cx, &job.value) {
+                Answer::Now(result) => {
+                    job.absorb(at, name, result);
+                    index += 1;
+                }
+                Answer::Later(later) => {
+                    let job = jobs.remove(index);
+                    self.resume(job, later, route.clone(), at);
+                }
+            }
+        }
+        if let Some(started) = started {
+            record_share(
+                &self.latency[H::KIND as usize],
+                started.elapsed(),
+                jobs.len(),
+            );
+        }
+        forward(jobs, route, at + 1);
+    }
+}
+
+/// Hands `jobs` to the plugin at step `next` of their route, or finishes them after the last.
+/// A plugin actor that has stopped is skipped for each call with a note, like a failing plugin.
+pub(crate) fn forward<H: Dispatch>(jobs: Vec<Job<H>>, route: Arc<Route>, next: usize) {
+    if jobs.is_empty() {
+        return;
+    }
+    let Some(step) = route.steps.get(next) else {
+        return finish_batch(jobs, route);
+    };
+    let relay = Relay {
+        jobs,
+        route: route.clone(),
+        at: next,
+    };
+    match step.addr.try_send(relay) {
+        Ok(()) => {}
+        // The batches in flight are bounded by admission (`max_pending`), so a full mailbox may
+        // take one more; waiting here could deadlock two actors that feed each other.
+        Err(SendError::Full(relay)) => step.addr.do_send(relay),
+        Err(SendError::Closed(mut relay)) => {
+            for job in &mut relay.jobs {
+                job.absorb(next, &route.names[next], Err(SkipReason::Unavailable));
+            }
+            forward(relay.jobs, route, next + 1);
         }
     }
 }
 
-impl<H: Dispatch> Message for Invoke<H> {
-    type Result = Vec<Invoked<H::Value>>;
-}
-
-/// One call's answer to [`Invoke`]: finished inline, or still running as its own task.
-pub enum Invoked<T> {
-    /// The call finished when first polled.
-    Done(CallResult<T>),
-    /// The call awaits; its task ends with the result (under the plugin's timeout).
-    Later(JoinHandle<CallResult<T>>),
-}
-
-impl<H: Dispatch> Handler<Invoke<H>> for PluginActor {
-    type Result = MessageResult<Invoke<H>>;
-
-    /// Answers at once: calls that finished inline with their result, the others with the task
-    /// that finishes them, so the caller can move the finished ones on without waiting.
-    fn handle(&mut self, msg: Invoke<H>, _: &mut Self::Context) -> Self::Result {
-        // Inline calls are timed in one batch of every `LATENCY_SAMPLE_EVERY`: two clock reads
-        // per batch were ~8% of a single call's cost. Calls that await are always timed.
-        let sampled = self.batches % LATENCY_SAMPLE_EVERY == 0;
-        self.batches = self.batches.wrapping_add(1);
-        let started = sampled.then(Instant::now);
-        let latency = &self.latency[H::KIND as usize];
-        let limit = self.timeouts.get(H::KIND);
-        let answers = msg
-            .calls
-            .into_iter()
-            .map(|(cx, value)| {
-                let call = H::dispatch(&self.target, cx, value);
-                match poll_once(call, self.one_at_a_time.as_ref()) {
-                    Polled::Ready(result) => Invoked::Done(result),
-                    Polled::Pending(call, permit) => {
-                        let gate = self.one_at_a_time.clone();
-                        let latency = latency.clone();
-                        let started = started.unwrap_or_else(Instant::now);
-                        Invoked::Later(actix_rt::spawn(async move {
-                            let result = finish(call, permit, gate, limit).await;
-                            latency.record(started.elapsed());
-                            result
-                        }))
-                    }
-                }
-            })
-            .collect::<Vec<_>>();
-        if let Some(started) = started {
-            let inline = answers
-                .iter()
-                .filter(|a| matches!(a, Invoked::Done(_)))
-                .count();
-            record_share(latency, started.elapsed(), inline);
-        }
-        MessageResult(answers)
+/// After the last plugin: calls without notes are answered here at once; calls with notes go to
+/// the coordinator, which keeps each session's seen notes (SPEC P1.4). The coordinator is told
+/// first, so a caller's next call always finds its session free.
+fn finish_batch<H: Dispatch>(mut jobs: Vec<Job<H>>, route: Arc<Route>) {
+    // Most batches have no notes at all: no second `Vec` then.
+    let noted = if jobs.iter().all(|job| job.notes.is_empty()) {
+        Vec::new()
+    } else {
+        let (quiet, noted) = jobs.into_iter().partition(|job| job.notes.is_empty());
+        jobs = quiet;
+        noted
+    };
+    let done = jobs.iter().map(|job| job.session().clone()).collect();
+    route.coordinator.do_send(Completed::<H> {
+        done,
+        noted,
+        route: route.clone(),
+    });
+    for job in jobs {
+        job.answer(Vec::new(), &route.names);
     }
 }
 
@@ -186,72 +284,4 @@ fn record_share(latency: &Histogram, elapsed: Duration, count: usize) {
     for _ in 0..count {
         latency.record(share);
     }
-}
-
-/// A call polled once: its result, or the call (and the gate's permit, if it took it) to finish
-/// later.
-pub(crate) enum Polled<T> {
-    Ready(Result<T, SkipReason>),
-    Pending(
-        BoxFuture<'static, HookResult<T>>,
-        Option<OwnedSemaphorePermit>,
-    ),
-}
-
-/// Polls a plugin call once, on this thread, under a panic guard. A plugin that takes one call at
-/// a time is polled only if no earlier call of it is still running; otherwise it waits its turn
-/// on the slow path.
-pub(crate) fn poll_once<T>(
-    mut call: BoxFuture<'static, HookResult<T>>,
-    gate: Option<&Arc<Semaphore>>,
-) -> Polled<T> {
-    let permit = match gate.map(|g| g.clone().try_acquire_owned()) {
-        None => None,
-        Some(Ok(permit)) => Some(permit),
-        Some(Err(_busy)) => return Polled::Pending(call, None),
-    };
-    let mut cx = TaskContext::from_waker(futures::task::noop_waker_ref());
-    match catch_unwind(AssertUnwindSafe(|| call.as_mut().poll(&mut cx))) {
-        Err(_panic) => Polled::Ready(Err(SkipReason::Panicked)),
-        Ok(Poll::Ready(result)) => Polled::Ready(settle(result)),
-        Ok(Poll::Pending) => Polled::Pending(call, permit),
-    }
-}
-
-/// Runs one plugin call (a hook or an event handler) under its timeout, a panic guard, and (if
-/// any) its one-at-a-time gate. The timeout covers waiting at the gate: no wait is unbounded.
-pub(crate) async fn guarded<T>(
-    call: impl std::future::Future<Output = HookResult<T>>,
-    limit: Duration,
-    gate: Option<Arc<Semaphore>>,
-) -> Result<T, SkipReason> {
-    finish(call, None, gate, limit).await
-}
-
-/// Finishes a call that did not complete inline: under its timeout (which also bounds the wait
-/// for a one-at-a-time plugin's turn) and a panic guard. `permit` is the gate's permit when the
-/// call already holds it.
-pub(crate) async fn finish<T>(
-    call: impl std::future::Future<Output = HookResult<T>>,
-    permit: Option<OwnedSemaphorePermit>,
-    gate: Option<Arc<Semaphore>>,
-    limit: Duration,
-) -> Result<T, SkipReason> {
-    let run = async move {
-        let _permit = match (permit, gate) {
-            (Some(permit), _) => Some(permit),
-            (None, Some(gate)) => gate.acquire_owned().await.ok(),
-            (None, None) => None,
-        };
-        AssertUnwindSafe(call).catch_unwind().await
-    };
-    match tokio::time::timeout(limit, run).await {
-        Err(_elapsed) => Err(SkipReason::timed_out(limit)),
-        Ok(Err(_panic)) => Err(SkipReason::Panicked),
-        Ok(Ok(result)) => settle(result),
-    }
-}
-
-fn settle<T>(result: HookResult<T>) -> Result<T, SkipReason> {
-    result.map_err(HookError::into_skip_reason)
 }

@@ -1,17 +1,28 @@
-//! The in-process plugin API: the [`Plugin`] trait (ordinary hooks, SPEC P2), the separate
-//! [`RawHooks`] trait (SPEC R0.1), and [`PluginRegistration`], which is what a plugin contributes.
+//! The in-process plugin API. A plugin is a [`PluginRegistration`]: a name and one entry per hook
+//! it implements, registered one by one, so the hooks that run are exactly the hooks registered.
 //!
-//! A plugin implements only the hooks it wants and names them in [`Plugin::hooks`] (and
-//! [`RawHooks::raw_hooks`]); the coordinator sends it no other hook.
+//! - **Fast path**: [`PluginRegistration::on`] (ordinary hooks, SPEC P2) and
+//!   [`PluginRegistration::on_raw`] (raw hooks, kept apart, SPEC R0.1) take a synchronous function
+//!   that sees the value by reference and returns a [`Reply`]. It runs inline in the plugin actor:
+//!   no future, no box, no copy of the value, no allocation by the runtime.
+//! - **Async, by explicit opt-in**: [`PluginRegistration::on_async`] and
+//!   [`PluginRegistration::on_raw_async`] take a function returning a future, for hooks that must
+//!   await (I/O, another process). It runs under the hook's timeout.
+//! - **Adapters**: the async [`Plugin`] and [`RawHooks`] traits, which list their hooks in
+//!   [`Plugin::hooks`] / [`RawHooks::raw_hooks`]. External plugins implement them (their list
+//!   comes from their handshake); [`PluginRegistration::with_hooks`] registers one async entry
+//!   per listed hook.
 
 pub(crate) mod actor;
 mod dispatch;
 mod error;
+pub(crate) mod guard;
 mod registration;
 
-pub use actor::{CallResult, Invoke, Invoked, PluginActor};
-pub use dispatch::Dispatch;
+pub use actor::{CallResult, PluginActor};
+pub use dispatch::{AsyncHook, Dispatch, HookFn, HookTable, OrdinaryHook, RawHook, SyncHook};
 pub use error::HookError;
+pub use guard::Answer;
 pub use registration::{PluginRegistration, Timeouts, DEFAULT_HOOK_TIMEOUT};
 
 use async_trait::async_trait;
@@ -36,8 +47,10 @@ pub enum Reply<T> {
 /// The result of a hook method. An error skips the hook with a note (SPEC P1.4).
 pub type HookResult<T> = Result<T, HookError>;
 
-/// Ordinary hooks (the seed's `IPluginHook`). Every method has a default that changes nothing;
-/// override the ones named in [`Plugin::hooks`].
+/// Ordinary hooks as an async trait (the seed's `IPluginHook`): the adapter external plugins
+/// implement. Every method has a default that changes nothing; only the hooks named in
+/// [`Plugin::hooks`] are registered. In-process plugins use [`PluginRegistration::on`] instead,
+/// where what is registered is what runs.
 ///
 /// Methods that may replace their value return [`Reply`]; read-only hooks return `()`.
 /// Calls for different sessions may run concurrently on one plugin unless its registration says

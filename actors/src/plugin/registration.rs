@@ -1,5 +1,5 @@
-//! What a plugin contributes: its name, its ordinary hooks, its raw hooks (kept apart, SPEC R0.1),
-//! and its per-hook timeouts.
+//! What a plugin contributes: its name, its hooks (one registered entry per hook; raw hooks kept
+//! apart, SPEC R0.1), and its per-hook timeouts.
 
 use std::fmt;
 use std::sync::Arc;
@@ -8,7 +8,12 @@ use std::time::Duration;
 use hookline_messages::event::{parse_subscriptions, Subscription};
 use hookline_messages::hook::{HookKind, HookSet};
 
-use super::{Plugin, RawHooks};
+use std::future::Future;
+
+use hookline_messages::hook::HookContext;
+
+use super::dispatch::{adapt_plugin, adapt_raw, HookFn, HookTable, OrdinaryHook, RawHook};
+use super::{HookResult, Plugin, RawHooks, Reply};
 use crate::events::EventHandler;
 
 /// The timeout a hook gets unless its registration says otherwise.
@@ -45,38 +50,32 @@ impl Default for Timeouts {
     }
 }
 
-/// One plugin as the pipeline loads it (the seed's `PluginContribution`).
+/// One plugin as the pipeline loads it (the seed's `PluginContribution`): a name and one entry
+/// per hook, registered one by one. The hooks that run are exactly the hooks registered.
 ///
 /// ```
-/// # use std::sync::Arc;
 /// # use std::time::Duration;
-/// # use async_trait::async_trait;
-/// use hookline_actors::plugin::{Plugin, PluginRegistration, Reply, HookResult};
-/// use hookline_messages::hook::{HookContext, HookKind, HookSet};
-/// use hookline_messages::prompt::Prompt;
-///
-/// struct House;
-///
-/// #[async_trait]
-/// impl Plugin for House {
-///     fn hooks(&self) -> HookSet {
-///         HookSet::of(&[HookKind::OnPrompt])
-///     }
-///     async fn on_prompt(&self, _: &HookContext, prompt: Prompt) -> HookResult<Reply<Prompt>> {
-///         Ok(Reply::Replace(prompt.append("Use British spelling.")))
-///     }
-/// }
+/// use hookline_actors::plugin::{PluginRegistration, Reply};
+/// use hookline_messages::hook::{HookKind, OnPrompt, OnToolCall};
+/// use hookline_messages::tool::ToolCall;
 ///
 /// let house = PluginRegistration::new("house")
-///     .with_hooks(Arc::new(House))
-///     .with_timeout(HookKind::OnPrompt, Duration::from_millis(500));
+///     // The fast path: answers at once, sees the value by reference.
+///     .on(OnPrompt, |_, prompt| Ok(Reply::Replace(prompt.clone().append("Use British spelling."))))
+///     // Explicitly async: may await; runs under its timeout.
+///     .on_async(OnToolCall, |_, call| async move {
+///         tokio::task::yield_now().await;
+///         Ok(if call.name == "rm" { Reply::Replace(ToolCall { name: "echo".into(), ..call }) } else { Reply::Keep })
+///     })
+///     .with_timeout(HookKind::OnToolCall, Duration::from_millis(500));
 /// assert!(house.implements().contains(HookKind::OnPrompt));
+/// assert!(house.implements().contains(HookKind::OnToolCall));
+/// assert!(!house.implements().contains(HookKind::OnUserMessage));
 /// ```
 #[derive(Clone)]
 pub struct PluginRegistration {
     pub(crate) name: Arc<str>,
-    pub(crate) hooks: Option<Arc<dyn Plugin>>,
-    pub(crate) raw_hooks: Option<Arc<dyn RawHooks>>,
+    pub(crate) table: HookTable,
     pub(crate) timeouts: Timeouts,
     pub(crate) one_at_a_time: bool,
     pub(crate) events: Option<Arc<dyn EventHandler>>,
@@ -90,8 +89,7 @@ impl PluginRegistration {
     pub fn new(name: impl Into<Arc<str>>) -> Self {
         Self {
             name: name.into(),
-            hooks: None,
-            raw_hooks: None,
+            table: HookTable::default(),
             timeouts: Timeouts::default(),
             one_at_a_time: false,
             events: None,
@@ -122,17 +120,73 @@ impl PluginRegistration {
         &self.subscriptions
     }
 
-    /// Registers the plugin's ordinary hooks.
+    /// Registers ordinary hook `H` (named by its marker, e.g. `OnPrompt`) on the fast path: `hook` sees the value by reference and
+    /// answers at once with [`Reply::Keep`] or a replacement, which `H`'s rule then checks. It runs
+    /// inline in the plugin actor (no future, no task, no timer), so it must not block: a hook
+    /// that waits on anything registers with [`PluginRegistration::on_async`]. A panic or an
+    /// error skips the hook with a note (SPEC P1.4). Registering `H` again replaces the entry.
     #[must_use]
-    pub fn with_hooks(mut self, hooks: Arc<dyn Plugin>) -> Self {
-        self.hooks = Some(hooks);
+    pub fn on<H: OrdinaryHook>(
+        self,
+        _hook: H,
+        hook: impl Fn(&HookContext, &H::Value) -> HookResult<Reply<H::Value>> + Send + Sync + 'static,
+    ) -> Self {
+        self.register(HookFn::<H>::sync(hook))
+    }
+
+    /// Registers ordinary hook `H` as async: `hook` owns a copy of the value and returns a future,
+    /// polled once inline and then finished under the hook's timeout.
+    #[must_use]
+    pub fn on_async<H, F, Fut>(self, _hook: H, hook: F) -> Self
+    where
+        H: OrdinaryHook,
+        F: Fn(HookContext, H::Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HookResult<Reply<H::Value>>> + Send + 'static,
+    {
+        self.register(HookFn::<H>::asynchronous(hook))
+    }
+
+    /// Registers raw hook `H` on the fast path, apart from the ordinary hooks (SPEC R0.1); as
+    /// [`PluginRegistration::on`] otherwise.
+    #[must_use]
+    pub fn on_raw<H: RawHook>(
+        self,
+        _hook: H,
+        hook: impl Fn(&HookContext, &H::Value) -> HookResult<Reply<H::Value>> + Send + Sync + 'static,
+    ) -> Self {
+        self.register(HookFn::<H>::sync(hook))
+    }
+
+    /// Registers raw hook `H` as async (SPEC R0.1); as [`PluginRegistration::on_async`]
+    /// otherwise.
+    #[must_use]
+    pub fn on_raw_async<H, F, Fut>(self, _hook: H, hook: F) -> Self
+    where
+        H: RawHook,
+        F: Fn(HookContext, H::Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = HookResult<Reply<H::Value>>> + Send + 'static,
+    {
+        self.register(HookFn::<H>::asynchronous(hook))
+    }
+
+    fn register<H: super::Dispatch>(mut self, hook: HookFn<H>) -> Self {
+        *H::slot_mut(&mut self.table) = Some(hook);
         self
     }
 
-    /// Registers the plugin's raw hooks, apart from its ordinary hooks (SPEC R0.1).
+    /// Registers an async [`Plugin`]'s ordinary hooks: one entry per hook its
+    /// [`Plugin::hooks`] names (the adapter external plugins use).
+    #[must_use]
+    pub fn with_hooks(mut self, hooks: Arc<dyn Plugin>) -> Self {
+        adapt_plugin(&mut self.table, &hooks);
+        self
+    }
+
+    /// Registers an async [`RawHooks`]' raw hooks, apart from the ordinary hooks (SPEC R0.1): one
+    /// entry per hook its [`RawHooks::raw_hooks`] names.
     #[must_use]
     pub fn with_raw_hooks(mut self, raw_hooks: Arc<dyn RawHooks>) -> Self {
-        self.raw_hooks = Some(raw_hooks);
+        adapt_raw(&mut self.table, &raw_hooks);
         self
     }
 
@@ -178,17 +232,9 @@ impl PluginRegistration {
         &self.name
     }
 
-    /// Every hook the plugin implements: its ordinary hooks and its raw hooks.
+    /// Every hook the plugin implements (ordinary and raw): exactly the hooks registered.
     pub fn implements(&self) -> HookSet {
-        let ordinary = self
-            .hooks
-            .as_ref()
-            .map_or(HookSet::empty(), |h| h.hooks().ordinary_only());
-        let raw = self
-            .raw_hooks
-            .as_ref()
-            .map_or(HookSet::empty(), |r| r.raw_hooks().raw_only());
-        ordinary.union(raw)
+        self.table.implements()
     }
 
     /// Whether the plugin registered any raw hook (SPEC R0.2).

@@ -1,15 +1,23 @@
-//! Closed- and open-loop drivers over a running [`Pipeline`].
+//! Closed- and open-loop drivers over a running [`Pipeline`] (and, for the closed loop, over any
+//! call: the peers of `super::peers` use the same one).
+//!
+//! The closed loop runs each session's loop on the arbiter of the session's shard, as a server
+//! runs a session's turn there ([`Pipeline::arbiter_for`]). The open loop runs on a thread of its
+//! own and sends across threads, so its schedule never waits for the pipeline's threads.
 
 use std::cell::RefCell;
+use std::future::Future;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+use actix::Arbiter;
 use futures::future::join_all;
 use futures::stream::{FuturesUnordered, StreamExt as _};
 use futures::FutureExt as _;
 use hdrhistogram::Histogram;
 use hookline_actors::{Pipeline, PipelineError};
 use hookline_messages::session::SessionId;
+use tokio::sync::oneshot;
 
 use super::hook::BenchHook;
 
@@ -36,45 +44,71 @@ pub struct Measured {
     pub elapsed: Duration,
 }
 
+impl Measured {
+    /// Adds another part of the same run (another arbiter's sessions): histograms added, calls
+    /// summed, the longest wall time.
+    pub fn merge(&mut self, other: &Measured) {
+        let _ = self.histogram.add(&other.histogram);
+        self.calls += other.calls;
+        self.shed += other.shed;
+        self.elapsed = self.elapsed.max(other.elapsed);
+    }
+}
+
 #[allow(clippy::expect_used)] // constant arguments that hdrhistogram documents as valid
 pub(super) fn new_histogram() -> Histogram<u64> {
     // 1 ns to 60 s at 3 significant figures: every latency this runtime can produce fits.
     Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds")
 }
 
-/// Runs `sessions` sessions, each issuing calls of `hook` back to back, for `duration`.
+/// The benchmark's session ids, `bench-0` ...
+pub fn session_ids(count: usize) -> Vec<SessionId> {
+    (0..count.max(1))
+        .map(|i| SessionId::new(format!("bench-{i}")))
+        .collect()
+}
+
+/// Runs each of `sessions` as a loop of `call`s back to back, on this thread, for `duration`.
 ///
 /// # Errors
-/// The first [`PipelineError`] a call returned.
-pub async fn run_closed_loop(
-    pipeline: &Pipeline,
-    hook: BenchHook,
-    sessions: usize,
+/// The first error a call returned.
+pub async fn closed_loop<E, F, Fut>(
+    sessions: &[SessionId],
     duration: Duration,
     progress: &dyn Progress,
-) -> Result<Measured, PipelineError> {
+    call: F,
+) -> Result<Measured, E>
+where
+    F: Fn(&SessionId) -> Fut,
+    Fut: Future<Output = Result<(), E>>,
+{
     let histogram = Rc::new(RefCell::new(new_histogram()));
     let started = Instant::now();
     let deadline = started + duration;
-    let workers = (0..sessions.max(1)).map(|i| {
-        let session = SessionId::new(format!("bench-{i}"));
-        let histogram = histogram.clone();
+    let workers = sessions.iter().enumerate().map(|(i, session)| {
+        let (histogram, call) = (histogram.clone(), &call);
         async move {
             let mut calls = 0u64;
-            while Instant::now() < deadline {
-                one_call(pipeline, hook, &session, &histogram).await?;
+            // One clock read per call: a call's end is the next one's start.
+            let mut sent = Instant::now();
+            while sent < deadline {
+                call(session).await?;
+                let ended = Instant::now();
+                // A value beyond the histogram's range is dropped from it, never a failure.
+                let _ = histogram.borrow_mut().record(nanos(ended - sent));
+                sent = ended;
                 calls += 1;
                 if i == 0 && calls % 1024 == 0 {
                     progress.tick(started.elapsed(), duration);
                 }
             }
-            Ok::<u64, PipelineError>(calls)
+            Ok::<u64, E>(calls)
         }
     });
     let calls = join_all(workers)
         .await
         .into_iter()
-        .sum::<Result<u64, _>>()?;
+        .sum::<Result<u64, E>>()?;
     let elapsed = started.elapsed();
     let histogram = histogram.borrow().clone();
     Ok(Measured {
@@ -85,15 +119,91 @@ pub async fn run_closed_loop(
     })
 }
 
-/// Offers `rate` calls of `hook` per second for `duration`, spread over `sessions` sessions
-/// round-robin; each call is issued on its schedule whether or not earlier ones finished, and its
-/// latency is measured from when it was due (so queueing, and any lag of the driver itself, counts:
-/// no coordinated omission). Calls refused with [`PipelineError::Overloaded`] are counted as shed,
-/// not fatal.
+/// Runs `work` once per shard of `pipeline`, on that shard's arbiter, with the sessions of
+/// `sessions` that map to it; returns what each run returned.
+pub async fn on_shards<T, F, Fut>(pipeline: &Pipeline, sessions: Vec<SessionId>, work: F) -> Vec<T>
+where
+    T: Send + 'static,
+    F: Fn(Vec<SessionId>) -> Fut + Clone + Send + 'static,
+    Fut: Future<Output = T> + 'static,
+{
+    let mut groups = vec![Vec::new(); pipeline.shards()];
+    for session in sessions {
+        groups[pipeline.shard_of(&session)].push(session);
+    }
+    let runs = groups
+        .into_iter()
+        .enumerate()
+        .filter(|(_, group)| !group.is_empty())
+        .filter_map(|(index, group)| {
+            let arbiter = pipeline.shard_arbiter(index)?;
+            let (done, result) = oneshot::channel();
+            let work = work.clone();
+            arbiter.spawn_fn(move || {
+                actix_rt::spawn(async move {
+                    let _ = done.send(work(group).await);
+                });
+            });
+            Some(result)
+        });
+    join_all(runs)
+        .await
+        .into_iter()
+        .filter_map(Result::ok)
+        .collect()
+}
+
+/// Runs `sessions` sessions, each issuing calls of `hook` back to back, for `duration`; each
+/// session's loop runs on its shard's arbiter.
 ///
-/// The driver checks the schedule each time the runtime gets back to it (it yields between
-/// checks) rather than arming a timer per call: tokio's timers tick in milliseconds, far coarser
-/// than the microseconds between calls at these rates.
+/// # Errors
+/// The first [`PipelineError`] a call returned.
+pub async fn run_closed_loop(
+    pipeline: &Pipeline,
+    hook: BenchHook,
+    sessions: usize,
+    duration: Duration,
+) -> Result<Measured, PipelineError> {
+    let runner = pipeline.clone();
+    let parts = on_shards(pipeline, session_ids(sessions), move |ids| {
+        let pipeline = runner.clone();
+        async move {
+            closed_loop(&ids, duration, &(), |id| {
+                let pipeline = &pipeline;
+                let id = id.clone();
+                async move { hook.call(pipeline, &id).await }
+            })
+            .await
+        }
+    })
+    .await;
+    merge(parts)
+}
+
+/// Merges the parts of one run.
+///
+/// # Errors
+/// The first part's error, or [`PipelineError::Stopped`] when no part ran.
+pub(super) fn merge<E>(parts: Vec<Result<Measured, E>>) -> Result<Measured, E>
+where
+    E: From<PipelineError>,
+{
+    let mut merged: Option<Measured> = None;
+    for part in parts {
+        let part = part?;
+        match &mut merged {
+            None => merged = Some(part),
+            Some(into) => into.merge(&part),
+        }
+    }
+    merged.ok_or_else(|| PipelineError::Stopped.into())
+}
+
+/// Offers `rate` calls of `hook` per second for `duration`, spread over `sessions` sessions
+/// round-robin, from a thread of its own; each call is issued on its schedule whether or not
+/// earlier ones finished, and its latency is measured from when it was due (so queueing, and any
+/// lag of the driver itself, counts: no coordinated omission). Calls refused with
+/// [`PipelineError::Overloaded`] are counted as shed, not fatal.
 ///
 /// # Errors
 /// The first [`PipelineError`] other than `Overloaded` that a call returned.
@@ -103,12 +213,33 @@ pub async fn run_open_loop(
     sessions: usize,
     rate: u64,
     duration: Duration,
-    progress: &dyn Progress,
+) -> Result<Measured, PipelineError> {
+    let driver = Arbiter::new();
+    let (done, result) = oneshot::channel();
+    let pipeline = pipeline.clone();
+    driver.spawn_fn(move || {
+        actix_rt::spawn(async move {
+            let measured = open_loop(&pipeline, hook, sessions, rate, duration).await;
+            let _ = done.send(measured);
+        });
+    });
+    let measured = result.await.unwrap_or(Err(PipelineError::Stopped));
+    driver.stop();
+    measured
+}
+
+/// The open loop itself: checks the schedule each time the runtime gets back to it (it yields
+/// between checks) rather than arming a timer per call: tokio's timers tick in milliseconds, far
+/// coarser than the microseconds between calls at these rates.
+async fn open_loop(
+    pipeline: &Pipeline,
+    hook: BenchHook,
+    sessions: usize,
+    rate: u64,
+    duration: Duration,
 ) -> Result<Measured, PipelineError> {
     let mut histogram = new_histogram();
-    let sessions: Vec<SessionId> = (0..sessions.max(1))
-        .map(|i| SessionId::new(format!("bench-{i}")))
-        .collect();
+    let sessions = session_ids(sessions);
     let per_call = 1.0 / rate.max(1) as f64;
     let started = Instant::now();
     let mut in_flight = FuturesUnordered::new();
@@ -131,9 +262,6 @@ pub async fn run_open_loop(
             let session = &sessions[(issued % sessions.len() as u64) as usize];
             in_flight.push(async move { (due, hook.call(pipeline, session).await) });
             issued += 1;
-            if issued % 4096 == 0 {
-                progress.tick(started.elapsed(), duration);
-            }
         }
         while let Some(Some(done)) = in_flight.next().now_or_never() {
             settle(done);
@@ -155,39 +283,36 @@ pub async fn run_open_loop(
 }
 
 /// Runs about `calls` `on_user_message` calls through `pipeline`, spread over `sessions` sessions
-/// in flight, and returns the wall time scaled to exactly `calls` calls. The criterion benches
-/// time their `iter_custom` loops with it.
+/// in flight (each on its shard's arbiter), and returns the wall time scaled to exactly `calls`
+/// calls. The criterion benches time their `iter_custom` loops with it.
 pub async fn drive_calls(pipeline: &Pipeline, sessions: usize, calls: u64) -> Duration {
     let sessions = sessions.max(1);
     let per_session = calls.div_ceil(sessions as u64).max(1);
+    let ids: Vec<SessionId> = (0..sessions)
+        .map(|i| SessionId::new(format!("s{i}")))
+        .collect();
+    let runner = pipeline.clone();
     let started = Instant::now();
-    join_all((0..sessions).map(|i| {
-        let session = SessionId::new(format!("s{i}"));
+    on_shards(pipeline, ids, move |ids| {
+        let pipeline = runner.clone();
         async move {
-            for _ in 0..per_session {
-                let outcome = BenchHook::OnUserMessage.call(pipeline, &session).await;
-                std::hint::black_box(outcome.is_ok());
-            }
+            join_all(ids.iter().map(|session| {
+                let pipeline = &pipeline;
+                async move {
+                    for _ in 0..per_session {
+                        let outcome = BenchHook::OnUserMessage.call(pipeline, session).await;
+                        std::hint::black_box(outcome.is_ok());
+                    }
+                }
+            }))
+            .await;
         }
-    }))
+    })
     .await;
     let made = per_session * sessions as u64;
     started.elapsed().mul_f64(calls as f64 / made as f64)
 }
 
-async fn one_call(
-    pipeline: &Pipeline,
-    hook: BenchHook,
-    session: &SessionId,
-    histogram: &RefCell<Histogram<u64>>,
-) -> Result<(), PipelineError> {
-    let started = Instant::now();
-    hook.call(pipeline, session).await?;
-    // A value beyond the histogram's range is dropped from it, never a failure.
-    let _ = histogram.borrow_mut().record(nanos(started.elapsed()));
-    Ok(())
-}
-
-fn nanos(duration: Duration) -> u64 {
+pub(super) fn nanos(duration: Duration) -> u64 {
     u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }

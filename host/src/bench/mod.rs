@@ -2,24 +2,30 @@
 //! closed- and open-loop drivers that record every call's latency in an HDR histogram.
 //!
 //! The workload is the one `../shared/PERFORMANCE-NOTES.md` uses: one hook call through N
-//! plugins, each appending a few bytes to a ~64-byte text and handing it on. The baseline is the
-//! same plugins called in a plain loop on one thread, measured in the same run: every figure is
-//! reported with its ratio to it.
+//! plugins, each appending a few bytes to a ~64-byte text and handing it on. The peers are the
+//! same appenders called in a plain loop on one thread (the direct loop), through a naive actix
+//! chain and through an actix relay chain ([`Peer`]), each measured in the same run: every figure
+//! is reported with its ratio to each.
 //!
 //! Used by `hookline bench` and by the criterion benches in `benches/`.
 
 mod driver;
 mod hook;
 mod memory;
+mod peers;
 mod report;
 mod sharded;
 mod source;
 mod workload;
 
-pub use driver::{drive_calls, run_closed_loop, run_open_loop, Measured, Progress};
+pub use driver::{
+    closed_loop, drive_calls, on_shards, run_closed_loop, run_open_loop, session_ids, Measured,
+    Progress,
+};
 pub use hook::BenchHook;
 pub use memory::{idle_sessions, resident_bytes, MemoryReport};
-pub use report::{BenchReport, Latency};
-pub use sharded::{run as run_on_arbiters, Plan};
+pub use peers::{run_peer, Peer, PeerChain};
+pub use report::{BenchReport, Latency, PeerFigures};
+pub use sharded::{run as run_on_arbiters, run_peers, Plan};
 pub use source::{start_plugins, Plugins, Source, RUST_ECHO_BIN, RUST_EXAMPLE_BIN};
 pub use workload::{appender_plugins, direct_baseline, Appender, DirectAppender, PAYLOAD};

@@ -20,6 +20,53 @@ pub struct Latency {
     pub max_ns: u64,
 }
 
+/// One peer measured in the same run as hookline, and hookline's ratios to it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PeerFigures {
+    /// The peer (`naive actix chain`, `actix relay chain`).
+    pub peer: String,
+    /// The peer's calls per second.
+    pub calls_per_second: f64,
+    /// The peer's latency percentiles.
+    pub latency: Latency,
+    /// hookline's calls/s divided by the peer's (above 1: hookline moves more calls).
+    pub throughput_ratio: f64,
+    /// The peer's p50 divided by hookline's (above 1: hookline's single call is faster).
+    pub p50_speedup: f64,
+}
+
+impl PeerFigures {
+    /// The peer's figures beside hookline's report.
+    pub fn new(peer: &str, measured: &Measured, hookline: &BenchReport) -> Self {
+        let latency = Latency::of(measured);
+        let calls_per_second = per_second(measured);
+        Self {
+            peer: peer.to_owned(),
+            calls_per_second,
+            latency,
+            throughput_ratio: hookline.calls_per_second / calls_per_second.max(f64::MIN_POSITIVE),
+            p50_speedup: latency.p50_ns as f64 / (hookline.latency.p50_ns.max(1)) as f64,
+        }
+    }
+}
+
+impl Latency {
+    fn of(measured: &Measured) -> Self {
+        let h = &measured.histogram;
+        Self {
+            p50_ns: h.value_at_quantile(0.50),
+            p90_ns: h.value_at_quantile(0.90),
+            p99_ns: h.value_at_quantile(0.99),
+            max_ns: h.max(),
+        }
+    }
+}
+
+fn per_second(measured: &Measured) -> f64 {
+    let seconds = measured.elapsed.as_secs_f64().max(f64::MIN_POSITIVE);
+    measured.calls as f64 / seconds
+}
+
 /// What `hookline bench` prints.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct BenchReport {
@@ -52,6 +99,9 @@ pub struct BenchReport {
     pub throughput_ratio: f64,
     /// Pipeline p50 divided by the direct loop's time per call.
     pub latency_ratio: f64,
+    /// The actor peers measured in the same run (in-process closed loops only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub peers: Vec<PeerFigures>,
 }
 
 impl BenchReport {
@@ -64,15 +114,8 @@ impl BenchReport {
         measured: &Measured,
         direct_per_call: Duration,
     ) -> Self {
-        let h = &measured.histogram;
-        let latency = Latency {
-            p50_ns: h.value_at_quantile(0.50),
-            p90_ns: h.value_at_quantile(0.90),
-            p99_ns: h.value_at_quantile(0.99),
-            max_ns: h.max(),
-        };
-        let seconds = measured.elapsed.as_secs_f64().max(f64::MIN_POSITIVE);
-        let calls_per_second = measured.calls as f64 / seconds;
+        let latency = Latency::of(measured);
+        let calls_per_second = per_second(measured);
         let direct_ns = (direct_per_call.as_nanos() as f64).max(1.0);
         let direct_calls_per_second = 1e9 / direct_ns;
         Self {
@@ -90,6 +133,7 @@ impl BenchReport {
             direct_calls_per_second,
             throughput_ratio: calls_per_second / direct_calls_per_second,
             latency_ratio: latency.p50_ns as f64 / direct_ns,
+            peers: Vec::new(),
         }
     }
 
@@ -140,6 +184,19 @@ impl fmt::Display for BenchReport {
             f,
             "ratio          throughput {:.3}x the direct loop; p50 {:.1}x its time per call",
             self.throughput_ratio, self.latency_ratio
-        )
+        )?;
+        for peer in &self.peers {
+            write!(
+                f,
+                "\n{:<18} {:.0} calls/s, p50 {}, p99 {}: hookline {:.2}x its throughput, p50 {:.2}x as fast",
+                peer.peer,
+                peer.calls_per_second,
+                micros(peer.latency.p50_ns),
+                micros(peer.latency.p99_ns),
+                peer.throughput_ratio,
+                peer.p50_speedup
+            )?;
+        }
+        Ok(())
     }
 }

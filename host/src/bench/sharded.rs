@@ -1,6 +1,6 @@
-//! Runs a benchmark on N arbiters at once, each its own thread with its own pipeline over its own
-//! plugins and its own share of the sessions (issue 7: scale across cores by giving separate
-//! arbiters separate sessions, never by spreading one pipeline over threads).
+//! Runs a benchmark: hookline as one [`Pipeline`] sharded over N arbiters (each session's loop on
+//! its shard's arbiter, the open loop on a thread of its own), and the peers on N arbiters, each
+//! with its own chain and its share of the sessions.
 
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 
 use hookline_actors::Pipeline;
 
-use super::driver::{run_closed_loop, run_open_loop, Measured, Progress};
+use super::driver::{run_closed_loop, run_open_loop, session_ids, Measured, Progress};
 use super::hook::BenchHook;
+use super::peers::{run_peer, Peer};
 use super::source::{start_plugins, Source};
 
 /// What to run.
@@ -17,116 +18,115 @@ use super::source::{start_plugins, Source};
 pub struct Plan {
     /// Where the plugins come from.
     pub source: Source,
-    /// Plugins per pipeline (ignored for [`Source::Examples`]).
+    /// Plugins per call (ignored for [`Source::Examples`]).
     pub plugins: usize,
     /// The hook called.
     pub hook: BenchHook,
-    /// Sessions in flight, summed over all arbiters.
+    /// Sessions in flight.
     pub sessions: usize,
-    /// Offered calls/s summed over all arbiters (open loop); `None` for a closed loop.
+    /// Offered calls/s (open loop); `None` for a closed loop.
     pub rate: Option<u64>,
-    /// How long each arbiter runs.
+    /// How long each run lasts.
     pub duration: Duration,
-    /// Arbiters (threads), each with its own pipeline.
+    /// Arbiters: the pipeline's shards (and each peer's chains).
     pub arbiters: usize,
+    /// The pipeline's admission bound per shard (`None`: the default).
+    pub max_pending: Option<usize>,
     /// Where the shipped example plugins are.
     pub examples_dir: PathBuf,
 }
 
-/// Runs `plan` on its arbiters and merges what they measured: histograms added, calls summed,
-/// the longest arbiter's wall time. Returns the merged measure and the plugins per pipeline.
+/// Runs `plan` through hookline. Returns what was measured and the plugins per call.
 ///
 /// # Errors
-/// The first arbiter's failure (a plugin that would not start, a pipeline error), as text.
+/// A plugin that would not start, or a pipeline error, as text.
 pub fn run(plan: &Plan, progress: &dyn Progress) -> Result<(Measured, usize), String> {
+    let share = plan.clone();
+    on_thread(plan.duration, progress, move || {
+        actix::System::new().block_on(run_pipeline(&share))
+    })
+}
+
+/// Runs `plan`'s sessions through a `peer` chain of appenders on each of `plan.arbiters`
+/// arbiters (closed loop; the sessions split between them).
+///
+/// # Errors
+/// An actor that stopped, as text.
+pub fn run_peers(peer: Peer, plan: &Plan) -> Result<Measured, String> {
     let arbiters = plan.arbiters.max(1);
-    let (sender, results) = mpsc::channel();
+    let ids = session_ids(plan.sessions);
     let threads: Vec<_> = (0..arbiters)
         .map(|index| {
-            let mut share = plan.clone();
-            share.sessions = share_of(plan.sessions.max(1), arbiters, index).max(1);
-            share.rate = plan
-                .rate
-                .map(|rate| (share_of(rate as usize, arbiters, index) as u64).max(1));
-            let sender = sender.clone();
+            let mine: Vec<_> = ids.iter().skip(index).step_by(arbiters).cloned().collect();
+            let (plugins, duration) = (plan.plugins, plan.duration);
             std::thread::spawn(move || {
-                let outcome = actix::System::new().block_on(run_one(&share));
-                let _ = sender.send(outcome);
+                actix::System::new().block_on(run_peer(peer, plugins, &mine, duration))
             })
         })
         .collect();
-    drop(sender);
-    let merged = collect(&results, arbiters, plan.duration, progress);
+    let mut merged: Option<Measured> = None;
     for thread in threads {
-        let _ = thread.join();
-    }
-    merged
-}
-
-/// The `index`th of `parts` near-equal shares of `total`.
-fn share_of(total: usize, parts: usize, index: usize) -> usize {
-    total / parts + usize::from(index < total % parts)
-}
-
-fn collect(
-    results: &mpsc::Receiver<Result<(Measured, usize), String>>,
-    arbiters: usize,
-    duration: Duration,
-    progress: &dyn Progress,
-) -> Result<(Measured, usize), String> {
-    let started = Instant::now();
-    let mut merged: Option<(Measured, usize)> = None;
-    let mut received = 0;
-    while received < arbiters {
-        progress.tick(started.elapsed().min(duration), duration);
-        let next = match results.recv_timeout(Duration::from_millis(100)) {
-            Ok(next) => next?,
-            Err(mpsc::RecvTimeoutError::Timeout) => continue,
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                return Err("an arbiter stopped without a result".into())
-            }
-        };
-        received += 1;
-        merged = Some(match merged {
-            None => next,
-            Some((mut into, plugins)) => {
-                let _ = into.histogram.add(&next.0.histogram);
-                into.calls += next.0.calls;
-                into.shed += next.0.shed;
-                into.elapsed = into.elapsed.max(next.0.elapsed);
-                (into, plugins)
-            }
-        });
+        let part = thread
+            .join()
+            .map_err(|_| "a peer's thread panicked".to_owned())??;
+        match &mut merged {
+            None => merged = Some(part),
+            Some(into) => into.merge(&part),
+        }
     }
     merged.ok_or_else(|| "no arbiter ran".into())
 }
 
-/// One arbiter's run: its plugins, its pipeline, its sessions.
-async fn run_one(plan: &Plan) -> Result<(Measured, usize), String> {
+/// Runs `work` on a thread of its own and ticks `progress` until it returns.
+fn on_thread<T: Send + 'static>(
+    duration: Duration,
+    progress: &dyn Progress,
+    work: impl FnOnce() -> Result<T, String> + Send + 'static,
+) -> Result<T, String> {
+    let (sender, result) = mpsc::channel();
+    let thread = std::thread::spawn(move || {
+        let _ = sender.send(work());
+    });
+    let started = Instant::now();
+    let outcome = loop {
+        progress.tick(started.elapsed().min(duration), duration);
+        match result.recv_timeout(Duration::from_millis(100)) {
+            Ok(outcome) => break outcome,
+            Err(mpsc::RecvTimeoutError::Timeout) => continue,
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                break Err("the benchmark stopped without a result".into())
+            }
+        }
+    };
+    let _ = thread.join();
+    outcome
+}
+
+/// hookline's run: its plugins, one pipeline over `plan.arbiters` shards, its sessions.
+async fn run_pipeline(plan: &Plan) -> Result<(Measured, usize), String> {
     let plugins = start_plugins(plan.source, plan.plugins, &plan.examples_dir).await?;
     let count = plugins.registrations.len();
-    let pipeline = Pipeline::builder()
+    let mut builder = Pipeline::builder()
         .plugins(plugins.registrations.clone())
-        .start()
-        .map_err(|e| e.to_string())?;
+        .shards(plan.arbiters.max(1));
+    if let Some(bound) = plan.max_pending {
+        builder = builder.max_pending(bound);
+    }
+    let pipeline = builder.start().map_err(|e| e.to_string())?;
     let run = match plan.rate {
-        Some(rate) => {
-            run_open_loop(
-                &pipeline,
-                plan.hook,
-                plan.sessions,
-                rate,
-                plan.duration,
-                &(),
-            )
-            .await
-        }
-        None => run_closed_loop(&pipeline, plan.hook, plan.sessions, plan.duration, &()).await,
+        Some(rate) => run_open_loop(&pipeline, plan.hook, plan.sessions, rate, plan.duration).await,
+        None => run_closed_loop(&pipeline, plan.hook, plan.sessions, plan.duration).await,
     };
     pipeline.stop().await;
     plugins.shutdown().await;
     let measured = run.map_err(|e| e.to_string())?;
     Ok((measured, count))
+}
+
+/// The `index`th of `parts` near-equal shares of `total`.
+#[cfg(test)]
+fn share_of(total: usize, parts: usize, index: usize) -> usize {
+    total / parts + usize::from(index < total % parts)
 }
 
 #[cfg(test)]

@@ -4,9 +4,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
-use hookline_actors::plugin::{HookResult, Plugin, PluginRegistration, Reply};
-use hookline_messages::hook::{HookContext, HookKind, HookSet};
+use hookline_actors::plugin::{PluginRegistration, Reply};
+use hookline_messages::hook::{OnPrompt, OnToolCall, OnUserMessage};
 use hookline_messages::prompt::Prompt;
 use hookline_messages::tool::ToolCall;
 use hookline_messages::user::UserMessage;
@@ -30,45 +29,48 @@ impl Appender {
     }
 }
 
-#[async_trait]
-impl Plugin for Appender {
-    fn hooks(&self) -> HookSet {
-        HookSet::of(&[
-            HookKind::OnUserMessage,
-            HookKind::OnPrompt,
-            HookKind::OnToolCall,
-        ])
+impl Appender {
+    /// The user message with the suffix appended: one allocation, the size it needs.
+    pub fn appended(&self, message: &UserMessage) -> UserMessage {
+        let mut text = String::with_capacity(message.text.len() + self.suffix.len());
+        text.push_str(&message.text);
+        text.push_str(&self.suffix);
+        UserMessage {
+            text,
+            side_question: message.side_question,
+        }
     }
 
-    async fn on_prompt(&self, _: &HookContext, prompt: Prompt) -> HookResult<Reply<Prompt>> {
-        Ok(Reply::Replace(prompt.append(self.suffix.as_str())))
+    /// The tool call with the suffix appended to its name.
+    pub fn renamed(&self, call: &ToolCall) -> ToolCall {
+        ToolCall {
+            name: format!("{}{}", call.name, self.suffix),
+            ..call.clone()
+        }
     }
 
-    async fn on_tool_call(
-        &self,
-        _: &HookContext,
-        mut call: ToolCall,
-    ) -> HookResult<Reply<ToolCall>> {
-        call.name.push_str(&self.suffix);
-        Ok(Reply::Replace(call))
-    }
-
-    async fn on_user_message(
-        &self,
-        _: &HookContext,
-        mut message: UserMessage,
-    ) -> HookResult<Reply<UserMessage>> {
-        message.text.push_str(&self.suffix);
-        Ok(Reply::Replace(message))
+    /// The registration of this appender on the fast path: `on_user_message`, `on_prompt` and
+    /// `on_tool_call`, each answering at once with a replacement.
+    pub fn registration(self, name: impl Into<Arc<str>>) -> PluginRegistration {
+        let me = Arc::new(self);
+        let (prompt, tool) = (me.clone(), me.clone());
+        PluginRegistration::new(name)
+            .on(OnUserMessage, move |_, message| {
+                Ok(Reply::Replace(me.appended(message)))
+            })
+            .on(OnPrompt, move |_, p| {
+                Ok(Reply::Replace(p.clone().append(prompt.suffix.as_str())))
+            })
+            .on(OnToolCall, move |_, call| {
+                Ok(Reply::Replace(tool.renamed(call)))
+            })
     }
 }
 
 /// `count` appender plugins, named `append-0` ... in load order.
 pub fn appender_plugins(count: usize) -> Vec<PluginRegistration> {
     (0..count)
-        .map(|i| {
-            PluginRegistration::new(format!("append-{i}")).with_hooks(Arc::new(Appender::new(i)))
-        })
+        .map(|i| Appender::new(i).registration(format!("append-{i}")))
         .collect()
 }
 

@@ -9,7 +9,10 @@ use super::progress::Bar;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
-use crate::bench::{idle_sessions, run_on_arbiters, BenchHook, BenchReport, Plan, Source};
+use crate::bench::{
+    idle_sessions, run_on_arbiters, run_peers, BenchHook, BenchReport, Measured, Peer, PeerFigures,
+    Plan, Source,
+};
 
 /// Where the plugins come from.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -54,13 +57,24 @@ pub(super) struct BenchArgs {
     /// Sessions in flight at once, summed over the arbiters.
     #[arg(long, default_value_t = 1)]
     sessions: usize,
-    /// Arbiters (threads), each with its own pipeline and its share of the sessions.
-    #[arg(long, default_value_t = 1)]
-    arbiters: usize,
-    /// Offered load in calls per second, summed over the arbiters (open loop); without it, a
-    /// closed loop.
+    /// Arbiters: the pipeline's shards, each with its own coordinator, plugin actors and share
+    /// of the sessions (the peers run one chain per arbiter). Default: one per core.
+    #[arg(long)]
+    arbiters: Option<usize>,
+    /// Offered load in calls per second (open loop, driven from a thread of its own); without
+    /// it, a closed loop.
     #[arg(long)]
     rate: Option<u64>,
+    /// Measure the closed-loop maximum first, then offer half of it in an open loop and report
+    /// that (the p99-at-half-load target).
+    #[arg(long, conflicts_with = "rate")]
+    at_half_load: bool,
+    /// The pipeline's admission bound per shard (default: the pipeline's).
+    #[arg(long)]
+    max_pending: Option<usize>,
+    /// Skip the actor peers (naive chain, relay chain) of in-process closed-loop runs.
+    #[arg(long)]
+    no_peers: bool,
     /// How long to run, in seconds.
     #[arg(long, default_value_t = 3.0)]
     duration: f64,
@@ -88,18 +102,25 @@ pub(super) fn run(args: &BenchArgs) -> ExitCode {
         eprintln!("hookline bench: --duration must be between 0 and 3600 seconds");
         return ExitCode::from(2);
     }
-    if args.arbiters == 0 || args.arbiters > 64 {
+    if args.arbiters.is_some_and(|a| a == 0 || a > 64) {
         eprintln!("hookline bench: --arbiters must be between 1 and 64");
         return ExitCode::from(2);
     }
-    let plan = plan(args);
+    let mut plan = plan(args);
     let bar = Bar::new("benchmarking", plan.duration, args.json);
-    let measured = run_on_arbiters(&plan, &bar);
+    let mut measured = run_on_arbiters(&plan, &bar);
+    if args.at_half_load {
+        if let Ok((closed, _)) = &measured {
+            plan.rate = Some(((closed.calls as f64 / closed.elapsed.as_secs_f64()) / 2.0) as u64);
+            measured = run_on_arbiters(&plan, &bar);
+        }
+    }
+    let peers = with_peers(args, &plan);
     bar.finish();
-    let report = measured.map(|(measured, plugins)| {
+    let report = measured.and_then(|(measured, plugins)| {
         // The baseline runs after the pipelines stopped, on this thread, at the same plugin count.
         let direct = plan.hook.direct_baseline(plugins, 2_000_000);
-        BenchReport::new(
+        let mut report = BenchReport::new(
             plan.hook.name(),
             plugins,
             plan.sessions,
@@ -107,9 +128,29 @@ pub(super) fn run(args: &BenchArgs) -> ExitCode {
             &measured,
             direct,
         )
-        .on(source_name(args.source), plan.arbiters)
+        .on(source_name(args.source), plan.arbiters);
+        for (peer, measured) in peers? {
+            let figures = PeerFigures::new(peer.name(), &measured, &report);
+            report.peers.push(figures);
+        }
+        Ok(report)
     });
     print(report, args.json)
+}
+
+/// The peers of an in-process closed-loop run on `on_user_message`, measured right after it.
+fn with_peers(args: &BenchArgs, plan: &Plan) -> Result<Vec<(Peer, Measured)>, String> {
+    let comparable = matches!(args.source, SourceArg::InProcess)
+        && plan.rate.is_none()
+        && plan.hook == BenchHook::OnUserMessage
+        && !args.no_peers;
+    if !comparable {
+        return Ok(Vec::new());
+    }
+    [Peer::Naive, Peer::Relay]
+        .into_iter()
+        .map(|peer| run_peers(peer, plan).map(|m| (peer, m)))
+        .collect()
 }
 
 fn plan(args: &BenchArgs) -> Plan {
@@ -129,7 +170,10 @@ fn plan(args: &BenchArgs) -> Plan {
         sessions: args.sessions,
         rate: args.rate,
         duration: Duration::from_secs_f64(args.duration),
-        arbiters: args.arbiters,
+        arbiters: args
+            .arbiters
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
+        max_pending: args.max_pending,
         examples_dir: args.examples_dir.clone(),
     }
 }
