@@ -62,7 +62,9 @@ pub struct GatewayLimits {
     pub approval_timeout: Duration,
     /// How long running turns get to finish at shutdown before they are stopped like `/stop`.
     pub drain_budget: Duration,
-    /// The arbiters sessions are placed on, in turn; none means the caller's arbiter.
+    /// The arbiters sessions are placed on, in turn. None (the default): each session runs on
+    /// the arbiter of its pipeline shard ([`Pipeline::arbiter_for`]), so its hook calls make no
+    /// thread hop.
     pub arbiters: Vec<ArbiterHandle>,
 }
 
@@ -340,8 +342,21 @@ impl Gateway {
             status: status.clone(),
             timeout: limits.approval_timeout,
         });
+        // A fresh session is created here, so its id, and with it its shard, is known before
+        // the conversation is placed.
+        let (created, arbiter) = match &resume {
+            Some(id) => (None, self.arbiter(id)),
+            None => {
+                let created = shared
+                    .fresh_session(workspace.clone(), approval_mode, &[])
+                    .await?;
+                let arbiter = self.arbiter(&created.state.info.session_id);
+                (Some(created), arbiter)
+            }
+        };
         let (opened, opening) = oneshot::channel();
         let boot = Boot {
+            created,
             shared,
             workspace,
             approval_mode,
@@ -353,7 +368,7 @@ impl Gateway {
             inbox,
             opened,
         };
-        self.spawn(boot);
+        self.spawn(boot, arbiter);
         let (key, stop, events) = match opening.await {
             Ok(Ok(opened)) => opened,
             Ok(Err(error)) => return Err(RequestError::Host(error)),
@@ -413,16 +428,20 @@ impl Gateway {
         Ok(slot)
     }
 
-    fn spawn(&self, boot: Boot) {
+    /// Where a session runs: the next of [`GatewayLimits::arbiters`], or its shard's arbiter.
+    fn arbiter(&self, session: &SessionId) -> ArbiterHandle {
         let arbiters = &self.inner.limits.arbiters;
         if arbiters.is_empty() {
-            actix_rt::spawn(boot.run());
-            return;
+            return self.inner.shared.pipeline.arbiter_for(session);
         }
         let next = self.inner.next_arbiter.fetch_add(1, Ordering::Relaxed) % arbiters.len();
+        arbiters[next].clone()
+    }
+
+    fn spawn(&self, boot: Boot, arbiter: ArbiterHandle) {
         // The conversation is built on the arbiter it lives on (its lifecycle actor starts
         // there); only the boot's ingredients cross the thread.
-        let spawned = arbiters[next].spawn_fn(move || {
+        let spawned = arbiter.spawn_fn(move || {
             actix_rt::spawn(boot.run());
         });
         if !spawned {
@@ -450,6 +469,8 @@ type Opened = (SessionId, Arc<StopSignal>, Vec<HostEvent>);
 
 /// What a session's task starts from.
 struct Boot {
+    /// The session the store created for a fresh open (none to resume).
+    created: Option<crate::state::Opened>,
     shared: Arc<Shared>,
     workspace: PathBuf,
     approval_mode: ApprovalMode,
@@ -468,9 +489,10 @@ impl Boot {
         let mut conversation = Conversation::new(self.shared, self.workspace, self.approval_mode);
         conversation.set_operator(self.operator);
         conversation.attach_live(self.sink);
-        let opened = match &self.resume {
-            Some(id) => conversation.resume(id).await.map(|()| id.clone()),
-            None => conversation.open().await,
+        let opened = match (&self.resume, self.created) {
+            (Some(id), _) => conversation.resume(id).await.map(|()| id.clone()),
+            (None, Some(created)) => conversation.open_created(created).await,
+            (None, None) => conversation.open().await,
         };
         let opened = match (opened, self.model) {
             (Ok(id), Some(model)) => conversation

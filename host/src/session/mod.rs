@@ -121,8 +121,14 @@ impl Conversation {
     /// # Errors
     /// [`HostError`] when the store or the pipeline fails.
     pub async fn open(&mut self) -> Result<SessionId, HostError> {
-        self.startup().await?;
         let opened = self.fresh(self.workspace.clone(), &[]).await?;
+        self.open_created(opened).await
+    }
+
+    /// Opens a session the store already created (a gateway creates it first, to know its id
+    /// and so its shard, before it places the conversation).
+    pub(crate) async fn open_created(&mut self, opened: Opened) -> Result<SessionId, HostError> {
+        self.startup().await?;
         let id = opened.state.info.session_id.clone();
         self.activate(Cause::Open, opened).await?;
         self.flush().await?;
