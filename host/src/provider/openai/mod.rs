@@ -425,16 +425,23 @@ impl OpenAiProvider {
         }
     }
 
+    /// One call: streamed when the configuration says so (text offered to `on_text`, if any),
+    /// whole otherwise.
     async fn call(
         &self,
         request: &ModelRequest,
         on_text: Option<OnText<'_>>,
     ) -> Result<ModelResponse, ProviderError> {
-        let stream = self.config.stream && on_text.is_some();
+        let stream = self.config.stream;
         let response = self.send(self.body(request, stream)?).await?;
-        let answer = match on_text {
-            Some(on_text) if stream => self.streamed(response, on_text).await?,
-            _ => self.whole(response).await?,
+        let answer = if stream {
+            self.streamed(response, on_text.unwrap_or(&|_| {})).await?
+        } else {
+            let answer = self.whole(response).await?;
+            if let Some(on_text) = on_text.filter(|_| !answer.text.is_empty()) {
+                on_text(&answer.text);
+            }
+            answer
         };
         answer.into_response(request.purpose)
     }
