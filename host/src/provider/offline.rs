@@ -25,20 +25,42 @@ impl OfflineProvider {
         Self::default()
     }
 
-    /// The answer to `request`: what its last user message or tool result calls for.
+    /// The answer to `request`. A tool result with no assistant item after it is fresh: the
+    /// model says what the tool said. Otherwise the model echoes the first user message after
+    /// its last answer (the one typed this turn; raw hooks may add more after it) and, on work
+    /// and plan calls, makes its demo tool call.
     fn answer(&self, request: &ModelRequest) -> ModelResponse {
         let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
-        let last = request.items.iter().rev().find(|item| {
-            matches!(
-                item.body,
-                ItemBody::User { .. } | ItemBody::ToolResult { .. }
-            )
-        });
-        let mut items = Vec::new();
-        let finish_reason = match last.map(|item| &item.body) {
-            Some(ItemBody::User { text, .. }) if request.purpose.is_turn_call() => {
-                items.push(assistant(format!("echo: {text}")));
-                items.push(Item::new(
+        let turn_call = request.purpose.is_turn_call();
+        let items = &request.items;
+        let last_result = items
+            .iter()
+            .rposition(|i| matches!(i.body, ItemBody::ToolResult { .. }));
+        let last_answer = items
+            .iter()
+            .rposition(|i| matches!(i.body, ItemBody::Assistant { .. }));
+        let fresh_result = match (last_result, last_answer) {
+            (Some(result), Some(answer)) => result > answer,
+            (Some(_), None) => true,
+            _ => false,
+        };
+        let typed = items
+            .iter()
+            .skip(last_answer.map_or(0, |a| a + 1))
+            .find_map(|i| match &i.body {
+                ItemBody::User { text, .. } => Some(text.as_str()),
+                _ => None,
+            });
+        let mut out = Vec::new();
+        let finish_reason = match (last_result.map(|r| &items[r].body), typed) {
+            (Some(ItemBody::ToolResult { text, success, .. }), _) if fresh_result && turn_call => {
+                let verdict = if *success { "did it" } else { "did not" };
+                out.push(assistant(format!("The tool {verdict}: {text}")));
+                FinishReason::Stop
+            }
+            (_, Some(text)) if turn_call => {
+                out.push(assistant(format!("echo: {text}")));
+                out.push(Item::new(
                     "resp-1",
                     ItemBody::ToolCall {
                         call_id: format!("echo-{n}"),
@@ -48,24 +70,18 @@ impl OfflineProvider {
                 ));
                 FinishReason::ToolCalls
             }
-            Some(ItemBody::ToolResult { text, success, .. }) if request.purpose.is_turn_call() => {
-                let verdict = if *success { "did it" } else { "did not" };
-                items.push(assistant(format!("The tool {verdict}: {text}")));
-                FinishReason::Stop
-            }
-            Some(ItemBody::User { text, .. }) => {
-                items.push(assistant(format!("echo: {text}")));
-                FinishReason::Stop
-            }
-            _ => {
-                items.push(assistant("echo: (nothing to echo)".to_owned()));
+            (_, typed) => {
+                out.push(assistant(format!(
+                    "echo: {}",
+                    typed.unwrap_or("(nothing to echo)")
+                )));
                 FinishReason::Stop
             }
         };
         ModelResponse {
             purpose: request.purpose,
             finish_reason,
-            items,
+            items: out,
             usage: Usage::default(),
         }
     }
@@ -155,7 +171,14 @@ mod tests {
                 success: false,
             },
         );
-        let response = OfflineProvider::new().answer(&request(vec![result]));
+        let added = Item::new(
+            "3",
+            ItemBody::User {
+                text: "added by a raw hook".into(),
+                images: Vec::new(),
+            },
+        );
+        let response = OfflineProvider::new().answer(&request(vec![result, added]));
         assert_eq!(response.finish_reason, FinishReason::Stop);
         assert!(
             matches!(&response.items[0].body, ItemBody::Assistant { text, .. } if text == "The tool did not: refused")
