@@ -13,7 +13,7 @@ use std::process::Command;
 use hookline::host::store::{Log, Store};
 use hookline::messages::record::ArchiveEntry;
 use hookline::messages::session::SessionId;
-use provider_stub::{Canned, Stub};
+use provider_stub::{stub_on_a_thread, Canned};
 use rexpect::session::PtySession;
 use serde_json::json;
 
@@ -146,28 +146,6 @@ fn a_person_chats_with_the_offline_model_approves_denies_stops_and_leaves() {
         written.starts_with("hello there"),
         "a refused call wrote: {written}"
     );
-}
-
-/// Starts `replies` on a stub served from its own thread (the test itself blocks on the
-/// terminal), and a runtime for the test's own waits.
-fn stub_on_a_thread(replies: Vec<Canned>) -> (Stub, tokio::runtime::Runtime) {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            tx.send(Stub::start(replies).await).unwrap();
-            std::future::pending::<()>().await;
-        });
-    });
-    let stub = rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    (stub, runtime)
 }
 
 #[test]

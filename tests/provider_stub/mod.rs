@@ -234,3 +234,25 @@ async fn answer(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes
         }
     }
 }
+
+/// Starts `replies` on a stub served from its own thread (the test itself blocks on the
+/// terminal), and a runtime for the test's own waits.
+pub fn stub_on_a_thread(replies: Vec<Canned>) -> (Stub, tokio::runtime::Runtime) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            tx.send(Stub::start(replies).await).unwrap();
+            std::future::pending::<()>().await;
+        });
+    });
+    let stub = rx.recv_timeout(std::time::Duration::from_secs(10)).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    (stub, runtime)
+}
