@@ -43,10 +43,31 @@ impl StopHandle {
     }
 
     /// Resolves once a stop is in force.
-    async fn stopped(&self) {
+    ///
+    /// # Cancel safety
+    /// Cancel safe: dropping it only stops waiting.
+    pub async fn stopped(&self) {
         let mut seen = self.stopped.subscribe();
         // The sender lives in `self`, so `wait_for` cannot fail while we wait.
         let _ = seen.wait_for(|stopped| *stopped).await;
+    }
+
+    /// Runs `call` unless a stop comes first: then `call` is dropped (an HTTP request is
+    /// closed) and the result is [`ProviderError::Stopped`]. A stop already in force stops it
+    /// at once. This is the per-call form of [`Stoppable`], for a caller that holds one handle
+    /// per session (a gateway whose sessions share one provider).
+    ///
+    /// # Errors
+    /// [`ProviderError::Stopped`], or `call`'s own error.
+    pub async fn or_stopped<T>(
+        &self,
+        call: impl std::future::Future<Output = Result<T, ProviderError>>,
+    ) -> Result<T, ProviderError> {
+        tokio::select! {
+            biased;
+            () = self.stopped() => Err(ProviderError::Stopped),
+            result = call => result,
+        }
     }
 }
 
@@ -83,11 +104,7 @@ impl<P: Provider> Provider for Stoppable<P> {
     }
 
     async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
-        tokio::select! {
-            biased;
-            () = self.handle.stopped() => Err(ProviderError::Stopped),
-            result = self.inner.complete(request) => result,
-        }
+        self.handle.or_stopped(self.inner.complete(request)).await
     }
 
     async fn complete_streaming(
@@ -95,10 +112,8 @@ impl<P: Provider> Provider for Stoppable<P> {
         request: &ModelRequest,
         on_text: OnText<'_>,
     ) -> Result<ModelResponse, ProviderError> {
-        tokio::select! {
-            biased;
-            () = self.handle.stopped() => Err(ProviderError::Stopped),
-            result = self.inner.complete_streaming(request, on_text) => result,
-        }
+        self.handle
+            .or_stopped(self.inner.complete_streaming(request, on_text))
+            .await
     }
 }
