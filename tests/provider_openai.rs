@@ -30,15 +30,23 @@ use hookline::messages::user::StopReason;
 use provider_stub::{pieces, Canned, Stub};
 use serde_json::{json, Value};
 
-/// The key every test puts in its own environment variable. It must never come back out.
+/// The key the tests' provider reads. It must never come back out.
 const KEY: &str = "sk-hookline-test-6f1c2a9e";
+/// The variable holding it.
+const KEY_VAR: &str = "HOOKLINE_TEST_PROVIDER_KEY";
 
-/// A configuration for `stub` whose key is in the environment variable `var` (one per test, so
-/// tests running side by side never race on one variable).
-fn config(stub: &Stub, var: &str, stream: bool) -> OpenAiConfig {
-    std::env::set_var(var, KEY);
+/// Sets [`KEY_VAR`] once, before any test reads the environment: every test calls this first,
+/// so no test reads the environment while it changes.
+fn key_var() -> &'static str {
+    static SET: std::sync::Once = std::sync::Once::new();
+    SET.call_once(|| std::env::set_var(KEY_VAR, KEY));
+    KEY_VAR
+}
+
+/// A configuration for `stub` whose key is in [`KEY_VAR`].
+fn config(stub: &Stub, stream: bool) -> OpenAiConfig {
     OpenAiConfig {
-        key: KeySource::Env(var.into()),
+        key: KeySource::Env(key_var().into()),
         stream,
         timeout: Duration::from_secs(10),
         retry: RetryPolicy {
@@ -136,7 +144,7 @@ fn system_text(events: &[HostEvent]) -> String {
 }
 
 /// SPEC R5.5, R5.6 and issue 12 item 2: one turn, a tool call and its result, exactly as sent.
-async fn turn_with_a_tool_call(takes_images: bool, var: &str) -> (Vec<Value>, String) {
+async fn turn_with_a_tool_call(takes_images: bool) -> (Vec<Value>, String) {
     let stub = Stub::start(vec![
         Canned::ok(json!({
             "choices": [{"index": 0, "message": {"role": "assistant", "content": "Reading it.", "tool_calls": [
@@ -149,7 +157,7 @@ async fn turn_with_a_tool_call(takes_images: bool, var: &str) -> (Vec<Value>, St
     .await;
     let config = OpenAiConfig {
         takes_images,
-        ..config(&stub, var, false)
+        ..config(&stub, false)
     };
     let provider = OpenAiProvider::new(config)
         .unwrap()
@@ -197,7 +205,7 @@ fn expected_second_request(system: &str, user: Value) -> Value {
 
 #[actix_rt::test]
 async fn a_turn_with_a_tool_call_sends_the_exact_request_json_without_images() {
-    let (bodies, system) = turn_with_a_tool_call(false, "HOOKLINE_TEST_KEY_EXACT").await;
+    let (bodies, system) = turn_with_a_tool_call(false).await;
     // The model takes no images: the attachment is never sent, not even as a marker.
     assert_eq!(
         bodies[1],
@@ -207,7 +215,7 @@ async fn a_turn_with_a_tool_call_sends_the_exact_request_json_without_images() {
 
 #[actix_rt::test]
 async fn a_turn_with_a_tool_call_sends_the_image_as_an_image_part_when_the_model_takes_images() {
-    let (bodies, system) = turn_with_a_tool_call(true, "HOOKLINE_TEST_KEY_IMAGES").await;
+    let (bodies, system) = turn_with_a_tool_call(true).await;
     let user = json!([
         {"type": "text", "text": "count the words"},
         {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORy1mYWtl"}}
@@ -238,7 +246,7 @@ async fn a_streamed_answer_split_across_many_chunks_assembles_text_and_split_too
     ];
     // Five bytes per body chunk: events, lines, JSON and a multi-byte character all split.
     let stub = Stub::start(vec![Canned::sse(&events, 5)]).await;
-    let provider = OpenAiProvider::new(config(&stub, "HOOKLINE_TEST_KEY_STREAM", true)).unwrap();
+    let provider = OpenAiProvider::new(config(&stub, true)).unwrap();
     let seen = Mutex::new(Vec::new());
     let on_text = |text: &str| seen.lock().unwrap().push(text.to_owned());
     let response = provider
@@ -292,8 +300,8 @@ async fn a_streamed_and_a_whole_answer_are_the_same_response() {
         ),
     ])
     .await;
-    let whole = OpenAiProvider::new(config(&stub, "HOOKLINE_TEST_KEY_SAME", false)).unwrap();
-    let streamed = OpenAiProvider::new(config(&stub, "HOOKLINE_TEST_KEY_SAME", true)).unwrap();
+    let whole = OpenAiProvider::new(config(&stub, false)).unwrap();
+    let streamed = OpenAiProvider::new(config(&stub, true)).unwrap();
     let request = work_request("hi");
     let a = whole.complete(&request).await.unwrap();
     let b = streamed.complete(&request).await.unwrap();
@@ -311,7 +319,7 @@ async fn a_429_then_success_is_retried_honouring_retry_after() {
         answer("fine"),
     ])
     .await;
-    let provider = OpenAiProvider::new(config(&stub, "HOOKLINE_TEST_KEY_429", false)).unwrap();
+    let provider = OpenAiProvider::new(config(&stub, false)).unwrap();
     let response = provider.complete(&work_request("hi")).await.unwrap();
     assert!(matches!(&response.items[0].body, ItemBody::Assistant { text, .. } if text == "fine"));
     assert_eq!(stub.received().len(), 2);
@@ -326,7 +334,7 @@ async fn a_500_three_times_fails_after_three_attempts() {
         answer("never asked for"),
     ])
     .await;
-    let provider = OpenAiProvider::new(config(&stub, "HOOKLINE_TEST_KEY_500", false)).unwrap();
+    let provider = OpenAiProvider::new(config(&stub, false)).unwrap();
     let error = provider.complete(&work_request("hi")).await.unwrap_err();
     assert_eq!(
         error,
@@ -355,7 +363,7 @@ async fn a_4xx_is_not_retried_and_a_too_long_retry_after_is_not_waited_for() {
         answer("never asked for"),
     ])
     .await;
-    let provider = OpenAiProvider::new(config(&stub, "HOOKLINE_TEST_KEY_4XX", false)).unwrap();
+    let provider = OpenAiProvider::new(config(&stub, false)).unwrap();
     let error = provider.complete(&work_request("hi")).await.unwrap_err();
     assert_eq!(
         error.to_string(),
@@ -398,8 +406,8 @@ async fn malformed_replies_are_errors_with_english_messages() {
         Canned::sse(&[json!({"choices": []})], 100),
     ])
     .await;
-    let whole = OpenAiProvider::new(config(&stub, "HOOKLINE_TEST_KEY_BAD", false)).unwrap();
-    let streamed = OpenAiProvider::new(config(&stub, "HOOKLINE_TEST_KEY_BAD", true)).unwrap();
+    let whole = OpenAiProvider::new(config(&stub, false)).unwrap();
+    let streamed = OpenAiProvider::new(config(&stub, true)).unwrap();
     let request = work_request("hi");
     let mut errors = Vec::new();
     for _ in 0..3 {
@@ -451,7 +459,7 @@ fn hanging_stream() -> Canned {
 #[tokio::test]
 async fn stopping_a_streamed_call_ends_it_as_stopped_and_closes_the_request() {
     let stub = Stub::start(vec![hanging_stream()]).await;
-    let inner = OpenAiProvider::new(config(&stub, "HOOKLINE_TEST_KEY_STOP", true)).unwrap();
+    let inner = OpenAiProvider::new(config(&stub, true)).unwrap();
     let (provider, stop) = Stoppable::new(inner);
     // `/stop` arrives once the first words are on screen.
     let on_text = |_: &str| stop.stop();
@@ -476,7 +484,7 @@ async fn stopping_a_streamed_call_ends_it_as_stopped_and_closes_the_request() {
 #[tokio::test]
 async fn dropping_the_call_future_closes_the_request() {
     let stub = Stub::start(vec![hanging_stream()]).await;
-    let provider = OpenAiProvider::new(config(&stub, "HOOKLINE_TEST_KEY_DROP", true)).unwrap();
+    let provider = OpenAiProvider::new(config(&stub, true)).unwrap();
     let first_words = Arc::new(tokio::sync::Notify::new());
     let notify = first_words.clone();
     let on_text = move |_: &str| notify.notify_one();
@@ -516,7 +524,7 @@ impl RawHooks for Adder {
 async fn a_failed_call_fails_the_turn_with_the_raw_change_note_and_never_shows_the_key() {
     // The server echoes the Authorization header in its error text, as careless servers do.
     let stub = Stub::start(vec![Canned::EchoAuth]).await;
-    let provider = OpenAiProvider::new(config(&stub, "HOOKLINE_TEST_KEY_FAIL", false)).unwrap();
+    let provider = OpenAiProvider::new(config(&stub, false)).unwrap();
     let debug = format!("{provider:?}");
     let plugin = PluginRegistration::new("acme").with_raw_hooks(Arc::new(Adder));
     let (mut host, dir) = host(Arc::new(provider), vec![plugin]);
@@ -565,6 +573,7 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 
 #[tokio::test]
 async fn a_missing_key_variable_is_named_and_no_key_sends_no_header() {
+    key_var();
     let stub = Stub::start(vec![answer("open server")]).await;
     let config = OpenAiConfig {
         key: KeySource::Env("HOOKLINE_TEST_KEY_UNSET_9d3".into()),
@@ -589,6 +598,7 @@ async fn a_missing_key_variable_is_named_and_no_key_sends_no_header() {
 
 #[tokio::test]
 async fn an_unreachable_server_is_an_english_error_after_the_retries() {
+    key_var();
     // A port nobody listens on: bind one, learn it, close it.
     let port = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

@@ -40,6 +40,10 @@ use input::Input;
 use operator::{yes_no, Answers, TerminalOperator};
 use streamed::Streamed;
 
+/// How many lines typed during a turn wait for it to end; past that, reading pauses (the
+/// terminal buffers) unless an approval question waits for its answer.
+const MAX_AHEAD: usize = 64;
+
 /// How long the chat waits for the shared state to close after the shutdown's bounded waits.
 const CLOSE_WAIT: Duration = Duration::from_secs(5);
 
@@ -289,7 +293,7 @@ impl Chat {
         let stop_reason = loop {
             tokio::select! {
                 result = &mut turn => break result?,
-                input = self.lines.recv(), if !self.ended => {
+                input = self.lines.recv(), if self.reading() => {
                     self.console.typed();
                     self.during_turn(input.unwrap_or(Input::End));
                 }
@@ -306,6 +310,12 @@ impl Chat {
                 .say(&format!("-- The turn ended: {stop_reason:?}."));
         }
         Ok(())
+    }
+
+    /// Whether to read typed lines during a turn: not after the end of input, and not past
+    /// [`MAX_AHEAD`] waiting lines unless a question needs its answer.
+    fn reading(&self) -> bool {
+        !self.ended && (self.ahead.len() < MAX_AHEAD || self.answers.waiting())
     }
 
     /// What was typed while a turn runs.

@@ -231,16 +231,16 @@ impl OpenAiProvider {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            let failure = match self.attempt(body.clone()).await {
+            // The error of this attempt, and the headers that may say when to retry.
+            let (error, headers) = match self.attempt(body.clone()).await {
                 Ok(response) if response.status().is_success() => return Ok(response),
                 Ok(response) => {
                     let status = response.status();
                     let headers = response.headers().clone();
-                    let message = self.error_message(response).await;
                     let error = ProviderError::Status {
                         status: status.as_u16(),
                         attempts: attempt,
-                        message,
+                        message: self.error_message(response).await,
                     };
                     if !retry::retryable(status) {
                         return Err(error);
@@ -249,24 +249,18 @@ impl OpenAiProvider {
                 }
                 Err(error) => (error, None),
             };
-            match self
-                .config
-                .retry
-                .next(attempt, failure.1.as_ref(), fastrand::f64())
-            {
+            let jitter = fastrand::f64();
+            match self.config.retry.next(attempt, headers.as_ref(), jitter) {
                 Next::Wait(wait) => {
                     tracing::debug!(attempt, ?wait, "retrying the model call");
                     tokio::time::sleep(wait).await;
                 }
-                Next::GiveUp => return Err(failure.0),
-                Next::TooLong(wait) => {
-                    return Err(ProviderError::Unreachable(format!(
-                        "the server asked to retry after {} s, longer than the {} s limit ({})",
-                        wait.as_secs(),
-                        self.config.retry.max_retry_after.as_secs(),
-                        failure.0
-                    )))
-                }
+                Next::GiveUp => return Err(error),
+                Next::TooLong(wait) => return Err(ProviderError::Unreachable(format!(
+                    "the server asked to retry after {} s, longer than the {} s limit ({error})",
+                    wait.as_secs(),
+                    self.config.retry.max_retry_after.as_secs(),
+                ))),
             }
         }
     }

@@ -10,12 +10,16 @@ use crate::provider::{OnText, ProviderError};
 
 /// The longest line a stream may send (one chunk); past it the stream is refused, not buffered.
 const MAX_LINE: usize = 4 * 1024 * 1024;
+/// The most bytes one streamed answer may take; past it the stream is refused.
+const MAX_STREAM: usize = 64 * 1024 * 1024;
 
 /// Reads server-sent events from byte pieces and assembles the answer.
 #[derive(Debug, Default)]
 pub(crate) struct Assembler {
     line: Vec<u8>,
     data: String,
+    /// Bytes fed so far.
+    fed: usize,
     answer: Answer,
     saw_choice: bool,
     done: bool,
@@ -24,6 +28,12 @@ pub(crate) struct Assembler {
 impl Assembler {
     /// Feeds the next piece of the body; text deltas go to `on_text`.
     pub(crate) fn feed(&mut self, bytes: &[u8], on_text: OnText<'_>) -> Result<(), ProviderError> {
+        self.fed = self.fed.saturating_add(bytes.len());
+        if self.fed > MAX_STREAM {
+            return Err(ProviderError::Malformed(format!(
+                "the stream is longer than {MAX_STREAM} bytes"
+            )));
+        }
         for &byte in bytes {
             if byte == b'\n' {
                 let line = std::mem::take(&mut self.line);
