@@ -9,8 +9,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench;
+pub mod chat;
 mod hooks;
 mod progress;
+mod provider;
 mod render;
 pub mod run;
 mod soak;
@@ -29,6 +31,8 @@ pub struct Cli {
 enum Command {
     /// Measure hook latency and throughput beside a direct-call loop.
     Bench(bench::BenchArgs),
+    /// An interactive session in the terminal, with a real model or the built-in offline one.
+    Chat(chat::ChatArgs),
     /// Plugins on disk: list, info, check, enable, disable.
     Hooks(hooks::HooksArgs),
     /// Run a scenario (default: the bundled demo) with the bundled example plugins.
@@ -45,6 +49,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Bench(args) => bench::run(&args),
+        Command::Chat(args) => chat::run(args),
         Command::Hooks(args) => hooks::run(args),
         Command::Run(args) => run::run(args),
         Command::Soak(args) => soak::run(&args),

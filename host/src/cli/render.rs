@@ -8,7 +8,6 @@ use hookline_messages::record::{ApprovalRecord, ArchiveEntry, Record};
 use hookline_messages::session::SessionId;
 use serde::Serialize;
 
-use crate::provider::ScriptedProvider;
 use crate::session::{Host, HostError, HostEvent};
 use crate::store::Log;
 
@@ -44,7 +43,7 @@ pub(crate) fn report(
     scenario: &str,
     workspace: &Path,
     host: &Host,
-    provider: &ScriptedProvider,
+    requests: Vec<ModelRequest>,
     events: Vec<HostEvent>,
 ) -> Result<Report, HostError> {
     let mut sessions = Vec::new();
@@ -81,7 +80,7 @@ pub(crate) fn report(
         scenario: scenario.to_owned(),
         workspace: workspace.display().to_string(),
         events,
-        requests: provider.sent(),
+        requests,
         sessions,
         notes,
         tool_executions,
@@ -106,7 +105,7 @@ pub(crate) fn human(report: &Report) -> String {
     out
 }
 
-fn line(event: &HostEvent) -> String {
+pub(crate) fn line(event: &HostEvent) -> String {
     match event {
         HostEvent::SessionStarted(s) => format!(
             "== session {} started in {}",

@@ -1,5 +1,5 @@
 //! `hookline run [SCENARIO] [--json] [--plugins DIR] [--workspace DIR] [--tools DIR]
-//! [--no-demo-plugins]`:
+//! [--no-demo-plugins] [--provider openai --base-url URL --model NAME [--api-key-env VAR]]`:
 //! plays a scenario (default: the bundled demo) with the plugins on disk, then prints the
 //! conversation, each hook's effect and the notes in order, or with `--json` one
 //! machine-readable report. The run shuts the host down when it ends, also on Ctrl-C
@@ -11,6 +11,9 @@
 //! default the current directory), as `hookline hooks` finds them. When neither directory holds a
 //! plugin, the bundled in-process demo plugins (and their `word_count` tool) run instead, unless
 //! `--no-demo-plugins`.
+//!
+//! With `--provider openai`, the scenario's user turns go to a real model
+//! (`docs/providers.md`) and its scripted model replies are ignored.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -22,11 +25,12 @@ use clap::Args;
 use hookline_messages::scenario::Scenario;
 
 use super::hooks::plugin_options;
+use super::provider::{ProviderArgs, Recorded};
 use super::render::{human, report, Report};
 use crate::approval::ScriptedOperator;
 use crate::demo::{example_plugins, WordCount, DEMO_NAME, DEMO_SCENARIO};
 use crate::producers::ResetPolicy;
-use crate::provider::ScriptedProvider;
+use crate::provider::{Provider, ProviderError, ScriptedProvider};
 use crate::scenario::{first_model, load, parse, play, Played, ScenarioError, Script};
 use crate::session::{Clock as _, Host, HostBuilder, HostError, ManualClock, SystemClock};
 use crate::tools::fence::resolve;
@@ -57,6 +61,8 @@ pub struct RunArgs {
     /// tools are hooked and approved like every other tool. None by default.
     #[arg(long, value_name = "DIR")]
     tools: Option<PathBuf>,
+    #[command(flatten)]
+    provider: ProviderArgs,
 }
 
 /// Why a run failed.
@@ -68,6 +74,8 @@ enum RunError {
     Host { file: String, source: HostError },
     #[error("'{}' is not a directory", .0.display())]
     NotADirectory(PathBuf),
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
     #[error("{file}: cannot prepare the workspace {dir}: {source}")]
     Workspace {
         file: String,
@@ -102,14 +110,9 @@ async fn run_async(args: &RunArgs) -> Result<String, RunError> {
         }
     }
     let options = plugin_options(args.plugins.clone(), args.workspace.clone());
-    let builder = plugins(args, &options).await;
+    let builder = plugins(&options, args.tools.as_deref(), args.no_demo_plugins).await;
     match prepare(args, &builder) {
-        Ok(Prepared {
-            name,
-            scenario,
-            workspace,
-            run_dir,
-        }) => play_run(args, builder, name, scenario, workspace, run_dir).await,
+        Ok(prepared) => play_run(args, builder, prepared).await,
         Err(error) => {
             // Nothing ran: the plugin processes still go down in order.
             builder.shutdown_plugins().await;
@@ -118,14 +121,19 @@ async fn run_async(args: &RunArgs) -> Result<String, RunError> {
     }
 }
 
-/// The builder with the plugins on disk, or the bundled demo plugins when none was found.
-async fn plugins(args: &RunArgs, options: &crate::loading::LoadOptions) -> HostBuilder {
+/// The builder with the plugins on disk, or the bundled demo plugins when none was found (and
+/// `no_demo` is false), the built-in tools and the external tools of `tools`.
+pub(super) async fn plugins(
+    options: &crate::loading::LoadOptions,
+    tools: Option<&Path>,
+    no_demo: bool,
+) -> HostBuilder {
     let report = crate::loading::load(options).await;
-    let demo = report.statuses.is_empty() && !args.no_demo_plugins;
+    let demo = report.statuses.is_empty() && !no_demo;
     let mut builder = Host::builder()
         .tools(ToolRegistry::with_builtins())
         .loaded_plugins(report);
-    if let Some(dir) = &args.tools {
+    if let Some(dir) = tools {
         builder = builder.external_tools(dir);
     }
     if demo {
@@ -137,12 +145,13 @@ async fn plugins(args: &RunArgs, options: &crate::loading::LoadOptions) -> HostB
     }
 }
 
-/// A checked scenario and its prepared workspace.
+/// A checked scenario, its prepared workspace, and the real model if one was asked for.
 struct Prepared {
     name: String,
     scenario: Scenario,
     workspace: PathBuf,
     run_dir: PathBuf,
+    model: Option<Arc<dyn Provider>>,
 }
 
 /// Reads the scenario (checked against the tools `builder`'s host will have) and prepares its
@@ -167,30 +176,48 @@ fn prepare(args: &RunArgs, builder: &HostBuilder) -> Result<Prepared, RunError> 
             None,
         ),
     };
+    let model = args
+        .provider
+        .build(&tools)?
+        .map(|p| Arc::new(p) as Arc<dyn Provider>);
+    let mut scenario = scenario;
+    if model.is_some() {
+        // A real model answers: the scripted replies are not used (issue 12 item 6).
+        for step in &mut scenario.steps {
+            step.replies.clear();
+        }
+    }
     let (run_dir, workspace) = prepare_workspace(&name, &scenario, base)?;
     Ok(Prepared {
         name,
         scenario,
         workspace,
         run_dir,
+        model,
     })
 }
 
 async fn play_run(
     args: &RunArgs,
     builder: HostBuilder,
-    name: String,
-    scenario: Scenario,
-    workspace: PathBuf,
-    run_dir: PathBuf,
+    prepared: Prepared,
 ) -> Result<String, RunError> {
+    let Prepared {
+        name,
+        scenario,
+        workspace,
+        run_dir,
+        model,
+    } = prepared;
     let script = Script {
         provider: ScriptedProvider::new(first_model(&scenario).images),
         operator: ScriptedOperator::default(),
         clock: ManualClock::new(SystemClock.now_ms()),
     };
+    let model = model.unwrap_or_else(|| Arc::new(script.provider.clone()));
+    let (model, sent) = Recorded::new(model);
     let mut builder = builder
-        .provider(Arc::new(script.provider.clone()))
+        .provider(Arc::new(model))
         .operator(Arc::new(script.operator.clone()))
         .clock(Arc::new(script.clock.clone()))
         .workspace(&workspace)
@@ -228,7 +255,11 @@ async fn play_run(
     };
     let closed = host.shutdown(reason, None).await;
     played.events.extend(host.take_events());
-    let report = report(&name, &workspace, &host, &script.provider, played.events);
+    let requests = sent
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .clone();
+    let report = report(&name, &workspace, &host, requests, played.events);
     // SPEC G2.3: the shared state closes once the shutdown handlers finish; a handler that never
     // does is not waited for past this bound, and the process exits anyway.
     let closed = closed.map(|closed| closed.wait(CLOSE_WAIT));

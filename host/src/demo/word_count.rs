@@ -35,6 +35,14 @@ impl Tool for WordCount {
         &self.0
     }
 
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::json!({
+            "type": "object",
+            "properties": { "path": { "type": "string" } },
+            "required": ["path"]
+        })
+    }
+
     async fn run(&self, cx: &ToolContext, arguments: serde_json::Value) -> ToolOutput {
         let Some(path) = arguments.get("path").and_then(|p| p.as_str()) else {
             return ToolOutput::failure("word_count needs a string argument 'path'.");

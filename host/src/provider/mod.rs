@@ -1,158 +1,69 @@
-//! Model providers: the [`Provider`] trait real providers implement, and [`ScriptedProvider`],
-//! the embedded default, whose replies come from a scenario and which records every outbound
-//! request exactly as sent.
+//! Model providers: the [`Provider`] trait, and the providers the host ships.
+//!
+//! - [`ScriptedProvider`]: the embedded default; replies come from a scenario, and every request
+//!   is recorded exactly as sent.
+//! - [`OpenAiProvider`]: any server that speaks the OpenAI chat-completions API (hosted services,
+//!   vLLM, llama.cpp's server, Ollama, LM Studio, ...), streaming or not, with retries
+//!   (`docs/providers.md`).
+//! - [`OfflineProvider`]: the small built-in model `hookline chat` uses without a provider: it
+//!   echoes each message and makes one demo tool call, so a session always runs.
+//! - [`Stoppable`]: wraps any provider so a [`StopHandle`] (`/stop`, Ctrl-C) ends the call in
+//!   flight as [`ProviderError::Stopped`], dropping (and so aborting) the request.
+//!
+//! A provider receives requests already prepared ([`ModelRequest::prepared_for_provider`]): the
+//! hooks have run, images sit only where the model may take them (SPEC R5.5, R5.6).
 
 mod echo;
+mod error;
+mod offline;
+pub mod openai;
+mod scripted;
+mod stop;
 
 pub use echo::EchoProvider;
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard};
-
 use async_trait::async_trait;
-use hookline_messages::model::{Item, ItemBody, ModelRequest, ModelResponse};
-use hookline_messages::scenario::ScriptedReply;
+use hookline_messages::model::{ModelRequest, ModelResponse};
 
-/// Why a model call failed.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum ProviderError {
-    /// The provider answered with an error.
-    #[error("the provider failed: {0}")]
-    Failed(String),
-    /// A scripted provider had no reply left for this call.
-    #[error("the scenario has no model reply left for this call")]
-    NoReplyLeft,
-    /// The operator typed `/stop` while the call ran.
-    #[error("the call was stopped")]
-    Stopped,
-}
+pub use error::ProviderError;
+pub use offline::{OfflineProvider, ECHO_FILE};
+pub use openai::{ImageSource, KeySource, OpenAiConfig, OpenAiProvider, RetryPolicy};
+pub use scripted::ScriptedProvider;
+pub use stop::{StopHandle, Stoppable};
+
+/// Where a provider offers model text as it arrives (one call per text delta, in order).
+pub type OnText<'a> = &'a (dyn Fn(&str) + Send + Sync);
 
 /// A model provider.
 #[async_trait]
 pub trait Provider: Send + Sync + 'static {
     /// Whether the current model takes images (SPEC R5.6).
     fn takes_images(&self) -> bool;
+
     /// Sends one request, already prepared for the provider
     /// ([`ModelRequest::prepared_for_provider`]).
     ///
     /// # Errors
     /// [`ProviderError`] when the call fails.
+    ///
+    /// # Cancel safety
+    /// Dropping the future abandons the call: a provider that talks to a server closes the
+    /// request, so `/stop` costs the server nothing more.
     async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError>;
-}
 
-#[derive(Default)]
-struct Script {
-    replies: VecDeque<ScriptedReply>,
-    sent: Vec<ModelRequest>,
-    takes_images: bool,
-}
-
-/// A provider that answers from a script and records each request it is sent. Cloning shares the
-/// script.
-#[derive(Clone, Default)]
-pub struct ScriptedProvider {
-    script: Arc<Mutex<Script>>,
-}
-
-impl ScriptedProvider {
-    /// A provider with no replies whose model takes images or not.
-    pub fn new(takes_images: bool) -> Self {
-        let provider = Self::default();
-        provider.lock().takes_images = takes_images;
-        provider
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Script> {
-        // A poisoned lock only means another thread panicked mid-push; the data is still usable.
-        self.script
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Queues replies for the next calls.
-    pub fn push_replies(&self, replies: impl IntoIterator<Item = ScriptedReply>) {
-        self.lock().replies.extend(replies);
-    }
-
-    /// Drops replies the last step did not use, so they never answer a later step's calls.
-    pub fn clear_replies(&self) -> usize {
-        let mut script = self.lock();
-        let left = script.replies.len();
-        script.replies.clear();
-        left
-    }
-
-    /// Switches the model's image support (`/model`).
-    pub fn set_takes_images(&self, takes_images: bool) {
-        self.lock().takes_images = takes_images;
-    }
-
-    /// Every request sent so far, exactly as sent.
-    pub fn sent(&self) -> Vec<ModelRequest> {
-        self.lock().sent.clone()
-    }
-}
-
-#[async_trait]
-impl Provider for ScriptedProvider {
-    fn takes_images(&self) -> bool {
-        self.lock().takes_images
-    }
-
-    async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
-        let reply = {
-            let mut script = self.lock();
-            script.sent.push(request.clone());
-            script.replies.pop_front()
-        };
-        let reply = reply.ok_or(ProviderError::NoReplyLeft)?;
-        if reply.stop {
-            return Err(ProviderError::Stopped);
-        }
-        if let Some(error) = &reply.fail {
-            return Err(ProviderError::Failed(error.clone()));
-        }
-        Ok(response(request, &reply))
-    }
-}
-
-/// The response a scripted reply stands for. Its item ids (`resp-<k>`) name items of the
-/// response only: the host gives stored records their own ids when it builds a request.
-fn response(request: &ModelRequest, reply: &ScriptedReply) -> ModelResponse {
-    let mut items = Vec::new();
-    let id = |k: usize| format!("resp-{}", k);
-    if let Some(reasoning) = &reply.reasoning {
-        items.push(Item::new(
-            id(items.len()),
-            ItemBody::Reasoning {
-                text: reasoning.clone(),
-                provider_state: None,
-            },
-        ));
-    }
-    if !reply.text.is_empty() {
-        items.push(Item::new(
-            id(items.len()),
-            ItemBody::Assistant {
-                text: reply.text.clone(),
-                images: Vec::new(),
-            },
-        ));
-    }
-    for call in &reply.tool_calls {
-        items.push(Item::new(
-            id(items.len()),
-            ItemBody::ToolCall {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                arguments: call.arguments.clone(),
-            },
-        ));
-    }
-    ModelResponse {
-        purpose: request.purpose,
-        finish_reason: reply.finish_reason(),
-        items,
-        usage: reply.usage,
+    /// Sends one request like [`Provider::complete`], and offers each piece of model text to
+    /// `on_text` as it arrives. The response is the same one `complete` would return: the
+    /// pieces, joined, are its assistant text. Providers that cannot stream call `complete` and
+    /// offer nothing (the default).
+    ///
+    /// # Errors
+    /// [`ProviderError`] when the call fails; text already offered stays offered.
+    async fn complete_streaming(
+        &self,
+        request: &ModelRequest,
+        on_text: OnText<'_>,
+    ) -> Result<ModelResponse, ProviderError> {
+        let _ = on_text;
+        self.complete(request).await
     }
 }

@@ -317,6 +317,15 @@ impl Conversation {
         self.engine.events.take()
     }
 
+    /// Also sends every event reported from now on to `live` as it happens (a terminal showing
+    /// a turn while it runs); [`Host::take_events`] still returns them all.
+    pub fn watch(&mut self, live: tokio::sync::broadcast::Sender<std::sync::Arc<HostEvent>>) {
+        self.attach_live(Arc::new(move |event: &HostEvent| {
+            // No receiver is not an error: nobody is watching right now.
+            let _ = live.send(Arc::new(event.clone()));
+        }));
+    }
+
     /// The active session, if any.
     pub fn active(&self) -> Option<&SessionInfo> {
         self.session.as_ref().map(|s| &s.info)

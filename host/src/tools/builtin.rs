@@ -105,6 +105,15 @@ impl Tool for ReadFile {
         &self.0
     }
 
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::json!({
+            "type": "object",
+            "properties": { "path": { "type": "string", "description": "A file path relative to the workspace." } },
+            "required": ["path"],
+            "additionalProperties": false
+        })
+    }
+
     async fn run(&self, cx: &ToolContext, arguments_json: serde_json::Value) -> ToolOutput {
         let args: ReadArgs = match arguments("read_file", "{\"path\": string}", arguments_json) {
             Ok(args) => args,
@@ -164,6 +173,14 @@ impl Default for ListDir {
 impl Tool for ListDir {
     fn spec(&self) -> &ToolSpec {
         &self.0
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::json!({
+            "type": "object",
+            "properties": { "path": { "type": "string", "description": "A directory relative to the workspace (default: the workspace)." } },
+            "additionalProperties": false
+        })
     }
 
     async fn run(&self, cx: &ToolContext, arguments_json: serde_json::Value) -> ToolOutput {
@@ -239,6 +256,18 @@ impl Default for WriteFile {
 impl Tool for WriteFile {
     fn spec(&self) -> &ToolSpec {
         &self.0
+    }
+
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "path": { "type": "string", "description": "A file path relative to the workspace." },
+                "content": { "type": "string", "description": "The whole new content." }
+            },
+            "required": ["path", "content"],
+            "additionalProperties": false
+        })
     }
 
     async fn run(&self, cx: &ToolContext, arguments_json: serde_json::Value) -> ToolOutput {

@@ -115,6 +115,12 @@ pub trait Tool: Send + Sync + 'static {
     /// The tool's name, description, provider and classification.
     fn spec(&self) -> &ToolSpec;
 
+    /// The JSON Schema of the tool's arguments, as a model provider offers it to the model
+    /// (`docs/providers.md`). The default accepts any object.
+    fn parameters(&self) -> serde_json::Value {
+        serde_json::json!({ "type": "object" })
+    }
+
     /// Runs one call. Never panics and never hangs: errors become `success: false` with an
     /// English text.
     async fn run(&self, cx: &ToolContext, arguments: serde_json::Value) -> ToolOutput;

@@ -36,8 +36,18 @@ impl Turn<'_> {
         });
         let provider = self.engine.provider.clone();
         let stop = self.engine.stop.clone();
+        // Streamed text goes to the live feed only (a server's clients, a terminal); the whole
+        // answer is reported once it is complete.
+        let live = self.engine.events.live().cloned();
+        let on_text = move |delta: &str| {
+            if let Some(live) = &live {
+                live(&HostEvent::ModelText {
+                    delta: delta.to_owned(),
+                });
+            }
+        };
         let answer = tokio::select! {
-            answer = provider.complete(&sent) => answer,
+            answer = provider.complete_streaming(&sent, &on_text) => answer,
             () = stop.raised() => Err(ProviderError::Stopped),
         };
         match answer {
