@@ -107,6 +107,14 @@ pub enum Note {
         /// The drain budget, in milliseconds.
         millis: u64,
     },
+    /// An external plugin broke the protocol in a way that belongs to no call in flight (a second
+    /// reply to a call already answered); no call was skipped for it (issue 15).
+    PluginFault {
+        /// The plugin's name.
+        plugin: String,
+        /// What it did.
+        reason: SkipReason,
+    },
     /// An external tool in a tools directory was left out: a bad manifest, or a taken name.
     ExternalToolSkipped {
         /// The whole English sentence, naming the tool's directory and the problem.
@@ -236,6 +244,9 @@ impl fmt::Display for Note {
                 "The turn was stopped because the gateway was draining and it did not finish within {}.",
                 DurationText(*millis)
             ),
+            Self::PluginFault { plugin, reason } => {
+                write!(f, "Plugin '{plugin}' broke the protocol: {reason}")
+            }
             Self::ExternalToolSkipped { problem } => f.write_str(problem),
         }
     }
