@@ -70,8 +70,9 @@ pub(super) struct BenchArgs {
     /// Idle sessions opened by `--memory`.
     #[arg(long, default_value_t = 100_000)]
     idle_sessions: usize,
-    /// Where the shipped example plugins are (for `--source examples`).
-    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/plugins"))]
+    /// Where the shipped example plugins are (for `--source examples`; default
+    /// `examples/plugins` under the current directory, i.e. run from a checkout).
+    #[arg(long, value_name = "DIR", default_value = "examples/plugins")]
     examples_dir: PathBuf,
     /// Print one JSON report instead of text.
     #[arg(long)]

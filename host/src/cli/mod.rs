@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod hooks;
+mod plugin_dirs;
 mod progress;
 mod render;
 pub mod run;
@@ -17,7 +18,11 @@ mod soak;
 
 /// A runtime for plugin hooks in AI agent hosts and chat gateways.
 #[derive(Debug, Parser)]
-#[command(name = "hookline", version, about)]
+#[command(
+    name = "hookline",
+    version,
+    about = "A runtime for plugin hooks in AI agent hosts and chat gateways."
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -30,7 +35,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Plugins on disk: list, info, check, enable, disable.
     Hooks(hooks::HooksArgs),
-    /// Run a scenario (default: the bundled demo) with the bundled example plugins.
+    /// Run a scenario (default: the bundled demo) with the plugins on disk (the bundled demo
+    /// plugins when none is found).
     Run(run::RunArgs),
     /// Soak: many sessions through every hook, then a shutdown under load; checks memory,
     /// queue bounds, notes and the shutdown budget.

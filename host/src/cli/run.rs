@@ -1,16 +1,19 @@
-//! `hookline run [SCENARIO] [--json] [--plugins DIR] [--workspace DIR] [--tools DIR]
-//! [--no-demo-plugins]`:
+//! `hookline run [SCENARIO] [--json] [--user-dir DIR] [--workspace DIR] [--order A,B]
+//! [--trust-file FILE] [--tools DIR] [--no-demo-plugins]`:
 //! plays a scenario (default: the bundled demo) with the plugins on disk, then prints the
 //! conversation, each hook's effect and the notes in order, or with `--json` one
 //! machine-readable report. The run shuts the host down when it ends, also on Ctrl-C
 //! (SPEC P3.13, G2): the bounded `gateway:shutdown` wait, the active session's end hooks, then the
 //! shared state (the pipeline, the plugin processes, the store's open files).
 //!
-//! Plugins come from the user plugins directory (`--plugins`, default `$HOOKLINE_HOME/plugins`,
-//! else `~/.hookline/plugins`) overlaid by `<workspace>/.hookline/plugins` (`--workspace`,
-//! default the current directory), as `hookline hooks` finds them. When neither directory holds a
-//! plugin, the bundled in-process demo plugins (and their `word_count` tool) run instead, unless
-//! `--no-demo-plugins`.
+//! Plugins are found and loaded exactly as `hookline hooks` finds them (one place builds the load
+//! options: `super::plugin_dirs`): the user plugins directory (`--user-dir`, formerly `--plugins`,
+//! still accepted; default `$HOOKLINE_HOME/plugins`, else `~/.hookline/plugins`) overlaid by
+//! `<workspace>/.hookline/plugins` (`--workspace`, default the current directory), pinned by
+//! `--order`, workspace plugins only once trusted in the trust file. When neither directory holds
+//! a plugin, the bundled in-process demo plugins (and their `word_count` tool) run instead, unless
+//! `--no-demo-plugins`. A scenario without its own workspace runs in a fresh
+//! `$TMPDIR/hookline-run-<pid>` directory, removed when the run ends.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -21,7 +24,7 @@ use std::time::Duration;
 use clap::Args;
 use hookline_messages::scenario::Scenario;
 
-use super::hooks::plugin_options;
+use super::plugin_dirs::PluginDirs;
 use super::render::{human, report, Report};
 use crate::approval::ScriptedOperator;
 use crate::demo::{example_plugins, WordCount, DEMO_NAME, DEMO_SCENARIO};
@@ -43,13 +46,9 @@ pub struct RunArgs {
     /// Print one machine-readable JSON report instead of the conversation.
     #[arg(long)]
     json: bool,
-    /// The user plugins directory (default `$HOOKLINE_HOME/plugins` or `~/.hookline/plugins`).
-    #[arg(long, value_name = "DIR")]
-    plugins: Option<PathBuf>,
-    /// The workspace whose `.hookline/plugins` overlays the user plugins (default: current
-    /// directory). The scenario's own workspace is separate.
-    #[arg(long, value_name = "DIR")]
-    workspace: Option<PathBuf>,
+    /// Where plugins are found, as for `hookline hooks` (the scenario's workspace is separate).
+    #[command(flatten)]
+    dirs: PluginDirs,
     /// Never run the bundled demo plugins, even when no plugin is found on disk.
     #[arg(long)]
     no_demo_plugins: bool,
@@ -68,6 +67,8 @@ enum RunError {
     Host { file: String, source: HostError },
     #[error("'{}' is not a directory", .0.display())]
     NotADirectory(PathBuf),
+    #[error("{0}")]
+    Options(String),
     #[error("{file}: cannot prepare the workspace {dir}: {source}")]
     Workspace {
         file: String,
@@ -93,15 +94,10 @@ pub fn run(args: RunArgs) -> ExitCode {
 }
 
 async fn run_async(args: &RunArgs) -> Result<String, RunError> {
-    for dir in [&args.plugins, &args.workspace, &args.tools]
-        .into_iter()
-        .flatten()
-    {
-        if !dir.is_dir() {
-            return Err(RunError::NotADirectory(dir.clone()));
-        }
+    if let Some(dir) = args.tools.as_ref().filter(|dir| !dir.is_dir()) {
+        return Err(RunError::NotADirectory(dir.clone()));
     }
-    let options = plugin_options(args.plugins.clone(), args.workspace.clone());
+    let options = args.dirs.load_options().map_err(RunError::Options)?;
     let builder = plugins(args, &options).await;
     match prepare(args, &builder) {
         Ok(Prepared {
@@ -237,6 +233,15 @@ async fn play_run(
     }
     if interrupted.map_err(host_error)? {
         eprintln!("hookline run: interrupted; the session was closed.");
+    }
+    if scenario.workspace.is_none() {
+        // The fresh `hookline-run-<pid>` directory is the run's own: leave nothing behind.
+        if let Err(error) = std::fs::remove_dir_all(&run_dir) {
+            eprintln!(
+                "hookline run: could not remove {}: {error}",
+                run_dir.display()
+            );
+        }
     }
     let report: Report = report.map_err(host_error)?;
     Ok(if args.json {

@@ -70,7 +70,7 @@ impl Connection {
             )));
         };
         let name: Arc<str> = config.name.as_str().into();
-        tokio::spawn(stderr::forward(name.clone(), stderr));
+        tokio::spawn(stderr::forward(name.clone(), stderr, config.echo_stderr));
         let mut stdout = BufReader::new(stdout);
         let hello = match handshake(&mut stdout, config).await {
             Ok(hello) => hello,

@@ -104,6 +104,9 @@ pub struct ExternalConfig {
     pub shutdown_grace: Duration,
     /// Guard hooks marked fail-closed (see `PluginRegistration::fail_closed`).
     pub fail_closed: HookSet,
+    /// Also write each stderr line the plugin logs to the host's stderr, as `[<plugin>] <line>`
+    /// (default false: its stderr goes to tracing only).
+    pub echo_stderr: bool,
 }
 
 impl ExternalConfig {
@@ -127,6 +130,7 @@ impl ExternalConfig {
             restart: RestartPolicy::default(),
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             fail_closed: HookSet::empty(),
+            echo_stderr: false,
         }
     }
 }
