@@ -16,6 +16,7 @@
 
 mod discover;
 pub mod entry;
+mod host_binary;
 pub mod manifest;
 mod problem;
 mod status;
