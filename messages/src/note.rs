@@ -107,6 +107,14 @@ pub enum Note {
         /// The drain budget, in milliseconds.
         millis: u64,
     },
+    /// A tool call that needed asking was denied because no operator is configured (the host's
+    /// default operator refuses everything; `HostBuilder::operator` sets one).
+    NoOperator {
+        /// The call's id.
+        call_id: String,
+        /// The tool.
+        tool: String,
+    },
     /// An external plugin broke the protocol in a way that belongs to no call in flight (a second
     /// reply to a call already answered); no call was skipped for it (issue 15).
     PluginFault {
@@ -243,6 +251,10 @@ impl fmt::Display for Note {
                 f,
                 "The turn was stopped because the gateway was draining and it did not finish within {}.",
                 DurationText(*millis)
+            ),
+            Self::NoOperator { call_id, tool } => write!(
+                f,
+                "Tool call '{call_id}' ({tool}) was denied: no operator is configured to ask (HostBuilder::operator)."
             ),
             Self::PluginFault { plugin, reason } => {
                 write!(f, "Plugin '{plugin}' broke the protocol: {reason}")

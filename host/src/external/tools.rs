@@ -42,6 +42,11 @@ impl PluginTool {
             .collect()
     }
 
+    /// Whether `plugin` runs it.
+    pub(crate) fn is_of(&self, plugin: &Arc<ExternalPlugin>) -> bool {
+        Arc::ptr_eq(&self.plugin, plugin)
+    }
+
     /// The plugin that runs it.
     pub fn plugin_name(&self) -> &str {
         self.plugin.name()

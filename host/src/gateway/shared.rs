@@ -48,6 +48,8 @@ pub(crate) struct Shared {
     next_id: AtomicU64,
     /// Load notes not yet archived in a session (the first session to open takes them).
     load_notes: Mutex<Vec<Note>>,
+    /// Every load note, kept for [`Shared::load_notes`].
+    all_load_notes: Vec<Note>,
 }
 
 /// What [`Shared::new`] takes.
@@ -101,6 +103,7 @@ impl Shared {
             started: AtomicBool::new(false),
             shut_down: AtomicBool::new(false),
             next_id: AtomicU64::new(0),
+            all_load_notes: services.load_notes.clone(),
             load_notes: Mutex::new(services.load_notes),
         })
     }
@@ -123,6 +126,11 @@ impl Shared {
     /// Whether the gateway has shut down.
     pub(crate) fn is_shut_down(&self) -> bool {
         self.shut_down.load(Ordering::Acquire)
+    }
+
+    /// Every load note, whether archived yet or not.
+    pub(crate) fn load_notes(&self) -> &[Note] {
+        &self.all_load_notes
     }
 
     /// The load notes no session has archived yet.

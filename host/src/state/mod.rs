@@ -8,6 +8,7 @@
 
 mod error;
 mod events;
+pub(crate) mod read;
 
 pub use error::HostError;
 pub use events::{EventLog, HostEvent, LiveSink};
