@@ -23,15 +23,10 @@ fn path(dir: &Path) -> &str {
 #[test]
 fn run_with_the_python_plugin_on_disk_plays_the_demo_with_it_instead_of_the_demo_plugins() {
     let plugins = tempfile::tempdir().unwrap();
-    let house = plugins.path().join("house-rules");
-    std::fs::create_dir_all(&house).unwrap();
-    for file in ["plugin.json", "plugin.py"] {
-        std::fs::copy(
-            repo().join("examples/plugins/house-rules").join(file),
-            house.join(file),
-        )
-        .unwrap();
-    }
+    support::copy_dir(
+        &repo().join("examples/plugins/house-rules"),
+        &plugins.path().join("house-rules"),
+    );
     let empty = tempfile::tempdir().unwrap();
     let out = hookline(&[
         "run",
@@ -121,11 +116,7 @@ fn run_loads_a_workspace_plugin_once_hooks_trust_trusted_it() {
     let home = tempfile::tempdir().unwrap();
     let workspace = tempfile::tempdir().unwrap();
     let house = workspace.path().join(".hookline/plugins/house-rules");
-    std::fs::create_dir_all(&house).unwrap();
-    for file in ["plugin.json", "plugin.py"] {
-        let from = repo().join("examples/plugins/house-rules").join(file);
-        std::fs::copy(from, house.join(file)).unwrap();
-    }
+    support::copy_dir(&repo().join("examples/plugins/house-rules"), &house);
     let with_home = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_hookline"))
             .args(args)
@@ -145,11 +136,7 @@ fn run_loads_a_workspace_plugin_once_hooks_trust_trusted_it() {
 
 fn house_rules_in(plugins: &Path) {
     let house = plugins.join("house-rules");
-    std::fs::create_dir_all(&house).unwrap();
-    for file in ["plugin.json", "plugin.py"] {
-        let from = repo().join("examples/plugins/house-rules").join(file);
-        std::fs::copy(from, house.join(file)).unwrap();
-    }
+    support::copy_dir(&repo().join("examples/plugins/house-rules"), &house);
 }
 
 // Issue 15: a plugin's stderr is visible from the CLI with --verbose, prefixed with its name.

@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod hooks;
+mod new;
 mod plugin_dirs;
 mod progress;
 mod render;
@@ -35,6 +36,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Plugins on disk: list, info, check, enable, disable.
     Hooks(hooks::HooksArgs),
+    /// Write a new plugin directory on a plugin kit: `new plugin NAME --lang python|node|rust`.
+    New(new::NewArgs),
     /// Run a scenario (default: the bundled demo) with the plugins on disk (the bundled demo
     /// plugins when none is found).
     Run(run::RunArgs),
@@ -49,6 +52,7 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Bench(args) => bench::run(&args),
         Command::Hooks(args) => hooks::run(args),
+        Command::New(args) => new::run(args),
         Command::Run(args) => run::run(args),
         Command::Soak(args) => soak::run(&args),
     }
