@@ -129,9 +129,16 @@ fn run_loads_a_workspace_plugin_once_hooks_trust_trusted_it() {
     assert!(trusted.status.success(), "{trusted:?}");
     let out = with_home(&["run", "--workspace", ws]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!text.contains("not trusted"), "{text}");
-    assert!(text.contains("hook on_prompt: changed by house-rules"), "{text}");
+    assert!(
+        text.contains("hook on_prompt: changed by house-rules"),
+        "{text}"
+    );
 }
 
 fn house_rules_in(plugins: &Path) {
@@ -145,21 +152,36 @@ fn run_verbose_shows_plugin_stderr_prefixed_with_its_name() {
     let plugins = tempfile::tempdir().unwrap();
     house_rules_in(plugins.path());
     let empty = tempfile::tempdir().unwrap();
-    let args = ["run", "--user-dir", path(plugins.path()), "--workspace", path(empty.path())];
+    let args = [
+        "run",
+        "--user-dir",
+        path(plugins.path()),
+        "--workspace",
+        path(empty.path()),
+    ];
     let quiet = hookline(&args);
     assert!(quiet.status.success());
     assert!(!String::from_utf8_lossy(&quiet.stderr).contains("[house-rules]"));
     let loud = hookline(&[&args[..], &["--verbose"]].concat());
     let stderr = String::from_utf8_lossy(&loud.stderr);
     assert!(loud.status.success(), "{stderr}");
-    assert!(stderr.contains("[house-rules] session s1 started in "), "{stderr}");
+    assert!(
+        stderr.contains("[house-rules] session s1 started in "),
+        "{stderr}"
+    );
 }
 
 // Issue 15: `hooks list` with nothing found says where it looked.
 #[test]
 fn hooks_list_with_nothing_found_says_where_it_looked() {
     let (user, workspace) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let args = ["hooks", "list", "--user-dir", path(user.path()), "--workspace"];
+    let args = [
+        "hooks",
+        "list",
+        "--user-dir",
+        path(user.path()),
+        "--workspace",
+    ];
     let out = hookline(&[&args[..], &[path(workspace.path())]].concat());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success());
@@ -181,7 +203,11 @@ fn run_without_a_scenario_workspace_removes_its_run_directory() {
         .env("TMPDIR", tmp.path())
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let left: Vec<_> = std::fs::read_dir(tmp.path())
         .unwrap()
         .map(|e| e.unwrap().file_name())

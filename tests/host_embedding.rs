@@ -45,7 +45,11 @@ async fn a_disk_plugin_named_like_an_in_process_plugin_is_skipped_and_the_host_s
         "Plugin directory '{}' was skipped: its name 'guard' is already used by an in-process plugin.",
         clash.display()
     );
-    assert!(texts(host.load_notes()).contains(&expected), "{:?}", texts(host.load_notes()));
+    assert!(
+        texts(host.load_notes()).contains(&expected),
+        "{:?}",
+        texts(host.load_notes())
+    );
     support::shut_down(host).await;
     assert!(
         !clash.join("transcript.log").exists() || {
@@ -110,7 +114,10 @@ async fn records_and_archive_are_typed_and_a_missing_operator_is_named() {
     let id = host.open().await.unwrap();
     host.user_turn(UserInput::work("read it")).await.unwrap();
     let records = host.stored_records(&id).unwrap();
-    assert!(matches!(records.first(), Some(Record::User { .. })), "{records:?}");
+    assert!(
+        matches!(records.first(), Some(Record::User { .. })),
+        "{records:?}"
+    );
     let archive = host.stored_archive(&id).unwrap();
     let notes: Vec<String> = archive
         .iter()

@@ -127,7 +127,6 @@ async fn each_broken_plugin_is_skipped_with_a_note_naming_its_directory_and_the_
     report.shutdown().await;
 }
 
-
 #[actix_rt::test]
 async fn an_entry_point_with_a_reserved_name_is_refused_as_a_reserved_name() {
     let root = tempfile::tempdir().unwrap();

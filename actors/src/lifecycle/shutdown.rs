@@ -162,6 +162,9 @@ mod tests {
         let mut closed = SharedStateClosed::new(rx);
         let _ = tx.send(());
         assert!(closed.is_closed());
-        assert!(closed.wait(Duration::ZERO).await, "wait agrees with is_closed");
+        assert!(
+            closed.wait(Duration::ZERO).await,
+            "wait agrees with is_closed"
+        );
     }
 }

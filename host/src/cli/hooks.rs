@@ -15,8 +15,8 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand};
 use hookline_messages::hook::HookSet;
 
-use crate::loading::manifest::{write_enabled, Manifest};
 use super::plugin_dirs::PluginDirs;
+use crate::loading::manifest::{write_enabled, Manifest};
 use crate::loading::trust::{fingerprint, TrustFile};
 use crate::loading::Source;
 use crate::loading::{load, LoadOptions, LoadReport, PluginState, PluginStatus};
@@ -166,10 +166,7 @@ fn list(report: &LoadReport, json: bool, options: &LoadOptions) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     if report.statuses.is_empty() {
-        println!(
-            "No plugins found in {}.",
-            PluginDirs::searched(options)
-        );
+        println!("No plugins found in {}.", PluginDirs::searched(options));
         return ExitCode::SUCCESS;
     }
     let header = [

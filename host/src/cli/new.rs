@@ -60,7 +60,12 @@ pub(crate) fn run(args: NewArgs) -> ExitCode {
     let NewCommand::Plugin(args) = args.what;
     match plugin(&args) {
         Ok(dir) => {
-            println!("Wrote the {:?} plugin '{}' in {}.", args.lang, args.name, dir.display());
+            println!(
+                "Wrote the {:?} plugin '{}' in {}.",
+                args.lang,
+                args.name,
+                dir.display()
+            );
             println!("Read {} next.", dir.join("README.md").display());
             ExitCode::SUCCESS
         }

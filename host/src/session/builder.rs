@@ -19,12 +19,12 @@ use hookline_messages::session::ApprovalMode;
 use hookline_actors::lifecycle::GatewayConfig;
 use hookline_messages::event::{BootstrapPolicy, Config};
 
+use super::clash::{self, DiskPlugin};
 use super::wiring::GatewaySettings;
 use super::{existing_dir, Clock, CommandOrigin, Conversation, Host, HostError};
 use crate::approval::Operator;
 use crate::external::{ExternalPlugin, PluginTool};
 use crate::gateway::{shutdown_processes, Services, Shared};
-use super::clash::{self, DiskPlugin};
 use crate::loading::{load, LoadNote, LoadOptions, LoadReport, PluginState};
 use crate::producers::ResetPolicy;
 use crate::provider::{Provider, ScriptedProvider};
@@ -127,11 +127,16 @@ impl HostBuilder {
     #[must_use]
     pub fn loaded_plugins(mut self, report: LoadReport) -> Self {
         let first = self.plugins.len();
-        let dirs = report.statuses.iter().filter(|s| s.state == PluginState::Loaded);
-        self.loaded.disk.extend(dirs.enumerate().map(|(offset, status)| DiskPlugin {
-            index: first + offset,
-            dir: status.dir.clone(),
-        }));
+        let dirs = report
+            .statuses
+            .iter()
+            .filter(|s| s.state == PluginState::Loaded);
+        self.loaded
+            .disk
+            .extend(dirs.enumerate().map(|(offset, status)| DiskPlugin {
+                index: first + offset,
+                dir: status.dir.clone(),
+            }));
         self.plugins.extend(report.registrations());
         self.loaded.tools.extend(report.tools());
         // Unknown subscriptions are the pipeline's load notes (the plugin registers its event

@@ -70,7 +70,12 @@ mod tests {
             .map(PluginRegistration::new)
             .collect();
         // `a` at 0 is in process; 2, 3 and 4 come from disk; `b` at 1 is from disk too.
-        let on_disk = [disk(1, "/p/b"), disk(2, "/p/a"), disk(3, "/q/b"), disk(4, "/p/c")];
+        let on_disk = [
+            disk(1, "/p/b"),
+            disk(2, "/p/a"),
+            disk(3, "/q/b"),
+            disk(4, "/p/c"),
+        ];
         let skipped: Vec<(usize, String)> = clashes(&plugins, &on_disk)
             .into_iter()
             .map(|(position, note)| (position, note.to_string()))

@@ -26,7 +26,11 @@ fn main() -> std::io::Result<()> {
             ToolDecl::read("kit_echo", "Echoes its text with the session facts."),
             |arguments, cx| async move {
                 let text = arguments["text"].as_str().unwrap_or_default().to_owned();
-                Ok(format!("{text} from {} {}", cx.session, cx.approval_mode.as_str()))
+                Ok(format!(
+                    "{text} from {} {}",
+                    cx.session,
+                    cx.approval_mode.as_str()
+                ))
             },
         )
         .tool(

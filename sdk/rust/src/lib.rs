@@ -152,10 +152,7 @@ impl Plugin {
     /// Handles hook `H` with a blocking handler (run on the blocking pool, so other calls go on).
     pub fn hook_sync<H: Hook>(
         &mut self,
-        handler: impl Fn(H::Value, Context) -> Result<Option<H::Value>, String>
-            + Send
-            + Sync
-            + 'static,
+        handler: impl Fn(H::Value, Context) -> Result<Option<H::Value>, String> + Send + Sync + 'static,
     ) -> &mut Self {
         let handler = Arc::new(handler);
         self.hook::<H, _>(move |value, cx| {
@@ -192,7 +189,8 @@ impl Plugin {
             let handler = handler.clone();
             Box::pin(async move { handler(arguments, cx).await })
         });
-        self.tools.retain(|(existing, _)| existing.name != decl.0.name);
+        self.tools
+            .retain(|(existing, _)| existing.name != decl.0.name);
         self.tools.push((decl.0, erased));
         self
     }

@@ -66,11 +66,18 @@ fn plugin() -> Plugin {
             Ok(Some(prompt))
         })
         .event("session", |_, _| async { Ok(None) })
-        .tool(ToolDecl::read("wait", "Waits."), |arguments, cx| async move {
-            let millis = arguments["ms"].as_u64().unwrap_or_default();
-            tokio::time::sleep(Duration::from_millis(millis)).await;
-            Ok(format!("waited {millis} in {} {}", cx.session, cx.approval_mode.as_str()))
-        })
+        .tool(
+            ToolDecl::read("wait", "Waits."),
+            |arguments, cx| async move {
+                let millis = arguments["ms"].as_u64().unwrap_or_default();
+                tokio::time::sleep(Duration::from_millis(millis)).await;
+                Ok(format!(
+                    "waited {millis} in {} {}",
+                    cx.session,
+                    cx.approval_mode.as_str()
+                ))
+            },
+        )
         .tool_sync(ToolDecl::read("fail", "Fails."), |_, _| Err("no".into()));
     plugin
 }
@@ -114,8 +121,10 @@ async fn hooks_replace_unhandled_requests_keep_and_bad_values_are_errors() {
     let mut host = FakeHost::start(plugin());
     host.read().await;
     let prompt = json!({"mode": "work", "text": "base", "appended": []});
-    host.send(json!({"type": "hook", "id": 1, "hook": "on_prompt", "session": "s", "value": prompt}))
-        .await;
+    host.send(
+        json!({"type": "hook", "id": 1, "hook": "on_prompt", "session": "s", "value": prompt}),
+    )
+    .await;
     let reply = host.read().await;
     assert_eq!(reply["type"], "replace");
     assert_eq!(reply["value"]["appended"], json!(["kit"]));

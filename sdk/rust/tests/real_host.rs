@@ -29,7 +29,11 @@ fn hookline_bin() -> PathBuf {
 fn plugin_dir(root: &Path) -> PathBuf {
     let dir = root.join("plugins/kit");
     std::fs::create_dir_all(dir.join("bin")).unwrap();
-    std::fs::copy(env!("CARGO_BIN_EXE_hookline-plugin-kit"), dir.join("bin/kit")).unwrap();
+    std::fs::copy(
+        env!("CARGO_BIN_EXE_hookline-plugin-kit"),
+        dir.join("bin/kit"),
+    )
+    .unwrap();
     std::fs::write(dir.join("plugin.json"), r#"{"entry": "bin/kit"}"#).unwrap();
     dir
 }
@@ -53,7 +57,10 @@ fn hooks_check_passes() {
     let out = hookline(root.path(), &["hooks", "check"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
-    assert!(text.contains("1 plugin(s) loaded, 0 with problems."), "{text}");
+    assert!(
+        text.contains("1 plugin(s) loaded, 0 with problems."),
+        "{text}"
+    );
 }
 
 #[test]
@@ -85,7 +92,10 @@ fn run_calls_hooks_raw_hooks_events_and_tools() {
         ["hi from s1 allow-workspace", "ho from s1 ask-all"]
     );
     let notes = report["notes"].to_string();
-    assert!(!notes.contains("skipped") && !notes.contains("broke"), "{notes}");
+    assert!(
+        !notes.contains("skipped") && !notes.contains("broke"),
+        "{notes}"
+    );
     assert!(stderr.contains("[kit] kit saw command:new"), "{stderr}");
 }
 

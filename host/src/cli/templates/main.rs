@@ -19,7 +19,10 @@ fn main() -> std::io::Result<()> {
             Ok(Some(prompt))
         })
         .event("command:new", |context, _| async move {
-            eprintln!("a new session was asked for from {}", context["commandSource"]);
+            eprintln!(
+                "a new session was asked for from {}",
+                context["commandSource"]
+            );
             Ok(None)
         })
         .tool_sync(
@@ -34,7 +37,9 @@ fn main() -> std::io::Result<()> {
                 let path = arguments["path"].as_str().unwrap_or_default();
                 let relative = Path::new(path);
                 if path.is_empty() || relative.is_absolute() || path.split('/').any(|p| p == "..") {
-                    return Err("word_count needs `text`, or a relative `path` inside the workspace".into());
+                    return Err(
+                        "word_count needs `text`, or a relative `path` inside the workspace".into(),
+                    );
                 }
                 std::fs::read_to_string(Path::new(&cx.workspace_root).join(relative))
                     .map(|text| count(&text))
