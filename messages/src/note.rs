@@ -380,8 +380,17 @@ impl fmt::Display for SkipReason {
     }
 }
 
-/// A duration in whole seconds (`5 s`) when it is one, else in milliseconds (`250 ms`).
-struct DurationText(u64);
+/// A duration in milliseconds, rendered by the one rule for time in every English text the host
+/// writes: whole seconds as seconds (`5 s`), anything else in milliseconds (`250 ms`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DurationText(pub u64);
+
+impl DurationText {
+    /// The text of `duration` (whole milliseconds).
+    pub fn of(duration: Duration) -> Self {
+        Self(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX))
+    }
+}
 
 impl fmt::Display for DurationText {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -683,5 +692,18 @@ mod tests {
             tool.to_string(),
             "Plugin 'acme' tool 'read_file' was not registered: another tool has that name."
         );
+    }
+}
+
+#[cfg(test)]
+mod duration_text_tests {
+    use super::*;
+
+    // Issue 15: one rule for time units in every text.
+    #[test]
+    fn whole_seconds_are_seconds_and_the_rest_milliseconds() {
+        assert_eq!(DurationText::of(Duration::from_millis(5000)).to_string(), "5 s");
+        assert_eq!(DurationText::of(Duration::from_millis(300)).to_string(), "300 ms");
+        assert_eq!(DurationText::of(Duration::from_millis(1500)).to_string(), "1500 ms");
     }
 }

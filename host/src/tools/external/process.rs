@@ -71,8 +71,8 @@ pub(crate) async fn run(
         Err(_) => {
             kill(&mut child).await;
             ToolOutput::failure(format!(
-                "External tool '{name}' did not answer within {} ms and was stopped.",
-                manifest.timeout.as_millis()
+                "External tool '{name}' did not answer within {} and was stopped.",
+                hookline_messages::note::DurationText::of(manifest.timeout)
             ))
         }
     }
