@@ -702,8 +702,17 @@ mod duration_text_tests {
     // Issue 15: one rule for time units in every text.
     #[test]
     fn whole_seconds_are_seconds_and_the_rest_milliseconds() {
-        assert_eq!(DurationText::of(Duration::from_millis(5000)).to_string(), "5 s");
-        assert_eq!(DurationText::of(Duration::from_millis(300)).to_string(), "300 ms");
-        assert_eq!(DurationText::of(Duration::from_millis(1500)).to_string(), "1500 ms");
+        assert_eq!(
+            DurationText::of(Duration::from_millis(5000)).to_string(),
+            "5 s"
+        );
+        assert_eq!(
+            DurationText::of(Duration::from_millis(300)).to_string(),
+            "300 ms"
+        );
+        assert_eq!(
+            DurationText::of(Duration::from_millis(1500)).to_string(),
+            "1500 ms"
+        );
     }
 }

@@ -131,7 +131,9 @@ fn plan(args: &BenchArgs) -> Plan {
         rate: args.rate,
         duration: Duration::from_secs_f64(args.duration),
         arbiters: args.arbiters,
-        examples_dir: args.examples_dir.clone(),
+        // Absolute: each plugin process starts in its own directory.
+        examples_dir: std::path::absolute(&args.examples_dir)
+            .unwrap_or_else(|_| args.examples_dir.clone()),
     }
 }
 

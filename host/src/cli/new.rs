@@ -157,6 +157,8 @@ fn manifest(entry: &str, interpreter: Option<&str>) -> String {
     let mut manifest = serde_json::json!({
         "entry": entry,
         "description": "A plugin written with the hookline plugin kit; see README.md.",
+        // Room for an interpreter's start on a busy machine (the default is 5 s).
+        "hello_timeout_ms": 10_000,
     });
     if let (Some(interpreter), Some(object)) = (interpreter, manifest.as_object_mut()) {
         object.insert("interpreter".into(), interpreter.into());
