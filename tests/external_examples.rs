@@ -70,6 +70,8 @@ async fn the_examples_run_their_hooks_raw_hook_tools_and_events() {
         .all(|t| t.spec().provider == ToolProvider::Plugin));
     let cx = ToolContext {
         workspace_root: root.path().to_path_buf(),
+        session_id: "s1".into(),
+        approval_mode: Default::default(),
     };
     let count = tools[0].run(&cx, json!({"text": "one two three"})).await;
     assert_eq!((count.text.as_str(), count.success), ("3", true));

@@ -61,14 +61,40 @@ async fn a_plugin_error_message_becomes_the_note() {
     assert_first_call_skipped("error", "the faulty plugin refuses.").await;
 }
 
+/// Runs two calls through `a-first`, `m-faulty` (MODE), `z-last`; returns the tool names, the
+/// call notes and the faults pinned on `m-faulty` afterwards.
+async fn two_calls_and_faults(mode: &str) -> (Vec<String>, Vec<String>, Vec<String>) {
+    let root = tempfile::tempdir().unwrap();
+    faulty(root.path(), "a-first", "ok", json!({}));
+    faulty(root.path(), "m-faulty", mode, json!({}));
+    faulty(root.path(), "z-last", "ok", json!({}));
+    let report = load_user(root.path()).await;
+    assert_eq!(report.plugins.len(), 3, "{:?}", texts(&report.notes));
+    let (names, notes) = two_tool_calls(&report).await;
+    // The reader handles lines in order: the duplicate came before call 2's reply.
+    let faults = texts(&report.plugins[1].take_faults());
+    report.shutdown().await;
+    (names, notes, faults)
+}
+
+const TWICE: &str = "Plugin 'm-faulty' broke the protocol: it replied twice with the same id.";
+
+// Issue 15 defect 3: a duplicate reply is pinned on the plugin; the innocent call in flight runs.
 #[actix_rt::test]
-async fn a_repeated_reply_id_skips_the_call_in_flight_with_note() {
-    let (names, notes, _root) = two_calls("repeat-id", json!({})).await;
-    assert_eq!(names, [ALL_RAN, SKIPPED]);
-    assert_eq!(
-        notes,
-        ["Plugin hook 'm-faulty' tool-call was skipped: it replied twice with the same id."]
-    );
+async fn a_repeated_reply_id_is_noted_and_the_call_in_flight_still_runs() {
+    let (names, notes, faults) = two_calls_and_faults("repeat-id").await;
+    assert_eq!(names, [ALL_RAN, ALL_RAN]);
+    assert!(notes.is_empty(), "{notes:?}");
+    assert_eq!(faults, [TWICE]);
+}
+
+// Issue 15 defect 3: with nothing else in flight the duplicate is still noted (docs/protocol.md).
+#[actix_rt::test]
+async fn a_reply_sent_twice_with_nothing_in_flight_is_noted() {
+    let (names, notes, faults) = two_calls_and_faults("reply-twice").await;
+    assert_eq!(names, [ALL_RAN, ALL_RAN]);
+    assert!(notes.is_empty(), "{notes:?}");
+    assert_eq!(faults, [TWICE]);
 }
 
 #[actix_rt::test]

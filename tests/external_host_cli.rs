@@ -23,19 +23,14 @@ fn path(dir: &Path) -> &str {
 #[test]
 fn run_with_the_python_plugin_on_disk_plays_the_demo_with_it_instead_of_the_demo_plugins() {
     let plugins = tempfile::tempdir().unwrap();
-    let house = plugins.path().join("house-rules");
-    std::fs::create_dir_all(&house).unwrap();
-    for file in ["plugin.json", "plugin.py"] {
-        std::fs::copy(
-            repo().join("examples/plugins/house-rules").join(file),
-            house.join(file),
-        )
-        .unwrap();
-    }
+    support::copy_dir(
+        &repo().join("examples/plugins/house-rules"),
+        &plugins.path().join("house-rules"),
+    );
     let empty = tempfile::tempdir().unwrap();
     let out = hookline(&[
         "run",
-        "--plugins",
+        "--user-dir",
         path(plugins.path()),
         "--workspace",
         path(empty.path()),
@@ -69,7 +64,7 @@ fn no_demo_plugins_runs_a_scenario_with_no_plugin_at_all() {
     let out = hookline(&[
         "run",
         path(&scenario),
-        "--plugins",
+        "--user-dir",
         path(empty.path()),
         "--workspace",
         path(empty.path()),
@@ -94,7 +89,7 @@ fn the_demo_scenario_without_its_plugins_names_the_missing_tool() {
     let empty = tempfile::tempdir().unwrap();
     let out = hookline(&[
         "run",
-        "--plugins",
+        "--user-dir",
         path(empty.path()),
         "--workspace",
         path(empty.path()),
@@ -110,7 +105,113 @@ fn the_demo_scenario_without_its_plugins_names_the_missing_tool() {
 
 #[test]
 fn a_plugins_directory_that_does_not_exist_is_bad_input() {
-    let out = hookline(&["run", "--plugins", "/nonexistent/plugins"]);
+    let out = hookline(&["run", "--user-dir", "/nonexistent/plugins"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not a directory"));
+}
+
+// Issue 15 defect 4: `run` loads plugins as `hooks` does, the trust file included.
+#[test]
+fn run_loads_a_workspace_plugin_once_hooks_trust_trusted_it() {
+    let home = tempfile::tempdir().unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    let house = workspace.path().join(".hookline/plugins/house-rules");
+    support::copy_dir(&repo().join("examples/plugins/house-rules"), &house);
+    let with_home = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_hookline"))
+            .args(args)
+            .env("HOOKLINE_HOME", home.path())
+            .output()
+            .unwrap()
+    };
+    let ws = path(workspace.path());
+    let trusted = with_home(&["hooks", "trust", "house-rules", "--workspace", ws]);
+    assert!(trusted.status.success(), "{trusted:?}");
+    let out = with_home(&["run", "--workspace", ws]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!text.contains("not trusted"), "{text}");
+    assert!(
+        text.contains("hook on_prompt: changed by house-rules"),
+        "{text}"
+    );
+}
+
+fn house_rules_in(plugins: &Path) {
+    let house = plugins.join("house-rules");
+    support::copy_dir(&repo().join("examples/plugins/house-rules"), &house);
+}
+
+// Issue 15: a plugin's stderr is visible from the CLI with --verbose, prefixed with its name.
+#[test]
+fn run_verbose_shows_plugin_stderr_prefixed_with_its_name() {
+    let plugins = tempfile::tempdir().unwrap();
+    house_rules_in(plugins.path());
+    let empty = tempfile::tempdir().unwrap();
+    let args = [
+        "run",
+        "--user-dir",
+        path(plugins.path()),
+        "--workspace",
+        path(empty.path()),
+    ];
+    let quiet = hookline(&args);
+    assert!(quiet.status.success());
+    assert!(!String::from_utf8_lossy(&quiet.stderr).contains("[house-rules]"));
+    let loud = hookline(&[&args[..], &["--verbose"]].concat());
+    let stderr = String::from_utf8_lossy(&loud.stderr);
+    assert!(loud.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("[house-rules] session s1 started in "),
+        "{stderr}"
+    );
+}
+
+// Issue 15: `hooks list` with nothing found says where it looked.
+#[test]
+fn hooks_list_with_nothing_found_says_where_it_looked() {
+    let (user, workspace) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let args = [
+        "hooks",
+        "list",
+        "--user-dir",
+        path(user.path()),
+        "--workspace",
+    ];
+    let out = hookline(&[&args[..], &[path(workspace.path())]].concat());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    let expected = format!(
+        "No plugins found in {} and {}.",
+        user.path().display(),
+        workspace.path().join(".hookline/plugins").display()
+    );
+    assert_eq!(text.trim(), expected);
+}
+
+// Issue 15: a run without a scenario workspace leaves no `hookline-run-<pid>` directory behind.
+#[test]
+fn run_without_a_scenario_workspace_removes_its_run_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_hookline"))
+        .args(["run", "--workspace", path(tmp.path())])
+        .env("HOOKLINE_HOME", "/nonexistent/hookline-home")
+        .env("TMPDIR", tmp.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().starts_with("hookline-run-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
 }

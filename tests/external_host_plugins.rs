@@ -92,15 +92,10 @@ fn notes(events: &[HostEvent]) -> Vec<Note> {
 }
 
 fn copy_house_rules(root: &Path) {
-    let house = root.join("house-rules");
-    std::fs::create_dir_all(&house).unwrap();
-    for file in ["plugin.json", "plugin.py"] {
-        std::fs::copy(
-            repo().join("examples/plugins/house-rules").join(file),
-            house.join(file),
-        )
-        .unwrap();
-    }
+    support::copy_dir(
+        &repo().join("examples/plugins/house-rules"),
+        &root.join("house-rules"),
+    );
 }
 
 fn copy_rust_guard(root: &Path) {

@@ -67,6 +67,8 @@ enum Expect {
     Skip { turn: usize, reason: &'static str },
     /// Every call is served and no note is recorded.
     Served,
+    /// Every call is served; the fault is pinned on the plugin with one note (issue 15 defect 3).
+    Pinned { reason: &'static str },
     /// The plugin is skipped at load with this problem and never runs; the others load.
     NotLoaded { problem: &'static str },
 }
@@ -220,7 +222,7 @@ fn expected_users(position: usize, expect: Expect) -> Vec<String> {
         .map(|(turn, question)| {
             let faulty_ran = match expect {
                 Expect::Skip { turn: faulted, .. } => faulted != turn,
-                Expect::Served => true,
+                Expect::Served | Expect::Pinned { .. } => true,
                 Expect::NotLoaded { .. } => false,
             };
             let mut text = (*question).to_owned();
@@ -247,6 +249,7 @@ fn expected_notes(name: &str, expect: Expect) -> Vec<String> {
             )]
         }
         Expect::Served => vec![],
+        Expect::Pinned { reason } => vec![format!("Plugin '{name}' broke the protocol: {reason}")],
         Expect::NotLoaded { problem } => vec![problem.replace("{}", name)],
     }
 }
@@ -321,8 +324,12 @@ cases! {
         skip("flood", 0, "it wrote output that is not the protocol.");
     a_reply_with_an_unknown_id_is_skipped_with_one_note_in_every_position:
         skip("unknown-id", 0, "it replied with an id it was never given.");
-    a_repeated_reply_id_is_skipped_with_one_note_in_every_position:
-        skip("repeat-id", 1, "it replied twice with the same id.");
+    a_repeated_reply_id_costs_no_call_and_one_note_in_every_position:
+        Case {
+            mode: "repeat-id",
+            hello_ms: 5_000,
+            expect: Expect::Pinned { reason: "it replied twice with the same id." },
+        };
     a_reply_after_the_timeout_is_dropped_with_one_note_in_every_position:
         skip("reply-after-cancel", 0, "it timed out after 500 ms.");
     a_stderr_flood_costs_no_call_and_no_note_in_every_position:

@@ -4,6 +4,7 @@
 
 mod support;
 
+use std::path::Path;
 use std::time::Duration;
 
 use hookline::host::loading::{load, LoadOptions, PluginState, Source};
@@ -127,7 +128,7 @@ async fn each_broken_plugin_is_skipped_with_a_note_naming_its_directory_and_the_
 }
 
 #[actix_rt::test]
-async fn the_host_binary_is_refused_as_an_entry_point() {
+async fn an_entry_point_with_a_reserved_name_is_refused_as_a_reserved_name() {
     let root = tempfile::tempdir().unwrap();
     let dir = faulty(
         root.path(),
@@ -145,8 +146,46 @@ async fn the_host_binary_is_refused_as_an_entry_point() {
     assert_eq!(
         texts(&report.notes),
         [format!(
-            "Plugin directory '{}' was skipped: its entry point 'hookline' is the host itself, which plugins cannot load.",
+            "Plugin directory '{}' was skipped: its entry point 'hookline' has a name reserved for the host.",
             dir.display()
         )]
     );
+}
+
+/// Loads a plugin whose entry point `plugin-main` is made from the running binary by `make`.
+async fn host_binary_under_another_name(make: fn(&Path, &Path) -> std::io::Result<()>) {
+    // Beside the target directory, so a hard link stays on one file system.
+    let root = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = faulty(
+        root.path(),
+        "sneaky",
+        "ok",
+        json!({"entry": "plugin-main", "interpreter": null}),
+    );
+    make(&std::env::current_exe().unwrap(), &dir.join("plugin-main")).unwrap();
+    let report = load(&LoadOptions {
+        hello_timeout: Some(Duration::from_secs(5)),
+        ..LoadOptions::new(Some(root.path().into()), None)
+    })
+    .await;
+    assert!(report.plugins.is_empty());
+    assert_eq!(
+        texts(&report.notes),
+        [format!(
+            "Plugin directory '{}' was skipped: its entry point 'plugin-main' is the host itself, which plugins cannot load.",
+            dir.display()
+        )]
+    );
+}
+
+// Issue 15 defect 5: the host is recognised by file identity, not by its name.
+#[actix_rt::test]
+async fn a_hard_link_to_the_host_binary_is_refused_as_the_host() {
+    host_binary_under_another_name(|from, to| std::fs::hard_link(from, to)).await;
+}
+
+// Issue 15 defect 5: ... and by content.
+#[actix_rt::test]
+async fn a_copy_of_the_host_binary_is_refused_as_the_host() {
+    host_binary_under_another_name(|from, to| std::fs::copy(from, to).map(drop)).await;
 }

@@ -44,6 +44,8 @@ async fn call(registry: &ToolRegistry, name: &str, arguments: Value) -> ToolOutp
     let workspace = tempfile::tempdir().unwrap();
     let cx = ToolContext {
         workspace_root: workspace.path().to_path_buf(),
+        session_id: "s1".into(),
+        approval_mode: Default::default(),
     };
     registry.get(name).unwrap().run(&cx, arguments).await
 }

@@ -39,6 +39,8 @@ impl Fixture {
     async fn run(&self, tool: &str, arguments: Value) -> ToolOutput {
         let cx = ToolContext {
             workspace_root: self.ws(),
+            session_id: "s1".into(),
+            approval_mode: Default::default(),
         };
         self.tools.get(tool).unwrap().run(&cx, arguments).await
     }

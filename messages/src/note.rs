@@ -107,6 +107,22 @@ pub enum Note {
         /// The drain budget, in milliseconds.
         millis: u64,
     },
+    /// A tool call that needed asking was denied because no operator is configured (the host's
+    /// default operator refuses everything; `HostBuilder::operator` sets one).
+    NoOperator {
+        /// The call's id.
+        call_id: String,
+        /// The tool.
+        tool: String,
+    },
+    /// An external plugin broke the protocol in a way that belongs to no call in flight (a second
+    /// reply to a call already answered); no call was skipped for it (issue 15).
+    PluginFault {
+        /// The plugin's name.
+        plugin: String,
+        /// What it did.
+        reason: SkipReason,
+    },
     /// An external tool in a tools directory was left out: a bad manifest, or a taken name.
     ExternalToolSkipped {
         /// The whole English sentence, naming the tool's directory and the problem.
@@ -236,6 +252,13 @@ impl fmt::Display for Note {
                 "The turn was stopped because the gateway was draining and it did not finish within {}.",
                 DurationText(*millis)
             ),
+            Self::NoOperator { call_id, tool } => write!(
+                f,
+                "Tool call '{call_id}' ({tool}) was denied: no operator is configured to ask (HostBuilder::operator)."
+            ),
+            Self::PluginFault { plugin, reason } => {
+                write!(f, "Plugin '{plugin}' broke the protocol: {reason}")
+            }
             Self::ExternalToolSkipped { problem } => f.write_str(problem),
         }
     }
@@ -357,8 +380,17 @@ impl fmt::Display for SkipReason {
     }
 }
 
-/// A duration in whole seconds (`5 s`) when it is one, else in milliseconds (`250 ms`).
-struct DurationText(u64);
+/// A duration in milliseconds, rendered by the one rule for time in every English text the host
+/// writes: whole seconds as seconds (`5 s`), anything else in milliseconds (`250 ms`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DurationText(pub u64);
+
+impl DurationText {
+    /// The text of `duration` (whole milliseconds).
+    pub fn of(duration: Duration) -> Self {
+        Self(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX))
+    }
+}
 
 impl fmt::Display for DurationText {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -659,6 +691,28 @@ mod tests {
         assert_eq!(
             tool.to_string(),
             "Plugin 'acme' tool 'read_file' was not registered: another tool has that name."
+        );
+    }
+}
+
+#[cfg(test)]
+mod duration_text_tests {
+    use super::*;
+
+    // Issue 15: one rule for time units in every text.
+    #[test]
+    fn whole_seconds_are_seconds_and_the_rest_milliseconds() {
+        assert_eq!(
+            DurationText::of(Duration::from_millis(5000)).to_string(),
+            "5 s"
+        );
+        assert_eq!(
+            DurationText::of(Duration::from_millis(300)).to_string(),
+            "300 ms"
+        );
+        assert_eq!(
+            DurationText::of(Duration::from_millis(1500)).to_string(),
+            "1500 ms"
         );
     }
 }

@@ -59,6 +59,17 @@ pub enum ApprovalMode {
     AllowWorkspace,
 }
 
+impl ApprovalMode {
+    /// The wire name (`ask-above-read`, `ask-all`, `allow-workspace`), as serde writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::AskAboveRead => "ask-above-read",
+            Self::AskAll => "ask-all",
+            Self::AllowWorkspace => "allow-workspace",
+        }
+    }
+}
+
 /// What `on_session_started` and `on_session_ended` may read (SPEC P2.1).
 ///
 /// The end callback carries the workspace and session being left (SPEC P3.11).

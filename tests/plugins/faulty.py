@@ -7,7 +7,8 @@ to the tool name; `on_user_message` appends ` +<plugin name>` to the text) and m
 says. Every line it receives is logged to `transcript.log` in its working
 directory (its plugin directory), so tests can see cancels and goodbyes.
 
-Modes: ok, garbage, oversize, unknown-id, repeat-id, no-hello, bad-version, crash-once,
+Modes: ok, garbage, oversize, unknown-id, repeat-id (answers call 1 again while call 2 is in
+flight), reply-twice (answers its first call twice), no-hello, bad-version, crash-once,
 crash-always, late, exit-at-start, stderr-flood, batch (answers 8 requests at once, in reverse),
 error, script (replies from `replies.json`), env (writes its environment to `env.json`, then as ok),
 flood (answers its first call after 5000 unsolicited lines that are not the protocol),
@@ -107,7 +108,12 @@ def main():
         elif MODE == "unknown-id" and first:
             send({"type": "keep", "id": request["id"] + 1000})
         elif MODE == "repeat-id" and calls == 2:
+            # A second reply to call 1 while call 2 is in flight, then call 2's own reply.
             send({"type": "keep", "id": request["id"] - 1})
+            send(renamed(request))
+        elif MODE == "reply-twice" and first:
+            send(renamed(request))
+            send(renamed(request))
         elif MODE == "error" and first:
             send({"type": "error", "id": request["id"], "message": "the faulty plugin refuses."})
         elif MODE == "crash-always" or (MODE == "crash-once" and not os.path.exists("crashed.marker")):

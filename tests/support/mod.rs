@@ -41,17 +41,26 @@ pub fn scripted(root: &Path, name: &str, replies: serde_json::Value) -> PathBuf 
     dir
 }
 
+/// Copies the directory `from` to `to`, recursively (files and directories only).
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
 /// Copies the shipped examples into `root`, with the Rust example's binary in its `bin/`.
 pub fn examples(root: &Path) {
-    let house = root.join("house-rules");
-    std::fs::create_dir_all(&house).unwrap();
-    for file in ["plugin.json", "plugin.py"] {
-        std::fs::copy(
-            repo().join("examples/plugins/house-rules").join(file),
-            house.join(file),
-        )
-        .unwrap();
-    }
+    copy_dir(
+        &repo().join("examples/plugins/house-rules"),
+        &root.join("house-rules"),
+    );
     let guard = root.join("rust-guard");
     std::fs::create_dir_all(guard.join("bin")).unwrap();
     std::fs::copy(

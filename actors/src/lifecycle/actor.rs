@@ -118,7 +118,7 @@ async fn shut_down(
     });
     ShutdownReport {
         notes,
-        closed: SharedStateClosed(closed_rx),
+        closed: SharedStateClosed::new(closed_rx),
     }
 }
 

@@ -38,17 +38,32 @@ pub struct ShutdownReport {
 /// Resolves once the host's shared state has been closed, which happens only after every
 /// shutdown handler has really finished (SPEC G2.3).
 #[derive(Debug)]
-pub struct SharedStateClosed(pub(crate) oneshot::Receiver<()>);
+pub struct SharedStateClosed {
+    receiver: oneshot::Receiver<()>,
+    // Sticky: a oneshot reports its value once, the close is forever (issue 15 defect 6).
+    closed: bool,
+}
 
 impl SharedStateClosed {
-    /// Whether it has been closed already.
-    pub fn is_closed(&mut self) -> bool {
-        matches!(self.0.try_recv(), Ok(()))
+    pub(crate) fn new(receiver: oneshot::Receiver<()>) -> Self {
+        Self {
+            receiver,
+            closed: false,
+        }
     }
 
-    /// Waits up to `limit` for the close; `true` when it happened.
+    /// Whether it has been closed already. Once true, always true.
+    pub fn is_closed(&mut self) -> bool {
+        if !self.closed {
+            self.closed = matches!(self.receiver.try_recv(), Ok(()));
+        }
+        self.closed
+    }
+
+    /// Waits up to `limit` for the close; `true` when it happened (also when an earlier
+    /// [`is_closed`](Self::is_closed) already saw it).
     pub async fn wait(self, limit: Duration) -> bool {
-        matches!(tokio::time::timeout(limit, self.0).await, Ok(Ok(())))
+        self.closed || matches!(tokio::time::timeout(limit, self.receiver).await, Ok(Ok(())))
     }
 }
 
@@ -124,4 +139,32 @@ pub(crate) async fn end_sessions(
 
 fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Issue 15 defect 6: once closed, always closed.
+    #[test]
+    fn is_closed_stays_true_after_reporting_true() {
+        let (tx, rx) = oneshot::channel();
+        let mut closed = SharedStateClosed::new(rx);
+        assert!(!closed.is_closed());
+        let _ = tx.send(());
+        assert!(closed.is_closed());
+        assert!(closed.is_closed(), "is_closed is sticky");
+    }
+
+    #[tokio::test]
+    async fn wait_is_true_after_is_closed_reported_true() {
+        let (tx, rx) = oneshot::channel();
+        let mut closed = SharedStateClosed::new(rx);
+        let _ = tx.send(());
+        assert!(closed.is_closed());
+        assert!(
+            closed.wait(Duration::ZERO).await,
+            "wait agrees with is_closed"
+        );
+    }
 }

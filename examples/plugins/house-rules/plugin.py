@@ -1,46 +1,33 @@
 #!/usr/bin/env python3
-"""An example hookline plugin in Python, standard library only.
-
-It speaks the protocol of docs/protocol.md: one JSON object per line on stdin (requests from the
-host) and stdout (its hello, then replies); logs go to stderr.
+"""house-rules: an example hookline plugin in Python, written with the Python kit
+(`hookline_plugin/`, a copy of `sdk/python/src/hookline_plugin`: a plugin resolves nothing outside
+its own directory, SPEC L2). The kit builds the hello from the handlers and speaks the protocol of
+docs/protocol.md; logs go to stderr (`hookline run --verbose` shows them).
 """
-import json
-import sys
+from hookline_plugin import Plugin
 
-HELLO = {
-    "type": "hello",
-    "protocol": 1,
-    "hooks": ["on_prompt", "on_tool_call", "on_approval", "on_session_started"],
-    "raw_hooks": [],
-    # The second key is a typo on purpose: hookline warns that the gateway never emits it.
-    "events": ["command:new", "command:nwe"],
-    "tools": [
-        {
-            "name": "word_count",
-            "description": "Counts the words of a text.",
-            "risk": "read",
-            "authority": "workspace",
-        }
-    ],
-}
+plugin = Plugin()
 
 RISKS = ["read", "write", "execute", "critical"]
 
 
-def on_prompt(prompt):
+@plugin.hook("on_prompt")
+async def british(prompt, cx):
     # SPEC P2.2: append only.
     prompt["appended"] = prompt.get("appended", []) + ["Use British spelling."]
     return prompt
 
 
-def on_tool_call(call):
+@plugin.hook("on_tool_call")
+async def ls_is_list_dir(call, cx):
     if call["name"] != "ls":
         return None
     call["name"] = "list_dir"
     return call
 
 
-def on_approval(classification):
+@plugin.hook("on_approval")
+async def deletions_ask(classification, cx):
     # SPEC P2.9: raise only. Anything that deletes always asks.
     if "delete" not in classification["summary"].lower():
         return None
@@ -50,52 +37,28 @@ def on_approval(classification):
     return classification
 
 
-def on_session_started(info):
-    print(f"session {info['sessionId']} started in {info['workspaceRoot']}", file=sys.stderr)
-    return None
+@plugin.hook("on_session_started")
+def session_started(info, cx):
+    # A sync handler: the kit runs it on a thread pool, so other calls go on meanwhile.
+    plugin.log(f"session {info['sessionId']} started in {info['workspaceRoot']}")
 
 
-HOOKS = {
-    "on_prompt": on_prompt,
-    "on_tool_call": on_tool_call,
-    "on_approval": on_approval,
-    "on_session_started": on_session_started,
-}
+@plugin.event("command:new")
+async def new_command(context, cx):
+    plugin.log(f"event {cx.name}")
 
 
-def answer(request):
-    kind = request["type"]
-    if kind == "hook":
-        replacement = HOOKS[request["hook"]](request["value"])
-        if replacement is None:
-            return {"type": "keep", "id": request["id"]}
-        return {"type": "replace", "id": request["id"], "value": replacement}
-    if kind == "tool":
-        text = request["arguments"].get("text", "")
-        output = {"text": str(len(text.split())), "success": True}
-        return {"type": "replace", "id": request["id"], "value": output}
-    if kind == "event":
-        print(f"event {request['key']}", file=sys.stderr)
-        return {"type": "keep", "id": request["id"]}
-    return None  # cancel: nothing is running concurrently here
+# A typo on purpose: hookline warns that the gateway never emits it (SPEC G4.1).
+@plugin.event("command:nwe")
+async def typo(context, cx):
+    plugin.log(f"event {cx.name}")
 
 
-def main():
-    out = sys.stdout
-    out.write(json.dumps(HELLO) + "\n")
-    out.flush()
-    for line in sys.stdin:
-        request = json.loads(line)
-        if request["type"] == "goodbye":
-            break
-        try:
-            reply = answer(request)
-        except Exception as error:  # a bug here becomes a skipped hook, not a dead plugin
-            reply = {"type": "error", "id": request.get("id", 0), "message": f"house-rules failed: {error}"}
-        if reply is not None:
-            out.write(json.dumps(reply) + "\n")
-            out.flush()
+@plugin.tool("word_count", description="Counts the words of a text.", risk="read",
+             authority="workspace")
+async def word_count(arguments, cx):
+    return str(len(str(arguments.get("text", "")).split()))
 
 
 if __name__ == "__main__":
-    main()
+    plugin.run()

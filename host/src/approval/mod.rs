@@ -97,7 +97,9 @@ impl Operator for ScriptedOperator {
     }
 }
 
-/// An operator that refuses everything it is asked (the default when none is given).
+/// An operator that refuses everything it is asked (the default when none is given). It says
+/// so: each refusal comes with [`Note::NoOperator`](hookline_messages::note::Note::NoOperator)
+/// naming the missing operator (issue 15), so a denial is never silent.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RefuseAll;
 
@@ -105,5 +107,15 @@ pub struct RefuseAll;
 impl Operator for RefuseAll {
     async fn decide(&self, _: &ToolCall, _: &Classification) -> Decision {
         Decision::Deny
+    }
+
+    async fn answer(&self, call: &ToolCall, _: &Classification) -> Answer {
+        Answer {
+            decision: Decision::Deny,
+            note: Some(hookline_messages::note::Note::NoOperator {
+                call_id: call.call_id.clone(),
+                tool: call.name.clone(),
+            }),
+        }
     }
 }

@@ -84,8 +84,9 @@ pub(super) struct BenchArgs {
     /// Idle sessions opened by `--memory`.
     #[arg(long, default_value_t = 100_000)]
     idle_sessions: usize,
-    /// Where the shipped example plugins are (for `--source examples`).
-    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/plugins"))]
+    /// Where the shipped example plugins are (for `--source examples`; default
+    /// `examples/plugins` under the current directory, i.e. run from a checkout).
+    #[arg(long, value_name = "DIR", default_value = "examples/plugins")]
     examples_dir: PathBuf,
     /// Print one JSON report instead of text.
     #[arg(long)]
@@ -174,7 +175,9 @@ fn plan(args: &BenchArgs) -> Plan {
             .arbiters
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
         max_pending: args.max_pending,
-        examples_dir: args.examples_dir.clone(),
+        // Absolute: each plugin process starts in its own directory.
+        examples_dir: std::path::absolute(&args.examples_dir)
+            .unwrap_or_else(|_| args.examples_dir.clone()),
     }
 }
 

@@ -10,14 +10,14 @@
 //! Exit status: 0 fine, 1 when `check` found a problem, 2 for bad input (an unknown plugin, a
 //! directory given that does not exist, a manifest that cannot be rewritten).
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use hookline_messages::hook::HookSet;
 
+use super::plugin_dirs::PluginDirs;
 use crate::loading::manifest::{write_enabled, Manifest};
-use crate::loading::trust::{default_trust_file, fingerprint, TrustFile};
+use crate::loading::trust::{fingerprint, TrustFile};
 use crate::loading::Source;
 use crate::loading::{load, LoadOptions, LoadReport, PluginState, PluginStatus};
 
@@ -26,21 +26,11 @@ use crate::loading::{load, LoadOptions, LoadReport, PluginState, PluginStatus};
 pub(crate) struct HooksArgs {
     #[command(subcommand)]
     command: HooksCommand,
-    /// The user plugins directory (default `$HOOKLINE_HOME/plugins` or `~/.hookline/plugins`).
-    #[arg(long, global = true)]
-    user_dir: Option<PathBuf>,
-    /// The workspace whose `.hookline/plugins` overlays the user plugins (default: current directory).
-    #[arg(long, global = true)]
-    workspace: Option<PathBuf>,
-    /// Plugin names to load first, in this order (comma-separated); the rest follow by name.
-    #[arg(long, global = true, value_delimiter = ',')]
-    order: Vec<String>,
+    #[command(flatten)]
+    dirs: PluginDirs,
     /// Print JSON instead of a table.
     #[arg(long, global = true)]
     json: bool,
-    /// The trust file (default `$HOOKLINE_HOME/trust.json` or `~/.hookline/trust.json`).
-    #[arg(long, global = true)]
-    trust_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -79,7 +69,7 @@ fn bad_input(message: impl std::fmt::Display) -> ExitCode {
 
 /// Runs `hookline hooks`.
 pub(crate) fn run(args: HooksArgs) -> ExitCode {
-    let options = match options(&args) {
+    let options = match args.dirs.load_options() {
         Ok(options) => options,
         Err(message) => return bad_input(message),
     };
@@ -96,7 +86,7 @@ pub(crate) fn run(args: HooksArgs) -> ExitCode {
         report
     });
     match args.command {
-        HooksCommand::List => list(&report, args.json),
+        HooksCommand::List => list(&report, args.json, &options),
         HooksCommand::Info { name } => match find(&report, &name) {
             Some(status) => info(status, args.json),
             None => bad_input(format!("no plugin is named '{name}'")),
@@ -106,34 +96,6 @@ pub(crate) fn run(args: HooksArgs) -> ExitCode {
         HooksCommand::Disable { name } => set_enabled(&report, &name, false),
         HooksCommand::Trust { name } => trust(&report, &name, options.trust_file.as_deref()),
     }
-}
-
-fn options(args: &HooksArgs) -> Result<LoadOptions, String> {
-    for dir in [&args.user_dir, &args.workspace].into_iter().flatten() {
-        if !dir.is_dir() {
-            return Err(format!("'{}' is not a directory", dir.display()));
-        }
-    }
-    let mut options = plugin_options(args.user_dir.clone(), args.workspace.clone());
-    options.pinned_order = args.order.clone();
-    options.trust_file = args.trust_file.clone().or_else(default_trust_file);
-    Ok(options)
-}
-
-/// The plugin directories with the documented defaults: the user directory (default
-/// `$HOOKLINE_HOME/plugins` or `~/.hookline/plugins`) and `<workspace>/.hookline/plugins`
-/// (workspace default: the current directory). `hookline run` finds plugins the same way.
-pub(super) fn plugin_options(user_dir: Option<PathBuf>, workspace: Option<PathBuf>) -> LoadOptions {
-    let user_dir = user_dir.or_else(default_user_dir);
-    let workspace = workspace.or_else(|| std::env::current_dir().ok());
-    LoadOptions::new(user_dir, workspace.map(|w| w.join(".hookline/plugins")))
-}
-
-fn default_user_dir() -> Option<PathBuf> {
-    if let Some(home) = std::env::var_os("HOOKLINE_HOME") {
-        return Some(PathBuf::from(home).join("plugins"));
-    }
-    std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".hookline/plugins"))
 }
 
 fn find<'a>(report: &'a LoadReport, name: &str) -> Option<&'a PluginStatus> {
@@ -198,9 +160,13 @@ fn row(status: &PluginStatus) -> [String; 10] {
     ]
 }
 
-fn list(report: &LoadReport, json: bool) -> ExitCode {
+fn list(report: &LoadReport, json: bool, options: &LoadOptions) -> ExitCode {
     if json {
         print_json(&report.statuses);
+        return ExitCode::SUCCESS;
+    }
+    if report.statuses.is_empty() {
+        println!("No plugins found in {}.", PluginDirs::searched(options));
         return ExitCode::SUCCESS;
     }
     let header = [

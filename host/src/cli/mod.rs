@@ -11,6 +11,8 @@ use clap::{Parser, Subcommand};
 mod bench;
 pub mod chat;
 mod hooks;
+mod new;
+mod plugin_dirs;
 mod progress;
 mod provider;
 mod render;
@@ -20,7 +22,11 @@ mod store;
 
 /// A runtime for plugin hooks in AI agent hosts and chat gateways.
 #[derive(Debug, Parser)]
-#[command(name = "hookline", version, about)]
+#[command(
+    name = "hookline",
+    version,
+    about = "A runtime for plugin hooks in AI agent hosts and chat gateways."
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -35,7 +41,10 @@ enum Command {
     Chat(chat::ChatArgs),
     /// Plugins on disk: list, info, check, enable, disable.
     Hooks(hooks::HooksArgs),
-    /// Run a scenario (default: the bundled demo) with the bundled example plugins.
+    /// Write a new plugin directory on a plugin kit: `new plugin NAME --lang python|node|rust`.
+    New(new::NewArgs),
+    /// Run a scenario (default: the bundled demo) with the plugins on disk (the bundled demo
+    /// plugins when none is found).
     Run(run::RunArgs),
     /// Soak: many sessions through every hook, then a shutdown under load; checks memory,
     /// queue bounds, notes and the shutdown budget.
@@ -51,6 +60,7 @@ pub fn main() -> ExitCode {
         Command::Bench(args) => bench::run(&args),
         Command::Chat(args) => chat::run(args),
         Command::Hooks(args) => hooks::run(args),
+        Command::New(args) => new::run(args),
         Command::Run(args) => run::run(args),
         Command::Soak(args) => soak::run(&args),
         Command::Store(args) => store::run(args),

@@ -1,16 +1,20 @@
-//! `hookline run [SCENARIO] [--json] [--plugins DIR] [--workspace DIR] [--tools DIR]
-//! [--no-demo-plugins] [--provider openai --base-url URL --model NAME [--api-key-env VAR]]`:
+//! `hookline run [SCENARIO] [--json] [--user-dir DIR] [--workspace DIR] [--order A,B]
+//! [--trust-file FILE] [--tools DIR] [--no-demo-plugins]
+//! [--provider openai --base-url URL --model NAME [--api-key-env VAR]]`:
 //! plays a scenario (default: the bundled demo) with the plugins on disk, then prints the
 //! conversation, each hook's effect and the notes in order, or with `--json` one
 //! machine-readable report. The run shuts the host down when it ends, also on Ctrl-C
 //! (SPEC P3.13, G2): the bounded `gateway:shutdown` wait, the active session's end hooks, then the
 //! shared state (the pipeline, the plugin processes, the store's open files).
 //!
-//! Plugins come from the user plugins directory (`--plugins`, default `$HOOKLINE_HOME/plugins`,
-//! else `~/.hookline/plugins`) overlaid by `<workspace>/.hookline/plugins` (`--workspace`,
-//! default the current directory), as `hookline hooks` finds them. When neither directory holds a
-//! plugin, the bundled in-process demo plugins (and their `word_count` tool) run instead, unless
-//! `--no-demo-plugins`.
+//! Plugins are found and loaded exactly as `hookline hooks` finds them (one place builds the load
+//! options: `super::plugin_dirs`): the user plugins directory (`--user-dir`, formerly `--plugins`,
+//! still accepted; default `$HOOKLINE_HOME/plugins`, else `~/.hookline/plugins`) overlaid by
+//! `<workspace>/.hookline/plugins` (`--workspace`, default the current directory), pinned by
+//! `--order`, workspace plugins only once trusted in the trust file. When neither directory holds
+//! a plugin, the bundled in-process demo plugins (and their `word_count` tool) run instead, unless
+//! `--no-demo-plugins`. A scenario without its own workspace runs in a fresh
+//! `$TMPDIR/hookline-run-<pid>` directory, removed when the run ends.
 //!
 //! With `--provider openai`, the scenario's user turns go to a real model
 //! (`docs/providers.md`) and its scripted model replies are ignored.
@@ -24,7 +28,7 @@ use std::time::Duration;
 use clap::Args;
 use hookline_messages::scenario::Scenario;
 
-use super::hooks::plugin_options;
+use super::plugin_dirs::PluginDirs;
 use super::provider::{ProviderArgs, Recorded};
 use super::render::{human, report, Report};
 use crate::approval::ScriptedOperator;
@@ -47,13 +51,9 @@ pub struct RunArgs {
     /// Print one machine-readable JSON report instead of the conversation.
     #[arg(long)]
     json: bool,
-    /// The user plugins directory (default `$HOOKLINE_HOME/plugins` or `~/.hookline/plugins`).
-    #[arg(long, value_name = "DIR")]
-    plugins: Option<PathBuf>,
-    /// The workspace whose `.hookline/plugins` overlays the user plugins (default: current
-    /// directory). The scenario's own workspace is separate.
-    #[arg(long, value_name = "DIR")]
-    workspace: Option<PathBuf>,
+    /// Where plugins are found, as for `hookline hooks` (the scenario's workspace is separate).
+    #[command(flatten)]
+    dirs: PluginDirs,
     /// Never run the bundled demo plugins, even when no plugin is found on disk.
     #[arg(long)]
     no_demo_plugins: bool,
@@ -76,6 +76,8 @@ enum RunError {
     NotADirectory(PathBuf),
     #[error(transparent)]
     Provider(#[from] ProviderError),
+    #[error("{0}")]
+    Options(String),
     #[error("{file}: cannot prepare the workspace {dir}: {source}")]
     Workspace {
         file: String,
@@ -101,15 +103,10 @@ pub fn run(args: RunArgs) -> ExitCode {
 }
 
 async fn run_async(args: &RunArgs) -> Result<String, RunError> {
-    for dir in [&args.plugins, &args.workspace, &args.tools]
-        .into_iter()
-        .flatten()
-    {
-        if !dir.is_dir() {
-            return Err(RunError::NotADirectory(dir.clone()));
-        }
+    if let Some(dir) = args.tools.as_ref().filter(|dir| !dir.is_dir()) {
+        return Err(RunError::NotADirectory(dir.clone()));
     }
-    let options = plugin_options(args.plugins.clone(), args.workspace.clone());
+    let options = args.dirs.load_options().map_err(RunError::Options)?;
     let builder = plugins(&options, args.tools.as_deref(), args.no_demo_plugins).await;
     match prepare(args, &builder) {
         Ok(prepared) => play_run(args, builder, prepared).await,
@@ -268,6 +265,15 @@ async fn play_run(
     }
     if interrupted.map_err(host_error)? {
         eprintln!("hookline run: interrupted; the session was closed.");
+    }
+    if scenario.workspace.is_none() {
+        // The fresh `hookline-run-<pid>` directory is the run's own: leave nothing behind.
+        if let Err(error) = std::fs::remove_dir_all(&run_dir) {
+            eprintln!(
+                "hookline run: could not remove {}: {error}",
+                run_dir.display()
+            );
+        }
     }
     let report: Report = report.map_err(host_error)?;
     Ok(if args.json {

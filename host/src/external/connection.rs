@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use super::codec::{read_line, Line};
+use super::faults::FaultLog;
 use super::pending::{Matched, Pending};
 use super::{stderr, ExternalConfig, StartError};
 
@@ -58,6 +59,7 @@ impl Connection {
     /// and the lifecycle task, which ends with how the process ended.
     pub(crate) async fn start(
         config: &ExternalConfig,
+        faults: Arc<FaultLog>,
     ) -> Result<(Arc<Self>, Hello, JoinHandle<Exit>), StartError> {
         let mut child = spawn(config)?;
         let (Some(stdin), Some(stdout), Some(stderr)) =
@@ -68,7 +70,7 @@ impl Connection {
             )));
         };
         let name: Arc<str> = config.name.as_str().into();
-        tokio::spawn(stderr::forward(name.clone(), stderr));
+        tokio::spawn(stderr::forward(name.clone(), stderr, config.echo_stderr));
         let mut stdout = BufReader::new(stdout);
         let hello = match handshake(&mut stdout, config).await {
             Ok(hello) => hello,
@@ -85,6 +87,7 @@ impl Connection {
             name.clone(),
             stdout,
             pending.clone(),
+            faults,
             config.line_cap,
         ));
         let (stop, stop_rx) = oneshot::channel();
@@ -244,7 +247,8 @@ async fn write_lines(mut stdin: ChildStdin, mut rx: mpsc::Receiver<Outgoing>) {
 }
 
 /// Reads replies and hands each to its caller. A fault that cannot be pinned on one request fails
-/// every request in flight, and the bad output is dropped.
+/// every request in flight, and the bad output is dropped. A second reply to an answered request
+/// is pinned on the plugin (`faults`) and fails nothing: the calls in flight are innocent.
 ///
 /// A run of lines that are not the protocol (or are over the cap), with no reply between them, is
 /// one fault: it fails the requests in flight when the run began, and the rest of the run is
@@ -256,6 +260,7 @@ async fn read_replies(
     name: Arc<str>,
     mut stdout: BufReader<ChildStdout>,
     pending: Arc<Mutex<Pending>>,
+    faults: Arc<FaultLog>,
     cap: usize,
 ) {
     let mut in_bad_run = false;
@@ -278,7 +283,11 @@ async fn read_replies(
                             tracing::warn!(plugin = %name, id, "dropped a reply that came after its timeout");
                             continue;
                         }
-                        Matched::Repeated => SkipReason::RepeatedReplyId,
+                        Matched::Repeated => {
+                            tracing::warn!(plugin = %name, id, "dropped a second reply to one request");
+                            faults.record(&name, SkipReason::RepeatedReplyId);
+                            continue;
+                        }
                         Matched::Unknown => SkipReason::UnknownReplyId,
                     }
                 }

@@ -10,7 +10,7 @@ pub enum StartError {
     #[error("it could not be started: {0}")]
     Spawn(#[source] std::io::Error),
     /// No hello arrived within the deadline.
-    #[error("it did not say hello within {} ms", .0.as_millis())]
+    #[error("it did not say hello within {}", hookline_messages::note::DurationText::of(*.0))]
     NoHello(Duration),
     /// The process ended before its hello.
     #[error("it exited before saying hello")]

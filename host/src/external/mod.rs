@@ -10,8 +10,9 @@
 //!   coalesces queued requests into one write (`../shared/PERFORMANCE-NOTES.md`: a pipe round trip
 //!   is almost all process wake-up);
 //! - a call that times out is given up and a `cancel` is sent; its late reply is dropped;
-//! - output that is not the protocol, a line over the cap, a reply with an unknown or repeated id,
-//!   or a crash mid-reply skips the calls in flight with a note; the host goes on;
+//! - output that is not the protocol, a line over the cap, a reply with an unknown id, or a crash
+//!   mid-reply skips the calls in flight with a note; a second reply to an answered call skips
+//!   nothing and is pinned on the plugin ([`ExternalPlugin::take_faults`]); the host goes on;
 //! - a crashed process is restarted with back-off and disabled after 3 crashes in 5 minutes;
 //! - shutdown is `goodbye`, close stdin, terminate, kill, each step bounded.
 //!
@@ -22,6 +23,7 @@ mod codec;
 mod connection;
 mod error;
 mod events;
+mod faults;
 mod hooks;
 mod pending;
 mod signal;
@@ -102,6 +104,9 @@ pub struct ExternalConfig {
     pub shutdown_grace: Duration,
     /// Guard hooks marked fail-closed (see `PluginRegistration::fail_closed`).
     pub fail_closed: HookSet,
+    /// Also write each stderr line the plugin logs to the host's stderr, as `[<plugin>] <line>`
+    /// (default false: its stderr goes to tracing only).
+    pub echo_stderr: bool,
 }
 
 impl ExternalConfig {
@@ -125,6 +130,7 @@ impl ExternalConfig {
             restart: RestartPolicy::default(),
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             fail_closed: HookSet::empty(),
+            echo_stderr: false,
         }
     }
 }
@@ -180,7 +186,8 @@ impl ExternalPlugin {
     /// [`StartError`] when the process cannot start, exits, says no valid hello in time, or
     /// speaks another protocol version.
     pub async fn start(config: ExternalConfig) -> Result<Arc<Self>, StartError> {
-        let (connection, hello, lifecycle) = Connection::start(&config).await?;
+        let faults = Arc::new(faults::FaultLog::default());
+        let (connection, hello, lifecycle) = Connection::start(&config, faults.clone()).await?;
         let plugin = Self {
             name: config.name.as_str().into(),
             hello,
@@ -189,7 +196,7 @@ impl ExternalPlugin {
             fail_closed: config.fail_closed,
             restart: config.restart,
             grace: config.shutdown_grace,
-            control: supervisor::supervise(Arc::new(config), connection, lifecycle),
+            control: supervisor::supervise(Arc::new(config), connection, lifecycle, faults),
         };
         Ok(Arc::new(plugin))
     }
@@ -229,6 +236,14 @@ impl ExternalPlugin {
             registration = registration.with_raw_hooks(self.clone());
         }
         registration
+    }
+
+    /// The protocol faults pinned on this plugin since the last call, as notes
+    /// ([`Note::PluginFault`](hookline_messages::note::Note::PluginFault)): faults that belong to
+    /// no call in flight, such as a second reply to an answered request. The host records them in
+    /// the active session with the event notes.
+    pub fn take_faults(&self) -> Vec<hookline_messages::note::Note> {
+        self.control.faults.take()
     }
 
     /// Where the process is now.

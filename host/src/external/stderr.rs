@@ -1,5 +1,7 @@
-//! A plugin's stderr: its logs, forwarded to tracing, bounded in line length and in rate, and
-//! always drained so a chatty plugin never blocks on a full pipe.
+//! A plugin's stderr: its logs, forwarded to tracing (target `hookline::plugin`, level info),
+//! and, when [`ExternalConfig::echo_stderr`](super::ExternalConfig::echo_stderr) is set (the CLI's
+//! `--verbose`), also written to the host's stderr as `[<plugin>] <line>`; bounded in line length
+//! and in rate, and always drained so a chatty plugin never blocks on a full pipe.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +19,7 @@ const LINES_PER_WINDOW: u32 = 100;
 const WINDOW: Duration = Duration::from_secs(1);
 
 /// Forwards `stderr` line by line until it closes.
-pub(crate) async fn forward(plugin: Arc<str>, stderr: ChildStderr) {
+pub(crate) async fn forward(plugin: Arc<str>, stderr: ChildStderr, echo: bool) {
     let mut reader = BufReader::new(stderr);
     let mut limit = RateLimit::new(Instant::now());
     loop {
@@ -34,6 +36,9 @@ pub(crate) async fn forward(plugin: Arc<str>, stderr: ChildStderr) {
             Admit::No => continue,
         }
         tracing::info!(target: "hookline::plugin", plugin = %plugin, "{text}");
+        if echo {
+            eprintln!("[{plugin}] {text}");
+        }
     }
 }
 

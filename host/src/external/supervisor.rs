@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::connection::{Connection, Exit};
+use super::faults::FaultLog;
 use super::ExternalConfig;
 
 /// When a crashed plugin is restarted, and when it is given up on.
@@ -75,6 +76,8 @@ pub(crate) enum State {
 pub(crate) struct Control {
     pub(crate) state: watch::Sender<State>,
     pub(crate) stopping: AtomicBool,
+    /// Faults pinned on the plugin, kept across restarts.
+    pub(crate) faults: Arc<FaultLog>,
 }
 
 /// Starts the supervisor task for a process that has just said hello.
@@ -82,10 +85,12 @@ pub(crate) fn supervise(
     config: Arc<ExternalConfig>,
     connection: Arc<Connection>,
     lifecycle: JoinHandle<Exit>,
+    faults: Arc<FaultLog>,
 ) -> Arc<Control> {
     let control = Arc::new(Control {
         state: watch::Sender::new(State::Running(connection)),
         stopping: AtomicBool::new(false),
+        faults,
     });
     tokio::spawn(run(config, control.clone(), lifecycle));
     control
@@ -116,7 +121,7 @@ async fn run(config: Arc<ExternalConfig>, control: Arc<Control>, mut lifecycle: 
                 control.state.send_replace(State::Stopped);
                 return;
             }
-            match Connection::start(&config).await {
+            match Connection::start(&config, control.faults.clone()).await {
                 Ok((connection, _hello, next)) => {
                     if control.stopping.load(Ordering::Acquire) {
                         connection.request_stop();

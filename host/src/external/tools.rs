@@ -42,6 +42,11 @@ impl PluginTool {
             .collect()
     }
 
+    /// Whether `plugin` runs it.
+    pub(crate) fn is_of(&self, plugin: &Arc<ExternalPlugin>) -> bool {
+        Arc::ptr_eq(&self.plugin, plugin)
+    }
+
     /// The plugin that runs it.
     pub fn plugin_name(&self) -> &str {
         self.plugin.name()
@@ -92,6 +97,8 @@ impl Tool for PluginTool {
     async fn run(&self, cx: &ToolContext, arguments: serde_json::Value) -> ToolOutput {
         let tool = self.spec.name.clone();
         let workspace_root = cx.workspace_root.display().to_string();
+        let session = cx.session_id.to_string();
+        let approval_mode = cx.approval_mode;
         let reply = self
             .plugin
             .request(TOOL_TIMEOUT, move |id| {
@@ -100,6 +107,8 @@ impl Tool for PluginTool {
                     tool,
                     arguments,
                     workspace_root,
+                    session,
+                    approval_mode,
                 })
             })
             .await;

@@ -50,6 +50,8 @@ pub(crate) struct Shared {
     shut_down: AtomicBool,
     /// Load notes not yet archived in a session (the first session to open takes them).
     load_notes: Mutex<Vec<Note>>,
+    /// Every load note, kept for [`Shared::load_notes`].
+    all_load_notes: Vec<Note>,
 }
 
 /// What [`Shared::new`] takes.
@@ -104,6 +106,7 @@ impl Shared {
             resources,
             started: AtomicBool::new(false),
             shut_down: AtomicBool::new(false),
+            all_load_notes: services.load_notes.clone(),
             load_notes: Mutex::new(services.load_notes),
         })
     }
@@ -126,6 +129,11 @@ impl Shared {
     /// Whether the gateway has shut down.
     pub(crate) fn is_shut_down(&self) -> bool {
         self.shut_down.load(Ordering::Acquire)
+    }
+
+    /// Every load note, whether archived yet or not.
+    pub(crate) fn load_notes(&self) -> &[Note] {
+        &self.all_load_notes
     }
 
     /// The load notes no session has archived yet.

@@ -68,17 +68,18 @@ fn fenced(dir: &Path, entry: &str) -> Result<PathBuf, LoadProblem> {
     })
 }
 
-/// Refuses the running host binary and files named after host components (SPEC L3).
+/// Refuses the running host binary, recognised by file identity and content whatever its name,
+/// and files named after host components, as a reserved name (SPEC L3).
 fn refuse_host(real: &Path, entry: &str) -> Result<(), LoadProblem> {
-    let is_host_binary = std::env::current_exe()
-        .and_then(|exe| exe.canonicalize())
-        .is_ok_and(|exe| exe == real);
+    if super::host_binary::is_host_binary(real) {
+        return Err(LoadProblem::EntryIsHost(entry.to_owned()));
+    }
     let stem = real
         .file_stem()
         .and_then(|stem| stem.to_str())
         .unwrap_or_default();
-    if is_host_binary || is_reserved(stem) {
-        return Err(LoadProblem::EntryIsHost(entry.to_owned()));
+    if is_reserved(stem) {
+        return Err(LoadProblem::EntryReservedName(entry.to_owned()));
     }
     Ok(())
 }

@@ -16,6 +16,7 @@
 
 mod discover;
 pub mod entry;
+mod host_binary;
 pub mod manifest;
 mod problem;
 mod status;
@@ -49,6 +50,9 @@ pub struct LoadOptions {
     /// The trust file workspace plugins must be trusted in ([`trust`]); without one, no
     /// workspace plugin runs. The CLI uses [`trust::default_trust_file`].
     pub trust_file: Option<PathBuf>,
+    /// Write each plugin's stderr to the host's stderr, prefixed `[<plugin>] `
+    /// ([`ExternalConfig::echo_stderr`]; the CLI's `--verbose`).
+    pub echo_stderr: bool,
 }
 
 impl LoadOptions {
@@ -188,6 +192,7 @@ fn prepare(
             .push(("PYTHONDONTWRITEBYTECODE".into(), "1".into()));
     }
     config.fail_closed = manifest.fail_closed;
+    config.echo_stderr = options.echo_stderr;
     if let Some(limit) = manifest.timeout_ms {
         config.timeouts = Timeouts::uniform(Duration::from_millis(limit));
         config.event_timeout = Duration::from_millis(limit);

@@ -77,8 +77,10 @@ pub enum LoadProblem {
     EntryMissing(String),
     /// The entry point is not executable and names no interpreter.
     EntryNotExecutable(String),
-    /// The entry point is the host itself or a host component (SPEC L3).
+    /// The entry point is the running host binary, under whatever name (SPEC L3).
     EntryIsHost(String),
+    /// The entry point's file name claims a host component (SPEC L3).
+    EntryReservedName(String),
     /// The interpreter is not on the allowlist.
     InterpreterNotAllowed(String),
     /// The interpreter is allowed but not installed.
@@ -125,6 +127,12 @@ impl fmt::Display for LoadProblem {
                 write!(
                     f,
                     "its entry point '{entry}' is the host itself, which plugins cannot load"
+                )
+            }
+            Self::EntryReservedName(entry) => {
+                write!(
+                    f,
+                    "its entry point '{entry}' has a name reserved for the host"
                 )
             }
             Self::InterpreterNotAllowed(name) => write!(

@@ -19,12 +19,13 @@ use hookline_messages::session::ApprovalMode;
 use hookline_actors::lifecycle::GatewayConfig;
 use hookline_messages::event::{BootstrapPolicy, Config};
 
+use super::clash::{self, DiskPlugin};
 use super::wiring::GatewaySettings;
 use super::{existing_dir, Clock, CommandOrigin, Conversation, Host, HostError};
 use crate::approval::Operator;
 use crate::external::{ExternalPlugin, PluginTool};
 use crate::gateway::{shutdown_processes, Gateway, GatewayLimits, Services, Shared};
-use crate::loading::{load, LoadNote, LoadOptions, LoadReport};
+use crate::loading::{load, LoadNote, LoadOptions, LoadReport, PluginState};
 use crate::producers::ResetPolicy;
 use crate::provider::{Provider, ScriptedProvider};
 use crate::store::{FileStore, FileStoreOptions, SessionStore, Store};
@@ -127,6 +128,17 @@ impl HostBuilder {
     /// host owns their processes from now on and shuts them down in [`Host::shutdown`].
     #[must_use]
     pub fn loaded_plugins(mut self, report: LoadReport) -> Self {
+        let first = self.plugins.len();
+        let dirs = report
+            .statuses
+            .iter()
+            .filter(|s| s.state == PluginState::Loaded);
+        self.loaded
+            .disk
+            .extend(dirs.enumerate().map(|(offset, status)| DiskPlugin {
+                index: first + offset,
+                dir: status.dir.clone(),
+            }));
         self.plugins.extend(report.registrations());
         self.loaded.tools.extend(report.tools());
         // Unknown subscriptions are the pipeline's load notes (the plugin registers its event
@@ -310,6 +322,7 @@ impl HostBuilder {
     /// # Panics
     /// When called outside an actix system (as every actor start does).
     pub fn start(mut self) -> Result<Host, HostError> {
+        self.skip_name_clashes();
         let processes = std::mem::take(&mut self.loaded.processes);
         match self.start_with(processes.clone()) {
             Ok(host) => Ok(host),
@@ -330,6 +343,7 @@ impl HostBuilder {
     /// # Panics
     /// When called outside an actix system (as every actor start does).
     pub fn start_gateway(mut self, limits: GatewayLimits) -> Result<Gateway, HostError> {
+        self.skip_name_clashes();
         let processes = std::mem::take(&mut self.loaded.processes);
         match self.start_shared(processes.clone(), false) {
             Ok(shared) => Ok(Gateway::new(shared, limits)),
@@ -337,6 +351,24 @@ impl HostBuilder {
                 actix_rt::spawn(async move { shutdown_processes(&processes).await });
                 Err(error)
             }
+        }
+    }
+
+    /// Skips every disk plugin whose name is taken (issue 15 defect 2): its registration, its
+    /// tools and its process go, a note naming its directory stays.
+    fn skip_name_clashes(&mut self) {
+        let clashes = clash::clashes(&self.plugins, &self.loaded.disk);
+        let mut gone = Vec::new();
+        for (position, note) in clashes.into_iter().rev() {
+            let disk = self.loaded.disk.remove(position);
+            self.plugins.remove(disk.index);
+            let process = self.loaded.processes.remove(position);
+            self.loaded.tools.retain(|tool| !tool.is_of(&process));
+            self.loaded.notes.push(note);
+            gone.push(process);
+        }
+        if !gone.is_empty() {
+            actix_rt::spawn(async move { shutdown_processes(&gone).await });
         }
     }
 
@@ -415,4 +447,6 @@ struct Loaded {
     tools: Vec<PluginTool>,
     /// Skipped plugin directories.
     notes: Vec<Note>,
+    /// Where each process's registration sits, aligned with `processes`.
+    disk: Vec<DiskPlugin>,
 }

@@ -13,10 +13,12 @@
 //! begin and end hooks, belong to the session lifecycle actor (SPEC P3.10 to P3.13).
 
 mod builder;
+mod clash;
 mod host;
 mod producers;
 mod settings;
 mod shutdown;
+mod stored;
 mod wiring;
 
 use std::path::{Path, PathBuf};

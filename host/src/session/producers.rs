@@ -100,13 +100,15 @@ impl Conversation {
         self.flush().await
     }
 
-    /// Records the notes of queued and detached deliveries (and dropped-event counts) that
-    /// arrived since the last call, in the active session's archive.
+    /// Records the notes of queued and detached deliveries (and dropped-event counts), and the
+    /// protocol faults pinned on plugins, that arrived since the last call, in the active session's archive.
     ///
     /// # Errors
     /// A store failure.
     pub async fn record_event_notes(&mut self) -> Result<(), HostError> {
-        let notes = self.bus().take_notes().await;
+        let mut notes = self.bus().take_notes().await;
+        // Protocol faults pinned on a plugin, not on a call (issue 15 defect 3).
+        notes.extend(self.shared.processes().iter().flat_map(|p| p.take_faults()));
         self.event_notes(notes)?;
         self.flush().await
     }

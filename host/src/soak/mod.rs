@@ -147,6 +147,9 @@ pub async fn run_soak(
         tools: Arc::new(example_tools()?),
         tool_context: ToolContext {
             workspace_root: workspace.path().to_path_buf(),
+            // Each session's own id and mode replace these when its tool runs.
+            session_id: "soak".into(),
+            approval_mode: Default::default(),
         },
         tool_runs: Semaphore::new(TOOL_RUNS),
     };

@@ -196,7 +196,12 @@ async fn tool_call(s: &mut Collector<'_>) -> Result<(), PipelineError> {
         Some(tool) => {
             // A closed semaphore only happens at teardown; the tool then runs unbounded once.
             let _permit = s.rig.tool_runs.acquire().await.ok();
-            tool.run(&s.rig.tool_context, call.arguments.clone()).await
+            let cx = ToolContext {
+                session_id: s.info.session_id.clone(),
+                approval_mode: s.info.approval_mode,
+                ..s.rig.tool_context.clone()
+            };
+            tool.run(&cx, call.arguments.clone()).await
         }
         None => crate::tools::ToolOutput::failure("no such tool"),
     };

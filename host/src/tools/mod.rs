@@ -20,7 +20,11 @@
 //! # async fn main() -> std::io::Result<()> {
 //! let workspace = tempfile::tempdir()?;
 //! std::fs::write(workspace.path().join("notes.txt"), "hello")?;
-//! let cx = ToolContext { workspace_root: workspace.path().to_path_buf() };
+//! let cx = ToolContext {
+//!     workspace_root: workspace.path().to_path_buf(),
+//!     session_id: "s1".into(),
+//!     approval_mode: Default::default(),
+//! };
 //!
 //! let tools = ToolRegistry::with_builtins();
 //! let read = tools.get("read_file").ok_or(std::io::ErrorKind::NotFound)?;
@@ -45,6 +49,7 @@ use std::path::PathBuf;
 use async_trait::async_trait;
 use hookline_messages::approval::{Authority, Risk};
 use hookline_messages::model::ImageRef;
+use hookline_messages::session::{ApprovalMode, SessionId, SessionInfo};
 use hookline_messages::tool::ToolProvider;
 use serde::Serialize;
 
@@ -71,11 +76,28 @@ pub struct ToolSpec {
     pub authority: Authority,
 }
 
-/// What a tool may know about the session calling it.
+/// What a tool may know about the session calling it: the facts session hooks read (SPEC P2.1),
+/// the same for every tool whoever provides it (SPEC P1.3), taken when the call runs (so a mode
+/// changed mid-session is the mode the tool sees).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ToolContext {
     /// The session's workspace root; built-in file tools stay inside it.
     pub workspace_root: PathBuf,
+    /// The session calling the tool.
+    pub session_id: SessionId,
+    /// The session's approval mode at the time of the call.
+    pub approval_mode: ApprovalMode,
+}
+
+impl ToolContext {
+    /// The context of a call made in the session `info` describes, as it is now.
+    pub fn of(info: &SessionInfo) -> Self {
+        Self {
+            workspace_root: PathBuf::from(&info.workspace_root),
+            session_id: info.session_id.clone(),
+            approval_mode: info.approval_mode,
+        }
+    }
 }
 
 /// A tool's answer. Failures are answers too: `success: false` and an English text.

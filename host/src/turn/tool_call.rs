@@ -190,9 +190,7 @@ impl Turn<'_> {
         }
         let output = match self.engine.tools.get(&call.name) {
             Some(tool) => {
-                let cx = ToolContext {
-                    workspace_root: self.session.info.workspace_root.clone().into(),
-                };
+                let cx = ToolContext::of(&self.session.info);
                 tool.run(&cx, call.arguments.clone()).await
             }
             None => ToolOutput {

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::approval::{Authority, Risk};
 use crate::hook::{HookKind, HookSet};
+use crate::session::ApprovalMode;
 
 pub use schema::{schemas, SchemaFile};
 
@@ -147,6 +148,12 @@ pub struct ToolRequest {
     pub arguments: serde_json::Value,
     /// The session's workspace root.
     pub workspace_root: String,
+    /// The session calling the tool (as `session` of a hook request).
+    pub session: String,
+    /// The session's approval mode at the time of the call (`ask-above-read`, `ask-all`,
+    /// `allow-workspace`).
+    #[schemars(schema_with = "schema::approval_mode")]
+    pub approval_mode: ApprovalMode,
 }
 
 /// What a tool run returns, as the `value` of a `replace` reply.
@@ -256,6 +263,8 @@ mod tests {
                 tool: "clock".into(),
                 arguments: serde_json::json!({}),
                 workspace_root: "/w".into(),
+                session: "s1".into(),
+                approval_mode: ApprovalMode::AskAll,
             }),
             HostMessage::Event(EventRequest {
                 id: 3,

@@ -61,3 +61,8 @@ pub(super) fn risk(_: &mut SchemaGenerator) -> Schema {
 pub(super) fn authority(_: &mut SchemaGenerator) -> Schema {
     json_schema!({ "type": "string", "enum": ["workspace", "host"] })
 }
+
+/// An approval mode.
+pub(super) fn approval_mode(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({ "type": "string", "enum": ["ask-above-read", "ask-all", "allow-workspace"] })
+}

@@ -29,7 +29,7 @@ use hookline_messages::session::SessionId;
 use hookline_messages::user::StopReason;
 use tokio::sync::{broadcast, mpsc};
 
-use super::hooks::plugin_options;
+use super::plugin_dirs::PluginDirs;
 use super::provider::ProviderArgs;
 use super::run::plugins;
 use crate::provider::{OfflineProvider, Provider, StopHandle, Stoppable};
@@ -79,6 +79,8 @@ enum ChatError {
     Host(#[from] HostError),
     #[error(transparent)]
     Provider(#[from] crate::provider::ProviderError),
+    #[error("{0}")]
+    Options(String),
 }
 
 /// Runs the command.
@@ -117,7 +119,15 @@ async fn chat(args: &ChatArgs) -> Result<(), ChatError> {
             return Err(ChatError::NotADirectory(dir.clone()));
         }
     }
-    let options = plugin_options(args.plugins.clone(), args.workspace.clone());
+    // The same load options as `run` and `hooks` (one place builds them).
+    let dirs = PluginDirs {
+        user_dir: args.plugins.clone(),
+        workspace: args.workspace.clone(),
+        order: Vec::new(),
+        trust_file: None,
+        verbose: args.verbose,
+    };
+    let options = dirs.load_options().map_err(ChatError::Options)?;
     let builder = plugins(&options, args.tools.as_deref(), args.no_demo_plugins).await;
     let model = match builder
         .tool_registry()

@@ -22,7 +22,8 @@
 //! A call runs the command with its directory as working directory, writes the call's JSON
 //! arguments to its stdin and closes it, and reads one JSON object `{"text": string,
 //! "success": bool}` from its stdout. The process gets only an allowlisted environment
-//! ([`ALLOWED_ENV`] plus `HOOKLINE_WORKSPACE_ROOT` and `HOOKLINE_TOOL_NAME`), so the host's
+//! ([`ALLOWED_ENV`] plus `HOOKLINE_WORKSPACE_ROOT`, `HOOKLINE_SESSION_ID`,
+//! `HOOKLINE_APPROVAL_MODE` and `HOOKLINE_TOOL_NAME`), so the host's
 //! secrets are not inherited. Its stdout is capped at [`MAX_STDOUT_BYTES`] and its stderr kept up
 //! to [`MAX_STDERR_BYTES`]; past the timeout or the stdout cap its whole process group is
 //! killed. Every failure is an answer with `success: false`, never a panic or a hang.

@@ -71,8 +71,8 @@ pub(crate) async fn run(
         Err(_) => {
             kill(&mut child).await;
             ToolOutput::failure(format!(
-                "External tool '{name}' did not answer within {} ms and was stopped.",
-                manifest.timeout.as_millis()
+                "External tool '{name}' did not answer within {} and was stopped.",
+                hookline_messages::note::DurationText::of(manifest.timeout)
             ))
         }
     }
@@ -90,6 +90,8 @@ fn command(manifest: &Manifest, cx: &ToolContext) -> Command {
                 .filter_map(|k| std::env::var_os(k).map(|v| (*k, v))),
         )
         .env("HOOKLINE_WORKSPACE_ROOT", &cx.workspace_root)
+        .env("HOOKLINE_SESSION_ID", cx.session_id.as_str())
+        .env("HOOKLINE_APPROVAL_MODE", cx.approval_mode.as_str())
         .env("HOOKLINE_TOOL_NAME", &manifest.name)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

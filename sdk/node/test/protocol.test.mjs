@@ -1,0 +1,118 @@
+// The kit's side of the protocol, driven directly: hello, ids, calls in flight, cancel, errors,
+// goodbye. The test plays the host, one JSON line at a time.
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { test } from "node:test";
+import { Plugin, PluginError } from "../index.js";
+import { pluginDir } from "./support.mjs";
+
+function fakeHost() {
+  const { dir } = pluginDir();
+  const child = spawn(process.execPath, [join(dir, "plugin.mjs")], {
+    cwd: dir,
+    env: { HOOKLINE_PLUGIN: "kit" },
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  const exited = new Promise((resolve) => child.on("exit", (code) => resolve(code)));
+  return {
+    send: (message) => child.stdin.write(JSON.stringify(message) + "\n"),
+    read: async () => {
+      const { value, done } = await lines.next();
+      assert.ok(!done, "the plugin closed its output");
+      return JSON.parse(value);
+    },
+    rest: async () => {
+      const left = [];
+      for (let next = await lines.next(); !next.done; next = await lines.next()) left.push(next.value);
+      return left;
+    },
+    goodbye: async function () {
+      this.send({ type: "goodbye" });
+      return exited;
+    },
+    close: () => child.stdin.end(),
+    exited,
+  };
+}
+
+const tool = (id, name, args) => ({
+  type: "tool", id, tool: name, arguments: args, workspace_root: "/w", session: "s9",
+  approval_mode: "ask-all",
+});
+
+test("hello lists exactly what is registered", async () => {
+  const host = fakeHost();
+  const hello = await host.read();
+  assert.equal(hello.protocol, 1);
+  assert.deepEqual(hello.hooks, ["on_user_message"]);
+  assert.deepEqual(hello.raw_hooks, ["rewrite_prompt"]);
+  assert.deepEqual(hello.events, ["command:new"]);
+  assert.deepEqual(hello.tools.map((t) => t.name), ["kit_echo", "kit_sleep", "kit_fail"]);
+  assert.equal(await host.goodbye(), 0);
+});
+
+test("many calls in flight are answered by id, in any order", async () => {
+  const host = fakeHost();
+  await host.read();
+  host.send(tool(1, "kit_sleep", { seconds: 0.3 }));
+  host.send(tool(2, "kit_echo", { text: "quick" }));
+  host.send({ type: "hook", id: 3, hook: "on_user_message", session: "s9", value: { text: "x" } });
+  const replies = new Map();
+  for (let i = 0; i < 3; i++) {
+    const reply = await host.read();
+    replies.set(reply.id, reply);
+  }
+  assert.deepEqual(replies.get(2).value, { text: "quick from s9 ask-all", success: true });
+  assert.deepEqual(replies.get(3), { type: "replace", id: 3, value: { text: "x [kit]" } });
+  assert.equal(replies.get(1).value.text, "slept 0.3");
+  assert.equal(await host.goodbye(), 0);
+});
+
+test("a cancelled call gets no reply and goodbye does not wait for it", async () => {
+  const host = fakeHost();
+  await host.read();
+  host.send(tool(1, "kit_sleep", { seconds: 30 }));
+  host.send({ type: "cancel", id: 1 });
+  host.send(tool(2, "kit_echo", { text: "after" }));
+  assert.equal((await host.read()).id, 2);
+  const started = Date.now();
+  assert.equal(await host.goodbye(), 0);
+  assert.ok(Date.now() - started < 5000);
+  assert.deepEqual(await host.rest(), []);
+});
+
+test("failures become error replies and unhandled requests keep", async () => {
+  const host = fakeHost();
+  await host.read();
+  host.send(tool(1, "kit_fail", {}));
+  assert.deepEqual(await host.read(), {
+    type: "replace", id: 1, value: { text: "kit_fail always fails", success: false },
+  });
+  host.send({ type: "hook", id: 2, hook: "on_prompt", session: "s9", value: {} });
+  assert.deepEqual(await host.read(), { type: "keep", id: 2 });
+  host.send({ type: "event", id: 3, key: "command:new", context: {} });
+  assert.deepEqual(await host.read(), { type: "keep", id: 3 });
+  host.send({ type: "hook", id: 4, hook: "rewrite_prompt", session: "s9", value: null });
+  const reply = await host.read();
+  assert.equal(reply.type, "error");
+  assert.equal(await host.goodbye(), 0);
+});
+
+test("the end of input ends the plugin", async () => {
+  const host = fakeHost();
+  await host.read();
+  host.close();
+  assert.equal(await host.exited, 0);
+});
+
+test("definitions are checked when written", () => {
+  const plugin = new Plugin("p");
+  assert.throws(() => plugin.hook("on_nothing", () => {}), PluginError);
+  assert.throws(() => plugin.rawHook("on_prompt", () => {}), PluginError);
+  assert.throws(() => plugin.tool({ name: "t", risk: "harmless" }, () => ""), PluginError);
+  plugin.hook("on_prompt", () => {});
+  assert.throws(() => plugin.hook("on_prompt", () => {}), PluginError);
+});

@@ -1,0 +1,31 @@
+// Shared by the tests: the real binary, and a plugin directory built with the kit.
+import { cpSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const KIT = join(dirname(fileURLToPath(import.meta.url)), "..");
+export const REPO = join(KIT, "..", "..");
+export const SCENARIO = join(REPO, "sdk", "tests", "scenario.json");
+
+/** `$HOOKLINE_BIN`, else the workspace's debug build (`cargo build --bin hookline`). */
+export function hooklineBin() {
+  const path = process.env.HOOKLINE_BIN ?? join(REPO, "target", "debug", "hookline");
+  if (!existsSync(path)) {
+    throw new Error(`no hookline binary at ${path}: run \`cargo build --bin hookline\` first`);
+  }
+  return path;
+}
+
+/** `<tmp>/plugins/kit`: the test plugin with the kit beside it (SPEC L2: nothing outside). */
+export function pluginDir() {
+  const root = mkdtempSync(join(tmpdir(), "hookline-node-kit-"));
+  const dir = join(root, "plugins", "kit");
+  mkdirSync(join(dir, "hookline_plugin"), { recursive: true });
+  for (const file of ["index.js", "package.json"]) {
+    cpSync(join(KIT, file), join(dir, "hookline_plugin", file));
+  }
+  cpSync(join(KIT, "test", "kit_plugin.mjs"), join(dir, "plugin.mjs"));
+  writeFileSync(join(dir, "plugin.json"), JSON.stringify({ entry: "plugin.mjs", interpreter: "node" }));
+  return { root, dir };
+}

@@ -1,0 +1,110 @@
+"""The kit's side of the protocol, driven directly: hello, ids, calls in flight, cancel, errors,
+goodbye. The host is played by the test, one JSON line at a time."""
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hookline_plugin import Plugin, PluginError
+
+
+class FakeHost:
+    def __init__(self, plugin_dir: Path):
+        self.process = subprocess.Popen(
+            [sys.executable, "plugin.py"], cwd=plugin_dir, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, text=True, env={"HOOKLINE_PLUGIN": "kit"},
+        )
+        self.hello = self.read()
+
+    def send(self, **message):
+        self.process.stdin.write(json.dumps(message) + "\n")
+        self.process.stdin.flush()
+
+    def read(self):
+        line = self.process.stdout.readline()
+        assert line, "the plugin closed its output"
+        return json.loads(line)
+
+    def close(self):
+        self.send(type="goodbye")
+        return self.process.wait(timeout=5)
+
+
+@pytest.fixture
+def host(plugin_dir):
+    fake = FakeHost(plugin_dir)
+    yield fake
+    if fake.process.poll() is None:
+        fake.process.kill()
+        fake.process.wait()
+
+
+def tool(host, id, name, **arguments):
+    host.send(type="tool", id=id, tool=name, arguments=arguments, workspace_root="/w",
+              session="s9", approval_mode="ask-all")
+
+
+def test_hello_lists_exactly_what_is_registered(host):
+    assert host.hello["protocol"] == 1
+    assert host.hello["hooks"] == ["on_user_message"]
+    assert host.hello["raw_hooks"] == ["rewrite_prompt"]
+    assert host.hello["events"] == ["command:new"]
+    assert [t["name"] for t in host.hello["tools"]] == ["kit_echo", "kit_sleep", "kit_fail"]
+    assert host.close() == 0
+
+
+def test_many_calls_in_flight_are_answered_by_id_in_any_order(host):
+    tool(host, 1, "kit_sleep", seconds=0.5)
+    tool(host, 2, "kit_echo", text="quick")
+    host.send(type="hook", id=3, hook="on_user_message", session="s9", value={"text": "x"})
+    replies = {r["id"]: r for r in (host.read(), host.read(), host.read())}
+    assert replies[2]["value"] == {"text": "quick from s9 ask-all", "success": True}
+    assert replies[3] == {"type": "replace", "id": 3, "value": {"text": "x [kit]"}}
+    assert replies[1]["value"]["text"] == "slept 0.5"
+    assert host.close() == 0
+
+
+def test_a_cancelled_call_gets_no_reply(host):
+    tool(host, 1, "kit_sleep", seconds=30)
+    host.send(type="cancel", id=1)
+    tool(host, 2, "kit_echo", text="after")
+    assert host.read()["id"] == 2
+    started = time.monotonic()
+    assert host.close() == 0
+    assert time.monotonic() - started < 5, "goodbye does not wait for cancelled work"
+    assert host.process.stdout.read() == "", "no reply to the cancelled call"
+
+
+def test_failures_become_error_replies_and_unknown_hooks_keep(host):
+    tool(host, 1, "kit_fail")
+    assert host.read() == {"type": "replace", "id": 1,
+                           "value": {"text": "kit_fail always fails", "success": False}}
+    host.send(type="hook", id=2, hook="on_prompt", session="s9", value={})
+    assert host.read() == {"type": "keep", "id": 2}
+    host.send(type="event", id=3, key="command:new", context={})
+    assert host.read() == {"type": "keep", "id": 3}
+    host.send(type="hook", id=4, hook="rewrite_prompt", session="s9", value=None)
+    reply = host.read()
+    assert reply["type"] == "error" and reply["id"] == 4
+    assert host.close() == 0
+
+
+def test_end_of_input_ends_the_plugin(host):
+    host.process.stdin.close()
+    assert host.process.wait(timeout=5) == 0
+
+
+def test_definitions_are_checked_when_written():
+    plugin = Plugin("p")
+    with pytest.raises(PluginError):
+        plugin.hook("on_nothing")
+    with pytest.raises(PluginError):
+        plugin.raw_hook("on_prompt")
+    with pytest.raises(PluginError):
+        plugin.tool("t", risk="harmless")
+    plugin.hook("on_prompt")(lambda value, cx: None)
+    with pytest.raises(PluginError):
+        plugin.hook("on_prompt")
