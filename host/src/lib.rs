@@ -12,6 +12,7 @@ pub mod loading;
 pub mod producers;
 pub mod provider;
 pub mod scenario;
+pub mod serve;
 pub mod session;
 pub mod soak;
 pub mod state;
