@@ -13,6 +13,7 @@ mod hooks;
 mod progress;
 mod render;
 pub mod run;
+mod serve;
 mod soak;
 
 /// A runtime for plugin hooks in AI agent hosts and chat gateways.
@@ -32,6 +33,8 @@ enum Command {
     Hooks(hooks::HooksArgs),
     /// Run a scenario (default: the bundled demo) with the bundled example plugins.
     Run(run::RunArgs),
+    /// Serve many live sessions over HTTP and WebSocket (docs/serve.md).
+    Serve(serve::ServeArgs),
     /// Soak: many sessions through every hook, then a shutdown under load; checks memory,
     /// queue bounds, notes and the shutdown budget.
     Soak(soak::SoakArgs),
@@ -44,6 +47,7 @@ pub fn main() -> ExitCode {
         Command::Bench(args) => bench::run(&args),
         Command::Hooks(args) => hooks::run(args),
         Command::Run(args) => run::run(args),
+        Command::Serve(args) => serve::run(&args),
         Command::Soak(args) => soak::run(&args),
     }
 }

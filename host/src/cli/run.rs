@@ -121,11 +121,22 @@ async fn run_async(args: &RunArgs) -> Result<String, RunError> {
 /// The builder with the plugins on disk, or the bundled demo plugins when none was found.
 async fn plugins(args: &RunArgs, options: &crate::loading::LoadOptions) -> HostBuilder {
     let report = crate::loading::load(options).await;
-    let demo = report.statuses.is_empty() && !args.no_demo_plugins;
+    plugin_builder(report, args.tools.as_deref(), args.no_demo_plugins)
+}
+
+/// A builder with the built-in tools, the plugins `report` loaded (or, when it found none and
+/// `no_demo` is false, the bundled demo plugins and their tool), and the external tools of
+/// `tools`. `hookline serve` builds its gateway the same way.
+pub(super) fn plugin_builder(
+    report: crate::loading::LoadReport,
+    tools: Option<&Path>,
+    no_demo: bool,
+) -> HostBuilder {
+    let demo = report.statuses.is_empty() && !no_demo;
     let mut builder = Host::builder()
         .tools(ToolRegistry::with_builtins())
         .loaded_plugins(report);
-    if let Some(dir) = &args.tools {
+    if let Some(dir) = tools {
         builder = builder.external_tools(dir);
     }
     if demo {

@@ -106,6 +106,10 @@ pub enum ServeError {
     /// A non-loopback address without a token.
     #[error("refusing to listen on {0} without --token-file: only loopback addresses may go without a token")]
     NeedsToken(SocketAddr),
+    /// The gateway has no arbiters: its sessions would start on the caller's thread, which
+    /// request handlers cannot reach.
+    #[error("the gateway needs at least one arbiter to serve from (GatewayLimits::arbiters)")]
+    NoArbiters,
     /// The token is empty.
     #[error("the token is empty")]
     EmptyToken,
@@ -204,12 +208,15 @@ impl ServeHandle {
 /// Returns the bound address (an ephemeral port resolved) and the handle that drains it.
 ///
 /// # Errors
-/// [`ServeError`]: a non-loopback address without a token, an unusable workspace root, or an
-/// address that cannot be bound.
+/// [`ServeError`]: a gateway without arbiters, a non-loopback address without a token, an
+/// unusable workspace root, or an address that cannot be bound.
 pub async fn start(
     gateway: Gateway,
     config: ServeConfig,
 ) -> Result<(SocketAddr, ServeHandle), ServeError> {
+    if gateway.limits().arbiters.is_empty() {
+        return Err(ServeError::NoArbiters);
+    }
     // Issue 11 item 3: only loopback may go without a token.
     let token = match config.token {
         Some(token) if token.trim().is_empty() => return Err(ServeError::EmptyToken),
