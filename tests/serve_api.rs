@@ -45,13 +45,15 @@ async fn a_hundred_sessions_run_turns_at_once_each_keeping_its_records_in_order(
                     .await;
                 assert_eq!(status, 200, "{body}");
                 assert_eq!(body["stopReason"], "completed");
-                assert!(body["events"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .any(|e| e["event"] == "user"
-                        && e["text"] == format!("session {i} turn {turn}")),
-                    "{body}");
+                assert!(
+                    body["events"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|e| e["event"] == "user"
+                            && e["text"] == format!("session {i} turn {turn}")),
+                    "{body}"
+                );
             }
         }
     });
@@ -127,7 +129,10 @@ async fn an_approval_round_trip_over_server_sent_events_lets_the_call_run() {
             json!({ "decision": "deny" }),
         )
         .await;
-    assert_eq!((status, again["error"]["code"].as_str()), (404, Some("not-waiting")));
+    assert_eq!(
+        (status, again["error"]["code"].as_str()),
+        (404, Some("not-waiting"))
+    );
     served.shutdown().await;
 }
 
@@ -151,11 +156,14 @@ where
 async fn an_approval_round_trip_over_a_websocket_lets_the_call_run() {
     let served = serve(Arc::new(EchoProvider), |_| {}, |_| {}).await;
     let key = served.open().await;
-    let (mut socket, _) = tokio_tungstenite::connect_async(served.ws(&format!("/v1/sessions/{key}/ws")))
-        .await
-        .unwrap();
+    let (mut socket, _) =
+        tokio_tungstenite::connect_async(served.ws(&format!("/v1/sessions/{key}/ws")))
+            .await
+            .unwrap();
     socket
-        .send(Message::text(json!({ "type": "turn", "text": WRITE }).to_string()))
+        .send(Message::text(
+            json!({ "type": "turn", "text": WRITE }).to_string(),
+        ))
         .await
         .unwrap();
     let call_id = loop {
@@ -233,12 +241,18 @@ async fn stop_cancels_the_turn_in_flight() {
                 .send()
                 .await
                 .unwrap();
-            (response.status().as_u16(), response.json::<serde_json::Value>().await.unwrap())
+            (
+                response.status().as_u16(),
+                response.json::<serde_json::Value>().await.unwrap(),
+            )
         })
     };
     until_activity(&served, &key, Activity::Turn).await;
     let (status, stopped) = served
-        .post(&format!("/v1/sessions/{key}/commands"), json!({ "command": "/stop" }))
+        .post(
+            &format!("/v1/sessions/{key}/commands"),
+            json!({ "command": "/stop" }),
+        )
         .await;
     assert_eq!(status, 200, "{stopped}");
     let (status, report) = tokio::time::timeout(DEADLINE, turn)
@@ -259,7 +273,11 @@ async fn error_of(response: reqwest::Response) -> (u16, String, Option<String>) 
     let body: serde_json::Value = response.json().await.unwrap();
     let message = body["error"]["message"].as_str().unwrap();
     assert!(message.ends_with('.'), "{message}");
-    (status, body["error"]["code"].as_str().unwrap().to_owned(), retry)
+    (
+        status,
+        body["error"]["code"].as_str().unwrap().to_owned(),
+        retry,
+    )
 }
 
 #[actix_rt::test]
@@ -275,16 +293,39 @@ async fn every_client_mistake_has_its_status_and_never_a_500() {
     let turns = served.url(&format!("/v1/sessions/{key}/turns"));
 
     // Unknown session: 404.
-    let response = client.get(served.url("/v1/sessions/nobody")).send().await.unwrap();
-    assert_eq!(error_of(response).await, (404, "unknown-session".into(), None));
+    let response = client
+        .get(served.url("/v1/sessions/nobody"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        error_of(response).await,
+        (404, "unknown-session".into(), None)
+    );
     // Bad JSON: 400 naming the field.
-    let response = client.post(&turns).json(&json!({ "txt": "x" })).send().await.unwrap();
+    let response = client
+        .post(&turns)
+        .json(&json!({ "txt": "x" }))
+        .send()
+        .await
+        .unwrap();
     let body: serde_json::Value = response.json().await.unwrap();
     assert_eq!(body["error"]["code"], "bad-json");
-    assert!(body["error"]["message"].as_str().unwrap().contains("txt"), "{body}");
-    let response = client.post(&turns).json(&json!({ "text": 5 })).send().await.unwrap();
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("txt"),
+        "{body}"
+    );
+    let response = client
+        .post(&turns)
+        .json(&json!({ "text": 5 }))
+        .send()
+        .await
+        .unwrap();
     let body: serde_json::Value = response.json().await.unwrap();
-    assert!(body["error"]["message"].as_str().unwrap().contains("text"), "{body}");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("text"),
+        "{body}"
+    );
     let response = client
         .post(&turns)
         .header("content-type", "application/json")
@@ -300,16 +341,24 @@ async fn every_client_mistake_has_its_status_and_never_a_500() {
         .send()
         .await
         .unwrap();
-    assert_eq!(error_of(response).await, (415, "unsupported-media-type".into(), None));
-    let response = client.get(served.url("/v1/sessions/x?offset=minus")).send().await.unwrap();
+    assert_eq!(
+        error_of(response).await,
+        (415, "unsupported-media-type".into(), None)
+    );
+    let response = client
+        .get(served.url("/v1/sessions/x?offset=minus"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(error_of(response).await.0, 400);
     // Body over the cap: 413, with and without a content length.
     let big = json!({ "text": "x".repeat(4096) });
     let response = client.post(&turns).json(&big).send().await.unwrap();
-    assert_eq!(error_of(response).await, (413, "body-too-large".into(), None));
-    let chunks = futures::stream::iter(
-        (0..8).map(|_| Ok::<_, std::io::Error>(vec![b' '; 512])),
+    assert_eq!(
+        error_of(response).await,
+        (413, "body-too-large".into(), None)
     );
+    let chunks = futures::stream::iter((0..8).map(|_| Ok::<_, std::io::Error>(vec![b' '; 512])));
     let response = client
         .post(&turns)
         .header("content-type", "application/json")
@@ -325,7 +374,10 @@ async fn every_client_mistake_has_its_status_and_never_a_500() {
         .send()
         .await
         .unwrap();
-    assert_eq!(error_of(response).await, (503, "full".into(), Some("1".into())));
+    assert_eq!(
+        error_of(response).await,
+        (503, "full".into(), Some("1".into()))
+    );
     // A workspace outside the root: refused, nothing made outside.
     for bad in ["../escape", "/etc"] {
         let response = client
@@ -337,30 +389,72 @@ async fn every_client_mistake_has_its_status_and_never_a_500() {
         assert_eq!(error_of(response).await.1, "workspace-outside-root");
     }
     let commands = served.url(&format!("/v1/sessions/{key}/commands"));
-    let response = client.post(&commands).json(&json!({ "command": "/cd ../.." })).send().await.unwrap();
+    let response = client
+        .post(&commands)
+        .json(&json!({ "command": "/cd ../.." }))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(error_of(response).await.0, 403);
-    let response = client.post(&commands).json(&json!({ "command": "/warp" })).send().await.unwrap();
-    assert_eq!(error_of(response).await, (400, "invalid-request".into(), None));
+    let response = client
+        .post(&commands)
+        .json(&json!({ "command": "/warp" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        error_of(response).await,
+        (400, "invalid-request".into(), None)
+    );
     // Approval nobody waits for: 404; a bad decision: 400.
     let approval = served.url(&format!("/v1/sessions/{key}/approvals/call-9"));
-    let response = client.post(&approval).json(&json!({ "decision": "allow" })).send().await.unwrap();
+    let response = client
+        .post(&approval)
+        .json(&json!({ "decision": "allow" }))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(error_of(response).await.1, "not-waiting");
-    let response = client.post(&approval).json(&json!({ "decision": "maybe" })).send().await.unwrap();
+    let response = client
+        .post(&approval)
+        .json(&json!({ "decision": "maybe" }))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(error_of(response).await.0, 400);
     // No such route, wrong method.
     let response = client.get(served.url("/v2/nothing")).send().await.unwrap();
     assert_eq!(error_of(response).await.0, 404);
     let response = client.put(served.url("/v1/sessions")).send().await.unwrap();
-    assert_eq!(error_of(response).await, (405, "method-not-allowed".into(), None));
+    assert_eq!(
+        error_of(response).await,
+        (405, "method-not-allowed".into(), None)
+    );
     // Draining: /readyz, new sessions and turns answer 503; /healthz still 200.
     served.handle.as_ref().unwrap().begin_drain();
     let response = client.get(served.url("/readyz")).send().await.unwrap();
-    assert_eq!(error_of(response).await, (503, "draining".into(), Some("1".into())));
-    let response = client.post(&turns).json(&json!({ "text": "late" })).send().await.unwrap();
+    assert_eq!(
+        error_of(response).await,
+        (503, "draining".into(), Some("1".into()))
+    );
+    let response = client
+        .post(&turns)
+        .json(&json!({ "text": "late" }))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(error_of(response).await.1, "draining");
-    let response = client.post(served.url("/v1/sessions")).json(&json!({})).send().await.unwrap();
+    let response = client
+        .post(served.url("/v1/sessions"))
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(error_of(response).await.1, "draining");
-    assert_eq!(served.get("/healthz").await, (200, json!({ "status": "ok" })));
+    assert_eq!(
+        served.get("/healthz").await,
+        (200, json!({ "status": "ok" }))
+    );
     served.shutdown().await;
 }
 
@@ -368,7 +462,10 @@ async fn every_client_mistake_has_its_status_and_never_a_500() {
 async fn a_workspace_under_the_root_is_made_and_used() {
     let served = serve(Arc::new(EchoProvider), |_| {}, |_| {}).await;
     let (status, body) = served
-        .post("/v1/sessions", json!({ "workspace": "team/a", "approvalMode": "allow-workspace" }))
+        .post(
+            "/v1/sessions",
+            json!({ "workspace": "team/a", "approvalMode": "allow-workspace" }),
+        )
         .await;
     assert_eq!(status, 201, "{body}");
     let root = served.dir.path().canonicalize().unwrap();
@@ -381,7 +478,10 @@ async fn a_workspace_under_the_root_is_made_and_used() {
         let (status, body) = served
             .post("/v1/sessions", json!({ "workspace": "link/inner" }))
             .await;
-        assert_eq!((status, body["error"]["code"].as_str()), (403, Some("workspace-outside-root")));
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (403, Some("workspace-outside-root"))
+        );
         assert!(!outside.path().join("inner").exists());
     }
     // DELETE ends it: its end hooks ran; then it is unknown.
@@ -395,28 +495,58 @@ async fn a_workspace_under_the_root_is_made_and_used() {
         .unwrap();
     assert_eq!(response.status(), 200);
     let closed: serde_json::Value = response.json().await.unwrap();
-    assert!(closed["events"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|e| e["event"] == "session-ended"), "{closed}");
+    assert!(
+        closed["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["event"] == "session-ended"),
+        "{closed}"
+    );
     assert_eq!(served.get(&format!("/v1/sessions/{key}")).await.0, 404);
     served.shutdown().await;
 }
 
 #[actix_rt::test]
 async fn without_the_token_or_with_a_wrong_one_every_route_but_healthz_is_refused() {
-    let served = serve(Arc::new(EchoProvider), |_| {}, |config| {
-        config.token = Some("s3cret".into());
-    })
+    let served = serve(
+        Arc::new(EchoProvider),
+        |_| {},
+        |config| {
+            config.token = Some("s3cret".into());
+        },
+    )
     .await;
     let client = &served.client;
-    assert_eq!(client.get(served.url("/healthz")).send().await.unwrap().status(), 200);
-    for path in ["/v1/sessions", "/v1/plugins", "/metrics", "/readyz", "/v1/sessions/x/ws"] {
+    assert_eq!(
+        client
+            .get(served.url("/healthz"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    for path in [
+        "/v1/sessions",
+        "/v1/plugins",
+        "/metrics",
+        "/readyz",
+        "/v1/sessions/x/ws",
+    ] {
         let response = client.get(served.url(path)).send().await.unwrap();
         assert_eq!(response.headers()["www-authenticate"], "Bearer");
-        assert_eq!(error_of(response).await, (401, "unauthorized".into(), None), "{path}");
-        let response = client.get(served.url(path)).bearer_auth("wrong").send().await.unwrap();
+        assert_eq!(
+            error_of(response).await,
+            (401, "unauthorized".into(), None),
+            "{path}"
+        );
+        let response = client
+            .get(served.url(path))
+            .bearer_auth("wrong")
+            .send()
+            .await
+            .unwrap();
         assert_eq!(error_of(response).await.0, 401, "{path}");
     }
     // An upgrade header does not open other routes.
@@ -444,7 +574,9 @@ async fn without_the_token_or_with_a_wrong_one_every_route_but_healthz_is_refuse
     let url = served.ws(&format!("/v1/sessions/{key}/ws"));
     let (mut socket, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
     socket
-        .send(Message::text(json!({ "type": "auth", "token": "wrong" }).to_string()))
+        .send(Message::text(
+            json!({ "type": "auth", "token": "wrong" }).to_string(),
+        ))
         .await
         .unwrap();
     let closed = tokio::time::timeout(DEADLINE, socket.next()).await.unwrap();
@@ -454,11 +586,15 @@ async fn without_the_token_or_with_a_wrong_one_every_route_but_healthz_is_refuse
     }
     let (mut socket, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
     socket
-        .send(Message::text(json!({ "type": "auth", "token": "s3cret" }).to_string()))
+        .send(Message::text(
+            json!({ "type": "auth", "token": "s3cret" }).to_string(),
+        ))
         .await
         .unwrap();
     socket
-        .send(Message::text(json!({ "type": "command", "command": "/model small" }).to_string()))
+        .send(Message::text(
+            json!({ "type": "command", "command": "/model small" }).to_string(),
+        ))
         .await
         .unwrap();
     let done = next_json_of(&mut socket, "done").await;

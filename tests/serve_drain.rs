@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hookline::host::store::{Log, Store};
-use hookline::messages::session::SessionId;
 use hookline::messages::record::Record;
+use hookline::messages::session::SessionId;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::json;
@@ -63,7 +63,9 @@ fn start(root: &std::path::Path, home: &std::path::Path) -> (Server, String) {
         // Keep reading so the child never blocks on a full pipe.
         for _ in lines {}
     });
-    let line = rx.recv_timeout(DEADLINE).expect("the server never said where it listens");
+    let line = rx
+        .recv_timeout(DEADLINE)
+        .expect("the server never said where it listens");
     let url = line
         .rsplit(' ')
         .next()
@@ -84,7 +86,12 @@ async fn client(
     count: Arc<AtomicUsize>,
     signalled: Arc<tokio::sync::Notify>,
 ) {
-    let Ok(response) = http.post(format!("{url}/v1/sessions")).json(&json!({})).send().await else {
+    let Ok(response) = http
+        .post(format!("{url}/v1/sessions"))
+        .json(&json!({}))
+        .send()
+        .await
+    else {
         return;
     };
     let Ok(session) = response.json::<serde_json::Value>().await else {
@@ -122,7 +129,10 @@ async fn sigterm_mid_load_loses_no_acknowledged_turn_and_exits_zero() {
     let root = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
     let (mut server, url) = start(root.path(), home.path());
-    let http = reqwest::Client::builder().timeout(DEADLINE).build().unwrap();
+    let http = reqwest::Client::builder()
+        .timeout(DEADLINE)
+        .build()
+        .unwrap();
     let acked: Acked = Arc::default();
     let count = Arc::new(AtomicUsize::new(0));
     let signalled = Arc::new(tokio::sync::Notify::new());

@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use hookline::host::gateway::{Activity, Gateway, GatewayLimits};
-use hookline::messages::session::SessionId;
 use hookline::host::provider::{Provider, ProviderError};
 use hookline::host::serve::{start, ServeConfig, ServeHandle};
 use hookline::host::tools::ToolRegistry;
 use hookline::host::Host;
 use hookline::messages::model::{ModelRequest, ModelResponse};
+use hookline::messages::session::SessionId;
 
 /// A deadline for anything the tests wait for: far above what any step needs.
 pub const DEADLINE: Duration = Duration::from_secs(30);
@@ -157,9 +157,9 @@ pub struct SseReader {
 impl SseReader {
     pub fn new(response: reqwest::Response) -> Self {
         Self {
-            body: Box::pin(
-                futures::StreamExt::map(response.bytes_stream(), |chunk| chunk.map(|b| b.to_vec())),
-            ),
+            body: Box::pin(futures::StreamExt::map(response.bytes_stream(), |chunk| {
+                chunk.map(|b| b.to_vec())
+            })),
             buffer: String::new(),
         }
     }
@@ -187,7 +187,8 @@ impl SseReader {
             let chunk = tokio::time::timeout(DEADLINE, self.body.next())
                 .await
                 .expect("no event came")?;
-            self.buffer.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+            self.buffer
+                .push_str(&String::from_utf8_lossy(&chunk.unwrap()));
         }
     }
 

@@ -119,12 +119,14 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
         }
     }
     let token = match &args.token_file {
-        Some(file) => Some(std::fs::read_to_string(file).map_err(|source| {
-            ServeCliError::Token {
-                path: file.display().to_string(),
-                source,
-            }
-        })?),
+        Some(file) => {
+            Some(
+                std::fs::read_to_string(file).map_err(|source| ServeCliError::Token {
+                    path: file.display().to_string(),
+                    source,
+                })?,
+            )
+        }
         None => None,
     };
     let mut terminate = signals()?;
@@ -151,7 +153,8 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
     let threads = args.arbiters.unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
     });
-    let arbiters: Vec<actix::Arbiter> = (0..threads.max(1)).map(|_| actix::Arbiter::new()).collect();
+    let arbiters: Vec<actix::Arbiter> =
+        (0..threads.max(1)).map(|_| actix::Arbiter::new()).collect();
     let limits = GatewayLimits {
         max_sessions: args.max_sessions,
         approval_timeout: Duration::from_millis(args.approval_timeout_ms),
@@ -183,9 +186,15 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
         }
     };
     // Tests and scripts read the bound address (an ephemeral port) from this line.
-    let _ = writeln!(std::io::stdout().lock(), "hookline serve: listening on http://{addr}");
+    let _ = writeln!(
+        std::io::stdout().lock(),
+        "hookline serve: listening on http://{addr}"
+    );
     let signal = terminate.next().await;
-    eprintln!("hookline serve: {signal}; draining (budget {} ms)", args.drain_budget_ms);
+    eprintln!(
+        "hookline serve: {signal}; draining (budget {} ms)",
+        args.drain_budget_ms
+    );
     // A second signal exits at once: every acknowledged record is already synced.
     actix_rt::spawn(async move {
         let again = terminate.next().await;

@@ -170,9 +170,7 @@ pub async fn run(
             url: url.clone(),
             ..options
         },
-        latencies: Mutex::new(
-            Histogram::new(3).map_err(|e| LoadError::Histogram(e.to_string()))?,
-        ),
+        latencies: Mutex::new(Histogram::new(3).map_err(|e| LoadError::Histogram(e.to_string()))?),
         errors: Mutex::default(),
         done: AtomicU64::new(0),
         progress,
@@ -231,7 +229,11 @@ async fn open_sessions(shared: &Arc<Shared>) -> Vec<String> {
             let shared = shared.clone();
             async move {
                 let request = shared
-                    .request(shared.http.post(format!("{}/v1/sessions", shared.options.url)))
+                    .request(
+                        shared
+                            .http
+                            .post(format!("{}/v1/sessions", shared.options.url)),
+                    )
                     .json(&serde_json::json!({}));
                 match answer(request).await {
                     Ok(body) => body["key"].as_str().map(str::to_owned),
@@ -313,8 +315,13 @@ async fn ws_turns(shared: &Shared, i: usize, key: &str) {
     };
     for turn in 0..shared.options.turns {
         let started = Instant::now();
-        let message = serde_json::json!({ "type": "turn", "text": format!("load {i} turn {turn}") });
-        if socket.send(Message::text(message.to_string())).await.is_err() {
+        let message =
+            serde_json::json!({ "type": "turn", "text": format!("load {i} turn {turn}") });
+        if socket
+            .send(Message::text(message.to_string()))
+            .await
+            .is_err()
+        {
             shared.error("transport");
             return;
         }

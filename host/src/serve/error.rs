@@ -171,10 +171,7 @@ impl IntoResponse for ApiError {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
         }
         if matches!(self, Self::Unauthorized) {
-            headers.insert(
-                header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Bearer"),
-            );
+            headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         response
     }
@@ -279,10 +276,7 @@ mod tests {
     #[test]
     fn messages_are_sentences() {
         let body = ApiError::UnknownSession("abc".into()).body();
-        assert_eq!(
-            body["error"]["message"],
-            "No open session is called 'abc'."
-        );
+        assert_eq!(body["error"]["message"], "No open session is called 'abc'.");
         assert_eq!(body["error"]["code"], "unknown-session");
     }
 }

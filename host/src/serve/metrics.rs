@@ -52,7 +52,10 @@ fn describe() {
         "hookline_process_resident_bytes",
         "Resident memory of the server process."
     );
-    metrics::describe_counter!("hookline_turns_total", "User turns finished, by stop reason.");
+    metrics::describe_counter!(
+        "hookline_turns_total",
+        "User turns finished, by stop reason."
+    );
     metrics::describe_histogram!(
         "hookline_turn_latency_seconds",
         "Time from a turn's request to its answer."

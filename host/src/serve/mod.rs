@@ -245,12 +245,10 @@ pub async fn start(
             addr: config.listen,
             source,
         })?;
-    let addr = listener
-        .local_addr()
-        .map_err(|source| ServeError::Bind {
-            addr: config.listen,
-            source,
-        })?;
+    let addr = listener.local_addr().map_err(|source| ServeError::Bind {
+        addr: config.listen,
+        source,
+    })?;
     let app = routes::router(state.clone(), config.request_timeout);
     let (stop, mut stopped) = watch::channel(false);
     let served = tokio::spawn(async move {
@@ -260,7 +258,11 @@ pub async fn start(
             })
             .await
     });
-    metrics::spawn_upkeep(state.metrics.clone(), state.gateway.clone(), stop.subscribe());
+    metrics::spawn_upkeep(
+        state.metrics.clone(),
+        state.gateway.clone(),
+        stop.subscribe(),
+    );
     tracing::info!(%addr, "hookline serve listening");
     Ok((
         addr,

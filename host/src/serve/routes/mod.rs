@@ -27,10 +27,7 @@ pub(crate) fn router(state: AppState, request_timeout: Duration) -> Router {
     let limit = state.body_limit;
     let v1 = Router::new()
         .route("/plugins", get(plugins))
-        .route(
-            "/sessions",
-            post(sessions::open).get(sessions::list),
-        )
+        .route("/sessions", post(sessions::open).get(sessions::list))
         .route(
             "/sessions/{id}",
             get(sessions::show).delete(sessions::close),

@@ -51,9 +51,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
         }
         let bytes = axum::body::Bytes::from_request(request, state)
             .await
-            .map_err(|rejection| {
-                ApiError::Status(rejection.status(), rejection.body_text())
-            })?;
+            .map_err(|rejection| ApiError::Status(rejection.status(), rejection.body_text()))?;
         let bytes: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
             b"{}"
         } else {
@@ -280,7 +278,9 @@ fn done_event(result: &Result<TurnReport, ApiError>) -> Event {
             })
             .to_string(),
         ),
-        Err(error) => Event::default().event("error").data(error.body().to_string()),
+        Err(error) => Event::default()
+            .event("error")
+            .data(error.body().to_string()),
     }
 }
 
@@ -346,9 +346,10 @@ where
                 }
                 Err(_) => {
                     s.done = true;
-                    let result = s.finished.take().unwrap_or(Err(ApiError::Internal(
-                        "the turn's answer was lost".into(),
-                    )));
+                    let result = s
+                        .finished
+                        .take()
+                        .unwrap_or(Err(ApiError::Internal("the turn's answer was lost".into())));
                     return Some((Ok(done_event(&result)), s));
                 }
             }
@@ -411,12 +412,10 @@ pub(crate) fn session_command(
         SlashCommand::Cd(dir) => {
             SessionCommand::Cd(resolve_workspace(root, Path::new(workspace), &dir)?)
         }
-        SlashCommand::Space(_) => {
-            return Err(ApiError::Invalid(
-                "the server does not serve /space; use /cd with a directory under the workspace root"
-                    .into(),
-            ))
-        }
+        SlashCommand::Space(_) => return Err(ApiError::Invalid(
+            "the server does not serve /space; use /cd with a directory under the workspace root"
+                .into(),
+        )),
     })
 }
 

@@ -191,7 +191,12 @@ fn text_error(request: &str, error: &ApiError) -> Message {
 
 /// Runs one request on a task of its own, so the socket keeps reading (an approval answer or a
 /// `/stop` must reach a turn that waits).
-fn dispatch(state: &AppState, handle: &SessionHandle, request: ClientMessage, out: &mpsc::Sender<Message>) {
+fn dispatch(
+    state: &AppState,
+    handle: &SessionHandle,
+    request: ClientMessage,
+    out: &mpsc::Sender<Message>,
+) {
     let (state, handle, out) = (state.clone(), handle.clone(), out.clone());
     tokio::spawn(async move {
         let (kind, result) = match request {
