@@ -11,12 +11,14 @@ use clap::{Parser, Subcommand};
 mod bench;
 pub mod chat;
 mod hooks;
+mod load;
 mod new;
 mod plugin_dirs;
 mod progress;
 mod provider;
 mod render;
 pub mod run;
+mod serve;
 mod soak;
 mod store;
 
@@ -45,7 +47,12 @@ enum Command {
     New(new::NewArgs),
     /// Run a scenario (default: the bundled demo) with the plugins on disk (the bundled demo
     /// plugins when none is found).
+    /// Drive a running `hookline serve` with many sessions and measure it.
+    Load(load::LoadArgs),
+    /// Run a scenario (default: the bundled demo) with the bundled example plugins.
     Run(run::RunArgs),
+    /// Serve many live sessions over HTTP and WebSocket (docs/serve.md).
+    Serve(serve::ServeArgs),
     /// Soak: many sessions through every hook, then a shutdown under load; checks memory,
     /// queue bounds, notes and the shutdown budget.
     Soak(soak::SoakArgs),
@@ -61,7 +68,9 @@ pub fn main() -> ExitCode {
         Command::Chat(args) => chat::run(args),
         Command::Hooks(args) => hooks::run(args),
         Command::New(args) => new::run(args),
+        Command::Load(args) => load::run(&args),
         Command::Run(args) => run::run(args),
+        Command::Serve(args) => serve::run(&args),
         Command::Soak(args) => soak::run(&args),
         Command::Store(args) => store::run(args),
     }

@@ -126,6 +126,17 @@ pub(super) async fn plugins(
     no_demo: bool,
 ) -> HostBuilder {
     let report = crate::loading::load(options).await;
+    plugin_builder(report, tools, no_demo)
+}
+
+/// A builder with the built-in tools, the plugins `report` loaded (or, when it found none and
+/// `no_demo` is false, the bundled demo plugins and their tool), and the external tools of
+/// `tools`. `hookline serve` builds its gateway the same way.
+pub(super) fn plugin_builder(
+    report: crate::loading::LoadReport,
+    tools: Option<&Path>,
+    no_demo: bool,
+) -> HostBuilder {
     let demo = report.statuses.is_empty() && !no_demo;
     let mut builder = Host::builder()
         .tools(ToolRegistry::with_builtins())

@@ -1,0 +1,131 @@
+//! The router: `/healthz`, `/readyz`, `/metrics`, and the versioned API under `/v1`
+//! (docs/serve.md). Layers, outermost first: tracing, request counting, error shaping (every
+//! error answer is the JSON error shape), the request timeout, the body cap, then auth on every
+//! route but `/healthz`.
+
+mod events;
+mod sessions;
+mod socket;
+
+use std::time::Duration;
+
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+
+use super::metrics::{count_requests, refresh};
+use super::{auth, ApiError, AppState};
+
+/// The whole API over `state`.
+pub(crate) fn router(state: AppState, request_timeout: Duration) -> Router {
+    let limit = state.body_limit;
+    let v1 = Router::new()
+        .route("/plugins", get(plugins))
+        .route("/sessions", post(sessions::open).get(sessions::list))
+        .route(
+            "/sessions/{id}",
+            get(sessions::show).delete(sessions::close),
+        )
+        .route("/sessions/{id}/turns", post(sessions::turn))
+        .route(
+            "/sessions/{id}/approvals/{call_id}",
+            post(sessions::approve),
+        )
+        .route("/sessions/{id}/commands", post(sessions::command))
+        .route("/sessions/{id}/ws", get(socket::upgrade))
+        .route("/events", get(events::feed));
+    let protected = Router::new()
+        .nest("/v1", v1)
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(prometheus))
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_token,
+        ));
+    Router::new()
+        .route("/healthz", get(healthz))
+        .merge(protected)
+        .fallback(no_route)
+        .with_state(state)
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(RequestBodyLimitLayer::new(limit))
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            request_timeout,
+        ))
+        .layer(middleware::from_fn(move |request, next| {
+            shape_errors(request, next, limit)
+        }))
+        .layer(middleware::from_fn(count_requests))
+        .layer(TraceLayer::new_for_http())
+}
+
+/// `GET /healthz`: the process answers.
+async fn healthz() -> Json<serde_json::Value> {
+    Json(serde_json::json!({ "status": "ok" }))
+}
+
+/// `GET /readyz`: plugins loaded and the store writable; 503 while draining.
+async fn readyz(State(state): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
+    state.admit()?;
+    let dir = state.gateway.store().root().to_path_buf();
+    // A store that cannot take a file cannot take a record either.
+    let writable = tokio::task::spawn_blocking(move || tempfile::tempfile_in(dir).is_ok())
+        .await
+        .unwrap_or(false);
+    if !writable {
+        return Err(ApiError::Status(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the store is not writable".into(),
+        ));
+    }
+    Ok(Json(serde_json::json!({ "status": "ready" })))
+}
+
+/// `GET /metrics`: Prometheus text.
+async fn prometheus(State(state): State<AppState>) -> Response {
+    refresh(&state.gateway);
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        state.metrics.render(),
+    )
+        .into_response()
+}
+
+/// `GET /v1/plugins`.
+async fn plugins(State(state): State<AppState>) -> Json<serde_json::Value> {
+    Json(serde_json::to_value(&*state.plugins).unwrap_or_default())
+}
+
+async fn no_route(request: Request) -> ApiError {
+    ApiError::NoRoute(format!("{} {}", request.method(), request.uri().path()))
+}
+
+/// Gives every error answer the JSON error shape: layers (the timeout, the body cap, axum's
+/// 405) answer with an empty or plain body.
+async fn shape_errors(request: Request, next: Next, limit: usize) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if (status.is_client_error() || status.is_server_error()) && !json {
+        let (parts, _) = response.into_parts();
+        let mut shaped = ApiError::from_status(status, limit).into_response();
+        for (name, value) in &parts.headers {
+            if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+                shaped.headers_mut().insert(name.clone(), value.clone());
+            }
+        }
+        return shaped;
+    }
+    response
+}
