@@ -430,3 +430,15 @@ fn store_migrate_command_applies_then_finds_the_schema_current() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("hookline store migrate:"));
 }
+
+#[tokio::test]
+async fn a_dropped_writer_is_no_longer_renewed() {
+    let url = pg::database_url();
+    let a = PgStore::connect(&url, short_lease("a", None))
+        .await
+        .unwrap();
+    let (_, w) = a.create(new_session(), &[]).await.unwrap();
+    assert_eq!(a.renew_now().await.unwrap(), 1);
+    drop(w);
+    assert_eq!(a.renew_now().await.unwrap(), 0);
+}

@@ -141,7 +141,7 @@ struct SessionFiles {
     /// Set when a failed write could not be undone: the writer refuses further writes.
     poisoned: bool,
     /// Holds the session's `flock`; dropped with the writer.
-    _lock: File,
+    lock: File,
 }
 
 impl FileStore {
@@ -302,9 +302,11 @@ impl SessionWriter for FileWriter {
     }
 
     async fn release(self: Box<Self>) -> Result<(), StoreError> {
-        // The lock goes with the last handle on the lock file.
-        drop(self);
-        Ok(())
+        // Unlock explicitly: another holder of the handles (a batch finishing) must not keep
+        // the session locked after release returns.
+        let files = lock(&self.files);
+        flock(&files.lock, FlockOperation::Unlock)
+            .map_err(|e| StoreError::io(files.dir.join(LOCK), "unlock", e.into()))
     }
 }
 
@@ -347,11 +349,15 @@ fn committer(
             .into_iter()
             .partition(|job| seen.insert(Arc::as_ptr(&job.files)));
         carry = later;
-        let count = now.len() as u64;
-        commit_batch(now, options.sync_threads);
+        let answers = commit_batch(now, options.sync_threads);
         if let Some(inner) = stats.upgrade() {
+            let ok = answers.iter().filter(|(_, a)| a.is_ok()).count() as u64;
             inner.commits.fetch_add(1, Ordering::Relaxed);
-            inner.appends.fetch_add(count, Ordering::Relaxed);
+            inner.appends.fetch_add(ok, Ordering::Relaxed);
+        }
+        for (reply, answer) in answers {
+            // The caller may have stopped waiting; the append is durable or undone either way.
+            let _ = reply.send(answer);
         }
     }
 }
@@ -363,7 +369,13 @@ struct Written {
     commits: u64,
 }
 
-fn commit_batch(batch: Vec<Job>, sync_threads: usize) {
+/// The answers of one batch, to send once the counters are updated.
+type Answers = Vec<(
+    oneshot::Sender<Result<(), StoreError>>,
+    Result<(), StoreError>,
+)>;
+
+fn commit_batch(batch: Vec<Job>, sync_threads: usize) -> Answers {
     let mut sessions = Vec::with_capacity(batch.len());
     let mut bytes = Vec::with_capacity(batch.len());
     let mut replies = Vec::with_capacity(batch.len());
@@ -401,8 +413,9 @@ fn commit_batch(batch: Vec<Job>, sync_threads: usize) {
             results[i] = Err(error);
         }
     }
-    for ((files, result), reply) in guards.iter_mut().zip(results).zip(replies) {
-        let answer = match result {
+    let mut answers = Vec::with_capacity(replies.len());
+    for (files, result) in guards.iter_mut().zip(results) {
+        answers.push(match result {
             Ok(written) => {
                 files.records_end = written.records;
                 files.archive_end = written.archive;
@@ -413,10 +426,13 @@ fn commit_batch(batch: Vec<Job>, sync_threads: usize) {
                 undo(files);
                 Err(e)
             }
-        };
-        // The caller may have stopped waiting; the append is durable or undone either way.
-        let _ = reply.send(answer);
+        });
     }
+    // Let go of the sessions before answering, so a writer released right after its append
+    // returned is not kept open by this batch.
+    drop(guards);
+    drop(sessions);
+    replies.into_iter().zip(answers).collect()
 }
 
 /// Writes one append's frames and its commit point (not yet synced).
@@ -661,7 +677,7 @@ fn create_session(
         commits_end: point.len() as u64,
         dir,
         poisoned: false,
-        _lock: lock,
+        lock,
     };
     Ok((info, files))
 }
@@ -907,7 +923,7 @@ fn open_session(
         archive_end: reading.archive_end,
         commits_end,
         poisoned: false,
-        _lock: lock,
+        lock,
     };
     let stored = StoredSession {
         info: reading.info,
