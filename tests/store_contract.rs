@@ -411,3 +411,34 @@ async fn a_stale_writer_in_a_group_commit_is_refused_alone() {
         .records
         .is_empty());
 }
+
+#[test]
+fn store_migrate_command_applies_then_finds_the_schema_current() {
+    let url = pg::database_url();
+    let run = |url: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_hookline"))
+            .args(["store", "migrate", "--database-url", url])
+            .output()
+            .unwrap()
+    };
+    let first = run(&url);
+    assert!(first.status.success(), "{first:?}");
+    let second = run(&url);
+    assert!(second.status.success(), "{second:?}");
+    assert!(String::from_utf8_lossy(&second.stdout).contains("schema is current"));
+    let bad = run("postgres://nobody@127.0.0.1:1/none");
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("hookline store migrate:"));
+}
+
+#[tokio::test]
+async fn a_dropped_writer_is_no_longer_renewed() {
+    let url = pg::database_url();
+    let a = PgStore::connect(&url, short_lease("a", None))
+        .await
+        .unwrap();
+    let (_, w) = a.create(new_session(), &[]).await.unwrap();
+    assert_eq!(a.renew_now().await.unwrap(), 1);
+    drop(w);
+    assert_eq!(a.renew_now().await.unwrap(), 0);
+}

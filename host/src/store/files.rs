@@ -121,6 +121,15 @@ struct Inner {
     inline: bool,
 }
 
+impl Inner {
+    /// Counts one commit of `answers`' successful appends (before they are answered).
+    fn count_commit(&self, answers: &Answers) {
+        let ok = answers.iter().filter(|(_, a)| a.is_ok()).count() as u64;
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        self.appends.fetch_add(ok, Ordering::Relaxed);
+    }
+}
+
 impl std::fmt::Debug for FileStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FileStore")
@@ -149,14 +158,7 @@ struct SessionFiles {
     /// Set when a failed write could not be undone: the writer refuses further writes.
     poisoned: bool,
     /// Holds the session's `flock`; dropped with the writer.
-    _lock: File,
-}
-
-impl Inner {
-    fn count_commit(&self, appends: usize) {
-        self.commits.fetch_add(1, Ordering::Relaxed);
-        self.appends.fetch_add(appends as u64, Ordering::Relaxed);
-    }
+    lock: File,
 }
 
 impl FileStore {
@@ -302,7 +304,7 @@ impl SessionWriter for FileWriter {
         if self.store.inline {
             // A batch of one, committed here: the answer is ready when this returns.
             let answers = commit_batch(vec![job], 1);
-            self.store.count_commit(answers.len());
+            self.store.count_commit(&answers);
             send_answers(answers);
         } else {
             self.store
@@ -339,9 +341,11 @@ impl SessionWriter for FileWriter {
     }
 
     async fn release(self: Box<Self>) -> Result<(), StoreError> {
-        // The lock goes with the last handle on the lock file.
-        drop(self);
-        Ok(())
+        // Unlock explicitly: another holder of the handles (a batch finishing) must not keep
+        // the session locked after release returns.
+        let files = lock(&self.files);
+        flock(&files.lock, FlockOperation::Unlock)
+            .map_err(|e| StoreError::io(files.dir.join(LOCK), "unlock", e.into()))
     }
 }
 
@@ -386,7 +390,7 @@ fn committer(
         carry = later;
         let answers = commit_batch(now, options.sync_threads);
         if let Some(inner) = stats.upgrade() {
-            inner.count_commit(answers.len());
+            inner.count_commit(&answers);
         }
         send_answers(answers);
     }
@@ -399,9 +403,20 @@ struct Written {
     commits: u64,
 }
 
-/// Commits one batch; returns each append's answer with its reply channel, to be sent once the
-/// counters are up to date.
-fn commit_batch(batch: Vec<Job>, sync_threads: usize) -> Vec<Answer> {
+/// The answers of one batch, to send once the counters are updated.
+type Answers = Vec<(
+    oneshot::Sender<Result<(), StoreError>>,
+    Result<(), StoreError>,
+)>;
+
+fn send_answers(answers: Answers) {
+    for (reply, answer) in answers {
+        // The caller may have stopped waiting; the append is durable or undone either way.
+        let _ = reply.send(answer);
+    }
+}
+
+fn commit_batch(batch: Vec<Job>, sync_threads: usize) -> Answers {
     let mut sessions = Vec::with_capacity(batch.len());
     let mut bytes = Vec::with_capacity(batch.len());
     let mut replies = Vec::with_capacity(batch.len());
@@ -439,10 +454,9 @@ fn commit_batch(batch: Vec<Job>, sync_threads: usize) -> Vec<Answer> {
             results[i] = Err(error);
         }
     }
-    let answers: Vec<Result<(), StoreError>> = guards
-        .iter_mut()
-        .zip(results)
-        .map(|(files, result)| match result {
+    let mut answers = Vec::with_capacity(replies.len());
+    for (files, result) in guards.iter_mut().zip(results) {
+        answers.push(match result {
             Ok(written) => {
                 files.records_end = written.records;
                 files.archive_end = written.archive;
@@ -453,26 +467,13 @@ fn commit_batch(batch: Vec<Job>, sync_threads: usize) -> Vec<Answer> {
                 undo(files);
                 Err(e)
             }
-        })
-        .collect();
-    // Let go of the sessions' files before answering: a caller that releases its writer on
-    // the answer must find the lock free (the committer's handle would otherwise hold it).
+        });
+    }
+    // Let go of the sessions before answering, so a writer released right after its append
+    // returned is not kept open by this batch.
     drop(guards);
     drop(sessions);
-    answers.into_iter().zip(replies).collect()
-}
-
-/// An append's outcome and where to send it.
-type Answer = (
-    Result<(), StoreError>,
-    oneshot::Sender<Result<(), StoreError>>,
-);
-
-fn send_answers(answers: Vec<Answer>) {
-    for (answer, reply) in answers {
-        // The caller may have stopped waiting; the append is durable or undone either way.
-        let _ = reply.send(answer);
-    }
+    replies.into_iter().zip(answers).collect()
 }
 
 /// Writes one append's frames and its commit point (not yet synced).
@@ -738,7 +739,7 @@ fn create_session(
         commits_end: point.len() as u64,
         dir,
         poisoned: false,
-        _lock: lock,
+        lock,
     };
     Ok((info, files))
 }
@@ -984,7 +985,7 @@ fn open_session(
         archive_end: reading.archive_end,
         commits_end,
         poisoned: false,
-        _lock: lock,
+        lock,
     };
     let stored = StoredSession {
         info: reading.info,

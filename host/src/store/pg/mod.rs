@@ -698,6 +698,14 @@ struct PgWriter {
     next_archive: i64,
 }
 
+impl Drop for PgWriter {
+    /// A writer dropped without [`SessionWriter::release`] stops being renewed, so its lease
+    /// expires after the TTL instead of being held for as long as the store lives.
+    fn drop(&mut self) {
+        self.inner.drop_hold(&self.id, self.token);
+    }
+}
+
 impl PgWriter {
     async fn fenced_tx<F>(&self, action: &'static str, body: F) -> Result<(), StoreError>
     where
