@@ -144,7 +144,7 @@ async fn house_rules_hooks_tool_and_event_run_through_the_host() {
     assert!(events.iter().any(|e| matches!(e,
         HostEvent::SystemText { text, .. } if text.ends_with("Use British spelling."))));
     assert!(events.iter().any(|e| matches!(e,
-        HostEvent::HookChanged { hook: HookKind::OnPrompt, changed_by } if changed_by == &["house-rules"])));
+        HostEvent::HookChanged { hook: HookKind::OnPrompt, changed_by, .. } if changed_by == &["house-rules"])));
     // The plugin tool went through on_approval (raised to write, prompt required: the summary
     // says "delete"), the operator allowed it, and the plugin's process ran it.
     let approval = events

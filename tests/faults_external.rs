@@ -21,6 +21,7 @@ mod support;
 
 use std::path::Path;
 
+use hookline::host::external::RunState;
 use hookline::host::loading::LoadOptions;
 use hookline::host::turn::UserInput;
 use hookline::host::{Host, SessionCommand};
@@ -150,6 +151,9 @@ async fn session(faulty_plugin: Option<(&str, Case)>) -> Outcome {
     for question in QUESTIONS {
         let stop = rig.host.user_turn(UserInput::work(question)).await.unwrap();
         assert_eq!(stop, StopReason::Completed, "turn '{question}'");
+        // A plugin that crashed restarts after its back-off: the next turn is the one that
+        // shows it serving again, however fast this turn ended.
+        until_restarted(&rig).await;
     }
     rig.host.command(SessionCommand::Compact).await.unwrap();
     rig.host.close().await.unwrap();
@@ -158,6 +162,23 @@ async fn session(faulty_plugin: Option<(&str, Case)>) -> Outcome {
     shut_down(host).await;
     drop((dir, plugins));
     outcome
+}
+
+/// Waits (bounded) until no loaded plugin is between a crash and its restart.
+async fn until_restarted(rig: &Rig) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while rig
+        .host
+        .loaded_plugins()
+        .iter()
+        .any(|p| p.run_state() == RunState::Restarting)
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a plugin never restarted"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
 }
 
 fn outcome_of(rig: &Rig, loaded: Vec<String>) -> Outcome {

@@ -377,7 +377,7 @@ async fn a_skipped_event_handler_is_noted_in_the_session_archive() {
     assert!(
         texts
             .iter()
-            .any(|t| t.starts_with("HostEvent handler 'broken' for 'command:new' was skipped")),
+            .any(|t| t.starts_with("Event handler 'broken' for 'command:new' was skipped")),
         "{texts:?}"
     );
 }

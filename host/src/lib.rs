@@ -7,6 +7,7 @@ pub mod bench;
 pub mod cli;
 pub mod demo;
 pub mod external;
+pub mod gateway;
 pub mod loading;
 pub mod producers;
 pub mod provider;

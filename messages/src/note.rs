@@ -91,6 +91,22 @@ pub enum Note {
         /// The tool's name.
         tool: String,
     },
+    /// Nobody answered an operator approval within its time, so the call was denied (a server's
+    /// remote operator; `hookline serve`).
+    ApprovalTimedOut {
+        /// The call's id.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// How long the operator had, in milliseconds.
+        millis: u64,
+    },
+    /// A turn still running when the gateway drained was stopped like `/stop` once its budget
+    /// ran out.
+    TurnStoppedByDrain {
+        /// The drain budget, in milliseconds.
+        millis: u64,
+    },
     /// An external tool in a tools directory was left out: a bad manifest, or a taken name.
     ExternalToolSkipped {
         /// The whole English sentence, naming the tool's directory and the problem.
@@ -205,6 +221,20 @@ impl fmt::Display for Note {
             Self::PluginToolNotRegistered { plugin, tool } => write!(
                 f,
                 "Plugin '{plugin}' tool '{tool}' was not registered: another tool has that name."
+            ),
+            Self::ApprovalTimedOut {
+                call_id,
+                tool,
+                millis,
+            } => write!(
+                f,
+                "Tool call '{call_id}' ({tool}) was denied: nobody answered its approval within {}.",
+                DurationText(*millis)
+            ),
+            Self::TurnStoppedByDrain { millis } => write!(
+                f,
+                "The turn was stopped because the gateway was draining and it did not finish within {}.",
+                DurationText(*millis)
             ),
             Self::ExternalToolSkipped { problem } => f.write_str(problem),
         }

@@ -37,6 +37,24 @@ pub fn classify(spec: Option<&ToolSpec>, call: &ToolCall) -> Classification {
 pub trait Operator: Send + Sync + 'static {
     /// Asks whether `call`, classified as `classification`, may run.
     async fn decide(&self, call: &ToolCall, classification: &Classification) -> Decision;
+
+    /// Asks as [`Operator::decide`] does, with a note the session records beside the decision
+    /// (e.g. why nobody answered). The default adds no note.
+    async fn answer(&self, call: &ToolCall, classification: &Classification) -> Answer {
+        Answer {
+            decision: self.decide(call, classification).await,
+            note: None,
+        }
+    }
+}
+
+/// An operator's answer: the decision, and a note to record beside it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answer {
+    /// Allow or deny.
+    pub decision: Decision,
+    /// Recorded in the session's archive when present.
+    pub note: Option<hookline_messages::note::Note>,
 }
 
 /// An operator that answers from a queue (a scenario's answers); with none left it refuses.

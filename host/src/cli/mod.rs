@@ -16,6 +16,7 @@ mod provider;
 mod render;
 pub mod run;
 mod soak;
+mod store;
 
 /// A runtime for plugin hooks in AI agent hosts and chat gateways.
 #[derive(Debug, Parser)]
@@ -39,6 +40,8 @@ enum Command {
     /// Soak: many sessions through every hook, then a shutdown under load; checks memory,
     /// queue bounds, notes and the shutdown budget.
     Soak(soak::SoakArgs),
+    /// Administer a session store (`store migrate --database-url URL`).
+    Store(store::StoreArgs),
 }
 
 /// Parses the command line and runs the command.
@@ -50,5 +53,6 @@ pub fn main() -> ExitCode {
         Command::Hooks(args) => hooks::run(args),
         Command::Run(args) => run::run(args),
         Command::Soak(args) => soak::run(&args),
+        Command::Store(args) => store::run(args),
     }
 }

@@ -120,7 +120,9 @@ pub(crate) fn line(event: &HostEvent) -> String {
             ..
         } => format!("user> {text}\n      (typed: {original})"),
         HostEvent::User { text, .. } => format!("user> {text}"),
-        HostEvent::HookChanged { hook, changed_by } => {
+        HostEvent::HookChanged {
+            hook, changed_by, ..
+        } => {
             format!("   hook {hook}: changed by {}", changed_by.join(", "))
         }
         HostEvent::SystemText { mode, text } => {
@@ -175,6 +177,13 @@ pub(crate) fn line(event: &HostEvent) -> String {
             format!("   gateway event {key} ({wait}, {calls} handler call{s})")
         }
         HostEvent::GatewayEvent { key, wait, .. } => format!("   gateway event {key} ({wait})"),
+        HostEvent::ApprovalRequested {
+            call_id,
+            tool,
+            timeout_ms,
+            ..
+        } => format!("   approval asked for {call_id} ({tool}), {timeout_ms} ms to answer"),
+        HostEvent::ModelText { delta } => format!("model (streaming)> {delta}"),
         HostEvent::Bootstrap { files } if files.is_empty() => "   bootstrap files: none".into(),
         HostEvent::Bootstrap { files } => format!("   bootstrap files: {}", files.join(", ")),
     }

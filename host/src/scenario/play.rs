@@ -61,7 +61,8 @@ pub async fn play(
             Ok(Action::Side(question)) => host.side_question(question).await.map(drop),
             Ok(Action::Command(command)) => {
                 let line = step.command.clone().unwrap_or_default();
-                host.inbound(inbound(host, step, None, Some(line)));
+                let message = inbound(host, step, None, Some(line));
+                host.inbound(message);
                 command_step(host, provider, scenario, command, played).await
             }
             Ok(Action::Emit(emit)) => match CustomKey::new(emit.key.as_str()) {

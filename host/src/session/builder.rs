@@ -12,26 +12,24 @@ use std::sync::Arc;
 
 use hookline_messages::note::Note;
 
-use actix::Actor;
 use hookline_actors::plugin::PluginRegistration;
-use hookline_actors::session::SessionLifecycle;
 use hookline_actors::Pipeline;
 use hookline_messages::session::ApprovalMode;
 
 use hookline_actors::lifecycle::GatewayConfig;
 use hookline_messages::event::{BootstrapPolicy, Config};
 
-use super::wiring::{GatewaySettings, Wiring};
-use super::{existing_dir, Clock, CommandOrigin, Host, HostError};
-use crate::approval::{Operator, RefuseAll};
+use super::wiring::GatewaySettings;
+use super::{existing_dir, Clock, CommandOrigin, Conversation, Host, HostError};
+use crate::approval::Operator;
 use crate::external::{ExternalPlugin, PluginTool};
+use crate::gateway::{shutdown_processes, Gateway, GatewayLimits, Services, Shared};
 use crate::loading::{load, LoadNote, LoadOptions, LoadReport};
 use crate::producers::ResetPolicy;
 use crate::provider::{Provider, ScriptedProvider};
-use crate::state::EventLog;
 use crate::store::Store;
 use crate::tools::{Tool, ToolRegistry};
-use crate::turn::{Engine, Guards, DEFAULT_MAX_MODEL_CALLS};
+use crate::turn::{Guards, DEFAULT_MAX_MODEL_CALLS};
 
 /// Builds a [`Host`].
 pub struct HostBuilder {
@@ -41,7 +39,7 @@ pub struct HostBuilder {
     tool_dirs: Vec<PathBuf>,
     loaded: Loaded,
     provider: Option<Arc<dyn Provider>>,
-    operator: Arc<dyn Operator>,
+    operator: Option<Arc<dyn Operator>>,
     workspace: PathBuf,
     store: Option<PathBuf>,
     spaces_root: Option<PathBuf>,
@@ -60,7 +58,7 @@ impl Default for HostBuilder {
             tool_dirs: Vec::new(),
             loaded: Loaded::default(),
             provider: None,
-            operator: Arc::new(RefuseAll),
+            operator: None,
             workspace: PathBuf::from("."),
             store: None,
             spaces_root: None,
@@ -144,7 +142,7 @@ impl HostBuilder {
 
     /// Shuts down the plugin processes loaded so far, for a builder that will not be started.
     pub async fn shutdown_plugins(self) {
-        shutdown_processes(self.loaded.processes).await;
+        shutdown_processes(&self.loaded.processes).await;
     }
 
     /// The registry the host will use: [`HostBuilder::tools`], then each
@@ -192,7 +190,7 @@ impl HostBuilder {
     /// The operator the approval policy asks (default: one that refuses).
     #[must_use]
     pub fn operator(mut self, operator: Arc<dyn Operator>) -> Self {
-        self.operator = operator;
+        self.operator = Some(operator);
         self
     }
 
@@ -306,13 +304,48 @@ impl HostBuilder {
         match self.start_with(processes.clone()) {
             Ok(host) => Ok(host),
             Err(error) => {
-                actix_rt::spawn(shutdown_processes(processes));
+                actix_rt::spawn(async move { shutdown_processes(&processes).await });
+                Err(error)
+            }
+        }
+    }
+
+    /// Loads the plugins and starts a [`Gateway`] on the current actix system: the shared
+    /// services of many sessions, each opened with [`Gateway::open`]. `gateway:startup` is
+    /// emitted by the first session that opens (SPEC G5.7).
+    ///
+    /// # Errors
+    /// As [`HostBuilder::start`].
+    ///
+    /// # Panics
+    /// When called outside an actix system (as every actor start does).
+    pub fn start_gateway(mut self, limits: GatewayLimits) -> Result<Gateway, HostError> {
+        let processes = std::mem::take(&mut self.loaded.processes);
+        match self.start_shared(processes.clone()) {
+            Ok(shared) => Ok(Gateway::new(shared, limits)),
+            Err(error) => {
+                actix_rt::spawn(async move { shutdown_processes(&processes).await });
                 Err(error)
             }
         }
     }
 
     fn start_with(self, processes: Vec<Arc<ExternalPlugin>>) -> Result<Host, HostError> {
+        let shared = self.start_shared(processes)?;
+        let workspace = shared.workspace.clone();
+        let approval_mode = shared.approval_mode;
+        Ok(Host::new(Conversation::new(
+            shared,
+            workspace,
+            approval_mode,
+        )))
+    }
+
+    /// Starts the shared services: the pipeline, the gateway lifecycle actor, the store.
+    pub(crate) fn start_shared(
+        self,
+        processes: Vec<Arc<ExternalPlugin>>,
+    ) -> Result<Arc<Shared>, HostError> {
         let (tools, tool_notes) = self.tool_registry()?;
         let workspace = existing_dir(&self.workspace)?;
         let store = Store::open(self.store.unwrap_or_else(|| workspace.join(".hookline")))?;
@@ -325,34 +358,25 @@ impl HostBuilder {
         let mut load_notes = self.loaded.notes;
         load_notes.extend(pipeline.load_notes().iter().cloned());
         load_notes.extend(tool_notes);
-        let lifecycle = SessionLifecycle::new(pipeline.clone()).start();
-        let wiring = Wiring::start(&pipeline, self.gateway, processes.clone());
         let provider = self
             .provider
             .unwrap_or_else(|| Arc::new(ScriptedProvider::default()));
-        let engine = Engine {
+        Ok(Shared::new(Services {
             pipeline,
-            tools: Arc::new(tools),
+            tools,
             provider,
             operator: self.operator,
             max_model_calls: self.max_model_calls,
-            events: EventLog::default(),
             guards,
-        };
-        Ok(Host {
-            engine,
-            lifecycle,
             store,
-            session: None,
             workspace,
             spaces_root,
             approval_mode: self.approval_mode,
             compact_after: self.compact_after,
-            load_notes,
-            next_id: 0,
+            settings: self.gateway,
             processes,
-            wiring,
-        })
+            load_notes,
+        }))
     }
 }
 
@@ -365,9 +389,4 @@ struct Loaded {
     tools: Vec<PluginTool>,
     /// Skipped plugin directories.
     notes: Vec<Note>,
-}
-
-/// Shuts plugin processes down, all at once (each bounded: goodbye, close stdin, terminate, kill).
-pub(super) async fn shutdown_processes(processes: Vec<Arc<ExternalPlugin>>) {
-    futures::future::join_all(processes.iter().map(|plugin| plugin.shutdown())).await;
 }

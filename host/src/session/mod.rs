@@ -1,12 +1,19 @@
-//! The embedding API: a [`Host`] built from plugins, tools, a model provider, an operator and a
-//! store; it opens and resumes sessions, drives turns, and closes.
+//! One conversation: a [`Conversation`] is one chat lane over a gateway's shared services (see
+//! [`crate::gateway`]): its active session and that session's storage, its workspace, its
+//! settings, its events, and its own session lifecycle actor. It opens and resumes sessions,
+//! drives turns, runs session commands, and closes.
 //!
-//! The host runs on an actix system (the pipeline and the session lifecycle are actors). An
-//! actix program can also hold [`Host::pipeline`]'s coordinator and [`Host::lifecycle`] and send
-//! them messages itself. Which session is active, and the begin and end hooks, belong to the
-//! session lifecycle actor (SPEC P3.10 to P3.13); this type owns the open session's storage.
+//! [`Host`] is the one-conversation embedding API: a conversation on a gateway of its own, built
+//! by [`HostBuilder`]. A [`Gateway`](crate::gateway::Gateway) runs many conversations at once,
+//! each on its own task; both run exactly this code.
+//!
+//! Everything runs on an actix system (the pipeline and the lifecycles are actors). An actix
+//! program can also hold [`Conversation::pipeline`]'s coordinator and
+//! [`Conversation::lifecycle`] and send them messages itself. Which session is active, and the
+//! begin and end hooks, belong to the session lifecycle actor (SPEC P3.10 to P3.13).
 
 mod builder;
+mod host;
 mod producers;
 mod settings;
 mod shutdown;
@@ -14,7 +21,9 @@ mod wiring;
 
 use std::path::{Path, PathBuf};
 
-use actix::Addr;
+use std::sync::Arc;
+
+use actix::{Actor, Addr};
 use hookline_actors::session::{ChangeSession, Ran, SessionLifecycle};
 use hookline_actors::Pipeline;
 use hookline_messages::note::Note;
@@ -27,8 +36,12 @@ use hookline_messages::user::StopReason;
 pub(crate) use crate::state::SessionState;
 pub use crate::state::{HostError, HostEvent};
 pub use builder::HostBuilder;
+pub use host::Host;
+pub(crate) use shutdown::shut_down;
+pub(crate) use wiring::GatewaySettings;
 pub use wiring::{Clock, CommandOrigin, ManualClock, SystemClock};
 
+use crate::gateway::Shared;
 use crate::state::Opened;
 use crate::store::Store;
 use crate::turn::{Engine, Turn, UserInput};
@@ -64,27 +77,43 @@ pub enum SessionCommand {
     Compact,
 }
 
-/// A running host. Not `Sync`: one owner drives it (its methods take `&mut self`).
-pub struct Host {
+/// One conversation. Not `Sync`: one owner drives it (its methods take `&mut self`); a gateway
+/// runs each conversation on a task of its own.
+pub struct Conversation {
+    shared: Arc<Shared>,
     engine: Engine,
     lifecycle: Addr<SessionLifecycle>,
-    store: Store,
     session: Option<SessionState>,
     workspace: PathBuf,
-    spaces_root: PathBuf,
     approval_mode: ApprovalMode,
-    compact_after: Option<usize>,
-    load_notes: Vec<Note>,
-    next_id: u64,
-    /// Plugin processes loaded from disk, shut down with the host.
-    processes: Vec<std::sync::Arc<crate::external::ExternalPlugin>>,
+    /// Notes waiting for a session to be archived in.
+    pending_notes: Vec<Note>,
     wiring: Wiring,
 }
 
-impl Host {
-    /// A builder with no plugins, no tools, the scripted provider and a refusing operator.
-    pub fn builder() -> HostBuilder {
-        HostBuilder::default()
+impl Conversation {
+    /// A conversation on `shared`'s services in `workspace`, with no session open yet.
+    ///
+    /// # Panics
+    /// When called outside an actix system (its lifecycle actor starts here).
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        workspace: PathBuf,
+        approval_mode: ApprovalMode,
+    ) -> Self {
+        let engine = Engine::new(&shared);
+        let lifecycle = SessionLifecycle::new(shared.pipeline.clone()).start();
+        let pending_notes = shared.take_load_notes();
+        Self {
+            shared,
+            engine,
+            lifecycle,
+            session: None,
+            workspace,
+            approval_mode,
+            pending_notes,
+            wiring: Wiring::default(),
+        }
     }
 
     /// Opens a fresh session in the host's workspace and makes it active (SPEC P3.10).
@@ -96,6 +125,7 @@ impl Host {
         let opened = self.fresh(self.workspace.clone(), &[])?;
         let id = opened.state.info.session_id.clone();
         self.activate(Cause::Open, opened).await?;
+        self.flush()?;
         Ok(id)
     }
 
@@ -108,10 +138,11 @@ impl Host {
             return Ok(());
         }
         self.startup().await?;
-        let opened = SessionState::resume(&self.store, id)?
+        let opened = SessionState::resume(&self.shared.store, id)?
             .ok_or_else(|| HostError::UnknownSession(id.to_string()))?;
         self.workspace = PathBuf::from(&opened.state.info.workspace_root);
-        self.activate(Cause::Resume, opened).await
+        self.activate(Cause::Resume, opened).await?;
+        self.flush()
     }
 
     /// Runs one user turn on the active session: first an automatic reset when the reset
@@ -126,15 +157,16 @@ impl Host {
         let stop = self.turn_inner(input).await?;
         self.touch();
         if stop == StopReason::Cancelled {
-            let origin = self.wiring.settings.chat.clone();
+            let origin = self.shared.settings.chat.clone();
             self.stop_event(&origin).await?;
         }
         self.record_event_notes().await?;
+        self.flush()?;
         Ok(stop)
     }
 
     async fn turn_inner(&mut self, input: UserInput) -> Result<StopReason, HostError> {
-        let over = self.compact_after.is_some_and(|limit| {
+        let over = self.shared.compact_after.is_some_and(|limit| {
             self.session
                 .as_ref()
                 .is_some_and(|s| s.records().len() > limit)
@@ -156,6 +188,7 @@ impl Host {
     ) -> Result<Option<String>, HostError> {
         let answer = self.turn()?.side_question(question.into()).await?;
         self.touch();
+        self.flush()?;
         Ok(answer)
     }
 
@@ -165,7 +198,7 @@ impl Host {
     /// # Errors
     /// [`HostError`] when the command cannot run (an unknown session, a missing directory).
     pub async fn command(&mut self, command: SessionCommand) -> Result<(), HostError> {
-        let origin = self.wiring.settings.chat.clone();
+        let origin = self.shared.settings.chat.clone();
         self.command_from(command, &origin).await
     }
 
@@ -182,6 +215,7 @@ impl Host {
     ) -> Result<(), HostError> {
         let result = self.run_command(command, origin).await;
         self.record_event_notes().await?;
+        self.flush()?;
         result
     }
 
@@ -233,7 +267,7 @@ impl Host {
                 self.reload(Cause::Cd, dir).await
             }
             SessionCommand::Space(name) => {
-                let dir = self.spaces_root.join(name);
+                let dir = self.shared.spaces_root.join(name);
                 std::fs::create_dir_all(&dir).map_err(|source| workspace_error(&dir, source))?;
                 self.reload(Cause::Space, existing_dir(&dir)?).await
             }
@@ -246,14 +280,15 @@ impl Host {
     /// # Errors
     /// [`HostError`] when the lifecycle or the store fails.
     pub async fn close(&mut self) -> Result<(), HostError> {
-        if self.wiring.shut_down {
+        if self.shared.is_shut_down() {
             // The shutdown already ended the session.
             return Ok(());
         }
         let ran = self.change(SessionEvent::Close).await?;
         let mut old = self.session.take();
         self.record_transitions(ran, &mut old, &mut None)?;
-        if let Some(old) = old {
+        if let Some(mut old) = old {
+            old.flush()?;
             self.engine
                 .pipeline
                 .forget_session(&old.info.session_id)
@@ -264,7 +299,7 @@ impl Host {
 
     /// The plugins loaded from disk, in load order.
     pub fn loaded_plugins(&self) -> &[std::sync::Arc<crate::external::ExternalPlugin>] {
-        &self.processes
+        self.shared.processes()
     }
 
     /// The tools the host runs (every provider, SPEC P1.3).
@@ -277,12 +312,6 @@ impl Host {
         self.engine.events.take()
     }
 
-    /// Also sends every event reported from now on to `live` as it happens (a terminal showing
-    /// a turn while it runs); [`Host::take_events`] still returns them all.
-    pub fn watch(&mut self, live: tokio::sync::broadcast::Sender<std::sync::Arc<HostEvent>>) {
-        self.engine.events.attach(live);
-    }
-
     /// The active session, if any.
     pub fn active(&self) -> Option<&SessionInfo> {
         self.session.as_ref().map(|s| &s.info)
@@ -290,7 +319,7 @@ impl Host {
 
     /// The store.
     pub fn store(&self) -> &Store {
-        &self.store
+        &self.shared.store
     }
 
     /// The hook pipeline (an actix program may send its coordinator `Call`s itself).
@@ -301,6 +330,58 @@ impl Host {
     /// The session lifecycle actor.
     pub fn lifecycle(&self) -> &Addr<SessionLifecycle> {
         &self.lifecycle
+    }
+
+    pub(crate) fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    /// The signal that stops this conversation's turn in flight (like `/stop`, from another
+    /// task: a Ctrl-C handler, a server route, a drain).
+    pub fn stop_signal(&self) -> Arc<crate::turn::StopSignal> {
+        self.engine.stop.clone()
+    }
+
+    /// Uses `operator` for this conversation's approvals instead of the gateway's.
+    pub fn set_operator(&mut self, operator: Arc<dyn crate::approval::Operator>) {
+        self.engine.operator = operator;
+    }
+
+    /// Reports this conversation's events, as they happen, to `live` too.
+    pub fn attach_live(&mut self, live: crate::state::LiveSink) {
+        self.engine.events.attach(live);
+    }
+
+    /// Records `note` in the active session's archive (or keeps it for the next session).
+    ///
+    /// # Errors
+    /// A store failure.
+    pub fn record(&mut self, note: Note) -> Result<(), HostError> {
+        self.event_notes(vec![note])?;
+        self.flush()
+    }
+
+    /// Makes the active session's writes durable (see [`SessionState::flush`]).
+    pub(crate) fn flush(&mut self) -> Result<(), HostError> {
+        match self.session.as_mut() {
+            Some(session) => session.flush(),
+            None => Ok(()),
+        }
+    }
+
+    /// The current workspace.
+    pub fn workspace(&self) -> &Path {
+        &self.workspace
+    }
+
+    /// The active session's stored records, in order (empty with none active).
+    pub fn records(&self) -> &[hookline_messages::record::Record] {
+        self.session.as_ref().map_or(&[], |s| s.records())
+    }
+
+    /// The model `/model` chose for this conversation, if any.
+    pub fn model(&self) -> Option<&str> {
+        self.wiring.model.as_deref()
     }
 
     fn turn(&mut self) -> Result<Turn<'_>, HostError> {
@@ -317,20 +398,8 @@ impl Host {
         workspace: PathBuf,
         records: &[hookline_messages::record::Record],
     ) -> Result<Opened, HostError> {
-        let taken = self.store.sessions()?;
-        let id = loop {
-            self.next_id += 1;
-            let id = SessionId::new(format!("s{}", self.next_id));
-            if !taken.contains(&id) {
-                break id;
-            }
-        };
-        let info = SessionInfo {
-            workspace_root: workspace.display().to_string(),
-            session_id: id,
-            approval_mode: self.approval_mode,
-        };
-        SessionState::create(&self.store, info, records)
+        self.shared
+            .fresh_session(workspace, self.approval_mode, records)
     }
 
     /// `/cd` and `/space`: the session is left before the reload, and a fresh session starts in
@@ -356,9 +425,13 @@ impl Host {
         }
         let mut old = self.session.take();
         self.record_transitions(ran, &mut old, &mut next)?;
+        if let (Some(left), Some(_)) = (old.as_mut(), next.as_ref()) {
+            // The session left is done: its end is durable before the next one starts.
+            left.flush()?;
+        }
         self.session = next.or(old);
         if let Some(session) = self.session.as_mut() {
-            for note in std::mem::take(&mut self.load_notes) {
+            for note in std::mem::take(&mut self.pending_notes) {
                 crate::state::record_note(&mut self.engine.events, session, note)?;
             }
         }

@@ -10,7 +10,7 @@ use hookline_messages::event::{
 use hookline_messages::note::Note;
 use hookline_messages::session::SessionInfo;
 
-use super::{CommandOrigin, Host, HostError, HostEvent};
+use super::{CommandOrigin, Conversation, HostError, HostEvent};
 use crate::producers::{
     AgentFacts, BootstrapRequest, CommandFacts, GatewayEvents, InboundMessage, MessageChannel,
 };
@@ -23,14 +23,16 @@ pub(crate) enum CommandKind {
     Reset,
 }
 
-impl Host {
-    /// Emits `gateway:startup` once (SPEC G5.7); [`Host::open`] and [`Host::resume`] call it
-    /// before the first session starts. Its notes are archived in the first session.
+impl Conversation {
+    /// Emits `gateway:startup` once per gateway (SPEC G5.7); [`Conversation::open`] and
+    /// [`Conversation::resume`] call it before the first session starts (a
+    /// [`Gateway`](crate::gateway::Gateway) calls it as it starts). Its notes are archived in the
+    /// first session.
     ///
     /// # Errors
     /// [`HostError::Gateway`] when the lifecycle actor is shutting down or gone.
     pub async fn startup(&mut self) -> Result<(), HostError> {
-        if std::mem::replace(&mut self.wiring.started, true) {
+        if !self.shared.claim_startup() {
             return Ok(());
         }
         let facts = self.facts();
@@ -43,7 +45,7 @@ impl Host {
             deps,
             workspace_dir: facts.workspace_dir,
         };
-        let delivery = self.wiring.lifecycle.startup(context).await?;
+        let delivery = self.shared.lifecycle.startup(context).await?;
         self.delivered(EventKey::GatewayStartup, Ok(delivery))
     }
 
@@ -67,14 +69,14 @@ impl Host {
         self.emitted(EventKey::MessageTranscribed, &emitted);
     }
 
-    /// The path [`Host::command`] attributes commands to.
+    /// The path [`Conversation::command`] attributes commands to.
     pub fn chat_origin(&self) -> &CommandOrigin {
-        &self.wiring.settings.chat
+        &self.shared.settings.chat
     }
 
     /// The channel of the host's own chat path (`cli` by default).
     pub fn chat_channel(&self) -> &str {
-        self.wiring.chat_channel()
+        self.shared.settings.chat_channel()
     }
 
     /// An outbound delivery result: `message:sent` (queued), reported as an event.
@@ -87,14 +89,15 @@ impl Host {
     /// its handlers.
     ///
     /// # Errors
-    /// [`HostError::HostEvent`] when the bus is gone, or a store failure recording its notes.
+    /// [`HostError::Event`] when the bus is gone, or a store failure recording its notes.
     pub async fn emit_custom(
         &mut self,
         key: CustomKey,
         context: serde_json::Value,
     ) -> Result<(), HostError> {
         let result = self.bus().emit_custom(key.clone(), context).await;
-        self.delivered(EventKey::Custom(key), result)
+        self.delivered(EventKey::Custom(key), result)?;
+        self.flush()
     }
 
     /// Records the notes of queued and detached deliveries (and dropped-event counts) that
@@ -104,16 +107,17 @@ impl Host {
     /// A store failure.
     pub async fn record_event_notes(&mut self) -> Result<(), HostError> {
         let notes = self.bus().take_notes().await;
-        self.event_notes(notes)
+        self.event_notes(notes)?;
+        self.flush()
     }
 
     /// What every producer knows now (the workspace follows `/cd` and `/space`).
     pub(crate) fn facts(&self) -> AgentFacts {
         AgentFacts {
-            agent_id: self.wiring.settings.agent_id.clone(),
+            agent_id: self.shared.settings.agent_id.clone(),
             workspace_dir: self.workspace.display().to_string(),
-            store_path: self.store.root().display().to_string(),
-            cfg: self.wiring.settings.cfg.clone(),
+            store_path: self.shared.store.root().display().to_string(),
+            cfg: self.shared.settings.cfg.clone(),
         }
     }
 
@@ -129,14 +133,15 @@ impl Host {
     pub(crate) fn session_key(&self) -> String {
         format!(
             "agent:{}:{}",
-            self.wiring.settings.agent_id,
-            self.wiring.chat_channel()
+            self.shared.settings.agent_id,
+            self.shared.settings.chat_channel()
         )
     }
 
     /// The store entry of `info` as the host has it now.
     pub(crate) fn entry(&self, info: &SessionInfo) -> SessionEntry {
         let file = self
+            .shared
             .store
             .root()
             .join("sessions")
@@ -162,8 +167,8 @@ impl Host {
         let request = BootstrapRequest {
             session_key: Some(self.session_key()),
             session_id: Some(info.session_id.to_string()),
-            file_names: self.wiring.settings.bootstrap_files.clone(),
-            policy: self.wiring.settings.bootstrap_policy.clone(),
+            file_names: self.shared.settings.bootstrap_files.clone(),
+            policy: self.shared.settings.bootstrap_policy.clone(),
         };
         let (files, notes) = match self.producers().bootstrap(request).await {
             Ok(done) => done,
@@ -265,7 +270,7 @@ impl Host {
                 Ok(())
             }
             None => {
-                self.load_notes.extend(notes);
+                self.pending_notes.extend(notes);
                 Ok(())
             }
         }

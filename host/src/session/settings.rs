@@ -8,11 +8,11 @@ use hookline_messages::record::Record;
 use hookline_messages::session::ApprovalMode;
 use hookline_messages::transition::Cause;
 
-use super::{Host, HostError, HostEvent};
+use super::{Conversation, HostError, HostEvent};
 use crate::producers::{reset_due, AutoResetFacts, CompactionResult};
 use crate::turn::compact;
 
-impl Host {
+impl Conversation {
     /// Compacts the active session. `before` is emitted once there is something to fold;
     /// `after` only when the summary replaced the history (SPEC G3.3). The host does not count
     /// tokens, so every token count is absent (G5.6).
@@ -90,7 +90,7 @@ impl Host {
     pub(crate) fn set_approval_mode(&mut self, mode: ApprovalMode) -> Result<(), HostError> {
         self.approval_mode = mode;
         let session = self.session.as_mut().ok_or(HostError::NoSession)?;
-        session.set_approval_mode(&self.store, mode)?;
+        session.set_approval_mode(&self.shared.store, mode)?;
         self.patch_event(SessionPatch {
             approval_mode: Some(mode),
             ..SessionPatch::default()
@@ -109,9 +109,9 @@ impl Host {
         let Some(info) = self.active().cloned() else {
             return Ok(());
         };
-        let now = self.wiring.settings.clock.now_ms();
+        let now = self.shared.settings.clock.now_ms();
         let last = *self.wiring.last_active_ms.get_or_insert(now);
-        let Some(reason) = reset_due(&self.wiring.settings.reset_policy, last, now) else {
+        let Some(reason) = reset_due(&self.shared.settings.reset_policy, last, now) else {
             return Ok(());
         };
         let ended = self.entry(&info);
@@ -140,7 +140,7 @@ impl Host {
 
     /// The session was just used: the idle clock restarts.
     pub(crate) fn touch(&mut self) {
-        self.wiring.last_active_ms = Some(self.wiring.settings.clock.now_ms());
+        self.wiring.last_active_ms = Some(self.shared.settings.clock.now_ms());
     }
 }
 

@@ -1,51 +1,63 @@
-//! The host's shutdown through the gateway lifecycle actor (SPEC G2): `gateway:shutdown` with
-//! the bounded wait, `gateway:pre-restart` only when a restart is expected, the active session's
-//! end hooks under the session-end budget, and the shared state (plugin processes, the session's
-//! open store files) closed only once every shutdown handler has really finished.
+//! A conversation's part of the gateway's shutdown (SPEC G2): the gateway lifecycle actor runs
+//! `gateway:shutdown` with its bounded wait, `gateway:pre-restart` only when a restart is
+//! expected, and the end hooks of every active session under the session-end budget; then each
+//! conversation reports and archives what happened to its session and hands its open files to
+//! the shared state, which closes only once every shutdown handler has really finished.
 
-use hookline_actors::lifecycle::{SharedStateClosed, ShutdownRequest};
+use hookline_actors::lifecycle::{ShutdownReport, ShutdownRequest};
 use hookline_messages::event::EventKey;
+use hookline_messages::note::Note;
 use hookline_messages::record::ArchiveEntry;
+use hookline_messages::session::SessionInfo;
 
-use super::{Host, HostError, HostEvent};
+use super::{Conversation, HostError, HostEvent};
+use crate::gateway::Shared;
 use crate::state::record_note;
 
-impl Host {
-    /// Shuts the host down. Returns once the bounded waits are over (at most `shutdown_wait`,
-    /// plus `pre_restart_wait` when `restart_expected_ms` is set, plus `session_end_budget`),
-    /// whatever the handlers do; the returned [`SharedStateClosed`] resolves once the shared
-    /// state was closed. The active session ends here (its end hooks run once, here); its end,
-    /// the lifecycle notes and any pending event notes are archived in it. Later calls fail.
+/// Runs the gateway lifecycle's shutdown for `active` sessions (their end hooks run there, once).
+///
+/// # Errors
+/// [`HostError::Gateway`] on a second shutdown.
+pub(crate) async fn shut_down(
+    shared: &Shared,
+    reason: String,
+    restart_expected_ms: Option<u64>,
+    active: Vec<SessionInfo>,
+) -> Result<ShutdownReport, HostError> {
+    let request = ShutdownRequest {
+        reason,
+        restart_expected_ms,
+        active_sessions: active,
+    };
+    let report = shared.lifecycle.shutdown(request).await?;
+    shared.claim_shutdown();
+    Ok(report)
+}
+
+impl Conversation {
+    /// Records the gateway's shutdown in this conversation: the shutdown events, its active
+    /// session's end (whose hooks the lifecycle ran), and the lifecycle's `notes`, archived in
+    /// the session; then parks the session's open files with the shared state.
     ///
     /// # Errors
-    /// [`HostError::Gateway`] on a second call; a store failure archiving the notes.
-    pub async fn shutdown(
+    /// A store failure archiving the end or the notes.
+    pub(crate) fn ended_by_shutdown(
         &mut self,
-        reason: impl Into<String>,
-        restart_expected_ms: Option<u64>,
-    ) -> Result<SharedStateClosed, HostError> {
-        self.record_event_notes().await?;
-        let active: Vec<_> = self.active().cloned().into_iter().collect();
-        let request = ShutdownRequest {
-            reason: reason.into(),
-            restart_expected_ms,
-            active_sessions: active.clone(),
-        };
-        let report = self.wiring.lifecycle.shutdown(request).await?;
-        self.wiring.shut_down = true;
+        restart_expected: bool,
+        notes: &[Note],
+    ) -> Result<(), HostError> {
         let events = &mut self.engine.events;
         events.push(HostEvent::gateway(EventKey::GatewayShutdown, "bounded"));
-        if restart_expected_ms.is_some() {
+        if restart_expected {
             events.push(HostEvent::gateway(EventKey::GatewayPreRestart, "bounded"));
         }
         let mut session = self.session.take();
-        for info in active {
+        if let Some(session) = session.as_mut() {
+            let info = session.info.clone();
             events.push(HostEvent::SessionEnded(info.clone()));
-            if let Some(session) = session.as_mut() {
-                session.archive(&ArchiveEntry::SessionEnded(info))?;
-            }
+            session.archive(&ArchiveEntry::SessionEnded(info))?;
         }
-        for note in report.notes {
+        for note in notes.iter().cloned() {
             match session.as_mut() {
                 Some(session) => record_note(events, session, note)?,
                 None => events.push(HostEvent::Note {
@@ -54,14 +66,15 @@ impl Host {
                 }),
             }
         }
-        if let Some(session) = session {
-            self.wiring.shared.park(session);
+        if let Some(mut session) = session {
+            session.flush()?;
+            self.shared.resources.park(session);
         }
-        Ok(report.closed)
+        Ok(())
     }
 
-    /// Whether [`Host::shutdown`] ran.
+    /// Whether the gateway this conversation runs on has shut down.
     pub fn is_shut_down(&self) -> bool {
-        self.wiring.shut_down
+        self.shared.is_shut_down()
     }
 }

@@ -1,18 +1,14 @@
-//! What a host needs to produce gateway events (SPEC G5): its settings (agent, configuration,
-//! chat path, reset policy, clock, bootstrap policy, lifecycle bounds), the per-host state the
-//! producers read, and the [`SharedState`] the gateway lifecycle closes at shutdown (SPEC G2.3).
+//! What a conversation needs to produce gateway events (SPEC G5): the gateway's settings (agent,
+//! configuration, chat path, reset policy, clock, bootstrap policy, lifecycle bounds), shared by
+//! every conversation, and the per-conversation state the producers read ([`Wiring`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
-use async_trait::async_trait;
-use hookline_actors::lifecycle::{GatewayConfig, Lifecycle, SharedState};
-use hookline_actors::Pipeline;
+use hookline_actors::lifecycle::GatewayConfig;
 use hookline_messages::event::{BootstrapPolicy, CommandSource, Config};
 use hookline_messages::prompt::PromptMode;
 
-use super::SessionState;
-use crate::external::ExternalPlugin;
 use crate::producers::{ResetPolicy, DEFAULT_BOOTSTRAP_FILES};
 
 /// Milliseconds since the Unix epoch, as the host's reset policy reads them.
@@ -124,88 +120,30 @@ impl Default for GatewaySettings {
     }
 }
 
-/// The host's gateway state: the settings, the lifecycle actor, and what the producers read.
-pub(crate) struct Wiring {
-    pub(crate) settings: GatewaySettings,
-    pub(crate) lifecycle: Lifecycle,
-    pub(crate) shared: Arc<HostShared>,
-    pub(crate) started: bool,
-    pub(crate) shut_down: bool,
-    pub(crate) last_active_ms: Option<u64>,
-    pub(crate) model: Option<String>,
-    pub(crate) mode: PromptMode,
-}
-
-impl Wiring {
-    /// Starts the lifecycle actor over `pipeline` (whose plugins have loaded).
-    pub(crate) fn start(
-        pipeline: &Pipeline,
-        settings: GatewaySettings,
-        processes: Vec<Arc<ExternalPlugin>>,
-    ) -> Self {
-        let shared = Arc::new(HostShared {
-            pipeline: pipeline.clone(),
-            processes,
-            parked: Mutex::new(Parked::default()),
-        });
-        let lifecycle = Lifecycle::start(pipeline.clone(), shared.clone(), settings.lifecycle);
-        Self {
-            settings,
-            lifecycle,
-            shared,
-            started: false,
-            shut_down: false,
-            last_active_ms: None,
-            model: None,
-            mode: PromptMode::Work,
-        }
-    }
-
-    /// The channel the host's own chat path uses (`cli` by default).
+impl GatewaySettings {
+    /// The channel of the chat path (`cli` by default).
     pub(crate) fn chat_channel(&self) -> &str {
-        match &self.settings.chat {
+        match &self.chat {
             CommandOrigin::Chat { channel, .. } => channel,
             CommandOrigin::Gateway(source) => source.as_str(),
         }
     }
 }
 
-/// What the lifecycle closes once every shutdown handler has finished (SPEC G2.3): the pipeline,
-/// the plugin processes loaded from disk, and the store's open session files the host parked here.
-pub(crate) struct HostShared {
-    pipeline: Pipeline,
-    processes: Vec<Arc<ExternalPlugin>>,
-    parked: Mutex<Parked>,
+/// What one conversation's producers read besides the shared settings.
+#[derive(Clone, Debug)]
+pub(crate) struct Wiring {
+    pub(crate) last_active_ms: Option<u64>,
+    pub(crate) model: Option<String>,
+    pub(crate) mode: PromptMode,
 }
 
-#[derive(Default)]
-struct Parked {
-    closed: bool,
-    sessions: Vec<SessionState>,
-}
-
-impl HostShared {
-    /// Hands an ended session's open files over; they close with the shared state (or now, when
-    /// it is already closed).
-    pub(crate) fn park(&self, session: SessionState) {
-        let mut parked = self.parked.lock().unwrap_or_else(PoisonError::into_inner);
-        if !parked.closed {
-            parked.sessions.push(session);
+impl Default for Wiring {
+    fn default() -> Self {
+        Self {
+            last_active_ms: None,
+            model: None,
+            mode: PromptMode::Work,
         }
-    }
-}
-
-#[async_trait]
-impl SharedState for HostShared {
-    async fn close(&self) {
-        self.pipeline.stop().await;
-        // Goodbye, close stdin, terminate, kill: each step bounded, all plugins at once.
-        super::builder::shutdown_processes(self.processes.clone()).await;
-        let sessions = {
-            let mut parked = self.parked.lock().unwrap_or_else(PoisonError::into_inner);
-            parked.closed = true;
-            std::mem::take(&mut parked.sessions)
-        };
-        drop(sessions);
     }
 }

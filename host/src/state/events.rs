@@ -39,6 +39,10 @@ pub enum HostEvent {
         hook: HookKind,
         /// The plugins whose replacement changed the value, in load order.
         changed_by: Vec<String>,
+        /// The value the hook was given, as JSON.
+        before: serde_json::Value,
+        /// The value it handed on, as JSON.
+        after: serde_json::Value,
     },
     /// The system text a call uses (after `on_prompt` and `rewrite_prompt`).
     SystemText {
@@ -137,6 +141,27 @@ pub enum HostEvent {
         #[serde(skip_serializing_if = "Option::is_none")]
         calls: Option<usize>,
     },
+    /// The approval policy asks the operator about a call; a remote operator (a server's
+    /// client) answers it, or the call is denied once `timeout_ms` pass.
+    #[serde(rename_all = "camelCase")]
+    ApprovalRequested {
+        /// The call's id: the key the answer names.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// The arguments it would run with.
+        arguments: serde_json::Value,
+        /// What the classifier and the approval hooks made of it.
+        classification: hookline_messages::approval::Classification,
+        /// How long the operator has.
+        timeout_ms: u64,
+    },
+    /// A piece of the model's text as it streams in (only from streaming providers; the whole
+    /// text follows as [`HostEvent::Assistant`]).
+    ModelText {
+        /// The new text.
+        delta: String,
+    },
     /// The workspace files the session starts with, after `agent:bootstrap` and the host's
     /// de-duplication, filter and budget (SPEC G5.4): `AGENTS.md (120 chars)`, `USER.md (missing)`.
     Bootstrap {
@@ -156,22 +181,32 @@ impl HostEvent {
     }
 }
 
+/// A live consumer of a conversation's events (a server streaming them to its clients). Called
+/// on the conversation's task for each event as it is reported; it must not block.
+pub type LiveSink = Arc<dyn Fn(&HostEvent) + Send + Sync>;
+
 /// Where a conversation reports what happens: every event is kept, in order, until
-/// [`EventLog::take`], and is also offered at once to a live feed when one is attached (a server
-/// streaming a turn to its clients). The live feed is a bounded broadcast channel: a subscriber
-/// that falls behind loses the oldest events (and is told so by the channel), never the buffer.
-#[derive(Debug, Default)]
+/// [`EventLog::take`], and is also handed at once to a live sink when one is attached.
+#[derive(Default)]
 pub struct EventLog {
     buffer: Vec<HostEvent>,
-    live: Option<tokio::sync::broadcast::Sender<Arc<HostEvent>>>,
+    live: Option<LiveSink>,
+}
+
+impl std::fmt::Debug for EventLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventLog")
+            .field("buffer", &self.buffer)
+            .field("live", &self.live.is_some())
+            .finish()
+    }
 }
 
 impl EventLog {
     /// Reports one event.
     pub fn push(&mut self, event: HostEvent) {
         if let Some(live) = &self.live {
-            // No receiver is not an error: nobody is watching this conversation right now.
-            let _ = live.send(Arc::new(event.clone()));
+            live(&event);
         }
         self.buffer.push(event);
     }
@@ -181,13 +216,13 @@ impl EventLog {
         std::mem::take(&mut self.buffer)
     }
 
-    /// Attaches a live feed; events reported from now on are also sent there.
-    pub fn attach(&mut self, live: tokio::sync::broadcast::Sender<Arc<HostEvent>>) {
+    /// Attaches a live sink; events reported from now on are also handed to it.
+    pub fn attach(&mut self, live: LiveSink) {
         self.live = Some(live);
     }
 
-    /// The live feed, if one is attached (for producers outside the turn, e.g. model text).
-    pub fn live(&self) -> Option<&tokio::sync::broadcast::Sender<Arc<HostEvent>>> {
+    /// The live sink, if one is attached (for reports from outside the turn, e.g. model text).
+    pub fn live(&self) -> Option<&LiveSink> {
         self.live.as_ref()
     }
 }

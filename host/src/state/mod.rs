@@ -10,7 +10,7 @@ mod error;
 mod events;
 
 pub use error::HostError;
-pub use events::{EventLog, HostEvent};
+pub use events::{EventLog, HostEvent, LiveSink};
 
 use std::path::Path;
 
@@ -32,6 +32,18 @@ pub(crate) struct SessionState {
     record_log: Log<Record>,
     archive: Log<ArchiveEntry>,
     bootstrap: Option<String>,
+    /// Written since the last [`SessionState::flush`]: one request's writes become durable
+    /// together, so a request cut off by a crash is wholly absent, never half there.
+    unflushed: Unflushed,
+}
+
+/// Writes waiting for [`SessionState::flush`].
+#[derive(Default)]
+struct Unflushed {
+    records: Vec<Record>,
+    /// Compaction replaced every record: the flush rewrites them all.
+    replaced: bool,
+    archive: Vec<ArchiveEntry>,
 }
 
 /// A session opened from disk, with any torn tail the store repaired.
@@ -84,6 +96,7 @@ impl SessionState {
             record_log,
             archive,
             bootstrap: None,
+            unflushed: Unflushed::default(),
         };
         Ok(Opened { state, repaired })
     }
@@ -93,23 +106,48 @@ impl SessionState {
         &self.records
     }
 
-    /// Appends stored records (synced).
+    /// Appends stored records; durable at the next [`SessionState::flush`].
     pub(crate) fn store(&mut self, records: &[Record]) -> Result<(), HostError> {
-        self.record_log.append_all(records)?;
         self.records.extend_from_slice(records);
+        if !self.unflushed.replaced {
+            self.unflushed.records.extend_from_slice(records);
+        }
         Ok(())
     }
 
-    /// Replaces every stored record (compaction), atomically.
+    /// Replaces every stored record (compaction); atomic, and durable at the next flush.
     pub(crate) fn replace_records(&mut self, records: Vec<Record>) -> Result<(), HostError> {
-        self.record_log.rewrite(&records)?;
         self.records = records;
+        self.unflushed.records.clear();
+        self.unflushed.replaced = true;
         Ok(())
     }
 
-    /// Appends one archive entry (synced).
+    /// Appends one archive entry; durable at the next [`SessionState::flush`].
     pub(crate) fn archive(&mut self, entry: &ArchiveEntry) -> Result<(), HostError> {
-        self.archive.append(entry)?;
+        self.unflushed.archive.push(entry.clone());
+        Ok(())
+    }
+
+    /// Makes every write since the last flush durable: the records (appended with one sync, or
+    /// rewritten atomically after a compaction), then the archive entries (one sync). The host
+    /// flushes at the end of every request (a turn, a command, a close), so what it reported
+    /// done is on disk.
+    ///
+    /// # Errors
+    /// [`HostError::Store`]; the writes stay waiting, and the next flush tries them again.
+    pub(crate) fn flush(&mut self) -> Result<(), HostError> {
+        if self.unflushed.replaced {
+            self.record_log.rewrite(&self.records)?;
+        } else if !self.unflushed.records.is_empty() {
+            self.record_log.append_all(&self.unflushed.records)?;
+        }
+        self.unflushed.records.clear();
+        self.unflushed.replaced = false;
+        if !self.unflushed.archive.is_empty() {
+            self.archive.append_all(&self.unflushed.archive)?;
+            self.unflushed.archive.clear();
+        }
         Ok(())
     }
 
@@ -175,6 +213,16 @@ impl SessionState {
                 media_type: *media_type,
             })
             .collect()
+    }
+}
+
+impl Drop for SessionState {
+    /// A safety net: the host flushes at the end of every request, so this finds nothing to
+    /// write unless a request ended early on an error.
+    fn drop(&mut self) {
+        if let Err(error) = self.flush() {
+            tracing::error!(session = %self.info.session_id, %error, "session writes lost at close");
+        }
     }
 }
 

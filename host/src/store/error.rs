@@ -3,6 +3,8 @@
 use std::io;
 use std::path::PathBuf;
 
+use hookline_messages::session::SessionId;
+
 use super::session_id::InvalidSessionId;
 
 /// What can go wrong in the store. Every variant names the file (or directory) involved.
@@ -75,6 +77,61 @@ pub enum StoreError {
         /// The path.
         path: PathBuf,
     },
+    /// The session's lease is held by another writer (another process, or another node), and
+    /// it has neither been released nor expired.
+    #[error("session {session} is held by {holder}")]
+    Leased {
+        /// The session.
+        session: SessionId,
+        /// Who holds it, as far as the store knows ("another process", a node's name).
+        holder: String,
+    },
+    /// This writer's lease was taken over (a newer fencing token exists) or released: the write
+    /// was refused and nothing of it was stored. The writer must drop the session.
+    #[error("lease on session {session} was lost (our fencing token {token} is stale); nothing was written")]
+    LeaseLost {
+        /// The session.
+        session: SessionId,
+        /// The fencing token this writer held.
+        token: i64,
+    },
+    /// The database refused or failed an operation.
+    #[error("database could not {action}: {source}")]
+    Database {
+        /// What the store was doing, as a verb phrase.
+        action: &'static str,
+        /// The driver's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A stored row or frame does not decode as what the store wrote.
+    #[error("stored {what} of session {session} does not decode: {source}")]
+    Corrupt {
+        /// The session.
+        session: SessionId,
+        /// What did not decode ("record 3", "facts").
+        what: String,
+        /// The deserializer's error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The store's background committer has stopped (the store was dropped or its thread died).
+    #[error("store committer has stopped")]
+    Closed,
+    /// The database's schema is older than this build needs.
+    #[error("database schema is at version {have}, this build needs {want}; run `hookline store migrate --database-url URL` (or start with --migrate)")]
+    SchemaBehind {
+        /// The highest migration applied.
+        have: i32,
+        /// The version this build needs.
+        want: i32,
+    },
+    /// The store could not allocate a fresh session id after many tries.
+    #[error("could not allocate a fresh session id after {tries} tries")]
+    NoFreeId {
+        /// How many ids were tried.
+        tries: u32,
+    },
 }
 
 impl StoreError {
@@ -84,6 +141,17 @@ impl StoreError {
             path: path.into(),
             action,
             source,
+        }
+    }
+
+    /// Builds a [`StoreError::Database`].
+    pub(crate) fn db(
+        action: &'static str,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Self::Database {
+            action,
+            source: Box::new(source),
         }
     }
 }

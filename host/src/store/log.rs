@@ -91,6 +91,7 @@ impl<T: Serialize + DeserializeOwned> Log<T> {
             records,
             end,
             reason,
+            ..
         } = read_records(path, &file)?;
         let torn = repair(path, &file, end, reason)?;
         let log = Log {
@@ -158,22 +159,7 @@ impl<T: Serialize + DeserializeOwned> Log<T> {
     }
 
     fn encode(&self, records: &[T]) -> Result<Vec<u8>, StoreError> {
-        let mut bytes = Vec::new();
-        for record in records {
-            let payload = serde_json::to_vec(record).map_err(|source| StoreError::Encode {
-                path: self.path.clone(),
-                source,
-            })?;
-            if payload.len() > MAX_RECORD_BYTES {
-                return Err(StoreError::RecordTooLarge {
-                    path: self.path.clone(),
-                    size: payload.len(),
-                    max: MAX_RECORD_BYTES,
-                });
-            }
-            encode_frame(&payload, &mut bytes);
-        }
-        Ok(bytes)
+        encode_records(&self.path, records)
     }
 
     fn write_at_end(&mut self, bytes: &[u8]) -> Result<(), StoreError> {
@@ -218,14 +204,56 @@ impl<T> fmt::Debug for Log<T> {
     }
 }
 
+/// Encodes `records` as frames for the log at `path` (named in errors).
+///
+/// # Errors
+/// [`StoreError::Encode`] or [`StoreError::RecordTooLarge`].
+pub(crate) fn encode_records<T: Serialize>(
+    path: &Path,
+    records: &[T],
+) -> Result<Vec<u8>, StoreError> {
+    let mut bytes = Vec::new();
+    for record in records {
+        let payload = serde_json::to_vec(record).map_err(|source| StoreError::Encode {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        if payload.len() > MAX_RECORD_BYTES {
+            return Err(StoreError::RecordTooLarge {
+                path: path.to_path_buf(),
+                size: payload.len(),
+                max: MAX_RECORD_BYTES,
+            });
+        }
+        encode_frame(&payload, &mut bytes);
+    }
+    Ok(bytes)
+}
+
 /// What reading a log from the start found.
-struct Scan<T> {
+pub(crate) struct Scan<T> {
     /// Every valid record.
-    records: Vec<T>,
+    pub(crate) records: Vec<T>,
+    /// Where each record's frame ends (the offset just after it), one per record.
+    pub(crate) ends: Vec<u64>,
     /// The offset where the valid frames end.
-    end: u64,
+    pub(crate) end: u64,
     /// Why the bytes after `end` are bad, if there are any.
-    reason: Option<TornReason>,
+    pub(crate) reason: Option<TornReason>,
+}
+
+/// Reads the log at `path` without changing it (no repair, no creation): every valid record up
+/// to the first torn frame. `None` when the file does not exist.
+///
+/// # Errors
+/// [`StoreError::Io`] if the file cannot be read; [`StoreError::Decode`] as [`Log::open`].
+pub(crate) fn scan<T: DeserializeOwned>(path: &Path) -> Result<Option<Scan<T>>, StoreError> {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(StoreError::io(path, "open", e)),
+    };
+    read_records(path, &file).map(Some)
 }
 
 /// Reads valid records from the start, up to the end or the first bad frame.
@@ -235,7 +263,7 @@ fn read_records<T: DeserializeOwned>(path: &Path, file: &File) -> Result<Scan<T>
         .map_err(|e| StoreError::io(path, "read metadata of", e))?
         .len();
     let mut reader = BufReader::new(file);
-    let (mut records, mut offset) = (Vec::new(), 0u64);
+    let (mut records, mut ends, mut offset) = (Vec::new(), Vec::new(), 0u64);
     loop {
         let next =
             read_frame(&mut reader, len - offset).map_err(|e| StoreError::io(path, "read", e))?;
@@ -243,6 +271,7 @@ fn read_records<T: DeserializeOwned>(path: &Path, file: &File) -> Result<Scan<T>
             FrameRead::End => {
                 return Ok(Scan {
                     records,
+                    ends,
                     end: offset,
                     reason: None,
                 })
@@ -250,6 +279,7 @@ fn read_records<T: DeserializeOwned>(path: &Path, file: &File) -> Result<Scan<T>
             FrameRead::Torn(reason) => {
                 return Ok(Scan {
                     records,
+                    ends,
                     end: offset,
                     reason: Some(reason),
                 })
@@ -263,6 +293,7 @@ fn read_records<T: DeserializeOwned>(path: &Path, file: &File) -> Result<Scan<T>
                     })?;
                 records.push(record);
                 offset += HEADER_BYTES + payload.len() as u64;
+                ends.push(offset);
             }
         }
     }
@@ -296,21 +327,21 @@ fn repair(
     Ok(Some(torn))
 }
 
-fn write_new_file(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+pub(crate) fn write_new_file(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
     let mut file = File::create(path).map_err(|e| StoreError::io(path, "create", e))?;
     file.write_all(bytes)
         .map_err(|e| StoreError::io(path, "write", e))?;
     file.sync_all().map_err(|e| StoreError::io(path, "sync", e))
 }
 
-fn rewrite_path(path: &Path) -> PathBuf {
+pub(crate) fn rewrite_path(path: &Path) -> PathBuf {
     let mut name = path.file_name().unwrap_or_default().to_os_string();
     name.push(".rewrite");
     path.with_file_name(name)
 }
 
 /// A rewrite interrupted before its rename leaves a temporary file; the log itself is intact.
-fn remove_stale_rewrite(path: &Path) {
+pub(crate) fn remove_stale_rewrite(path: &Path) {
     match fs::remove_file(rewrite_path(path)) {
         Ok(()) => tracing::info!("removed an interrupted rewrite of {}", path.display()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}

@@ -35,9 +35,12 @@
 //! # }
 //! ```
 
+mod api;
 mod error;
+mod files;
 mod frame;
 mod log;
+pub mod pg;
 mod session_id;
 
 use std::fs;
@@ -46,9 +49,12 @@ use std::path::{Path, PathBuf};
 
 use hookline_messages::session::SessionId;
 
+pub use api::{NewSession, SessionStore, SessionWriter, StoredSession};
 pub use error::StoreError;
+pub use files::{CommitStats, FileStore, FileStoreOptions, MAX_BATCH};
 pub use frame::{TornReason, MAX_RECORD_BYTES};
 pub use log::{Log, Recovery, TornTail};
+pub use pg::{PgStore, PgStoreOptions};
 pub use session_id::{validate_session_id, InvalidSessionId, MAX_SESSION_ID_BYTES};
 
 /// The directory that sessions live under, inside the store's root.
@@ -75,6 +81,30 @@ impl Store {
     /// The store's root directory.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Claims `id` for a new session: creates `<root>/sessions/<id>/` (and syncs its creation)
+    /// and answers true, or answers false when a session already has that id. Creating a
+    /// directory is atomic, so two writers (threads or processes) never both claim one id.
+    ///
+    /// # Errors
+    /// As [`Store::session_dir`].
+    pub fn claim(&self, id: &SessionId) -> Result<bool, StoreError> {
+        let sessions = self.root.join(SESSIONS);
+        validate_session_id(id.as_str()).map_err(|reason| StoreError::InvalidSessionId {
+            root: sessions.clone(),
+            id: id.as_str().to_owned(),
+            reason,
+        })?;
+        let dir = sessions.join(id.as_str());
+        match fs::create_dir(&dir) {
+            Ok(()) => {
+                log::sync_dir(&sessions)?;
+                Ok(true)
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(StoreError::io(&dir, "create", e)),
+        }
     }
 
     /// `<root>/sessions/<id>/`, created (and its creation synced) on demand.

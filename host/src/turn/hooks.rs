@@ -24,6 +24,8 @@ impl Turn<'_> {
         value: H::Value,
     ) -> Result<Outcome<H::Value>, HostError> {
         let id = self.session.info.session_id.clone();
+        // Kept to report the change: what the hook was given and what it made of it.
+        let before = value.clone();
         let outcome = self
             .engine
             .pipeline
@@ -33,6 +35,8 @@ impl Turn<'_> {
             self.engine.events.push(HostEvent::HookChanged {
                 hook: H::KIND,
                 changed_by: outcome.changed_by.iter().map(ToString::to_string).collect(),
+                before: serde_json::to_value(&before).unwrap_or_default(),
+                after: serde_json::to_value(&outcome.value).unwrap_or_default(),
             });
         }
         for note in &outcome.notes {

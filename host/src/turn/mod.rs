@@ -48,6 +48,63 @@ pub(crate) struct Engine {
     pub(crate) events: EventLog,
     /// Fail-closed guard hooks (operator opt-in).
     pub(crate) guards: Guards,
+    /// Raised by `/stop` from outside the turn: the model call in flight ends as stopped.
+    pub(crate) stop: Arc<StopSignal>,
+}
+
+/// A stop request for the turn in flight (`/stop` typed while a turn runs, or a drain whose
+/// budget ran out). The model call in flight returns [`ProviderError::Stopped`] and the turn
+/// ends [`StopReason::Cancelled`]; a turn that starts later clears it.
+#[derive(Debug, Default)]
+pub struct StopSignal {
+    raised: std::sync::atomic::AtomicBool,
+    notify: tokio::sync::Notify,
+}
+
+impl StopSignal {
+    /// Asks the turn in flight to stop.
+    pub fn raise(&self) {
+        self.raised
+            .store(true, std::sync::atomic::Ordering::Release);
+        self.notify.notify_waiters();
+    }
+
+    /// Whether a stop was asked for since the last [`StopSignal::clear`].
+    pub fn is_raised(&self) -> bool {
+        self.raised.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    pub(crate) fn clear(&self) {
+        self.raised
+            .store(false, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Resolves once a stop is asked for (at once when one already was).
+    pub(crate) async fn raised(&self) {
+        loop {
+            let notified = self.notify.notified();
+            if self.is_raised() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+impl Engine {
+    /// A conversation's engine over the gateway's shared services.
+    pub(crate) fn new(shared: &crate::gateway::Shared) -> Self {
+        Self {
+            pipeline: shared.pipeline.clone(),
+            tools: shared.tools.clone(),
+            provider: shared.provider.clone(),
+            operator: shared.operator.clone(),
+            max_model_calls: shared.max_model_calls,
+            events: EventLog::default(),
+            guards: shared.guards.clone(),
+            stop: Arc::new(StopSignal::default()),
+        }
+    }
 }
 
 /// One piece of work on one session.
@@ -81,6 +138,7 @@ impl UserInput {
 impl Turn<'_> {
     /// Runs one user turn and returns why it stopped.
     pub(crate) async fn user_turn(&mut self, input: UserInput) -> Result<StopReason, HostError> {
+        self.engine.stop.clear();
         let typed = UserMessage::new(input.text.clone());
         let stored = self.hook::<OnUserMessage>(typed).await?.text;
         let images = self.session.attach(&input.images);

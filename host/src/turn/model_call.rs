@@ -34,7 +34,16 @@ impl Turn<'_> {
             purpose,
             items: sent.items.len(),
         });
-        match self.engine.provider.complete(&sent).await {
+        let provider = self.engine.provider.clone();
+        let stop = self.engine.stop.clone();
+        let answer = tokio::select! {
+            // A stop raised before the call (during a tool run or an approval) wins even over a
+            // provider that answers at once.
+            biased;
+            () = stop.raised() => Err(ProviderError::Stopped),
+            answer = provider.complete(&sent) => answer,
+        };
+        match answer {
             Ok(response) => {
                 // SPEC P3.7: the hook reads the candidate; the host keeps what it received.
                 self.hook::<OnModelResponse>(response.clone()).await?;

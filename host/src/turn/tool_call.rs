@@ -116,7 +116,7 @@ impl Turn<'_> {
             return self.deny_closed(call, outcome.value, plugin, HookKind::OnApproval);
         }
         let classification = self.hook::<RewriteApproval>(outcome.value).await?;
-        let (decision, decided_by) = self.decide(call, &classification).await;
+        let (decision, decided_by) = self.decide(call, &classification).await?;
         self.record_approval(call, classification, decision, decided_by)
     }
 
@@ -159,16 +159,19 @@ impl Turn<'_> {
     }
 
     async fn decide(
-        &self,
+        &mut self,
         call: &ToolCall,
         classification: &Classification,
-    ) -> (Decision, Decider) {
+    ) -> Result<(Decision, Decider), HostError> {
         match verdict(self.session.info.approval_mode, classification) {
-            Verdict::Allow => (Decision::Allow, Decider::Policy),
-            Verdict::Ask => (
-                self.engine.operator.decide(call, classification).await,
-                Decider::Operator,
-            ),
+            Verdict::Allow => Ok((Decision::Allow, Decider::Policy)),
+            Verdict::Ask => {
+                let answer = self.engine.operator.answer(call, classification).await;
+                if let Some(note) = answer.note {
+                    self.note(note)?;
+                }
+                Ok((answer.decision, Decider::Operator))
+            }
         }
     }
 

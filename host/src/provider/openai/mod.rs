@@ -256,11 +256,13 @@ impl OpenAiProvider {
                     tokio::time::sleep(wait).await;
                 }
                 Next::GiveUp => return Err(error),
-                Next::TooLong(wait) => return Err(ProviderError::Unreachable(format!(
+                Next::TooLong(wait) => {
+                    return Err(ProviderError::Unreachable(format!(
                     "the server asked to retry after {} s, longer than the {} s limit ({error})",
                     wait.as_secs(),
                     self.config.retry.max_retry_after.as_secs(),
-                ))),
+                )))
+                }
             }
         }
     }

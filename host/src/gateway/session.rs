@@ -1,0 +1,321 @@
+//! One gateway session: a [`Conversation`] owned by a task of its own (on one of the gateway's
+//! arbiters), driven through a bounded inbox by cloneable [`SessionHandle`]s. Requests of one
+//! session run one at a time, in the order they arrived (SPEC P: one session's calls in order);
+//! sessions never wait for each other. Stopping a turn and answering an approval do not queue
+//! behind the turn: they go straight to the stop signal and the approvals table.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hookline_messages::note::Note;
+use hookline_messages::record::{Decision, Record};
+use hookline_messages::session::SessionId;
+use hookline_messages::user::StopReason;
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
+
+use super::approvals::{Approvals, NotWaiting};
+use super::status::{Activity, SessionStatus};
+use super::RequestError;
+use crate::producers::InboundMessage;
+use crate::session::{CommandOrigin, Conversation, SessionCommand};
+use crate::state::{HostError, HostEvent};
+use crate::turn::{StopSignal, UserInput};
+
+/// What one user turn produced.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TurnReport {
+    /// The session the turn ran in.
+    pub session_id: Option<SessionId>,
+    /// Why it stopped.
+    pub stop_reason: StopReason,
+    /// Everything it reported, in order.
+    pub events: Vec<HostEvent>,
+}
+
+/// A page of a session's stored records.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordsPage {
+    /// The active session.
+    pub session_id: Option<SessionId>,
+    /// How many records it stores in all.
+    pub total: usize,
+    /// The records from the page's offset on.
+    pub records: Vec<Record>,
+}
+
+pub(super) type Reply<T> = oneshot::Sender<Result<T, HostError>>;
+
+/// A request to a session's task.
+pub(super) enum Request {
+    Turn(UserInput, Reply<TurnReport>),
+    Command(SessionCommand, Option<CommandOrigin>, Reply<Vec<HostEvent>>),
+    Inbound(Box<InboundMessage>, Reply<Vec<HostEvent>>),
+    Records {
+        offset: usize,
+        limit: usize,
+        reply: oneshot::Sender<RecordsPage>,
+    },
+    Close(Reply<Vec<HostEvent>>),
+    Shutdown {
+        restart_expected: bool,
+        notes: Arc<[Note]>,
+        reply: Reply<Vec<HostEvent>>,
+    },
+    /// A note to archive now (a drain that stopped the session's turn).
+    Note(Note),
+}
+
+/// A handle to one gateway session. Cheap to clone.
+#[derive(Clone)]
+pub struct SessionHandle {
+    pub(super) key: SessionId,
+    pub(super) requests: mpsc::Sender<Request>,
+    pub(super) status: watch::Receiver<SessionStatus>,
+    pub(super) live: broadcast::Sender<Arc<HostEvent>>,
+    pub(super) approvals: Arc<Approvals>,
+    pub(super) stop: Arc<StopSignal>,
+    /// The gateway's drain flag: once raised, turns and commands are refused.
+    pub(super) draining: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for SessionHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionHandle")
+            .field("key", &self.key)
+            .field("status", &*self.status.borrow())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SessionHandle {
+    /// The id the gateway knows this session by (its first session id).
+    pub fn key(&self) -> &SessionId {
+        &self.key
+    }
+
+    /// Its status now.
+    pub fn status(&self) -> SessionStatus {
+        self.status.borrow().clone()
+    }
+
+    /// A receiver of its status as it changes.
+    pub fn watch_status(&self) -> watch::Receiver<SessionStatus> {
+        self.status.clone()
+    }
+
+    /// Its events from now on, as they happen (a bounded feed: a receiver that falls behind is
+    /// told how many it missed).
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<HostEvent>> {
+        self.live.subscribe()
+    }
+
+    /// Runs one user turn (after any turn or command queued before it).
+    ///
+    /// # Errors
+    /// [`RequestError`]: the session's queue is full, it has ended, or the host failed.
+    pub async fn turn(&self, input: UserInput) -> Result<TurnReport, RequestError> {
+        self.admit()?;
+        self.ask(|reply| Request::Turn(input, reply)).await
+    }
+
+    /// Runs a session command; `origin` defaults to the gateway's chat path.
+    ///
+    /// # Errors
+    /// As [`SessionHandle::turn`].
+    pub async fn command(
+        &self,
+        command: SessionCommand,
+        origin: Option<CommandOrigin>,
+    ) -> Result<Vec<HostEvent>, RequestError> {
+        self.admit()?;
+        if command == SessionCommand::Stop {
+            // `/stop` reaches the turn in flight at once; the command itself (its event) queues.
+            self.stop.raise();
+        }
+        self.ask(|reply| Request::Command(command, origin, reply))
+            .await
+    }
+
+    /// An inbound chat message for this session (`message:received`, queued to subscribers).
+    ///
+    /// # Errors
+    /// As [`SessionHandle::turn`].
+    pub async fn inbound(&self, message: InboundMessage) -> Result<Vec<HostEvent>, RequestError> {
+        self.ask(|reply| Request::Inbound(Box::new(message), reply))
+            .await
+    }
+
+    /// Stops the turn in flight, if any, as `/stop` does, without queueing.
+    pub fn stop_turn(&self) {
+        self.stop.raise();
+    }
+
+    /// Answers the approval waiting for `call_id`.
+    ///
+    /// # Errors
+    /// [`NotWaiting`] when no approval waits for that call.
+    pub fn answer_approval(&self, call_id: &str, decision: Decision) -> Result<(), NotWaiting> {
+        self.approvals.answer(call_id, decision)
+    }
+
+    /// The call ids whose approval waits for an answer.
+    pub fn pending_approvals(&self) -> Vec<String> {
+        self.approvals.pending()
+    }
+
+    /// A page of the active session's stored records.
+    ///
+    /// # Errors
+    /// As [`SessionHandle::turn`].
+    pub async fn records(&self, offset: usize, limit: usize) -> Result<RecordsPage, RequestError> {
+        let (reply, answer) = oneshot::channel();
+        self.send(Request::Records {
+            offset,
+            limit,
+            reply,
+        })?;
+        answer
+            .await
+            .map_err(|_| RequestError::Ended(self.key.clone()))
+    }
+
+    /// Ends the session: its end hooks run (SPEC P3.11), and the task stops.
+    ///
+    /// # Errors
+    /// As [`SessionHandle::turn`].
+    pub async fn close(&self) -> Result<Vec<HostEvent>, RequestError> {
+        self.ask(Request::Close).await
+    }
+
+    fn admit(&self) -> Result<(), RequestError> {
+        if self.draining.load(Ordering::Acquire) {
+            Err(RequestError::Draining)
+        } else {
+            Ok(())
+        }
+    }
+
+    pub(super) async fn ask<T>(
+        &self,
+        request: impl FnOnce(Reply<T>) -> Request,
+    ) -> Result<T, RequestError> {
+        let (reply, answer) = oneshot::channel();
+        self.send(request(reply))?;
+        match answer.await {
+            Ok(result) => result.map_err(RequestError::Host),
+            Err(_) => Err(RequestError::Ended(self.key.clone())),
+        }
+    }
+
+    pub(super) fn send(&self, request: Request) -> Result<(), RequestError> {
+        self.requests.try_send(request).map_err(|e| match e {
+            mpsc::error::TrySendError::Full(_) => RequestError::Busy(self.key.clone()),
+            mpsc::error::TrySendError::Closed(_) => RequestError::Ended(self.key.clone()),
+        })
+    }
+}
+
+/// The session's task: serves requests one at a time until closed, shut down, or every handle
+/// is gone.
+pub(super) async fn serve(
+    mut conversation: Conversation,
+    mut requests: mpsc::Receiver<Request>,
+    status: Arc<watch::Sender<SessionStatus>>,
+    clock: Arc<dyn crate::session::Clock>,
+) {
+    while let Some(request) = requests.recv().await {
+        let turn = matches!(request, Request::Turn(..));
+        if !matches!(request, Request::Records { .. }) {
+            status.send_modify(|s| s.activity = Activity::Turn);
+        }
+        let done = handle(&mut conversation, request).await;
+        let now = clock.now_ms();
+        status.send_modify(|s| {
+            s.activity = if done {
+                Activity::Closed
+            } else {
+                Activity::Idle
+            };
+            s.last_activity_ms = now;
+            s.session_id = conversation.active().map(|i| i.session_id.clone());
+            s.workspace = conversation.workspace().display().to_string();
+            if let Some(info) = conversation.active() {
+                s.approval_mode = info.approval_mode;
+            }
+            s.model = conversation.model().map(str::to_owned);
+            s.records = conversation.records().len();
+            s.turns += u64::from(turn);
+        });
+        if done {
+            return;
+        }
+    }
+    // Every handle is gone (the gateway dropped it): end the session like a close.
+    let _ = conversation.close().await;
+}
+
+/// Handles one request; true when the session has ended.
+async fn handle(conversation: &mut Conversation, request: Request) -> bool {
+    match request {
+        Request::Turn(input, reply) => {
+            let result = conversation
+                .user_turn(input)
+                .await
+                .map(|stop_reason| TurnReport {
+                    session_id: conversation.active().map(|i| i.session_id.clone()),
+                    stop_reason,
+                    events: conversation.take_events(),
+                });
+            let _ = reply.send(result);
+        }
+        Request::Command(command, origin, reply) => {
+            let result = match origin {
+                Some(origin) => conversation.command_from(command, &origin).await,
+                None => conversation.command(command).await,
+            };
+            let _ = reply.send(result.map(|()| conversation.take_events()));
+        }
+        Request::Inbound(message, reply) => {
+            conversation.inbound(*message);
+            let result = conversation.record_event_notes().await;
+            let _ = reply.send(result.map(|()| conversation.take_events()));
+        }
+        Request::Records {
+            offset,
+            limit,
+            reply,
+        } => {
+            let records = conversation.records();
+            let _ = reply.send(RecordsPage {
+                session_id: conversation.active().map(|i| i.session_id.clone()),
+                total: records.len(),
+                records: records.iter().skip(offset).take(limit).cloned().collect(),
+            });
+        }
+        Request::Close(reply) => {
+            let result = conversation.close().await;
+            let _ = reply.send(result.map(|()| conversation.take_events()));
+            return true;
+        }
+        Request::Shutdown {
+            restart_expected,
+            notes,
+            reply,
+        } => {
+            let result = conversation.ended_by_shutdown(restart_expected, &notes);
+            let _ = reply.send(result.map(|()| conversation.take_events()));
+            return true;
+        }
+        Request::Note(note) => {
+            // A store failure here has nobody to report to but the log.
+            if let Err(error) = conversation.record(note) {
+                tracing::warn!(%error, "could not archive a drain note");
+            }
+        }
+    }
+    false
+}
+
+/// How long a shutdown waits for one session to archive its end.
+pub(super) const SESSION_SHUTDOWN_WAIT: Duration = Duration::from_secs(2);

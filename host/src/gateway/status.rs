@@ -1,0 +1,44 @@
+//! What a gateway session looks like from outside: [`SessionStatus`], kept current by the
+//! session's task on a `watch` channel, so readers never wait for a turn to finish.
+
+use hookline_messages::session::{ApprovalMode, SessionId};
+use serde::Serialize;
+
+/// What a session is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Activity {
+    /// Waiting for a request.
+    Idle,
+    /// Running a turn or a command.
+    Turn,
+    /// A turn waits for an operator's approval.
+    Approval,
+    /// Ended (closed, or the gateway shut down).
+    Closed,
+}
+
+/// A session's status.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionStatus {
+    /// The id the gateway knows the conversation by: its first session's id, stable across
+    /// `/new` and `/reset`.
+    pub key: SessionId,
+    /// The active session (changes with `/new`, `/reset`, `/resume`, ...).
+    pub session_id: Option<SessionId>,
+    /// The current workspace.
+    pub workspace: String,
+    /// The active session's approval mode.
+    pub approval_mode: ApprovalMode,
+    /// The model `/model` chose, if any.
+    pub model: Option<String>,
+    /// What it is doing now.
+    pub activity: Activity,
+    /// User turns run so far.
+    pub turns: u64,
+    /// When it last did something, in milliseconds since the Unix epoch.
+    pub last_activity_ms: u64,
+    /// Stored records of the active session.
+    pub records: usize,
+}

@@ -1,0 +1,162 @@
+//! The session store interface (issue 14 item 1): what a gateway needs from a store, whatever
+//! keeps the bytes. Two backends implement it: [`FileStore`](super::FileStore) (the embedded
+//! default) and [`PgStore`](super::PgStore) (PostgreSQL, shared by several nodes).
+//!
+//! A session is written through one [`SessionWriter`] at a time, which holds the session's
+//! lease: an advisory file lock for the file store, a lease row with an expiry and a fencing
+//! token for PostgreSQL. Every write is durable before it returns, and appends of many sessions
+//! arriving together are committed together (group commit, issue 11 item 5).
+
+use std::collections::hash_map::RandomState;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use hookline_messages::record::{ArchiveEntry, Record};
+use hookline_messages::session::{ApprovalMode, SessionId, SessionInfo};
+
+use super::StoreError;
+
+/// What a new session starts with; the store allocates its id (unique in the store, across
+/// processes and nodes).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewSession {
+    /// The workspace root directory, as the host resolved it.
+    pub workspace_root: String,
+    /// The session's approval mode.
+    pub approval_mode: ApprovalMode,
+}
+
+/// A session as stored: facts, records, archive, and any torn tail repaired on open.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StoredSession {
+    /// The session's facts (the latest written).
+    pub info: SessionInfo,
+    /// The stored records, in order (what the next request is built from).
+    pub records: Vec<Record>,
+    /// The archive, in order.
+    pub archive: Vec<ArchiveEntry>,
+    /// One English sentence per torn or uncommitted tail cut off when the session was opened
+    /// (always empty for PostgreSQL, whose transactions leave no tails).
+    pub repaired: Vec<String>,
+}
+
+/// A store of sessions. Cheap to share (`Arc<dyn SessionStore>`); every method may be called
+/// from many tasks at once.
+#[async_trait]
+pub trait SessionStore: Send + Sync + 'static {
+    /// Allocates an id, writes the facts and `records`, and returns the writer (which holds the
+    /// session's lease).
+    ///
+    /// # Errors
+    /// [`StoreError`] when the store cannot write.
+    async fn create(
+        &self,
+        new: NewSession,
+        records: &[Record],
+    ) -> Result<(SessionInfo, Box<dyn SessionWriter>), StoreError>;
+
+    /// Opens a stored session for writing: takes its lease (at once when it was released or has
+    /// expired, else [`StoreError::Leased`]); `None` when the store does not know the id.
+    ///
+    /// # Errors
+    /// [`StoreError::Leased`] when another writer holds the session; other [`StoreError`]s when
+    /// the store cannot read or repair it.
+    async fn open(
+        &self,
+        id: &SessionId,
+    ) -> Result<Option<(StoredSession, Box<dyn SessionWriter>)>, StoreError>;
+
+    /// Reads a stored session without taking it (inspection, API reads). Never modifies the
+    /// store: a torn tail is left for the writer's open to repair, and is not returned.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the store cannot be read.
+    async fn read(&self, id: &SessionId) -> Result<Option<StoredSession>, StoreError>;
+
+    /// Every stored session id, sorted.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the store cannot be listed.
+    async fn sessions(&self) -> Result<Vec<SessionId>, StoreError>;
+}
+
+/// The one writer of one session. Dropping it without [`SessionWriter::release`] frees the
+/// lease too for the file store (the lock goes with the file handle); a PostgreSQL lease then
+/// stays until it expires, so drain should release.
+#[async_trait]
+pub trait SessionWriter: Send + 'static {
+    /// The session this writer writes.
+    fn session_id(&self) -> &SessionId;
+
+    /// Appends records and archive entries atomically (both or neither); returns only after
+    /// they are durable (synced / committed). Many sessions' appends arriving together are
+    /// committed together (group commit).
+    ///
+    /// # Errors
+    /// [`StoreError::LeaseLost`] when another writer took the session over (nothing written);
+    /// other [`StoreError`]s when the write failed (nothing of it is kept).
+    async fn append(
+        &mut self,
+        records: &[Record],
+        archive: &[ArchiveEntry],
+    ) -> Result<(), StoreError>;
+
+    /// Replaces every stored record (compaction) atomically, with `archive` appended in the same
+    /// commit.
+    ///
+    /// # Errors
+    /// As [`SessionWriter::append`]; on an error the old records stay.
+    async fn replace_records(
+        &mut self,
+        records: &[Record],
+        archive: &[ArchiveEntry],
+    ) -> Result<(), StoreError>;
+
+    /// Updates the session's facts (approval mode changes). The id in `info` must be this
+    /// writer's session.
+    ///
+    /// # Errors
+    /// As [`SessionWriter::append`].
+    async fn set_info(&mut self, info: &SessionInfo) -> Result<(), StoreError>;
+
+    /// Gives the lease up (drain); the writer is gone after.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the release could not be written (the lease then expires by itself).
+    async fn release(self: Box<Self>) -> Result<(), StoreError>;
+}
+
+/// A fresh session id: `s` and 16 hex digits from the time, the process and a per-process
+/// counter, mixed by a randomly keyed hasher. Safe as a file name (`validate_session_id`). The
+/// backends claim it atomically (a new directory, a primary key) and try again on a clash.
+pub(crate) fn fresh_session_id() -> SessionId {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut hasher = RandomState::new().build_hasher();
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    hasher.write_u128(nanos);
+    hasher.write_u32(std::process::id());
+    hasher.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    SessionId::from(format!("s{:016x}", hasher.finish()))
+}
+
+/// How many fresh ids a backend tries before giving up ([`StoreError::NoFreeId`]).
+pub(crate) const ID_TRIES: u32 = 16;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::validate_session_id;
+
+    #[test]
+    fn fresh_ids_are_file_names_and_distinct() {
+        let ids: std::collections::HashSet<_> = (0..1000).map(|_| fresh_session_id()).collect();
+        assert_eq!(ids.len(), 1000);
+        for id in ids {
+            assert_eq!(validate_session_id(id.as_str()), Ok(()));
+        }
+    }
+}

@@ -1,0 +1,413 @@
+//! The `SessionStore` contract (issue 14 items 1 to 3, issue 11 item 5), one generic body per
+//! promise, run against both backends: `FileStore` on a temporary directory and `PgStore` on a
+//! real PostgreSQL (`support/pg.rs`: a throwaway cluster, or `HOOKLINE_TEST_DATABASE_URL`).
+//! Then what only PostgreSQL has: migrations, lease expiry, renewal, takeover and fencing.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/pg.rs"]
+mod pg;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+use hookline::host::store::pg::migrate_url;
+use hookline::host::store::{
+    CommitStats, FileStore, FileStoreOptions, NewSession, PgStore, PgStoreOptions, SessionStore,
+    StoreError,
+};
+use hookline::messages::record::{ArchiveEntry, Record};
+use hookline::messages::session::{ApprovalMode, SessionId, SessionInfo};
+
+fn new_session() -> NewSession {
+    NewSession {
+        workspace_root: "/w".into(),
+        approval_mode: ApprovalMode::AskAboveRead,
+    }
+}
+
+fn user(text: &str) -> Record {
+    Record::User {
+        text: text.into(),
+        images: Vec::new(),
+    }
+}
+
+fn assistant(text: &str) -> Record {
+    Record::Assistant { text: text.into() }
+}
+
+fn finished() -> ArchiveEntry {
+    ArchiveEntry::TurnFinished {
+        stop_reason: hookline::messages::user::StopReason::Completed,
+    }
+}
+
+/// A store under test, a second independent store on the same data (another process or node),
+/// and its commit counters.
+struct Backend {
+    store: Arc<dyn SessionStore>,
+    other: Arc<dyn SessionStore>,
+    stats: Box<dyn Fn() -> CommitStats>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+fn file_backend() -> Backend {
+    let dir = tempfile::tempdir().unwrap();
+    let store = FileStore::open(dir.path(), FileStoreOptions::default()).unwrap();
+    let other = FileStore::open(dir.path(), FileStoreOptions::default()).unwrap();
+    let stats = store.clone();
+    Backend {
+        store: Arc::new(store),
+        other: Arc::new(other),
+        stats: Box::new(move || stats.stats()),
+        _dir: Some(dir),
+    }
+}
+
+fn pg_options(node: &str) -> PgStoreOptions {
+    PgStoreOptions {
+        node: node.into(),
+        migrate: true,
+        ..PgStoreOptions::default()
+    }
+}
+
+async fn pg_backend() -> Backend {
+    let url = pg::database_url();
+    let store = PgStore::connect(&url, pg_options("node-a")).await.unwrap();
+    let other = PgStore::connect(&url, pg_options("node-b")).await.unwrap();
+    let stats = store.clone();
+    Backend {
+        store: Arc::new(store),
+        other: Arc::new(other),
+        stats: Box::new(move || stats.stats()),
+        _dir: None,
+    }
+}
+
+/// What a session holds after the same writes on any backend.
+async fn round_trip(b: &Backend) -> (Vec<Record>, Vec<ArchiveEntry>) {
+    let (info, mut w) = b
+        .store
+        .create(new_session(), &[user("first")])
+        .await
+        .unwrap();
+    assert_eq!(w.session_id(), &info.session_id);
+    w.append(&[assistant("a1")], &[finished()]).await.unwrap();
+    let started = ArchiveEntry::SessionStarted(SessionInfo {
+        session_id: SessionId::from("fixed"),
+        ..info.clone()
+    });
+    w.append(&[], std::slice::from_ref(&started)).await.unwrap();
+    w.append(&[user("second"), assistant("a2")], &[])
+        .await
+        .unwrap();
+    let mut changed = info.clone();
+    changed.approval_mode = ApprovalMode::AskAll;
+    w.set_info(&changed).await.unwrap();
+    let expect_records = vec![
+        user("first"),
+        assistant("a1"),
+        user("second"),
+        assistant("a2"),
+    ];
+    let expect_archive = vec![finished(), started];
+    let read = b.store.read(&info.session_id).await.unwrap().unwrap();
+    assert_eq!(read.info, changed);
+    assert_eq!(read.records, expect_records);
+    assert_eq!(read.archive, expect_archive);
+    w.release().await.unwrap();
+    let (opened, w) = b.other.open(&info.session_id).await.unwrap().unwrap();
+    assert_eq!(opened.info, changed);
+    assert_eq!(opened.records, expect_records);
+    assert_eq!(opened.archive, expect_archive);
+    assert!(opened.repaired.is_empty(), "{:?}", opened.repaired);
+    assert!(b.store.sessions().await.unwrap().contains(&info.session_id));
+    w.release().await.unwrap();
+    (opened.records, opened.archive)
+}
+
+async fn compaction(b: &Backend) {
+    let (info, mut w) = b.store.create(new_session(), &[user("u")]).await.unwrap();
+    w.append(&[assistant("a"), user("v")], &[finished()])
+        .await
+        .unwrap();
+    let summary = Record::Summary { text: "s".into() };
+    let entry = ArchiveEntry::Compaction {
+        folded: 3,
+        summary: "s".into(),
+    };
+    w.replace_records(std::slice::from_ref(&summary), std::slice::from_ref(&entry))
+        .await
+        .unwrap();
+    w.append(&[user("after")], &[finished()]).await.unwrap();
+    w.release().await.unwrap();
+    let (stored, w) = b.store.open(&info.session_id).await.unwrap().unwrap();
+    assert_eq!(stored.records, vec![summary, user("after")]);
+    assert_eq!(stored.archive, vec![finished(), entry, finished()]);
+    w.release().await.unwrap();
+}
+
+async fn single_writer(b: &Backend) {
+    let (info, w) = b.store.create(new_session(), &[]).await.unwrap();
+    let id = info.session_id;
+    match b.other.open(&id).await {
+        Err(StoreError::Leased { session, .. }) => assert_eq!(session, id),
+        Err(e) => panic!("expected Leased, got {e}"),
+        Ok(_) => panic!("a second writer opened a held session"),
+    }
+    w.release().await.unwrap();
+    let (_, w) = b
+        .other
+        .open(&id)
+        .await
+        .unwrap()
+        .expect("released session opens");
+    w.release().await.unwrap();
+}
+
+async fn unknown(b: &Backend) {
+    let id = SessionId::from("no-such-session");
+    assert!(b.store.read(&id).await.unwrap().is_none());
+    assert!(b.store.open(&id).await.unwrap().is_none());
+}
+
+async fn concurrent_creates(b: &Backend) {
+    let created = join_all((0..32).map(|_| b.store.create(new_session(), &[]))).await;
+    let mut ids = Vec::new();
+    for c in created {
+        let (info, w) = c.unwrap();
+        ids.push(info.session_id);
+        w.release().await.unwrap();
+    }
+    let before = ids.len();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), before, "ids are unique");
+}
+
+/// 64 sessions append at once: far fewer commits than appends (SPEC-free: issue 11 item 5).
+async fn group_commit(b: &Backend) {
+    const SESSIONS: usize = 64;
+    let mut writers = Vec::new();
+    for _ in 0..SESSIONS {
+        writers.push(b.store.create(new_session(), &[]).await.unwrap());
+    }
+    let before = (b.stats)();
+    let (records, archive) = ([user("x")], [finished()]);
+    let appends = writers
+        .iter_mut()
+        .map(|(_, w)| w.append(&records, &archive));
+    for r in join_all(appends).await {
+        r.unwrap();
+    }
+    let after = (b.stats)();
+    let appends = after.appends - before.appends;
+    let commits = after.commits - before.commits;
+    assert_eq!(appends, SESSIONS as u64);
+    assert!(
+        commits <= SESSIONS as u64 / 4,
+        "{appends} appends took {commits} commits"
+    );
+    for (info, w) in writers {
+        w.release().await.unwrap();
+        let stored = b.store.read(&info.session_id).await.unwrap().unwrap();
+        assert_eq!(stored.records, vec![user("x")]);
+    }
+}
+
+macro_rules! contract {
+    ($backend:ident, $make:expr) => {
+        mod $backend {
+            use super::*;
+
+            #[tokio::test]
+            async fn round_trip_reads_back_every_write() {
+                round_trip(&$make).await;
+            }
+
+            #[tokio::test]
+            async fn compaction_replaces_records_and_keeps_the_archive() {
+                compaction(&$make).await;
+            }
+
+            #[tokio::test]
+            async fn a_held_session_has_one_writer() {
+                single_writer(&$make).await;
+            }
+
+            #[tokio::test]
+            async fn unknown_sessions_are_none() {
+                unknown(&$make).await;
+            }
+
+            #[tokio::test]
+            async fn concurrent_creates_get_distinct_ids() {
+                concurrent_creates(&$make).await;
+            }
+
+            #[tokio::test]
+            async fn appends_arriving_together_share_commits() {
+                group_commit(&$make).await;
+            }
+        }
+    };
+}
+
+contract!(files, file_backend());
+contract!(postgres, pg_backend().await);
+
+#[tokio::test]
+async fn both_backends_store_the_same_session() {
+    let files = round_trip(&file_backend()).await;
+    let postgres = round_trip(&pg_backend().await).await;
+    assert_eq!(files, postgres);
+}
+
+#[tokio::test]
+async fn migration_is_idempotent() {
+    let url = pg::database_url();
+    // Whatever ran first, a second and third run apply nothing and the store connects.
+    migrate_url(&url).await.unwrap();
+    assert!(migrate_url(&url).await.unwrap().is_empty());
+    assert!(migrate_url(&url).await.unwrap().is_empty());
+    PgStore::connect(
+        &url,
+        PgStoreOptions {
+            migrate: false,
+            ..pg_options("n")
+        },
+    )
+    .await
+    .unwrap();
+}
+
+/// Polls `check` until it is true or `limit` passes (a bounded wait on the database's clock).
+async fn eventually(limit: Duration, mut check: impl AsyncFnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if check().await {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+fn short_lease(node: &str, renew: Option<Duration>) -> PgStoreOptions {
+    PgStoreOptions {
+        lease_ttl: Duration::from_millis(800),
+        renew_every: renew,
+        ..pg_options(node)
+    }
+}
+
+#[tokio::test]
+async fn a_lease_is_renewed_then_expires_and_is_taken_over_with_a_new_token() {
+    let url = pg::database_url();
+    let a = PgStore::connect(&url, short_lease("a", None))
+        .await
+        .unwrap();
+    let b = PgStore::connect(&url, short_lease("b", None))
+        .await
+        .unwrap();
+    let (info, mut wa) = a.create(new_session(), &[user("u")]).await.unwrap();
+    let id = info.session_id;
+    let first = a.lease(&id).await.unwrap().unwrap();
+    assert_eq!(first.holder.as_deref(), Some("a"));
+    // Renewal pushes the expiry out again.
+    assert!(
+        eventually(Duration::from_secs(5), async || {
+            let before = a.lease(&id).await.unwrap().unwrap().expires_in_ms.unwrap();
+            a.renew_now().await.unwrap() == 1
+                && a.lease(&id).await.unwrap().unwrap().expires_in_ms.unwrap() > before
+        })
+        .await
+    );
+    assert!(matches!(b.open(&id).await, Err(StoreError::Leased { .. })));
+    // Not renewed, it expires, and b takes it over at once with a higher token.
+    let taken = eventually(Duration::from_secs(10), async || {
+        b.open(&id).await.is_ok_and(|o| o.is_some())
+    })
+    .await;
+    assert!(taken, "the expired lease was not taken over");
+    let second = b.lease(&id).await.unwrap().unwrap();
+    assert_eq!(second.holder.as_deref(), Some("b"));
+    assert!(second.token > first.token);
+    // a's write is fenced off and changes nothing.
+    let before = a.read(&id).await.unwrap().unwrap();
+    match wa.append(&[user("stale")], &[finished()]).await {
+        Err(StoreError::LeaseLost { session, token }) => {
+            assert_eq!(session, id);
+            assert_eq!(token, first.token);
+        }
+        other => panic!("a stale append was not refused: {other:?}"),
+    }
+    assert!(matches!(
+        wa.replace_records(&[], &[]).await,
+        Err(StoreError::LeaseLost { .. })
+    ));
+    assert!(matches!(
+        wa.set_info(&before.info).await,
+        Err(StoreError::LeaseLost { .. })
+    ));
+    assert_eq!(a.read(&id).await.unwrap().unwrap(), before);
+}
+
+#[tokio::test]
+async fn a_renewed_lease_outlives_its_ttl() {
+    let url = pg::database_url();
+    let a = PgStore::connect(&url, short_lease("a", Some(Duration::from_millis(150))))
+        .await
+        .unwrap();
+    let b = PgStore::connect(&url, short_lease("b", None))
+        .await
+        .unwrap();
+    let (info, w) = a.create(new_session(), &[]).await.unwrap();
+    // Three TTLs later the background renewer still holds it.
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_millis(2400) {
+        assert!(
+            matches!(
+                b.open(&info.session_id).await,
+                Err(StoreError::Leased { .. })
+            ),
+            "lease lapsed after {:?}",
+            start.elapsed()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Released on drain: taken over at once.
+    w.release().await.unwrap();
+    assert!(b.open(&info.session_id).await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn a_stale_writer_in_a_group_commit_is_refused_alone() {
+    let url = pg::database_url();
+    let a = PgStore::connect(&url, short_lease("a", None))
+        .await
+        .unwrap();
+    let b = PgStore::connect(&url, short_lease("b", None))
+        .await
+        .unwrap();
+    let (lost, mut stale) = a.create(new_session(), &[]).await.unwrap();
+    let (_, mut fine) = a.create(new_session(), &[]).await.unwrap();
+    let taken = eventually(Duration::from_secs(10), async || {
+        b.open(&lost.session_id).await.is_ok_and(|o| o.is_some())
+    })
+    .await;
+    assert!(taken);
+    let (r1, r2) = ([user("stale")], [user("fine")]);
+    let (r1, r2) = tokio::join!(stale.append(&r1, &[]), fine.append(&r2, &[]));
+    assert!(matches!(r1, Err(StoreError::LeaseLost { .. })), "{r1:?}");
+    r2.unwrap();
+    assert!(a
+        .read(&lost.session_id)
+        .await
+        .unwrap()
+        .unwrap()
+        .records
+        .is_empty());
+}
