@@ -194,9 +194,7 @@ async fn resume(url: &str) {
     };
     for _ in 0..N {
         let (info, mut w) = a.create(new_session(), &[]).await.unwrap();
-        w.append(&[record.clone(), record.clone()], &[])
-            .await
-            .unwrap();
+        w.append(&[record.clone(), record.clone()], &[]).await.unwrap();
         ids.push(info.session_id);
         drop(w); // dies holding the lease
     }

@@ -99,10 +99,10 @@ async fn round_trip(b: &Backend) -> (Vec<Record>, Vec<ArchiveEntry>) {
         session_id: SessionId::from("fixed"),
         ..info.clone()
     });
-    w.append(&[], std::slice::from_ref(&started)).await.unwrap();
-    w.append(&[user("second"), assistant("a2")], &[])
+    w.append(&[], std::slice::from_ref(&started))
         .await
         .unwrap();
+    w.append(&[user("second"), assistant("a2")], &[]).await.unwrap();
     let mut changed = info.clone();
     changed.approval_mode = ApprovalMode::AskAll;
     w.set_info(&changed).await.unwrap();
@@ -158,12 +158,7 @@ async fn single_writer(b: &Backend) {
         Ok(_) => panic!("a second writer opened a held session"),
     }
     w.release().await.unwrap();
-    let (_, w) = b
-        .other
-        .open(&id)
-        .await
-        .unwrap()
-        .expect("released session opens");
+    let (_, w) = b.other.open(&id).await.unwrap().expect("released session opens");
     w.release().await.unwrap();
 }
 
@@ -306,31 +301,22 @@ fn short_lease(node: &str, renew: Option<Duration>) -> PgStoreOptions {
 #[tokio::test]
 async fn a_lease_is_renewed_then_expires_and_is_taken_over_with_a_new_token() {
     let url = pg::database_url();
-    let a = PgStore::connect(&url, short_lease("a", None))
-        .await
-        .unwrap();
-    let b = PgStore::connect(&url, short_lease("b", None))
-        .await
-        .unwrap();
+    let a = PgStore::connect(&url, short_lease("a", None)).await.unwrap();
+    let b = PgStore::connect(&url, short_lease("b", None)).await.unwrap();
     let (info, mut wa) = a.create(new_session(), &[user("u")]).await.unwrap();
     let id = info.session_id;
     let first = a.lease(&id).await.unwrap().unwrap();
     assert_eq!(first.holder.as_deref(), Some("a"));
     // Renewal pushes the expiry out again.
-    assert!(
-        eventually(Duration::from_secs(5), async || {
-            let before = a.lease(&id).await.unwrap().unwrap().expires_in_ms.unwrap();
-            a.renew_now().await.unwrap() == 1
-                && a.lease(&id).await.unwrap().unwrap().expires_in_ms.unwrap() > before
-        })
-        .await
-    );
+    assert!(eventually(Duration::from_secs(5), async || {
+        let before = a.lease(&id).await.unwrap().unwrap().expires_in_ms.unwrap();
+        a.renew_now().await.unwrap() == 1
+            && a.lease(&id).await.unwrap().unwrap().expires_in_ms.unwrap() > before
+    })
+    .await);
     assert!(matches!(b.open(&id).await, Err(StoreError::Leased { .. })));
     // Not renewed, it expires, and b takes it over at once with a higher token.
-    let taken = eventually(Duration::from_secs(10), async || {
-        b.open(&id).await.is_ok_and(|o| o.is_some())
-    })
-    .await;
+    let taken = eventually(Duration::from_secs(10), async || b.open(&id).await.is_ok_and(|o| o.is_some())).await;
     assert!(taken, "the expired lease was not taken over");
     let second = b.lease(&id).await.unwrap().unwrap();
     assert_eq!(second.holder.as_deref(), Some("b"));
@@ -361,18 +347,13 @@ async fn a_renewed_lease_outlives_its_ttl() {
     let a = PgStore::connect(&url, short_lease("a", Some(Duration::from_millis(150))))
         .await
         .unwrap();
-    let b = PgStore::connect(&url, short_lease("b", None))
-        .await
-        .unwrap();
+    let b = PgStore::connect(&url, short_lease("b", None)).await.unwrap();
     let (info, w) = a.create(new_session(), &[]).await.unwrap();
     // Three TTLs later the background renewer still holds it.
     let start = Instant::now();
     while start.elapsed() < Duration::from_millis(2400) {
         assert!(
-            matches!(
-                b.open(&info.session_id).await,
-                Err(StoreError::Leased { .. })
-            ),
+            matches!(b.open(&info.session_id).await, Err(StoreError::Leased { .. })),
             "lease lapsed after {:?}",
             start.elapsed()
         );
@@ -386,12 +367,8 @@ async fn a_renewed_lease_outlives_its_ttl() {
 #[tokio::test]
 async fn a_stale_writer_in_a_group_commit_is_refused_alone() {
     let url = pg::database_url();
-    let a = PgStore::connect(&url, short_lease("a", None))
-        .await
-        .unwrap();
-    let b = PgStore::connect(&url, short_lease("b", None))
-        .await
-        .unwrap();
+    let a = PgStore::connect(&url, short_lease("a", None)).await.unwrap();
+    let b = PgStore::connect(&url, short_lease("b", None)).await.unwrap();
     let (lost, mut stale) = a.create(new_session(), &[]).await.unwrap();
     let (_, mut fine) = a.create(new_session(), &[]).await.unwrap();
     let taken = eventually(Duration::from_secs(10), async || {
@@ -403,11 +380,5 @@ async fn a_stale_writer_in_a_group_commit_is_refused_alone() {
     let (r1, r2) = tokio::join!(stale.append(&r1, &[]), fine.append(&r2, &[]));
     assert!(matches!(r1, Err(StoreError::LeaseLost { .. })), "{r1:?}");
     r2.unwrap();
-    assert!(a
-        .read(&lost.session_id)
-        .await
-        .unwrap()
-        .unwrap()
-        .records
-        .is_empty());
+    assert!(a.read(&lost.session_id).await.unwrap().unwrap().records.is_empty());
 }

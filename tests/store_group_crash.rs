@@ -80,16 +80,8 @@ fn whole_appends(id: &SessionId, stored: &StoredSession) -> u64 {
     for i in 0..n {
         let (records, archive) = append_of(i);
         let at = (i * 2) as usize;
-        assert_eq!(
-            stored.records[at..at + 2],
-            records[..],
-            "session {id}: append {i}"
-        );
-        assert_eq!(
-            stored.archive[at..at + 2],
-            archive[..],
-            "session {id}: append {i}"
-        );
+        assert_eq!(stored.records[at..at + 2], records[..], "session {id}: append {i}");
+        assert_eq!(stored.archive[at..at + 2], archive[..], "session {id}: append {i}");
     }
     n
 }
@@ -115,11 +107,7 @@ async fn crash_child() {
         Box::new(store)
     } else {
         let url = spec.strip_prefix("pg:").unwrap();
-        Box::new(
-            PgStore::connect(url, PgStoreOptions::default())
-                .await
-                .unwrap(),
-        )
+        Box::new(PgStore::connect(url, PgStoreOptions::default()).await.unwrap())
     };
     let fresh = if spec.starts_with("files:") { 2 } else { 8 };
     for _ in 0..fresh {
@@ -188,10 +176,7 @@ fn kill_children(spec: &str, iterations: usize, seed: u64) -> BTreeMap<SessionId
                 ["session", id, n] => {
                     let n: u64 = n.parse().unwrap();
                     let e = acked.entry(SessionId::from(*id)).or_insert(0);
-                    assert!(
-                        n >= *e,
-                        "child {i} reopened {id} with {n} appends, {e} were acked"
-                    );
+                    assert!(n >= *e, "child {i} reopened {id} with {n} appends, {e} were acked");
                     *e = (*e).max(n);
                 }
                 _ => {}
@@ -257,10 +242,7 @@ async fn file_store_loses_no_acknowledged_append_under_sigkill() {
         let (stored, _w) = store.open(id).await.unwrap().unwrap();
         let have = whole_appends(id, &stored);
         // At most the one append in flight when the child died is there unacknowledged.
-        assert!(
-            have >= *want && have <= *want + 1,
-            "session {id}: {have} appends, {want} acked"
-        );
+        assert!(have >= *want && have <= *want + 1, "session {id}: {have} appends, {want} acked");
         total += want;
     }
     assert!(total > 0, "no append was acknowledged at all");
@@ -277,17 +259,12 @@ async fn postgres_store_loses_no_acknowledged_append_under_sigkill() {
     // The schema first, so children only connect.
     hookline::host::store::pg::migrate_url(&url).await.unwrap();
     let acked = kill_children(&format!("pg:{url}"), iterations(15), seed());
-    let store = PgStore::connect(&url, PgStoreOptions::default())
-        .await
-        .unwrap();
+    let store = PgStore::connect(&url, PgStoreOptions::default()).await.unwrap();
     let mut total = 0;
     for (id, want) in &acked {
         let stored = store.read(id).await.unwrap().unwrap();
         let have = whole_appends(id, &stored);
-        assert!(
-            have >= *want && have <= *want + 1,
-            "session {id}: {have} appends, {want} acked"
-        );
+        assert!(have >= *want && have <= *want + 1, "session {id}: {have} appends, {want} acked");
         total += want;
     }
     assert!(total > 0, "no append was acknowledged at all");

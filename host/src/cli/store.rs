@@ -65,10 +65,7 @@ fn migrate(url: &str) -> ExitCode {
             for name in &applied {
                 println!("applied {name}");
             }
-            println!(
-                "Applied {} migration(s); the schema is current.",
-                applied.len()
-            );
+            println!("Applied {} migration(s); the schema is current.", applied.len());
             ExitCode::SUCCESS
         }
         Err(e) => {

@@ -97,11 +97,8 @@ pub trait SessionWriter: Send + 'static {
     /// # Errors
     /// [`StoreError::LeaseLost`] when another writer took the session over (nothing written);
     /// other [`StoreError`]s when the write failed (nothing of it is kept).
-    async fn append(
-        &mut self,
-        records: &[Record],
-        archive: &[ArchiveEntry],
-    ) -> Result<(), StoreError>;
+    async fn append(&mut self, records: &[Record], archive: &[ArchiveEntry])
+        -> Result<(), StoreError>;
 
     /// Replaces every stored record (compaction) atomically, with `archive` appended in the same
     /// commit.

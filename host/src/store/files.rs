@@ -32,9 +32,7 @@ use rustix::fs::{flock, FlockOperation};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
-use super::api::{
-    fresh_session_id, NewSession, SessionStore, SessionWriter, StoredSession, ID_TRIES,
-};
+use super::api::{fresh_session_id, NewSession, SessionStore, SessionWriter, StoredSession, ID_TRIES};
 use super::log::{
     encode_records, remove_stale_rewrite, rewrite_path, scan, sync_dir, write_new_file, Scan,
 };
@@ -311,18 +309,12 @@ impl SessionWriter for FileWriter {
 fn lock(files: &Mutex<SessionFiles>) -> MutexGuard<'_, SessionFiles> {
     // A panic while holding the lock leaves the handles as they were; the poisoned flag of
     // `SessionFiles` (not the mutex's) says whether they are usable.
-    files
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    files.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The committer: takes every queued append (up to [`MAX_BATCH`] when grouping), writes them,
 /// syncs all their files at once, and answers each.
-fn committer(
-    mut rx: mpsc::Receiver<Job>,
-    options: &FileStoreOptions,
-    stats: &std::sync::Weak<Inner>,
-) {
+fn committer(mut rx: mpsc::Receiver<Job>, options: &FileStoreOptions, stats: &std::sync::Weak<Inner>) {
     let mut carry: Vec<Job> = Vec::new();
     loop {
         let mut batch = std::mem::take(&mut carry);
@@ -510,11 +502,7 @@ fn sync_all(
                 Err(_) => failures.extend(part.iter().map(|(i, _, dir, name)| {
                     (
                         *i,
-                        StoreError::io(
-                            dir.join(name),
-                            "sync",
-                            io::Error::other("sync thread panicked"),
-                        ),
+                        StoreError::io(dir.join(name), "sync", io::Error::other("sync thread panicked")),
                     )
                 })),
             }
@@ -700,11 +688,7 @@ fn read_files(dir: &Path) -> Result<Option<Reading>, StoreError> {
         Some(expected) => rewrite_matches(&rewrite, expected)?,
         None => false,
     };
-    let records_source = if pending_rewrite {
-        &rewrite
-    } else {
-        &records_path
-    };
+    let records_source = if pending_rewrite { &rewrite } else { &records_path };
     let records = scan::<Record>(records_source)?.unwrap_or_else(empty_scan);
     let archive = scan::<ArchiveEntry>(&dir.join(ARCHIVE))?.unwrap_or_else(empty_scan);
     let records_torn = torn(records_source, &records)?;
@@ -779,9 +763,7 @@ fn torn<T>(path: &Path, scan: &Scan<T>) -> Result<Option<TornTail>, StoreError> 
 
 fn rewrite_matches(path: &Path, expected: Rewrite) -> Result<bool, StoreError> {
     match fs::read(path) {
-        Ok(bytes) => {
-            Ok(bytes.len() as u64 == expected.len && crc32c::crc32c(&bytes) == expected.crc)
-        }
+        Ok(bytes) => Ok(bytes.len() as u64 == expected.len && crc32c::crc32c(&bytes) == expected.crc),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(StoreError::io(path, "read", e)),
     }
@@ -830,20 +812,8 @@ fn open_session(
     let records = open_rw(&records_path)?;
     let archive = open_rw(&dir.join(ARCHIVE))?;
     for (file, path, end, scan_end, torn) in [
-        (
-            &records,
-            &records_path,
-            reading.records_end,
-            reading.records_scan_end,
-            &reading.records_torn,
-        ),
-        (
-            &archive,
-            &dir.join(ARCHIVE),
-            reading.archive_end,
-            reading.archive_scan_end,
-            &reading.archive_torn,
-        ),
+        (&records, &records_path, reading.records_end, reading.records_scan_end, &reading.records_torn),
+        (&archive, &dir.join(ARCHIVE), reading.archive_end, reading.archive_scan_end, &reading.archive_torn),
     ] {
         let len = file
             .metadata()
@@ -876,11 +846,7 @@ fn open_session(
         replace: None,
     };
     let one_point = encode_records(&commits_path, &[point])?;
-    if reading.cut_points
-        || reading.points == 0
-        || reading.points > MAX_COMMIT_POINTS
-        || reading.pending_rewrite
-    {
+    if reading.cut_points || reading.points == 0 || reading.points > MAX_COMMIT_POINTS || reading.pending_rewrite {
         replace_file(&commits_path, &one_point)?;
     } else {
         // Cut a torn commit frame behind the last point.
@@ -986,11 +952,7 @@ mod tests {
             &encode_records(&dir, &[user("c"), user("d")]).unwrap(),
         );
         let read = store.read(&id).await.unwrap().unwrap();
-        assert_eq!(
-            read.records,
-            vec![user("a"), user("b")],
-            "read shows no half"
-        );
+        assert_eq!(read.records, vec![user("a"), user("b")], "read shows no half");
         let (stored, _w) = store.open(&id).await.unwrap().unwrap();
         assert_eq!(stored.records, vec![user("a"), user("b")]);
         assert_eq!(stored.archive.len(), 1);
@@ -1007,10 +969,7 @@ mod tests {
         append_raw(&dir.join(ARCHIVE), &frame[..frame.len() - 3]);
         let (stored, _w) = store.open(&id).await.unwrap().unwrap();
         assert_eq!(stored.archive.len(), 1);
-        assert!(stored
-            .repaired
-            .iter()
-            .any(|r| r.contains("torn or corrupt")));
+        assert!(stored.repaired.iter().any(|r| r.contains("torn or corrupt")));
         let len = fs::metadata(dir.join(ARCHIVE)).unwrap().len();
         drop(_w);
         let (again, _w) = store.open(&id).await.unwrap().unwrap();
@@ -1036,10 +995,7 @@ mod tests {
             }),
         };
         replace_file(&dir.join(COMMITS), &encode_records(&dir, &[point]).unwrap()).unwrap();
-        assert_eq!(
-            store.read(&id).await.unwrap().unwrap().records,
-            vec![user("summary")]
-        );
+        assert_eq!(store.read(&id).await.unwrap().unwrap().records, vec![user("summary")]);
         let (stored, _w) = store.open(&id).await.unwrap().unwrap();
         assert_eq!(stored.records, vec![user("summary")]);
         assert!(!rewrite_path(&dir.join(RECORDS)).exists());

@@ -52,9 +52,9 @@ use hookline_messages::session::SessionId;
 pub use api::{NewSession, SessionStore, SessionWriter, StoredSession};
 pub use error::StoreError;
 pub use files::{CommitStats, FileStore, FileStoreOptions, MAX_BATCH};
+pub use pg::{PgStore, PgStoreOptions};
 pub use frame::{TornReason, MAX_RECORD_BYTES};
 pub use log::{Log, Recovery, TornTail};
-pub use pg::{PgStore, PgStoreOptions};
 pub use session_id::{validate_session_id, InvalidSessionId, MAX_SESSION_ID_BYTES};
 
 /// The directory that sessions live under, inside the store's root.

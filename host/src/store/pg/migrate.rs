@@ -91,7 +91,10 @@ pub async fn migrate(client: &mut Client) -> Result<Vec<&'static str>, StoreErro
 /// [`StoreError::Database`] when the query fails for another reason than a missing table.
 pub async fn current_version(client: &Client) -> Result<i32, StoreError> {
     let row = client
-        .query_one("SELECT to_regclass('hookline_migrations') IS NOT NULL", &[])
+        .query_one(
+            "SELECT to_regclass('hookline_migrations') IS NOT NULL",
+            &[],
+        )
         .await
         .map_err(|e| StoreError::db("look for hookline_migrations", e))?;
     if !row.get::<_, bool>(0) {

@@ -24,18 +24,16 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use deadpool_postgres::GenericClient;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use hookline_messages::record::{ArchiveEntry, Record};
 use hookline_messages::session::{SessionId, SessionInfo};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
+use deadpool_postgres::GenericClient;
 use tokio_postgres::NoTls;
 
-use super::api::{
-    fresh_session_id, NewSession, SessionStore, SessionWriter, StoredSession, ID_TRIES,
-};
+use super::api::{fresh_session_id, NewSession, SessionStore, SessionWriter, StoredSession, ID_TRIES};
 use super::files::{CommitStats, MAX_BATCH};
 use super::{StoreError, MAX_RECORD_BYTES};
 
@@ -150,7 +148,10 @@ pub fn pool(url: &str, size: usize) -> Result<Pool, StoreError> {
 /// [`StoreError::Database`] when it cannot connect or a migration fails.
 pub async fn migrate_url(url: &str) -> Result<Vec<&'static str>, StoreError> {
     let pool = pool(url, 1)?;
-    let mut client = pool.get().await.map_err(|e| StoreError::db("connect", e))?;
+    let mut client = pool
+        .get()
+        .await
+        .map_err(|e| StoreError::db("connect", e))?;
     migrate::migrate(&mut client).await
 }
 
@@ -163,7 +164,10 @@ impl PgStore {
     /// [`StoreError::Database`] when it cannot connect or the schema is behind.
     pub async fn connect(url: &str, options: PgStoreOptions) -> Result<Self, StoreError> {
         let pool = pool(url, options.pool_size)?;
-        let mut client = pool.get().await.map_err(|e| StoreError::db("connect", e))?;
+        let mut client = pool
+            .get()
+            .await
+            .map_err(|e| StoreError::db("connect", e))?;
         if options.migrate {
             migrate::migrate(&mut client).await?;
         }
@@ -279,11 +283,7 @@ fn encode<T: Serialize>(session: &SessionId, items: &[T]) -> Result<Vec<String>,
         .collect()
 }
 
-fn decode<T: DeserializeOwned>(
-    session: &SessionId,
-    what: &str,
-    text: &str,
-) -> Result<T, StoreError> {
+fn decode<T: DeserializeOwned>(session: &SessionId, what: &str, text: &str) -> Result<T, StoreError> {
     serde_json::from_str(text).map_err(|source| StoreError::Corrupt {
         session: session.clone(),
         what: what.to_owned(),
