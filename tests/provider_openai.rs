@@ -14,7 +14,6 @@ use async_trait::async_trait;
 use hookline::actors::plugin::{HookResult, PluginRegistration, RawHooks, Reply};
 use hookline::host::provider::{
     ImageSource, KeySource, OpenAiConfig, OpenAiProvider, Provider, ProviderError, RetryPolicy,
-    Stoppable,
 };
 use hookline::host::tools::ToolRegistry;
 use hookline::host::turn::UserInput;
@@ -456,29 +455,30 @@ fn hanging_stream() -> Canned {
     }
 }
 
-#[tokio::test]
-async fn stopping_a_streamed_call_ends_it_as_stopped_and_closes_the_request() {
+#[actix_rt::test]
+async fn stop_during_a_streamed_call_cancels_the_turn_and_closes_the_request() {
     let stub = Stub::start(vec![hanging_stream()]).await;
-    let inner = OpenAiProvider::new(config(&stub, true)).unwrap();
-    let (provider, stop) = Stoppable::new(inner);
-    // `/stop` arrives once the first words are on screen.
-    let on_text = |_: &str| stop.stop();
-    let result = tokio::time::timeout(
+    let provider = OpenAiProvider::new(config(&stub, true)).unwrap();
+    let (mut host, _dir) = host(Arc::new(provider), vec![]);
+    host.open().await.unwrap();
+    let stop = host.stop_signal();
+    // `/stop` (or Ctrl-C) arrives while the answer streams.
+    let raise = async {
+        assert!(stub.request_arrived().await);
+        stop.raise();
+    };
+    let turn = tokio::time::timeout(
         Duration::from_secs(10),
-        provider.complete_streaming(&work_request("hi"), &on_text),
-    )
-    .await
-    .expect("the stop ends the call");
-    assert_eq!(result.unwrap_err(), ProviderError::Stopped);
-    assert!(stub.client_went_away().await, "the request was not closed");
-    // A stop in force ends the next call at once; a reset lets calls run again.
-    stub.push(answer("again"));
-    assert_eq!(
-        provider.complete(&work_request("hi")).await.unwrap_err(),
-        ProviderError::Stopped
+        host.user_turn(UserInput::work("hi")),
     );
-    stop.reset();
-    assert!(provider.complete(&work_request("hi")).await.is_ok());
+    let (stop_reason, ()) = tokio::join!(turn, raise);
+    assert_eq!(stop_reason.unwrap().unwrap(), StopReason::Cancelled);
+    assert!(stub.client_went_away().await, "the request was not closed");
+    let events = host.take_events();
+    assert!(events.contains(&HostEvent::ModelFailed {
+        purpose: Purpose::Work,
+        error: "the call was stopped".into()
+    }));
 }
 
 #[tokio::test]

@@ -95,6 +95,8 @@ struct Inner {
     received: Mutex<Vec<Received>>,
     /// Notified when a hanging stream's client went away.
     closed: Notify,
+    /// Notified when a request arrives.
+    arrived: Notify,
 }
 
 /// The running stub.
@@ -139,6 +141,13 @@ impl Stub {
         self.inner.replies.lock().unwrap().len()
     }
 
+    /// Waits (at most 10 s) until a request arrives; false if none did.
+    pub async fn request_arrived(&self) -> bool {
+        tokio::time::timeout(Duration::from_secs(10), self.inner.arrived.notified())
+            .await
+            .is_ok()
+    }
+
     /// Waits (at most 10 s) until a hanging stream's client has gone away; false if it never did.
     pub async fn client_went_away(&self) -> bool {
         tokio::time::timeout(Duration::from_secs(10), self.inner.closed.notified())
@@ -162,6 +171,7 @@ async fn answer(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes
         headers: headers.clone(),
         body: json,
     });
+    inner.arrived.notify_one();
     let reply = inner.replies.lock().unwrap().pop_front();
     let Some(reply) = reply else {
         return Response::builder()

@@ -5,10 +5,10 @@
 //! - [`OpenAiProvider`]: any server that speaks the OpenAI chat-completions API (hosted services,
 //!   vLLM, llama.cpp's server, Ollama, LM Studio, ...), streaming or not, with retries
 //!   (`docs/providers.md`).
+//! - [`EchoProvider`]: a stateless offline model for servers and load tests (`call <tool> <json>`
+//!   asks for that tool call).
 //! - [`OfflineProvider`]: the small built-in model `hookline chat` uses without a provider: it
 //!   echoes each message and makes one demo tool call, so a session always runs.
-//! - [`Stoppable`]: wraps any provider so a [`StopHandle`] (`/stop`, Ctrl-C) ends the call in
-//!   flight as [`ProviderError::Stopped`], dropping (and so aborting) the request.
 //!
 //! A provider receives requests already prepared ([`ModelRequest::prepared_for_provider`]): the
 //! hooks have run, images sit only where the model may take them (SPEC R5.5, R5.6).
@@ -18,7 +18,6 @@ mod error;
 mod offline;
 pub mod openai;
 mod scripted;
-mod stop;
 
 pub use echo::EchoProvider;
 
@@ -29,7 +28,6 @@ pub use error::ProviderError;
 pub use offline::{OfflineProvider, ECHO_FILE};
 pub use openai::{ImageSource, KeySource, OpenAiConfig, OpenAiProvider, RetryPolicy};
 pub use scripted::ScriptedProvider;
-pub use stop::{StopHandle, Stoppable};
 
 /// Where a provider offers model text as it arrives (one call per text delta, in order).
 pub type OnText<'a> = &'a (dyn Fn(&str) + Send + Sync);

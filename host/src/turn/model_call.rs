@@ -47,8 +47,11 @@ impl Turn<'_> {
             }
         };
         let answer = tokio::select! {
-            answer = provider.complete_streaming(&sent, &on_text) => answer,
+            // A stop raised before the call (during a tool run or an approval) wins even over a
+            // provider that answers at once.
+            biased;
             () = stop.raised() => Err(ProviderError::Stopped),
+            answer = provider.complete_streaming(&sent, &on_text) => answer,
         };
         match answer {
             Ok(response) => {

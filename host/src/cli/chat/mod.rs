@@ -32,9 +32,9 @@ use tokio::sync::{broadcast, mpsc};
 use super::plugin_dirs::PluginDirs;
 use super::provider::ProviderArgs;
 use super::run::plugins;
-use crate::provider::{OfflineProvider, Provider, StopHandle, Stoppable};
+use crate::provider::{OfflineProvider, Provider};
 use crate::session::{Host, HostError, SessionCommand};
-use crate::turn::UserInput;
+use crate::turn::{StopSignal, UserInput};
 use console::{Console, LIVE_CAPACITY};
 use input::Input;
 use operator::{yes_no, Answers, TerminalOperator};
@@ -101,7 +101,8 @@ struct Chat {
     answers: Answers,
     /// One signal per approval question asked.
     asked: mpsc::Receiver<()>,
-    stop: StopHandle,
+    /// The host's stop signal for the turn in flight.
+    stop: Arc<StopSignal>,
     lines: mpsc::Receiver<Input>,
     /// Lines typed while a turn ran, in order: they run after it, like a shell's type-ahead.
     ahead: VecDeque<Input>,
@@ -146,7 +147,7 @@ async fn chat(args: &ChatArgs) -> Result<(), ChatError> {
         Some(model) => Arc::new(model),
         None => Arc::new(OfflineProvider::new()),
     };
-    let (provider, stop) = Stoppable::new(Streamed::new(inner, console.clone()));
+    let provider = Streamed::new(inner, console.clone());
     let (operator, answers, asked) = TerminalOperator::new(console.clone());
     let workspace = match &args.workspace {
         Some(dir) => dir.clone(),
@@ -160,7 +161,11 @@ async fn chat(args: &ChatArgs) -> Result<(), ChatError> {
         .operator(Arc::new(operator))
         .workspace(&workspace)
         .start()?;
-    host.watch(live);
+    host.attach_live(Arc::new(move |event: &crate::session::HostEvent| {
+        // No receiver is not an error: the console has gone.
+        let _ = live.send(Arc::new(event.clone()));
+    }));
+    let stop = host.stop_signal();
     let model_name = args
         .provider
         .describe()
@@ -293,7 +298,6 @@ impl Chat {
     /// One user turn. Lines typed meanwhile answer the approval question, stop the turn
     /// (`/stop`), or wait for their turn; Ctrl-C stops it.
     async fn turn(&mut self, host: &mut Host, text: &str) -> Result<(), HostError> {
-        self.stop.reset();
         let input = UserInput {
             mode: host.session_mode(),
             ..UserInput::work(text)
@@ -376,7 +380,7 @@ impl Chat {
 
     fn stop_turn(&self) {
         self.console.say("-- Stopping the turn...");
-        self.stop.stop();
+        self.stop.raise();
         self.answers.refuse();
     }
 }
