@@ -21,7 +21,7 @@ describe("the console against hookline serve", () => {
   let page;
   let key;
 
-  const shot = (name) => page.screenshot({ path: join(artifacts, `${name}.png`), fullPage: true });
+  const shot = (name, fullPage = true) => page.screenshot({ path: join(artifacts, `${name}.png`), fullPage });
   const go = async (hash) => {
     await page.evaluate((h) => { location.hash = h; }, hash);
   };
@@ -124,6 +124,7 @@ describe("the console against hookline serve", () => {
     // flaky's skip, as its English note.
     assert.match(await first.locator('li[data-event="note"]').allInnerTexts().then((t) => t.join("\n")), /flaky/);
     assert.match(await first.locator('li[data-event="approval"]').innerText(), /allow/);
+    await page.locator(".status-line .badge.state-idle").waitFor();
     await shot("timeline");
   });
 
@@ -206,7 +207,7 @@ describe("the console against hookline serve", () => {
       await page.locator("main h2").first().waitFor();
       const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
       assert.ok(overflow <= 1, `${name}: the page is ${overflow} px wider than the window`);
-      await shot(name);
+      await shot(name, false);
     }
     const background = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
     assert.equal(background, "rgb(15, 18, 22)");

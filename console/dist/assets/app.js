@@ -902,6 +902,14 @@ function pluginRows(view2) {
 function list(items, empty = "–") {
   return items.length === 0 ? h("span", { class: "sub" }, empty) : h("span", { class: "mono" }, items.join(", "));
 }
+function timed(hooks) {
+  return h(
+    "span",
+    {},
+    h("span", { class: "sub" }, hooks.length === 0 ? "not listed; none timed yet" : "not listed; timed: "),
+    hooks.length === 0 ? null : h("span", { class: "mono" }, hooks.join(", "))
+  );
+}
 function pluginsTable(rows, stats) {
   const seen = (name) => stats.filter((s) => s.plugin === name && (s.samples > 0 || (s.calls ?? 0) > 0)).map((s) => s.hook);
   return h("div", { class: "scroll" }, h(
@@ -916,7 +924,7 @@ function pluginsTable(rows, stats) {
       h("th", { scope: "row", class: "mono" }, r.name),
       h("td", {}, r.kind),
       h("td", {}, r.language),
-      h("td", {}, r.hooks.length > 0 || r.kind !== "in-process" ? list(r.hooks) : list(seen(r.name), "none seen yet")),
+      h("td", {}, r.hooks.length > 0 || r.kind !== "in-process" ? list(r.hooks) : timed(seen(r.name))),
       h("td", {}, list(r.rawHooks)),
       h("td", {}, list(r.events)),
       h("td", {}, h("span", { class: `badge plugin-${r.status}` }, r.status)),
@@ -967,15 +975,15 @@ function byPluginThenHook(a, b) {
 }
 function figures(stats) {
   const counted = stats.filter((s) => (s.calls ?? 0) > 0 || totalSkips(s) > 0).sort(byPluginThenHook);
-  const timed = stats.filter((s) => s.plugin !== "" && s.samples > 0).sort(byPluginThenHook);
+  const timed2 = stats.filter((s) => s.plugin !== "" && s.samples > 0).sort(byPluginThenHook);
   const out = [];
-  if (counted.length === 0 && timed.length === 0) return [h("p", { class: "empty" }, "No hook has run yet.")];
+  if (counted.length === 0 && timed2.length === 0) return [h("p", { class: "empty" }, "No hook has run yet.")];
   if (counted.length > 0) out.push(countsTable(counted));
-  if (timed.length > 0) {
-    out.push(latencyTable(timed), h(
+  if (timed2.length > 0) {
+    out.push(latencyTable(timed2), h(
       "figure",
       { class: "chart-figure" },
-      latencyChart(timed),
+      latencyChart(timed2),
       h("figcaption", { class: "sub" }, "p50 (solid) and p99 (light) per plugin and hook")
     ));
   }
@@ -1272,8 +1280,24 @@ ${v}` : `${key}: ${v}`;
 }
 
 // src/views/timeline.ts
+var CONTEXT_LINES = 2;
+function same(text, first, last) {
+  const lines = text.split("\n");
+  const shownHead = first ? 0 : CONTEXT_LINES + 1;
+  const shownTail = last ? 0 : CONTEXT_LINES + 1;
+  const folded = lines.length - shownHead - shownTail;
+  if (first && last || folded < 3) return [text];
+  return [
+    first ? "" : `${lines.slice(0, shownHead).join("\n")}
+`,
+    h("span", { class: "folded" }, `… ${folded} unchanged lines …`),
+    last ? "" : `
+${lines.slice(lines.length - shownTail).join("\n")}`
+  ];
+}
 function diffBlock(before, after, label, key) {
-  const parts = diffWords(before, after).map((p) => p.kind === "same" ? p.text : h(p.kind === "removed" ? "del" : "ins", {}, p.text));
+  const diff = diffWords(before, after);
+  const parts = diff.map((p, i) => p.kind === "same" ? same(p.text, i === 0, i === diff.length - 1) : h(p.kind === "removed" ? "del" : "ins", {}, p.text));
   return h(
     "div",
     { class: "diff", role: "group", "aria-label": label },

@@ -55,6 +55,13 @@ function list(items: string[], empty = "–"): HTMLElement {
   return items.length === 0 ? h("span", { class: "sub" }, empty) : h("span", { class: "mono" }, items.join(", "));
 }
 
+/** An in-process plugin's hooks as far as the latency samples saw them (the server lists none). */
+function timed(hooks: string[]): HTMLElement {
+  return h("span", {},
+    h("span", { class: "sub" }, hooks.length === 0 ? "not listed; none timed yet" : "not listed; timed: "),
+    hooks.length === 0 ? null : h("span", { class: "mono" }, hooks.join(", ")));
+}
+
 function pluginsTable(rows: PluginRow[], stats: HookStats[]): HTMLElement {
   // In-process plugins do not list their hooks: show the hooks the metrics saw them run.
   const seen = (name: string): string[] =>
@@ -68,7 +75,7 @@ function pluginsTable(rows: PluginRow[], stats: HookStats[]): HTMLElement {
       h("th", { scope: "row", class: "mono" }, r.name),
       h("td", {}, r.kind),
       h("td", {}, r.language),
-      h("td", {}, r.hooks.length > 0 || r.kind !== "in-process" ? list(r.hooks) : list(seen(r.name), "none seen yet")),
+      h("td", {}, r.hooks.length > 0 || r.kind !== "in-process" ? list(r.hooks) : timed(seen(r.name))),
       h("td", {}, list(r.rawHooks)),
       h("td", {}, list(r.events)),
       h("td", {}, h("span", { class: `badge plugin-${r.status}` }, r.status)),

@@ -10,10 +10,30 @@ import type { Entry, SessionView, Turn } from "../state";
 import { activityLabel, errorText, rebuild, type App, type View } from "../view";
 import { approvalCard, approvalsOf } from "./approvals";
 
-/** A before/after diff, as <del> and <ins> runs in one block. */
+/** Unchanged lines kept on each side of a change; longer unchanged runs are folded. */
+const CONTEXT_LINES = 2;
+
+/** An unchanged run, its middle folded when long (`first`/`last`: it opens or ends the text). */
+function same(text: string, first: boolean, last: boolean): Child[] {
+  const lines = text.split("\n");
+  const shownHead = first ? 0 : CONTEXT_LINES + 1;
+  const shownTail = last ? 0 : CONTEXT_LINES + 1;
+  const folded = lines.length - shownHead - shownTail;
+  if ((first && last) || folded < 3) return [text];
+  return [
+    first ? "" : `${lines.slice(0, shownHead).join("\n")}\n`,
+    h("span", { class: "folded" }, `… ${folded} unchanged lines …`),
+    last ? "" : `\n${lines.slice(lines.length - shownTail).join("\n")}`,
+  ];
+}
+
+/** A before/after diff, as <del> and <ins> runs in one block, long unchanged runs folded. */
 export function diffBlock(before: string, after: string, label: string, key: string): HTMLElement {
-  const parts = diffWords(before, after).map((p) =>
-    p.kind === "same" ? p.text : h(p.kind === "removed" ? "del" : "ins", {}, p.text));
+  const diff = diffWords(before, after);
+  const parts = diff.map((p, i) =>
+    p.kind === "same"
+      ? same(p.text, i === 0, i === diff.length - 1)
+      : h(p.kind === "removed" ? "del" : "ins", {}, p.text));
   return h("div", { class: "diff", role: "group", "aria-label": label },
     h("pre", { class: "code" }, ...parts),
     h("details", { "data-key": `raw:${key}` },
