@@ -8,6 +8,7 @@ pub mod cli;
 pub mod demo;
 pub mod external;
 pub mod gateway;
+pub mod load;
 pub mod loading;
 pub mod producers;
 pub mod provider;

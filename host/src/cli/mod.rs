@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod hooks;
+mod load;
 mod progress;
 mod render;
 pub mod run;
@@ -31,6 +32,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Plugins on disk: list, info, check, enable, disable.
     Hooks(hooks::HooksArgs),
+    /// Drive a running `hookline serve` with many sessions and measure it.
+    Load(load::LoadArgs),
     /// Run a scenario (default: the bundled demo) with the bundled example plugins.
     Run(run::RunArgs),
     /// Serve many live sessions over HTTP and WebSocket (docs/serve.md).
@@ -46,6 +49,7 @@ pub fn main() -> ExitCode {
     match cli.command {
         Command::Bench(args) => bench::run(&args),
         Command::Hooks(args) => hooks::run(args),
+        Command::Load(args) => load::run(&args),
         Command::Run(args) => run::run(args),
         Command::Serve(args) => serve::run(&args),
         Command::Soak(args) => soak::run(&args),

@@ -24,9 +24,28 @@ impl Bar {
         Self(bar)
     }
 
+    /// A bar over `total` items labelled `doing` ("turns"); hidden when the output is JSON.
+    pub(super) fn counting(doing: &str, total: u64, hidden: bool) -> Self {
+        if hidden {
+            return Self(ProgressBar::hidden());
+        }
+        let bar = ProgressBar::new(total);
+        let template = format!("{{spinner}} {doing} [{{bar:30}}] {{pos}}/{{len}} {{elapsed}}");
+        if let Ok(style) = ProgressStyle::with_template(&template) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        Self(bar)
+    }
+
     /// Removes the bar from the terminal.
     pub(super) fn finish(&self) {
         self.0.finish_and_clear();
+    }
+}
+
+impl crate::load::LoadProgress for Bar {
+    fn turns(&self, done: u64, _total: u64) {
+        self.0.set_position(done);
     }
 }
 

@@ -48,6 +48,10 @@ fn describe() {
         "hookline_sessions_waiting_approval",
         "Sessions whose turn waits for an operator's approval."
     );
+    metrics::describe_gauge!(
+        "hookline_process_resident_bytes",
+        "Resident memory of the server process."
+    );
     metrics::describe_counter!("hookline_turns_total", "User turns finished, by stop reason.");
     metrics::describe_histogram!(
         "hookline_turn_latency_seconds",
@@ -70,6 +74,17 @@ pub(crate) fn refresh(gateway: &Gateway) {
     metrics::gauge!("hookline_sessions_open").set(sessions.len() as f64);
     metrics::gauge!("hookline_sessions_in_turn").set(count(Activity::Turn) as f64);
     metrics::gauge!("hookline_sessions_waiting_approval").set(count(Activity::Approval) as f64);
+    if let Some(bytes) = resident_bytes() {
+        metrics::gauge!("hookline_process_resident_bytes").set(bytes as f64);
+    }
+}
+
+/// The process's resident memory (Linux: `VmRSS` of `/proc/self/status`).
+fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// Drains histograms and refreshes the gauges until `stop`.

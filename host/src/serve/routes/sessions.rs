@@ -128,14 +128,26 @@ pub(crate) async fn show(
     let Query(page) = page?;
     let handle = session(&state, &id)?;
     let limit = page.limit.unwrap_or(100).min(MAX_PAGE);
-    let records = handle.records(page.offset, limit).await?;
-    Ok(Json(serde_json::json!({
-        "session": handle.status(),
-        "records": {
+    let status = handle.status();
+    // Records are read on the session's task between requests: while a turn runs (perhaps
+    // waiting for an approval) the page would wait for it and take a slot of its inbox, so the
+    // answer says the session is busy instead; the `session` event of /v1/events tells when it
+    // is idle again.
+    let busy = matches!(status.activity, Activity::Turn | Activity::Approval);
+    let records = if busy {
+        serde_json::json!({ "total": status.records, "offset": page.offset, "items": [], "busy": true })
+    } else {
+        let records = handle.records(page.offset, limit).await?;
+        serde_json::json!({
             "total": records.total,
             "offset": page.offset,
             "items": records.records,
-        },
+            "busy": false,
+        })
+    };
+    Ok(Json(serde_json::json!({
+        "session": status,
+        "records": records,
         "pendingApprovals": handle.pending_approvals(),
     })))
 }

@@ -1,0 +1,119 @@
+//! `hookline load --url URL --sessions N --turns M [--ws] [--token-file FILE] [--keep] [--json]`:
+//! drives a running `hookline serve` over real HTTP (or one WebSocket per session) with a
+//! progress bar, then prints turns/s, hook calls/s, turn latency p50/p99, errors and the server's
+//! resident memory (issue 11 item 5). Exit status 1 when any request failed.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+
+use super::progress::Bar;
+use crate::load::{run as drive, LoadOptions, LoadReport, Transport};
+
+/// Arguments of `hookline load`.
+#[derive(Debug, Args)]
+pub(crate) struct LoadArgs {
+    /// The server.
+    #[arg(long, default_value = "http://127.0.0.1:7878")]
+    url: String,
+    /// Sessions opened and driven at once.
+    #[arg(long, default_value_t = 100)]
+    sessions: usize,
+    /// Turns per session, one after another.
+    #[arg(long, default_value_t = 10)]
+    turns: usize,
+    /// How turns travel.
+    #[arg(long, value_enum, default_value_t = Transport::Http)]
+    transport: Transport,
+    /// A file holding the server's bearer token.
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Leave the sessions open at the end.
+    #[arg(long)]
+    keep: bool,
+    /// Print one JSON report.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs the command.
+pub(crate) fn run(args: &LoadArgs) -> ExitCode {
+    let token = match &args.token_file {
+        Some(file) => match std::fs::read_to_string(file) {
+            Ok(token) => Some(token.trim().to_owned()),
+            Err(error) => {
+                eprintln!("hookline load: cannot read {}: {error}", file.display());
+                return ExitCode::from(2);
+            }
+        },
+        None => None,
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("hookline load: cannot start the runtime: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let total = (args.sessions * args.turns) as u64;
+    let bar = Arc::new(Bar::counting("turns", total, args.json));
+    let options = LoadOptions {
+        url: args.url.clone(),
+        sessions: args.sessions,
+        turns: args.turns,
+        transport: args.transport,
+        token,
+        keep: args.keep,
+    };
+    let report = runtime.block_on(drive(options, bar.clone()));
+    bar.finish();
+    match report {
+        Ok(report) => {
+            let text = if args.json {
+                serde_json::to_string_pretty(&report).unwrap_or_default()
+            } else {
+                human(&report)
+            };
+            let _ = writeln!(std::io::stdout().lock(), "{text}");
+            if report.error_count() == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(error) => {
+            eprintln!("hookline load: {error}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn human(report: &LoadReport) -> String {
+    let mut out = format!(
+        "sessions        {}\nturns           {} in {:.2} s\nturns/s         {:.0}\nhook calls/s    {:.0}\nturn latency    p50 {:.2} ms, p99 {:.2} ms\nerrors          {}",
+        report.sessions,
+        report.turns,
+        report.seconds,
+        report.turns_per_second,
+        report.hook_calls_per_second,
+        report.p50_ms,
+        report.p99_ms,
+        report.error_count(),
+    );
+    for (code, count) in &report.errors {
+        out.push_str(&format!("\n  {code}: {count}"));
+    }
+    if let Some(bytes) = report.server_resident_bytes {
+        out.push_str(&format!(
+            "\nserver resident {:.1} MiB",
+            bytes as f64 / (1024.0 * 1024.0)
+        ));
+    }
+    out
+}

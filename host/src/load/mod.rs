@@ -1,0 +1,408 @@
+//! The load driver of `hookline load` and `benches/serve.rs` (issue 11 item 5): opens sessions on
+//! a running `hookline serve` over real HTTP on loopback, runs turns in every session at once
+//! (each session's turns one after another, over HTTP or a WebSocket per session), and measures
+//! turns/s, hook calls/s (from `/metrics` before and after), turn latency and errors.
+//!
+//! Bounded: each request has a timeout; sessions are opened at most [`OPENING`] at a time.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use futures::{SinkExt as _, StreamExt as _};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
+use tokio_tungstenite::tungstenite::Message;
+
+/// Sessions being opened at once.
+pub const OPENING: usize = 64;
+
+/// How one request may take at most.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How turns travel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Transport {
+    /// `POST /v1/sessions/{id}/turns`, one JSON answer each.
+    #[default]
+    Http,
+    /// One WebSocket per session, `{"type":"turn"}` and its `done`.
+    Ws,
+}
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct LoadOptions {
+    /// The server, `http://127.0.0.1:7878`.
+    pub url: String,
+    /// Sessions opened and driven at once.
+    pub sessions: usize,
+    /// Turns per session.
+    pub turns: usize,
+    /// How turns travel.
+    pub transport: Transport,
+    /// The bearer token, if the server needs one.
+    pub token: Option<String>,
+    /// Leave the sessions open at the end (to measure a server holding them).
+    pub keep: bool,
+}
+
+/// What a run measured.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LoadReport {
+    /// Sessions opened.
+    pub sessions: usize,
+    /// Turns answered with a stop reason.
+    pub turns: u64,
+    /// Refused or failed requests, by error code (or `transport` for a connection failure).
+    pub errors: BTreeMap<String, u64>,
+    /// Wall time of the turns, from the first to the last.
+    pub seconds: f64,
+    /// Turns per second.
+    pub turns_per_second: f64,
+    /// Hook calls per second, from the server's `hookline_hook_calls_total`.
+    pub hook_calls_per_second: f64,
+    /// Median turn latency, milliseconds.
+    pub p50_ms: f64,
+    /// 99th percentile turn latency, milliseconds.
+    pub p99_ms: f64,
+    /// The server's resident memory after the run, when it reports it.
+    pub server_resident_bytes: Option<u64>,
+}
+
+impl LoadReport {
+    /// Errors in all.
+    pub fn error_count(&self) -> u64 {
+        self.errors.values().sum()
+    }
+}
+
+/// Why a run could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The HTTP client could not be built.
+    #[error("cannot build the HTTP client: {0}")]
+    Client(reqwest::Error),
+    /// The latency histogram could not be made.
+    #[error("cannot make the latency histogram: {0}")]
+    Histogram(String),
+    /// The server's metrics could not be read.
+    #[error("cannot read {url}/metrics: {source}")]
+    Metrics {
+        /// The server.
+        url: String,
+        /// Why.
+        source: reqwest::Error,
+    },
+}
+
+/// Reports progress: turns done of all.
+pub trait LoadProgress: Send + Sync {
+    /// `done` of `total` turns have finished.
+    fn turns(&self, done: u64, total: u64);
+}
+
+impl LoadProgress for () {
+    fn turns(&self, _: u64, _: u64) {}
+}
+
+struct Shared {
+    http: reqwest::Client,
+    options: LoadOptions,
+    latencies: Mutex<Histogram<u64>>,
+    errors: Mutex<BTreeMap<String, u64>>,
+    done: AtomicU64,
+    progress: Arc<dyn LoadProgress>,
+}
+
+impl Shared {
+    fn error(&self, code: impl Into<String>) {
+        *self
+            .errors
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(code.into())
+            .or_default() += 1;
+    }
+
+    fn turn(&self, took: Duration) {
+        let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        let _ = self
+            .latencies
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .record(micros.max(1));
+        let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+        let total = (self.options.sessions * self.options.turns) as u64;
+        self.progress.turns(done, total);
+    }
+
+    fn request(&self, builder: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match &self.options.token {
+            Some(token) => builder.bearer_auth(token),
+            None => builder,
+        }
+    }
+}
+
+/// Runs the load.
+///
+/// # Errors
+/// [`LoadError`] when the client cannot be built or `/metrics` cannot be read; refused turns are
+/// counted in the report, not returned.
+pub async fn run(
+    options: LoadOptions,
+    progress: Arc<dyn LoadProgress>,
+) -> Result<LoadReport, LoadError> {
+    let http = reqwest::Client::builder()
+        .timeout(REQUEST_TIMEOUT)
+        .pool_max_idle_per_host(options.sessions.max(1))
+        .build()
+        .map_err(LoadError::Client)?;
+    let url = options.url.trim_end_matches('/').to_owned();
+    let shared = Arc::new(Shared {
+        http,
+        options: LoadOptions {
+            url: url.clone(),
+            ..options
+        },
+        latencies: Mutex::new(
+            Histogram::new(3).map_err(|e| LoadError::Histogram(e.to_string()))?,
+        ),
+        errors: Mutex::default(),
+        done: AtomicU64::new(0),
+        progress,
+    });
+    let keys = open_sessions(&shared).await;
+    let before = metrics(&shared).await?;
+    let started = Instant::now();
+    let runs = keys.iter().enumerate().map(|(i, key)| {
+        let shared = shared.clone();
+        let key = key.clone();
+        tokio::spawn(async move {
+            match shared.options.transport {
+                Transport::Http => http_turns(&shared, i, &key).await,
+                Transport::Ws => ws_turns(&shared, i, &key).await,
+            }
+        })
+    });
+    for run in futures::future::join_all(runs).await {
+        if run.is_err() {
+            shared.error("client-panic");
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let after = metrics(&shared).await?;
+    if !shared.options.keep {
+        close_sessions(&shared, &keys).await;
+    }
+    let turns = shared.done.load(Ordering::Relaxed);
+    let latencies = shared
+        .latencies
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    let errors = shared
+        .errors
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    let per_second = |n: f64| if seconds > 0.0 { n / seconds } else { 0.0 };
+    Ok(LoadReport {
+        sessions: keys.len(),
+        turns,
+        errors,
+        seconds,
+        turns_per_second: per_second(turns as f64),
+        hook_calls_per_second: per_second((after.hook_calls - before.hook_calls).max(0.0)),
+        p50_ms: latencies.value_at_quantile(0.5) as f64 / 1000.0,
+        p99_ms: latencies.value_at_quantile(0.99) as f64 / 1000.0,
+        server_resident_bytes: after.resident_bytes,
+    })
+}
+
+async fn open_sessions(shared: &Arc<Shared>) -> Vec<String> {
+    let opens = futures::stream::iter(0..shared.options.sessions)
+        .map(|_| {
+            let shared = shared.clone();
+            async move {
+                let request = shared
+                    .request(shared.http.post(format!("{}/v1/sessions", shared.options.url)))
+                    .json(&serde_json::json!({}));
+                match answer(request).await {
+                    Ok(body) => body["key"].as_str().map(str::to_owned),
+                    Err(code) => {
+                        shared.error(format!("open:{code}"));
+                        None
+                    }
+                }
+            }
+        })
+        .buffer_unordered(OPENING);
+    opens.filter_map(|key| async { key }).collect().await
+}
+
+async fn close_sessions(shared: &Arc<Shared>, keys: &[String]) {
+    futures::stream::iter(keys)
+        .for_each_concurrent(OPENING, |key| {
+            let shared = shared.clone();
+            async move {
+                let request = shared.request(
+                    shared
+                        .http
+                        .delete(format!("{}/v1/sessions/{key}", shared.options.url)),
+                );
+                if let Err(code) = answer(request).await {
+                    shared.error(format!("close:{code}"));
+                }
+            }
+        })
+        .await;
+}
+
+/// The JSON answer of a 2xx, or the error code of anything else.
+async fn answer(request: reqwest::RequestBuilder) -> Result<serde_json::Value, String> {
+    let response = request.send().await.map_err(|_| "transport".to_owned())?;
+    let ok = response.status().is_success();
+    let body: serde_json::Value = response.json().await.map_err(|_| "bad-answer".to_owned())?;
+    if ok {
+        Ok(body)
+    } else {
+        Err(body["error"]["code"]
+            .as_str()
+            .unwrap_or("unknown")
+            .to_owned())
+    }
+}
+
+async fn http_turns(shared: &Shared, i: usize, key: &str) {
+    let url = format!("{}/v1/sessions/{key}/turns", shared.options.url);
+    for turn in 0..shared.options.turns {
+        let started = Instant::now();
+        let request = shared
+            .request(shared.http.post(&url))
+            .json(&serde_json::json!({ "text": format!("load {i} turn {turn}") }));
+        match answer(request).await {
+            Ok(_) => shared.turn(started.elapsed()),
+            Err(code) => shared.error(code),
+        }
+    }
+}
+
+async fn ws_turns(shared: &Shared, i: usize, key: &str) {
+    let url = format!(
+        "{}/v1/sessions/{key}/ws",
+        shared.options.url.replacen("http", "ws", 1)
+    );
+    let Ok(mut request) = url.into_client_request() else {
+        shared.error("transport");
+        return;
+    };
+    if let Some(token) = &shared.options.token {
+        if let Ok(value) = format!("Bearer {token}").parse() {
+            request.headers_mut().insert("authorization", value);
+        }
+    }
+    let Ok((mut socket, _)) = tokio_tungstenite::connect_async(request).await else {
+        shared.error("transport");
+        return;
+    };
+    for turn in 0..shared.options.turns {
+        let started = Instant::now();
+        let message = serde_json::json!({ "type": "turn", "text": format!("load {i} turn {turn}") });
+        if socket.send(Message::text(message.to_string())).await.is_err() {
+            shared.error("transport");
+            return;
+        }
+        // The session's events come first; the turn's answer ends it.
+        loop {
+            let next = tokio::time::timeout(REQUEST_TIMEOUT, socket.next()).await;
+            let Ok(Some(Ok(Message::Text(text)))) = next else {
+                if matches!(next, Ok(Some(Ok(_)))) {
+                    continue;
+                }
+                shared.error("transport");
+                return;
+            };
+            let Ok(reply) = serde_json::from_str::<serde_json::Value>(text.as_str()) else {
+                continue;
+            };
+            match (reply["type"].as_str(), reply["request"].as_str()) {
+                (Some("done"), Some("turn")) => {
+                    shared.turn(started.elapsed());
+                    break;
+                }
+                (Some("error"), _) => {
+                    shared.error(reply["error"]["code"].as_str().unwrap_or("unknown"));
+                    break;
+                }
+                _ => {}
+            }
+        }
+    }
+    let _ = socket.close(None).await;
+}
+
+/// What `/metrics` says.
+struct Scrape {
+    hook_calls: f64,
+    resident_bytes: Option<u64>,
+}
+
+async fn metrics(shared: &Shared) -> Result<Scrape, LoadError> {
+    let url = shared.options.url.clone();
+    let text = shared
+        .request(shared.http.get(format!("{url}/metrics")))
+        .send()
+        .await
+        .and_then(reqwest::Response::error_for_status)
+        .map_err(|source| LoadError::Metrics {
+            url: url.clone(),
+            source,
+        })?
+        .text()
+        .await
+        .map_err(|source| LoadError::Metrics { url, source })?;
+    Ok(parse_scrape(&text))
+}
+
+fn parse_scrape(text: &str) -> Scrape {
+    let value = |line: &str| {
+        line.rsplit(' ')
+            .next()
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    let mut scrape = Scrape {
+        hook_calls: 0.0,
+        resident_bytes: None,
+    };
+    for line in text.lines() {
+        if line.starts_with("hookline_hook_calls_total") {
+            scrape.hook_calls += value(line);
+        } else if line.starts_with("hookline_process_resident_bytes ") {
+            scrape.resident_bytes = Some(value(line) as u64);
+        }
+    }
+    scrape
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scrape_sums_hook_calls_over_labels() {
+        let text = "# TYPE hookline_hook_calls_total counter\n\
+                    hookline_hook_calls_total{hook=\"on_prompt\"} 3\n\
+                    hookline_hook_calls_total{hook=\"on_user_message\"} 4\n\
+                    hookline_process_resident_bytes 1048576\n";
+        let scrape = parse_scrape(text);
+        assert!((scrape.hook_calls - 7.0).abs() < f64::EPSILON);
+        assert_eq!(scrape.resident_bytes, Some(1_048_576));
+    }
+}
