@@ -164,11 +164,7 @@ mod tests {
             hash.update(&bytes);
             hash.update(b"\n");
         }
-        Ok(hash
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect())
+        Ok(hash.finalize().iter().map(|b| format!("{b:02x}")).collect())
     }
 
     #[test]
@@ -265,7 +261,10 @@ mod tests {
             .collect();
         assert!(named.len() >= 3, "{named:?}");
         for name in named {
-            assert!(ASSETS.iter().any(|a| a.name == name), "{name} is not embedded");
+            assert!(
+                ASSETS.iter().any(|a| a.name == name),
+                "{name} is not embedded"
+            );
         }
         // Every <script> has a src: inline script would be refused by the policy anyway.
         for tag in page.split("<script").skip(1) {
@@ -279,7 +278,12 @@ mod tests {
     fn the_bundle_never_parses_text_as_html() {
         // Text from sessions and plugins goes in with textContent only (issue 16, item 3).
         let app = String::from_utf8_lossy(ASSETS[0].body);
-        for sink in ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write"] {
+        for sink in [
+            "innerHTML",
+            "outerHTML",
+            "insertAdjacentHTML",
+            "document.write",
+        ] {
             assert!(!app.contains(sink), "the bundle uses {sink}");
         }
     }
