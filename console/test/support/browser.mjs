@@ -33,7 +33,7 @@ export async function launch() {
     viewport: { width: 1280, height: 800 },
     timeout: 60_000,
   });
-  context.setDefaultTimeout(20_000);
+  context.setDefaultTimeout(45_000);
   const problems = [];
   const watch = (page) => {
     page.on("console", (message) => {
