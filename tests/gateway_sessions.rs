@@ -316,3 +316,38 @@ async fn a_drain_stops_turns_past_their_budget_and_refuses_new_work() {
         assert_eq!(ended, 1, "session {}", handle.key());
     }
 }
+
+#[actix_rt::test]
+async fn stop_ends_a_turn_that_waits_for_an_approval() {
+    let dir = tempfile::tempdir().unwrap();
+    let gateway = gateway(&dir, Arc::new(EchoProvider), GatewayLimits::default());
+    let handle = gateway.open(OpenSession::default()).await.unwrap();
+    let turn = {
+        let handle = handle.clone();
+        actix_rt::spawn(async move {
+            handle
+                .turn(UserInput::work(
+                    r#"call write_file {"path":"out.txt","content":"never"}"#,
+                ))
+                .await
+        })
+    };
+    let mut status = handle.watch_status();
+    tokio::time::timeout(
+        DEADLINE,
+        status.wait_for(|s| s.activity == Activity::Approval),
+    )
+    .await
+    .expect("no approval was asked for")
+    .unwrap();
+    handle.stop_turn();
+    let report = tokio::time::timeout(DEADLINE, turn)
+        .await
+        .expect("the turn did not stop")
+        .unwrap()
+        .unwrap();
+    assert_eq!(report.stop_reason, StopReason::Cancelled);
+    assert!(!dir.path().join("out.txt").exists());
+    assert!(handle.pending_approvals().is_empty());
+    gateway.shutdown("test", None).await.unwrap();
+}

@@ -65,6 +65,8 @@ pub(crate) struct RemoteOperator {
     pub(crate) live: LiveSink,
     pub(crate) status: Arc<watch::Sender<SessionStatus>>,
     pub(crate) timeout: Duration,
+    /// The session's stop signal: `/stop` (or a drain) ends the wait at once, denied.
+    pub(crate) stop: Arc<crate::turn::StopSignal>,
 }
 
 #[async_trait]
@@ -77,6 +79,8 @@ impl Operator for RemoteOperator {
         let (reply, answered) = oneshot::channel();
         self.approvals.lock().insert(call.call_id.clone(), reply);
         let timeout_ms = u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX);
+        // Waiting before it is announced: whoever sees the request sees the session waiting.
+        self.status.send_modify(|s| s.activity = Activity::Approval);
         (self.live)(&HostEvent::ApprovalRequested {
             call_id: call.call_id.clone(),
             tool: call.name.clone(),
@@ -84,13 +88,20 @@ impl Operator for RemoteOperator {
             classification: classification.clone(),
             timeout_ms,
         });
-        self.status.send_modify(|s| s.activity = Activity::Approval);
-        let answer = tokio::time::timeout(self.timeout, answered).await;
+        let answer = tokio::select! {
+            answer = tokio::time::timeout(self.timeout, answered) => Some(answer),
+            () = self.stop.raised() => None,
+        };
         self.approvals.lock().remove(&call.call_id);
         self.status.send_modify(|s| s.activity = Activity::Turn);
         match answer {
-            Ok(Ok(decision)) => Answer {
+            Some(Ok(Ok(decision))) => Answer {
                 decision,
+                note: None,
+            },
+            // Stopped: the call never runs, and the turn ends at its next model call.
+            None => Answer {
+                decision: Decision::Deny,
                 note: None,
             },
             // Timed out, or the table was dropped (the session is closing): a call nobody

@@ -336,11 +336,13 @@ impl Gateway {
             last_activity_ms: shared.settings.clock.now_ms(),
             records: 0,
         }));
+        let stop = Arc::new(StopSignal::default());
         let operator = Arc::new(RemoteOperator {
             approvals: approvals.clone(),
             live: sink.clone(),
             status: status.clone(),
             timeout: limits.approval_timeout,
+            stop: stop.clone(),
         });
         // A fresh session is created here, so its id, and with it its shard, is known before
         // the conversation is placed.
@@ -356,6 +358,7 @@ impl Gateway {
         };
         let (opened, opening) = oneshot::channel();
         let boot = Boot {
+            stop,
             created,
             shared,
             workspace,
@@ -469,6 +472,8 @@ type Opened = (SessionId, Arc<StopSignal>, Vec<HostEvent>);
 
 /// What a session's task starts from.
 struct Boot {
+    /// The session's stop signal (its operator waits on it too).
+    stop: Arc<StopSignal>,
     /// The session the store created for a fresh open (none to resume).
     created: Option<crate::state::Opened>,
     shared: Arc<Shared>,
@@ -488,6 +493,7 @@ impl Boot {
         let clock = self.shared.settings.clock.clone();
         let mut conversation = Conversation::new(self.shared, self.workspace, self.approval_mode);
         conversation.set_operator(self.operator);
+        conversation.set_stop_signal(self.stop);
         conversation.attach_live(self.sink);
         let opened = match (&self.resume, self.created) {
             (Some(id), _) => conversation.resume(id).await.map(|()| id.clone()),

@@ -16,6 +16,7 @@
 //! ```
 
 mod auth;
+pub mod console;
 mod error;
 mod metrics;
 mod routes;

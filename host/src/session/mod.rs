@@ -358,6 +358,11 @@ impl Conversation {
         self.engine.stop.clone()
     }
 
+    /// Uses `stop` as this conversation's stop signal (shared with its operator by a gateway).
+    pub(crate) fn set_stop_signal(&mut self, stop: Arc<crate::turn::StopSignal>) {
+        self.engine.stop = stop;
+    }
+
     /// Uses `operator` for this conversation's approvals instead of the gateway's.
     pub fn set_operator(&mut self, operator: Arc<dyn crate::approval::Operator>) {
         self.engine.operator = operator;

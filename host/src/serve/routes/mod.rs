@@ -50,6 +50,7 @@ pub(crate) fn router(state: AppState, request_timeout: Duration) -> Router {
         ));
     Router::new()
         .route("/healthz", get(healthz))
+        .merge(super::console::routes())
         .merge(protected)
         .fallback(no_route)
         .with_state(state)

@@ -1,0 +1,138 @@
+// The wire shapes of `hookline serve` (docs/serve.md, /v1/*), as the console reads them.
+// Rust: hookline_host::gateway::SessionStatus, hookline_host::HostEvent (host/src/state/events.rs).
+// Everything here is data from the server: render it as text, never as HTML.
+
+/** What a session is doing (Rust `Activity`). */
+export type Activity = "idle" | "turn" | "approval" | "closed";
+
+/** A session's status (Rust `SessionStatus`). */
+export interface SessionStatus {
+  key: string;
+  sessionId: string | null;
+  workspace: string;
+  approvalMode: string;
+  model: string | null;
+  activity: Activity;
+  turns: number;
+  lastActivityMs: number;
+  records: number;
+}
+
+/** The approval classification (Rust `Classification`). */
+export interface Classification {
+  risk: string;
+  authority: string;
+  summary: string;
+  requiresPrompt: boolean;
+}
+
+/** A tool call (Rust `ToolCall`). */
+export interface ToolCall {
+  callId: string;
+  name: string;
+  arguments: unknown;
+  provider?: string;
+}
+
+/** A note (Rust `Note`, tagged by `kind`). */
+export interface Note {
+  kind: string;
+  [field: string]: unknown;
+}
+
+/** One HostEvent, tagged by `event` (kebab-case). Only the fields the console reads are typed. */
+export type HostEvent =
+  | { event: "session-started" | "session-ended"; workspaceRoot: string; sessionId: string; approvalMode: string }
+  | { event: "user"; session: string; text: string; original: string | null }
+  | { event: "hook-changed"; hook: string; changedBy: string[]; before: unknown; after: unknown }
+  | { event: "system-text"; mode: string; text: string }
+  | { event: "model-call"; purpose: string; items: number }
+  | { event: "assistant"; text: string }
+  | { event: "model-failed"; purpose: string; error: string }
+  | { event: "tool-call"; call: ToolCall; rewrittenFrom: ToolCall | null }
+  | {
+      event: "approval";
+      callId: string;
+      tool: string;
+      classification: Classification;
+      decision: "allow" | "deny";
+      decidedBy: string;
+    }
+  | { event: "tool-run"; callId: string; tool: string; arguments: unknown; success: boolean; text: string }
+  | { event: "tool-result"; callId: string; name: string; text: string; success: boolean; approval: string }
+  | { event: "side"; question: string; answer: string }
+  | { event: "compacted"; folded: number; summary: string }
+  | { event: "turn-finished"; stopReason: string }
+  | { event: "note"; note: Note; text: string }
+  | { event: "info"; text: string }
+  | { event: "gateway-event"; key: string; wait: string; calls?: number }
+  | {
+      event: "approval-requested";
+      callId: string;
+      tool: string;
+      arguments: unknown;
+      classification: Classification;
+      timeoutMs: number;
+    }
+  | { event: "model-text"; delta: string }
+  | { event: "bootstrap"; files: string[] };
+
+/** The tag of every HostEvent. */
+export type EventKind = HostEvent["event"];
+
+/** One HostEvent of a given kind. */
+export type EventOf<K extends EventKind> = Extract<HostEvent, { event: K }>;
+
+/** `data` of an `/v1/events` event other than `session` and `lagged`. */
+export interface FeedItem {
+  session: string | null;
+  event: HostEvent;
+}
+
+/** A stored record (Rust `Record`, tagged by `kind`). */
+export interface StoredRecord {
+  kind: string;
+  text?: string;
+  name?: string;
+  callId?: string;
+  arguments?: unknown;
+  success?: boolean;
+  mode?: string;
+}
+
+/** `GET /v1/sessions/{id}`. */
+export interface SessionDetail {
+  session: SessionStatus;
+  records: { total: number; offset: number; items: StoredRecord[] };
+  pendingApprovals: string[];
+}
+
+/** A plugin on disk as `hookline hooks list --json` prints it (Rust `PluginStatus`). */
+export interface DiskPlugin {
+  name: string;
+  dir?: string;
+  source?: string;
+  kind?: string;
+  description?: string | null;
+  hello?: { hooks?: string[]; raw_hooks?: string[]; events?: string[]; tools?: { name?: string }[] } | null;
+  trust?: string;
+  state?: string;
+  problem?: unknown;
+}
+
+/** `GET /v1/plugins` (Rust `PluginsView`). */
+export interface PluginsView {
+  plugins: DiskPlugin[];
+  inProcess: (string | { name: string; hooks?: string[]; rawHooks?: string[]; events?: string[] })[];
+  loadNotes: string[];
+}
+
+/** The error shape of every API error. */
+export interface ErrorBody {
+  error: { code: string; message: string };
+}
+
+/** Whether `value` is a plain object (not null, not an array). */
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

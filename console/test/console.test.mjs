@@ -1,0 +1,223 @@
+// End-to-end: headless Chromium (Debian's) drives the console served by the real `hookline
+// serve`, on a free loopback port with a token file and a temporary workspace root (issue 16,
+// item 4). Screenshots of each view go to console/test-artifacts/ (gitignored).
+
+import assert from "node:assert/strict";
+import { mkdir, readFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { launch } from "./support/browser.mjs";
+import { Server } from "./support/server.mjs";
+
+const artifacts = join(dirname(fileURLToPath(import.meta.url)), "..", "test-artifacts");
+const WRITE_CALL = 'call write_file {"path":"x.txt","content":"hi"}';
+const HOSTILE = '<img src=x onerror="window.__pwned=1"> my password hunter2';
+
+describe("the console against hookline serve", () => {
+  /** @type {Server} */
+  let server;
+  let browser;
+  let page;
+  let key;
+
+  const shot = (name, fullPage = true) => page.screenshot({ path: join(artifacts, `${name}.png`), fullPage });
+  const go = async (hash) => {
+    await page.evaluate((h) => { location.hash = h; }, hash);
+  };
+  const textOf = (selector) => page.locator(selector).first().innerText();
+
+  before(async () => {
+    await mkdir(artifacts, { recursive: true });
+    server = await Server.start();
+    browser = await launch();
+    page = await browser.page();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  test("the page and its assets carry the strict headers, without a token", async () => {
+    const pageAnswer = await server.api("GET", "/", undefined, null);
+    assert.equal(pageAnswer.status, 200);
+    assert.match(pageAnswer.headers.get("content-type"), /^text\/html/);
+    const csp = pageAnswer.headers.get("content-security-policy");
+    for (const d of ["default-src 'self'", "style-src 'self'", "connect-src 'self'", "frame-ancestors 'none'"]) {
+      assert.ok(csp.includes(d), `${csp} lacks ${d}`);
+    }
+    assert.equal(pageAnswer.headers.get("x-content-type-options"), "nosniff");
+    assert.equal(pageAnswer.headers.get("referrer-policy"), "no-referrer");
+    const js = await server.api("GET", "/assets/app.js", undefined, null);
+    assert.equal(js.status, 200);
+    assert.match(js.headers.get("content-type"), /^text\/javascript/);
+    // The API itself stays closed.
+    assert.equal((await server.api("GET", "/v1/sessions", undefined, null)).status, 401);
+  });
+
+  test("a wrong token is refused and kept nowhere", async () => {
+    await page.goto(`${server.url}/`);
+    const input = page.getByLabel("Token", { exact: true });
+    await input.waitFor();
+    await shot("token");
+    await input.fill("not-the-token");
+    await input.press("Enter");
+    await page.getByText("The server refused this token.").waitFor();
+    assert.equal(await page.evaluate(() => sessionStorage.getItem("hookline.token")), null);
+    assert.equal(await page.locator("#nav").isVisible(), false);
+    assert.equal((await server.api("GET", "/v1/sessions", undefined, "not-the-token")).status, 401);
+  });
+
+  test("the right token opens the console; a session opened through the API appears", async () => {
+    await page.getByLabel("Token", { exact: true }).fill(server.token);
+    await page.getByRole("button", { name: "Connect" }).click();
+    await page.locator('#connection[data-state="live"]').waitFor();
+    assert.equal(await page.evaluate(() => sessionStorage.getItem("hookline.token")), server.token);
+    assert.ok(!page.url().includes(server.token), "the token is in the URL");
+    assert.equal(await page.evaluate(() => document.cookie), "");
+
+    const opened = await server.api("POST", "/v1/sessions", { workspace: "demo" });
+    assert.equal(opened.status, 201, JSON.stringify(opened.body));
+    key = opened.body.key;
+    const row = page.locator(`tr[data-session="${key}"]`);
+    await row.waitFor();
+    assert.match(await row.innerText(), /idle/);
+    assert.match(await row.innerText(), /demo/);
+    await shot("sessions");
+  });
+
+  test("a tool call waiting for approval is allowed from the page; the timeline shows the turn", async () => {
+    // Open the session by keyboard: the link is a real link.
+    await page.locator(`a[data-key="open:${key}"]`).focus();
+    await page.keyboard.press("Enter");
+    await page.locator("#session-heading").waitFor();
+
+    const turn = server.api("POST", `/v1/sessions/${key}/turns`, { text: WRITE_CALL });
+    await page.locator("#approval-count", { hasText: "1" }).waitFor();
+    await page.locator('.session-approvals .approval[data-call]').waitFor();
+    await go("#/approvals");
+    const card = page.locator("#approvals-list .approval").first();
+    await card.waitFor();
+    assert.match(await card.innerText(), /write_file/);
+    assert.match(await card.innerText(), /x\.txt/);
+    await shot("approvals");
+    await card.getByRole("button", { name: /^Allow/ }).click();
+
+    const answered = await turn;
+    assert.equal(answered.status, 200, JSON.stringify(answered.body));
+    assert.equal(answered.body.stopReason, "completed");
+    assert.equal(await readFile(join(server.root, "demo", "x.txt"), "utf8"), "hi");
+    await page.locator("#approvals-list .empty").waitFor();
+    assert.equal(await textOf("#approval-count"), "");
+
+    await go(`#/sessions/${encodeURIComponent(key)}`);
+    const first = page.locator('section.turn[data-turn="1"]');
+    await first.locator("h3 .badge.stop-completed").waitFor();
+    const events = await first.locator("li[data-event]").evaluateAll((lis) => lis.map((li) => li.dataset.event));
+    for (const kind of ["user", "hook-changed", "note", "tool-call", "approval-requested", "approval", "tool-run", "tool-result", "assistant", "turn-finished"]) {
+      assert.ok(events.includes(kind), `the timeline lacks ${kind}: ${events}`);
+    }
+    // guard's on_tool_result appended its line: the diff shows it inserted.
+    const inserted = await first.locator('li[data-event="hook-changed"] ins').allInnerTexts();
+    assert.ok(inserted.some((t) => t.includes("(checked by guard)")), `inserted: ${inserted}`);
+    // flaky's skip, as its English note.
+    assert.match(await first.locator('li[data-event="note"]').allInnerTexts().then((t) => t.join("\n")), /flaky/);
+    assert.match(await first.locator('li[data-event="approval"]').innerText(), /allow/);
+    await page.locator(".status-line .badge.state-idle").waitFor();
+    await shot("timeline");
+  });
+
+  test("a plugin's reply carrying HTML is shown as text, never run", async () => {
+    const input = page.getByLabel("Message", { exact: true });
+    await input.fill(HOSTILE);
+    await input.press("Enter");
+    const second = page.locator('section.turn[data-turn="2"]');
+    await second.locator("h3 .badge.stop-completed").waitFor();
+    // house-style redacted the password: the typed and stored texts differ, both shown as text.
+    const typed = await second.locator("pre.typed").innerText();
+    const stored = await second.locator("pre.stored").innerText();
+    assert.equal(typed, HOSTILE);
+    assert.match(stored, /^<img src=x onerror="window.__pwned=1"> my \[password redacted\]$/);
+    assert.match(await second.locator('li[data-event="hook-changed"]').first().innerText(), /<img src=x onerror=/);
+    // The diff of house-style's change: the password removed, the redaction added, as text.
+    const changed = second.locator('li[data-event="hook-changed"]').first();
+    assert.match(await changed.locator("del").first().innerText(), /password hunter2/);
+    assert.match(await changed.locator("ins").first().innerText(), /\[password redacted\]/);
+    // transform_model's request carries the text too: every view of it stays text.
+    const all = (await second.locator('li[data-event="hook-changed"]').allInnerTexts()).join("\n");
+    assert.ok(all.split("<img src=x onerror=").length > 2, "the hostile text shows in each hook's change");
+    assert.equal(await page.locator("img").count(), 0, "an <img> element was created");
+    assert.equal(await page.evaluate(() => window.__pwned), undefined);
+  });
+
+  test("a denial by keyboard reaches the server", async () => {
+    const turn = server.api("POST", `/v1/sessions/${key}/turns`, { text: WRITE_CALL.replace("x.txt", "y.txt") });
+    const deny = page.locator(".session-approvals").getByRole("button", { name: /^Deny/ });
+    await deny.waitFor();
+    await deny.focus();
+    await page.keyboard.press("Enter");
+    const answered = await turn;
+    assert.equal(answered.status, 200);
+    const third = page.locator('section.turn[data-turn="3"]');
+    await third.locator('li[data-event="approval"] .decision-deny').waitFor();
+    await assert.rejects(readFile(join(server.root, "demo", "y.txt")));
+  });
+
+  test("plugins show load order, hooks and per hook calls, skips and latency with a chart", async () => {
+    await go("#/plugins");
+    const plugins = page.locator("table.plugins tbody tr");
+    await plugins.first().waitFor();
+    const names = await plugins.evaluateAll((rows) => rows.map((r) => r.dataset.plugin));
+    assert.deepEqual(names, ["house-style", "guard", "flaky", "operator-tools", "gateway-audit"]);
+    const cells = (table) => page.locator(`table.${table} tbody tr`).evaluateAll((trs) =>
+      trs.map((tr) => [...tr.children].map((c) => c.textContent)));
+    await page.locator("table.hook-counts tbody tr").first().waitFor();
+    const counts = await cells("hook-counts");
+    const toolCalls = counts.find(([, hook]) => hook === "on_tool_call");
+    assert.ok(toolCalls && Number(toolCalls[2]) >= 2, JSON.stringify(counts));
+    const skipped = counts.find(([, hook, , skips]) => hook === "on_user_message" && /\d+ failed/.test(skips));
+    assert.ok(skipped, `no on_user_message skip by reason: ${JSON.stringify(counts)}`);
+    const latency = await cells("hook-latency");
+    assert.ok(latency.length > 0);
+    for (const [plugin, , p50, p99] of latency) {
+      assert.ok(names.includes(plugin), plugin);
+      assert.match(p50, /µs|ms|s$/);
+      assert.match(p99, /µs|ms|s$/);
+    }
+    assert.equal(await page.locator("svg.chart rect.bar-p50").count(), latency.length);
+    await shot("plugins");
+  });
+
+  test("gateway events show as emitted, with their wait mode", async () => {
+    const command = await server.api("POST", `/v1/sessions/${key}/commands`, { command: "/new" });
+    assert.equal(command.status, 200, JSON.stringify(command.body));
+    await go("#/gateway");
+    const row = page.locator('table.gateway tr[data-key-event="command:new"]').first();
+    await row.waitFor();
+    assert.match(await row.innerText(), /awaited|queued|detached|bounded|dropped/);
+    await shot("gateway");
+  });
+
+  test("a narrow window in the dark scheme stays readable", async () => {
+    await page.emulateMedia({ colorScheme: "dark" });
+    await page.setViewportSize({ width: 400, height: 800 });
+    for (const [hash, name] of [["#/sessions", "sessions-narrow-dark"], [`#/sessions/${encodeURIComponent(key)}`, "timeline-narrow-dark"]]) {
+      await go(hash);
+      await page.locator("main h2").first().waitFor();
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      assert.ok(overflow <= 1, `${name}: the page is ${overflow} px wider than the window`);
+      await shot(name, false);
+    }
+    const background = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    assert.equal(background, "rgb(15, 18, 22)");
+    await page.emulateMedia({ colorScheme: "light" });
+    await page.setViewportSize({ width: 1280, height: 800 });
+  });
+
+  test("no script error and no policy violation happened", () => {
+    // The wrong token's 401 is logged by Chromium as a failed resource; nothing else may be.
+    const real = browser.problems.filter((p) => !/status of 401/.test(p));
+    assert.deepEqual(real, []);
+  });
+});

@@ -1,0 +1,137 @@
+// The console's pure parts, loaded from their TypeScript sources (bundled in memory by esbuild:
+// nothing is written): the SSE parser, the Prometheus parser and its per hook figures, the diff.
+
+import assert from "node:assert/strict";
+import { dirname, join } from "node:path";
+import { test } from "node:test";
+import { fileURLToPath } from "node:url";
+import * as esbuild from "esbuild";
+
+const src = join(dirname(fileURLToPath(import.meta.url)), "..", "src");
+
+async function load(name) {
+  const out = await esbuild.build({
+    entryPoints: [join(src, name)], bundle: true, format: "esm", write: false, platform: "neutral", logLevel: "error",
+  });
+  const code = Buffer.from(out.outputFiles[0].contents).toString("base64");
+  return import(`data:text/javascript;base64,${code}`);
+}
+
+const { SseParser } = await load("sse.ts");
+const { parseMetrics, hookStats, formatSeconds } = await load("metrics.ts");
+const { diffWords, valueTexts } = await load("diff.ts");
+
+test("sse: events split across chunks and line endings are put together", () => {
+  const parser = new SseParser();
+  const got = [
+    ...parser.push("event: session\r\ndata: {\"a\""),
+    ...parser.push(":1}\r"),
+    ...parser.push("\n\r\n: keep-alive\n\nevent: note\ndata: one\ndata: two\n"),
+    ...parser.push("\n"),
+  ];
+  assert.deepEqual(got, [
+    { event: "session", data: '{"a":1}' },
+    { event: "note", data: "one\ntwo" },
+  ]);
+});
+
+test("sse: a block without data dispatches nothing; a nameless event is a message", () => {
+  const parser = new SseParser();
+  assert.deepEqual(parser.push("event: x\n\ndata:plain\n\n"), [{ event: "message", data: "plain" }]);
+});
+
+const METRICS = `# TYPE hookline_hook_calls_total counter
+hookline_hook_calls_total{hook="on_user_message"} 4
+# TYPE hookline_hook_skips_total counter
+hookline_hook_skips_total{hook="on_user_message",reason="failed"} 2
+hookline_hook_skips_total{hook="on_tool_call",plugin="guard",reason="timed-out"} 1
+# TYPE hookline_hook_seconds summary
+hookline_hook_seconds{hook="on_tool_call",plugin="guard",quantile="0.5"} 0.000012
+hookline_hook_seconds{hook="on_tool_call",plugin="guard",quantile="0.99"} 0.0031
+hookline_hook_seconds_sum{hook="on_tool_call",plugin="guard"} 0.004
+hookline_hook_seconds_count{hook="on_tool_call",plugin="guard"} 3
+hookline_hook_seconds{hook="on_prompt",plugin="we \\"quote\\", and, comma",quantile="0.5"} NaN
+hookline_turns_total{stop_reason="completed"} 2 1700000000000
+`;
+
+test("metrics: samples with labels, escapes, NaN and timestamps are read", () => {
+  const samples = parseMetrics(METRICS);
+  assert.equal(samples.length, 9);
+  const odd = samples.find((s) => s.labels.hook === "on_prompt");
+  assert.equal(odd.labels.plugin, 'we "quote", and, comma');
+  assert.ok(Number.isNaN(odd.value));
+  assert.equal(samples.at(-1).value, 2);
+});
+
+test("metrics: per plugin and hook calls, skips by reason and quantiles", () => {
+  const stats = hookStats(parseMetrics(METRICS));
+  const guard = stats.find((s) => s.plugin === "guard" && s.hook === "on_tool_call");
+  assert.equal(guard.samples, 3);
+  assert.equal(guard.calls, null);
+  assert.equal(guard.p50, 0.000012);
+  assert.equal(guard.p99, 0.0031);
+  assert.deepEqual([...guard.skips], [["timed-out", 1]]);
+  const every = stats.find((s) => s.plugin === "" && s.hook === "on_user_message");
+  assert.equal(every.calls, 4);
+  assert.deepEqual([...every.skips], [["failed", 2]]);
+  const nan = stats.find((s) => s.hook === "on_prompt");
+  assert.equal(nan.p50, null);
+});
+
+test("metrics: a counter naming the plugin counts that plugin's calls, apart from latency samples", () => {
+  const text = `hookline_hook_calls_total{hook="on_prompt",plugin="a"} 7\nhookline_hook_seconds_count{hook="on_prompt",plugin="a"} 5\n`;
+  const [row] = hookStats(parseMetrics(text));
+  assert.equal(row.calls, 7);
+  assert.equal(row.samples, 5);
+});
+
+test("metrics: latencies read as people write them", () => {
+  assert.equal(formatSeconds(0.000012), "12 µs");
+  assert.equal(formatSeconds(0.0031), "3.10 ms");
+  assert.equal(formatSeconds(0.25), "250.0 ms");
+  assert.equal(formatSeconds(1.5), "1.50 s");
+  assert.equal(formatSeconds(null), "–");
+});
+
+test("diff: a hook's appended line shows as added, the rest the same", () => {
+  const parts = diffWords("hello world", "hello world\n(checked by guard)");
+  assert.deepEqual(parts, [
+    { kind: "same", text: "hello world" },
+    { kind: "added", text: "\n(checked by guard)" },
+  ]);
+});
+
+test("diff: a replaced word is removed then added; joining each side gives the texts back", () => {
+  const before = "fix my password hunter2 now";
+  const after = "fix my [password redacted] now";
+  const parts = diffWords(before, after);
+  const side = (kind) => parts.filter((p) => p.kind === "same" || p.kind === kind).map((p) => p.text).join("");
+  assert.equal(side("removed"), before);
+  assert.equal(side("added"), after);
+  assert.deepEqual(parts, [
+    { kind: "same", text: "fix my " },
+    { kind: "removed", text: "password hunter2" },
+    { kind: "added", text: "[password redacted]" },
+    { kind: "same", text: " now" },
+  ]);
+});
+
+test("diff: texts past the size bound still diff, as one removal and one insertion", () => {
+  const before = Array.from({ length: 800 }, (_, i) => `a${i}`).join(" ");
+  const after = Array.from({ length: 800 }, (_, i) => `b${i}`).join(" ");
+  const parts = diffWords(before, after);
+  assert.deepEqual(parts.map((p) => p.kind), ["removed", "added"]);
+});
+
+test("diff: a value whose text alone changed shows its text; others show field by field", () => {
+  assert.deepEqual(valueTexts({ sideQuestion: false, text: "a" }, { sideQuestion: false, text: "b" }), ["a", "b"]);
+  assert.deepEqual(valueTexts("x", "y"), ["x", "y"]);
+  const [before, after] = valueTexts(
+    { appended: [], mode: "work", text: "line one\nline two" },
+    { appended: ["House style."], mode: "work", text: "line one\nline two" },
+  );
+  assert.equal(before, "appended: []\nmode: work\ntext:\nline one\nline two");
+  assert.equal(after, 'appended: [\n  "House style."\n]\nmode: work\ntext:\nline one\nline two');
+  const [call] = valueTexts({ callId: "c1", arguments: { path: "../x" } }, { callId: "c1", arguments: { path: "x" } });
+  assert.equal(call, 'callId: c1\narguments: {\n  "path": "../x"\n}');
+});
