@@ -243,7 +243,9 @@ impl Load {
             // with the wave: compare the highest sample of the warm-up's last tenth of the run
             // with the highest sample of the run's last tenth.
             let window = config.duration / 10;
-            if elapsed + window >= config.warmup() && elapsed <= config.warmup() {
+            // A tick the load delayed past the warm-up window still takes the warm-up sample.
+            let warm_sample_due = elapsed <= config.warmup() || memory.after_warmup_bytes.is_none();
+            if elapsed + window >= config.warmup() && warm_sample_due {
                 memory.after_warmup_bytes = max_sample(memory.after_warmup_bytes);
                 memory.warmup_ms = millis(config.warmup());
                 memory.warmup_complete = all_warm;
