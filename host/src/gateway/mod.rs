@@ -10,7 +10,7 @@
 //! [`Host`](crate::Host) is the one-conversation API over the same code; `hookline serve` is a
 //! thin HTTP front over this type.
 //!
-//! ```rust,ignore
+//! ```text
 //! let gateway = Host::builder().plugin(plugin).start_gateway(GatewayLimits::default())?;
 //! let session = gateway.open(OpenSession::default()).await?;
 //! let report = session.turn(UserInput::work("hello")).await?;

@@ -8,7 +8,7 @@
 //! a cookie). Every answer here carries a strict Content-Security-Policy: scripts, styles and
 //! connections from this origin only, no inline script or style, no framing.
 //!
-//! ```rust,ignore
+//! ```text
 //! let app = Router::new().merge(console::routes()).merge(api);
 //! ```
 

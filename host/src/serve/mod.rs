@@ -8,7 +8,7 @@
 //! gateway, each session's inbox and live feed are bounded, and [`ServeHandle::drain`] drains the
 //! gateway within its budget before the listener closes.
 //!
-//! ```rust,ignore
+//! ```text
 //! let gateway = Host::builder().provider(Arc::new(EchoProvider)).start_gateway(limits)?;
 //! let (addr, handle) = serve::start(gateway, ServeConfig::new(root)).await?;
 //! // ... clients talk to http://{addr}/v1/sessions ...
