@@ -2,7 +2,6 @@
 
 use hookline_messages::event::{CustomKey, MessageSentContext, MessageStage};
 use hookline_messages::scenario::{Action, Scenario, SlashCommand, Step};
-use hookline_messages::session::SessionId;
 
 use crate::approval::ScriptedOperator;
 use crate::producers::InboundMessage;
@@ -210,16 +209,7 @@ async fn command_step(
             });
             SessionCommand::Stop
         }
-        SlashCommand::Reset => SessionCommand::Reset,
-        SlashCommand::Mode(mode) => SessionCommand::Mode(mode),
-        SlashCommand::Approvals(mode) => SessionCommand::Approvals(mode),
-        SlashCommand::New => SessionCommand::New,
-        SlashCommand::Clear => SessionCommand::Clear,
-        SlashCommand::Resume(id) => SessionCommand::Resume(SessionId::new(id)),
-        SlashCommand::Fork => SessionCommand::Fork,
-        SlashCommand::Cd(dir) => SessionCommand::Cd(dir.into()),
-        SlashCommand::Space(name) => SessionCommand::Space(name),
-        SlashCommand::Compact => SessionCommand::Compact,
+        other => SessionCommand::from(other),
     };
     host.command(command).await
 }

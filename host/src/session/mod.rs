@@ -79,6 +79,28 @@ pub enum SessionCommand {
     Compact,
 }
 
+impl From<hookline_messages::scenario::SlashCommand> for SessionCommand {
+    /// The session command a typed slash command stands for: the one mapping the chat, the
+    /// scenario player and the server share (each adds only its own fences and reports).
+    fn from(command: hookline_messages::scenario::SlashCommand) -> Self {
+        use hookline_messages::scenario::SlashCommand as Slash;
+        match command {
+            Slash::New => Self::New,
+            Slash::Reset => Self::Reset,
+            Slash::Stop => Self::Stop,
+            Slash::Model(name) => Self::Model(name),
+            Slash::Mode(mode) => Self::Mode(mode),
+            Slash::Approvals(mode) => Self::Approvals(mode),
+            Slash::Clear => Self::Clear,
+            Slash::Resume(id) => Self::Resume(SessionId::new(id)),
+            Slash::Fork => Self::Fork,
+            Slash::Cd(dir) => Self::Cd(dir.into()),
+            Slash::Space(name) => Self::Space(name),
+            Slash::Compact => Self::Compact,
+        }
+    }
+}
+
 /// One conversation. Not `Sync`: one owner drives it (its methods take `&mut self`); a gateway
 /// runs each conversation on a task of its own.
 pub struct Conversation {

@@ -83,30 +83,6 @@ impl Store {
         &self.root
     }
 
-    /// Claims `id` for a new session: creates `<root>/sessions/<id>/` (and syncs its creation)
-    /// and answers true, or answers false when a session already has that id. Creating a
-    /// directory is atomic, so two writers (threads or processes) never both claim one id.
-    ///
-    /// # Errors
-    /// As [`Store::session_dir`].
-    pub fn claim(&self, id: &SessionId) -> Result<bool, StoreError> {
-        let sessions = self.root.join(SESSIONS);
-        validate_session_id(id.as_str()).map_err(|reason| StoreError::InvalidSessionId {
-            root: sessions.clone(),
-            id: id.as_str().to_owned(),
-            reason,
-        })?;
-        let dir = sessions.join(id.as_str());
-        match fs::create_dir(&dir) {
-            Ok(()) => {
-                log::sync_dir(&sessions)?;
-                Ok(true)
-            }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
-            Err(e) => Err(StoreError::io(&dir, "create", e)),
-        }
-    }
-
     /// `<root>/sessions/<id>/`, created (and its creation synced) on demand.
     ///
     /// # Errors

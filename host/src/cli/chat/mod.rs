@@ -25,7 +25,6 @@ use std::time::Duration;
 
 use clap::Args;
 use hookline_messages::scenario::SlashCommand;
-use hookline_messages::session::SessionId;
 use hookline_messages::user::StopReason;
 use tokio::sync::{broadcast, mpsc};
 
@@ -274,7 +273,7 @@ impl Chat {
     /// One slash command. A command the host cannot run is said, and the chat goes on.
     async fn command(&mut self, host: &mut Host, line: &str) -> Result<(), HostError> {
         let command = match SlashCommand::parse(line) {
-            Ok(command) => session_command(command),
+            Ok(command) => SessionCommand::from(command),
             Err(problem) => {
                 self.console
                     .say(&format!("-- {problem}. /help lists the commands."));
@@ -382,23 +381,5 @@ impl Chat {
         self.console.say("-- Stopping the turn...");
         self.stop.raise();
         self.answers.refuse();
-    }
-}
-
-/// The session command a slash command stands for.
-fn session_command(command: SlashCommand) -> SessionCommand {
-    match command {
-        SlashCommand::New => SessionCommand::New,
-        SlashCommand::Reset => SessionCommand::Reset,
-        SlashCommand::Stop => SessionCommand::Stop,
-        SlashCommand::Model(name) => SessionCommand::Model(name),
-        SlashCommand::Mode(mode) => SessionCommand::Mode(mode),
-        SlashCommand::Approvals(mode) => SessionCommand::Approvals(mode),
-        SlashCommand::Clear => SessionCommand::Clear,
-        SlashCommand::Resume(id) => SessionCommand::Resume(SessionId::new(id)),
-        SlashCommand::Fork => SessionCommand::Fork,
-        SlashCommand::Cd(dir) => SessionCommand::Cd(dir.into()),
-        SlashCommand::Space(name) => SessionCommand::Space(name),
-        SlashCommand::Compact => SessionCommand::Compact,
     }
 }

@@ -399,16 +399,6 @@ pub(crate) fn session_command(
 ) -> Result<SessionCommand, ApiError> {
     let command = SlashCommand::parse(line.trim()).map_err(ApiError::Invalid)?;
     Ok(match command {
-        SlashCommand::New => SessionCommand::New,
-        SlashCommand::Clear => SessionCommand::Clear,
-        SlashCommand::Reset => SessionCommand::Reset,
-        SlashCommand::Stop => SessionCommand::Stop,
-        SlashCommand::Fork => SessionCommand::Fork,
-        SlashCommand::Compact => SessionCommand::Compact,
-        SlashCommand::Model(name) => SessionCommand::Model(name),
-        SlashCommand::Mode(mode) => SessionCommand::Mode(mode),
-        SlashCommand::Approvals(mode) => SessionCommand::Approvals(mode),
-        SlashCommand::Resume(id) => SessionCommand::Resume(SessionId::new(id)),
         SlashCommand::Cd(dir) => {
             SessionCommand::Cd(resolve_workspace(root, Path::new(workspace), &dir)?)
         }
@@ -416,6 +406,7 @@ pub(crate) fn session_command(
             "the server does not serve /space; use /cd with a directory under the workspace root"
                 .into(),
         )),
+        other => SessionCommand::from(other),
     })
 }
 
