@@ -1,13 +1,22 @@
-//! The soak (issue 8 item 7), tiny: 200 sessions for 1 s through every hook with the demo
-//! plugins, then a shutdown under that load. Its checks must all pass, and its figures must show
-//! that the load really ran. Real time: the soak measures a timed load, nothing here waits on it
-//! as synchronisation. `hookline soak` runs the full size (10,000 sessions, 10 s).
+//! The soak (issue 8 item 7, issue 11 item 0), tiny: 200 gateway sessions for 1 s through every
+//! hook with the demo plugins, then the gateway's shutdown under that load. Its checks must all
+//! pass, and its figures must show that the load really ran. Real time: the soak measures a
+//! timed load, nothing here waits on it as synchronisation, and no figure is compared with a
+//! time. `hookline soak` runs the full size (10,000 sessions, 10 s).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::Command;
 use std::time::Duration;
 
-use hookline::host::soak::{injected_notes, run_soak, SoakConfig};
+use hookline::host::soak::{injected_notes, run_soak, SoakConfig, TURNS_PER_SESSION};
+
+/// The hook calls of one soak session: `on_session_started`; per turn `on_user_message`,
+/// `on_turn_started`, then for each of its two model calls `on_prompt`, `rewrite_prompt`,
+/// `rebuild_model`, `transform_model`, `on_model_response`, with `on_tool_call`, `on_approval`,
+/// `rewrite_approval` and `on_tool_result` between them, and `on_turn_finished` (16 per turn);
+/// `/compact`'s `on_compaction` and `rewrite_compaction` for the prompt and the summary; and
+/// `on_session_ended`.
+const HOOK_CALLS_PER_SESSION: u64 = 1 + 16 * TURNS_PER_SESSION + 4 + 1;
 
 fn tiny() -> SoakConfig {
     SoakConfig {
@@ -29,13 +38,25 @@ async fn a_tiny_soak_passes_every_check_and_records_only_the_injected_notes() {
             "coordinator within max_pending",
             "event queue within its capacity",
             "only the injected notes, once per session",
-            "no pipeline call failed",
+            "no session request failed",
             "shutdown under load within its budget",
         ]
     );
-    // Every session ran every hook: 18 hook calls each (16 kinds, compaction's two twice).
-    assert!(report.sessions_completed >= 200, "{report}");
-    assert_eq!(report.hook_calls, report.sessions_completed * 18);
+    // The sessions ran real turns through the hooks. The load's turns are counted as their
+    // sessions complete within it; each of the 200 slots may have had one session part way at
+    // its start and at its end, so the hook calls counted over the load lie within 200
+    // sessions' worth of the completed sessions'.
+    assert!(report.sessions_completed >= 1, "{report}");
+    let sessions = report.turns / TURNS_PER_SESSION;
+    let calls = report.hook_calls.expect("the soak counts hook calls");
+    assert!(
+        calls + 200 * HOOK_CALLS_PER_SESSION >= sessions * HOOK_CALLS_PER_SESSION,
+        "{report}"
+    );
+    assert!(
+        calls <= (sessions + 200) * HOOK_CALLS_PER_SESSION,
+        "{report}"
+    );
     // Exactly the injected notes, once per completed session.
     let injected: Vec<String> = injected_notes().iter().map(|n| n.text()).collect();
     assert_eq!(report.notes.len(), injected.len(), "{report}");
@@ -43,7 +64,7 @@ async fn a_tiny_soak_passes_every_check_and_records_only_the_injected_notes() {
         assert!(injected.contains(&count.text), "{}", count.text);
         assert_eq!(count.count, report.sessions_completed, "{}", count.text);
     }
-    assert_eq!(report.shutdown.active_sessions, 200);
+    assert!(report.shutdown.active_sessions <= 200, "{report}");
     assert!(report.queues.coordinator.peak >= 1);
     assert_eq!(report.events_dropped, 0);
 }
@@ -57,7 +78,7 @@ fn hookline_soak_prints_a_json_report_and_exits_zero_when_every_check_passes() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-    assert_eq!(report["driver"], "pipeline");
+    assert_eq!(report["driver"], "gateway");
     assert_eq!(report["concurrent_sessions"], 50);
     let checks = report["checks"].as_array().unwrap();
     assert_eq!(checks.len(), 6);

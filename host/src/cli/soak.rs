@@ -16,7 +16,7 @@ pub(super) struct SoakArgs {
     #[arg(long, default_value_t = 10_000)]
     sessions: usize,
     /// How long the load runs before the shutdown, in seconds.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 40.0)]
     duration: f64,
     /// The event bus queue's capacity (default: one place per session).
     #[arg(long)]
@@ -77,10 +77,11 @@ pub(super) fn run(args: &SoakArgs) -> ExitCode {
     }
 }
 
-/// The soak's runtime: actix's current-thread runtime with a small blocking pool. File tools run
-/// on that pool; each of its threads gets its own allocator arena, and with the default pool (up
-/// to 512 threads) resident memory measured those arenas filling up for the first seconds rather
-/// than the host (flat with `MALLOC_ARENA_MAX=1`). Tool runs are bounded at 8 at once anyway.
+/// The soak's runtime: actix's current-thread runtime with a bounded blocking pool. The file
+/// store creates, opens and compacts sessions on that pool (several `fsync`s each, which the
+/// journal merges when they run side by side) and file tools run there; with the default pool
+/// (up to 512 threads) resident memory measured the threads' allocator arenas filling up for
+/// the first seconds rather than the host.
 fn soak_runtime() -> std::io::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -89,4 +90,4 @@ fn soak_runtime() -> std::io::Result<tokio::runtime::Runtime> {
 }
 
 /// Threads in the soak runtime's blocking pool.
-const SOAK_BLOCKING_THREADS: usize = 2;
+const SOAK_BLOCKING_THREADS: usize = 32;

@@ -25,7 +25,7 @@ mod status;
 
 pub use approvals::{Approvals, NotWaiting};
 pub use error::RequestError;
-pub use session::{RecordsPage, SessionHandle, TurnReport};
+pub use session::{RecordsPage, SessionHandle, TurnReport, SESSION_SHUTDOWN_WAIT};
 pub(crate) use shared::{shutdown_processes, Services, Shared};
 pub use status::{Activity, SessionStatus};
 
@@ -46,7 +46,7 @@ use crate::session::{shut_down, Conversation, SessionCommand};
 use crate::state::{HostError, HostEvent, LiveSink};
 use crate::turn::StopSignal;
 use approvals::RemoteOperator;
-use session::{Request, SESSION_SHUTDOWN_WAIT};
+use session::Request;
 
 /// The gateway's bounds.
 #[derive(Clone, Debug)]

@@ -320,4 +320,4 @@ async fn handle(conversation: &mut Conversation, request: Request) -> bool {
 }
 
 /// How long a shutdown waits for one session to archive its end.
-pub(super) const SESSION_SHUTDOWN_WAIT: Duration = Duration::from_secs(2);
+pub const SESSION_SHUTDOWN_WAIT: Duration = Duration::from_secs(2);

@@ -13,7 +13,8 @@ use std::sync::Arc;
 use hookline_messages::note::Note;
 
 use hookline_actors::plugin::PluginRegistration;
-use hookline_actors::Pipeline;
+use hookline_actors::events::EventBusConfig;
+use hookline_actors::{Pipeline, PipelineBuilder};
 use hookline_messages::session::ApprovalMode;
 
 use hookline_actors::lifecycle::GatewayConfig;
@@ -49,6 +50,16 @@ pub struct HostBuilder {
     compact_after: Option<usize>,
     max_model_calls: usize,
     gateway: GatewaySettings,
+    pipeline: PipelineBounds,
+}
+
+/// The pipeline's shape and bounds, as [`HostBuilder::shards`], [`HostBuilder::max_pending`]
+/// and [`HostBuilder::event_bus`] set them (each `None`: the pipeline's default).
+#[derive(Default)]
+struct PipelineBounds {
+    shards: Option<usize>,
+    max_pending: Option<usize>,
+    event_bus: Option<EventBusConfig>,
 }
 
 impl Default for HostBuilder {
@@ -69,6 +80,7 @@ impl Default for HostBuilder {
             compact_after: None,
             max_model_calls: DEFAULT_MAX_MODEL_CALLS,
             gateway: GatewaySettings::default(),
+            pipeline: PipelineBounds::default(),
         }
     }
 }
@@ -311,6 +323,30 @@ impl HostBuilder {
         self
     }
 
+    /// The pipeline's shards (default: [`PipelineBuilder::shards`]'s).
+    ///
+    /// [`PipelineBuilder::shards`]: hookline_actors::PipelineBuilder::shards
+    #[must_use]
+    pub fn shards(mut self, shards: usize) -> Self {
+        self.pipeline.shards = Some(shards);
+        self
+    }
+
+    /// Bounds the hook calls the pipeline admits at once, per shard (default
+    /// [`DEFAULT_MAX_PENDING`](hookline_actors::coordinator::DEFAULT_MAX_PENDING)).
+    #[must_use]
+    pub fn max_pending(mut self, max_pending: usize) -> Self {
+        self.pipeline.max_pending = Some(max_pending);
+        self
+    }
+
+    /// Bounds the gateway event bus (queue, detached deliveries, notes).
+    #[must_use]
+    pub fn event_bus(mut self, config: EventBusConfig) -> Self {
+        self.pipeline.event_bus = Some(config);
+        self
+    }
+
     /// Loads the plugins and starts the host's actors on the current actix system. No session
     /// is open yet: call [`Host::open`] or [`Host::resume`].
     ///
@@ -411,7 +447,8 @@ impl HostBuilder {
             .or_else(|| workspace.parent().map(PathBuf::from))
             .unwrap_or_else(|| workspace.clone());
         let guards = Guards::of(&self.plugins);
-        let pipeline = Pipeline::builder().plugins(self.plugins).start()?;
+        let pipeline = self.pipeline.apply(Pipeline::builder().plugins(self.plugins));
+        let pipeline = pipeline.start()?;
         let mut load_notes = self.loaded.notes;
         load_notes.extend(pipeline.load_notes().iter().cloned());
         load_notes.extend(tool_notes);
@@ -435,6 +472,21 @@ impl HostBuilder {
             processes,
             load_notes,
         }))
+    }
+}
+
+impl PipelineBounds {
+    fn apply(self, mut builder: PipelineBuilder) -> PipelineBuilder {
+        if let Some(shards) = self.shards {
+            builder = builder.shards(shards);
+        }
+        if let Some(max_pending) = self.max_pending {
+            builder = builder.max_pending(max_pending);
+        }
+        if let Some(config) = self.event_bus {
+            builder = builder.event_bus(config);
+        }
+        builder
     }
 }
 

@@ -1,8 +1,6 @@
 //! Why a soak could not start.
 
-use hookline_actors::lifecycle::GatewayError;
-use hookline_actors::StartError;
-
+use crate::state::HostError;
 use crate::tools::ToolError;
 
 /// Why a soak could not start. A failed check is not one of these: it is in the report.
@@ -14,10 +12,7 @@ pub enum SoakError {
     /// The demo's tools could not be registered.
     #[error("cannot register the demo tools: {0}")]
     Tools(#[from] ToolError),
-    /// The pipeline could not start.
-    #[error("cannot start the pipeline: {0}")]
-    Start(#[from] StartError),
-    /// The gateway lifecycle refused the startup.
+    /// The gateway could not start.
     #[error("the gateway did not start: {0}")]
-    Gateway(#[from] GatewayError),
+    Gateway(#[from] HostError),
 }

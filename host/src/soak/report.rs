@@ -57,11 +57,13 @@ impl Memory {
 /// The shutdown under load.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct ShutdownMeasured {
-    /// Sessions active when it started (each got its session-end hooks from the shutdown).
+    /// Sessions open when it started (each got its session-end hooks from the shutdown).
     pub active_sessions: usize,
+    /// Turns still running when the drain budget ran out, stopped like `/stop`.
+    pub stopped_turns: usize,
     /// How long the caller waited, ms.
     pub elapsed_ms: u64,
-    /// Its budget: the shutdown wait plus the session-end budget, ms.
+    /// Its budget ([`SoakConfig::shutdown_budget`](super::SoakConfig::shutdown_budget)), ms.
     pub budget_ms: u64,
     /// Whether the shared state was closed afterwards (SPEC G2.3).
     pub shared_state_closed: bool,
@@ -85,20 +87,32 @@ pub struct Check {
 /// Everything a soak run reports.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SoakReport {
-    /// How the sessions were driven (`pipeline`: see `docs/reliability.md` for why).
+    /// How the sessions were driven (`gateway`: see `docs/reliability.md`).
     pub driver: &'static str,
-    /// Sessions in flight at once.
+    /// Sessions open at once (one per slot).
     pub concurrent_sessions: usize,
     /// The load's length, seconds.
     pub duration_secs: f64,
-    /// Sessions that ran every hook to the end.
+    /// How long every slot took to open its first session, seconds (before the load's clock
+    /// started).
+    pub open_secs: f64,
+    /// Sessions that ran every step and closed.
     pub sessions_completed: u64,
-    /// Hook calls made.
-    pub hook_calls: u64,
+    /// Sessions the shutdown's drain interrupted part way.
+    pub sessions_drained: u64,
+    /// User turns completed during the load.
+    pub turns: u64,
+    /// Turns per second over the load.
+    pub turns_per_sec: f64,
+    /// Hook calls the pipeline made during the load (`None`: another metrics recorder was
+    /// installed, so they could not be counted).
+    pub hook_calls: Option<u64>,
     /// Hook calls per second over the load.
-    pub hook_calls_per_sec: f64,
-    /// Pipeline calls that failed (stopped or overloaded).
-    pub pipeline_errors: u64,
+    pub hook_calls_per_sec: Option<f64>,
+    /// Session requests (open, inbound, turn, command, close) that failed.
+    pub request_errors: u64,
+    /// The first failure's message.
+    pub first_error: Option<String>,
     /// Resident memory.
     pub memory: Memory,
     /// Queue peaks against their bounds.
@@ -131,11 +145,16 @@ impl SoakReport {
             queue_check("event queue within its capacity", &self.queues.event_queue),
             self.notes_check(),
             Check {
-                name: "no pipeline call failed",
-                passed: self.pipeline_errors == 0 && self.sessions_completed > 0,
+                name: "no session request failed",
+                passed: self.request_errors == 0 && self.sessions_completed > 0,
                 detail: format!(
-                    "{} errors, {} sessions completed",
-                    self.pipeline_errors, self.sessions_completed
+                    "{} errors, {} sessions completed{}",
+                    self.request_errors,
+                    self.sessions_completed,
+                    self.first_error
+                        .as_ref()
+                        .map(|e| format!("; first: {e}"))
+                        .unwrap_or_default()
                 ),
             },
             self.shutdown_check(),
@@ -191,11 +210,12 @@ impl SoakReport {
                 && s.shared_state_closed
                 && s.notes.is_empty(),
             detail: format!(
-                "{} ms of {} ms (+{SHUTDOWN_SLACK_MS} ms slack) with {} active sessions; shared \
-                 state closed: {}; {} notes{}",
+                "{} ms of {} ms (+{SHUTDOWN_SLACK_MS} ms slack) with {} open sessions, {} turns \
+                 stopped by the drain; shared state closed: {}; {} notes{}",
                 s.elapsed_ms,
                 s.budget_ms,
                 s.active_sessions,
+                s.stopped_turns,
                 s.shared_state_closed,
                 s.notes.len(),
                 s.error
@@ -230,13 +250,23 @@ impl fmt::Display for SoakReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "soak: {} sessions at once for {:.1} s through the {} with the demo plugins",
-            self.concurrent_sessions, self.duration_secs, self.driver
+            "soak: {} sessions at once for {:.1} s through the {} with the demo plugins \
+             (opened in {:.1} s)",
+            self.concurrent_sessions, self.duration_secs, self.driver, self.open_secs
         )?;
+        let calls = match (self.hook_calls, self.hook_calls_per_sec) {
+            (Some(calls), Some(rate)) => format!("{calls} hook calls ({rate:.0}/s)"),
+            _ => "hook calls not counted".into(),
+        };
         writeln!(
             f,
-            "  {} sessions completed, {} hook calls ({:.0}/s), {} events dropped",
-            self.sessions_completed, self.hook_calls, self.hook_calls_per_sec, self.events_dropped
+            "  {} sessions completed ({} drained at the shutdown), {} turns ({:.0}/s), {calls}, \
+             {} events dropped",
+            self.sessions_completed,
+            self.sessions_drained,
+            self.turns,
+            self.turns_per_sec,
+            self.events_dropped
         )?;
         writeln!(f, "  load notes:")?;
         for note in &self.load_notes {

@@ -1,0 +1,371 @@
+//! [`FileStore`]: the embedded default [`SessionStore`] (issue 14 item 1, issue 11 item 5).
+//!
+//! Layout and frames are those of `docs/storage.md`: `sessions/<id>/` holds `meta.log` (the
+//! facts), `records.log` and `archive.log`. Beside them:
+//! - `commit.log`, frames of [`CommitPoint`]s: after every append the lengths of `records.log`
+//!   and `archive.log`. Opening cuts both logs back to the last commit point they satisfy, so an
+//!   append that wrote records but not its archive entries (or half its frames) before a crash is
+//!   wholly absent, never half there.
+//! - `lock`, held with `flock(LOCK_EX)` by the session's one writer: the file store's lease. Two
+//!   processes (or two stores in one process) never write one session; a dead process's lock
+//!   goes with it.
+//!
+//! An idle open session holds one file descriptor, its `lock`: each commit opens the data files
+//! it writes and closes them once they are synced (see [`SessionFiles`]).
+//!
+//! Group commit: every append goes to one committer thread per store, which takes every append
+//! queued (up to [`MAX_BATCH`]), writes their frames, then issues the `fdatasync`s of all the
+//! touched files at once from a few sync threads. The file system's journal (ext4's jbd2, XFS's
+//! log) folds concurrent syncs into one journal commit and one cache flush, so N sessions'
+//! appends cost about one device flush rather than N. Each append is acknowledged only after its
+//! own files are synced, so the crash guarantees are those of a single append.
+
+use std::collections::HashSet;
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use hookline_messages::record::{ArchiveEntry, Record};
+use hookline_messages::session::{SessionId, SessionInfo};
+use rustix::fs::{flock, FlockOperation};
+use serde::{Deserialize, Serialize};
+use tokio::sync::{mpsc, oneshot};
+
+use super::api::{NewSession, SessionStore, SessionWriter, StoredSession, ID_TRIES};
+use super::log::{
+    encode_records, remove_stale_rewrite, rewrite_path, scan, sync_dir, write_new_file, Scan,
+};
+use super::{validate_session_id, StoreError, TornTail};
+
+const SESSIONS: &str = "sessions";
+const RECORDS: &str = "records.log";
+const ARCHIVE: &str = "archive.log";
+const META: &str = "meta.log";
+const COMMITS: &str = "commit.log";
+const LOCK: &str = "lock";
+
+/// The most appends one group commit takes.
+pub const MAX_BATCH: usize = 1024;
+/// Commit points kept before `commit.log` is rewritten to one point on open.
+const MAX_COMMIT_POINTS: usize = 4096;
+
+/// How a [`FileStore`] commits.
+#[derive(Clone, Debug)]
+pub struct FileStoreOptions {
+    /// Commit many sessions' appends together (default). Off: one append at a time, each with
+    /// its own syncs (for comparison).
+    pub group_commit: bool,
+    /// Do every write on the caller's thread, each append synced before it returns (no
+    /// committer thread, no blocking pool). For one conversation, where there is nothing to
+    /// group (`Host`, the CLI), and for tests on paused time, where a wait on another thread
+    /// would let the clock jump. Off by default.
+    pub inline: bool,
+    /// Appends waiting for the committer at most; callers wait beyond it (default 4096).
+    pub queue: usize,
+    /// Threads that issue one batch's syncs concurrently (default 16).
+    pub sync_threads: usize,
+}
+
+impl Default for FileStoreOptions {
+    fn default() -> Self {
+        Self {
+            group_commit: true,
+            inline: false,
+            queue: 4096,
+            sync_threads: 16,
+        }
+    }
+}
+
+/// Counters of a store's committer, for tests and benches.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CommitStats {
+    /// Appends committed (acknowledged as durable).
+    pub appends: u64,
+    /// Commits (batches) made: one sync round for files, one transaction for PostgreSQL.
+    pub commits: u64,
+}
+
+/// The length of `records.log` and `archive.log` after a committed append.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct CommitPoint {
+    records: u64,
+    archive: u64,
+    /// Set by a compaction: `records.log.rewrite` of this length and CRC-32C is the new
+    /// `records.log` (renamed on open when a crash came before the rename).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    replace: Option<Rewrite>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Rewrite {
+    len: u64,
+    crc: u32,
+}
+
+/// The embedded default store: a directory of session directories (see the module docs).
+#[derive(Clone)]
+pub struct FileStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    sessions: PathBuf,
+    jobs: mpsc::Sender<Job>,
+    appends: AtomicU64,
+    commits: AtomicU64,
+    /// The highest `s<n>` id handed out or found on open.
+    next_id: AtomicU64,
+    /// [`FileStoreOptions::inline`].
+    inline: bool,
+}
+
+impl Inner {
+    /// Counts one commit of `answers`' successful appends (before they are answered).
+    fn count_commit(&self, answers: &Answers) {
+        let ok = answers.iter().filter(|(_, a)| a.is_ok()).count() as u64;
+        self.commits.fetch_add(1, Ordering::Relaxed);
+        self.appends.fetch_add(ok, Ordering::Relaxed);
+    }
+}
+
+impl std::fmt::Debug for FileStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FileStore")
+            .field("sessions", &self.inner.sessions)
+            .finish()
+    }
+}
+
+/// One append waiting for the committer.
+struct Job {
+    files: Arc<Mutex<SessionFiles>>,
+    records: Vec<u8>,
+    archive: Vec<u8>,
+    reply: oneshot::Sender<Result<(), StoreError>>,
+}
+
+/// A session open for writing: where each of its files ends, and its lock. The lock is the only
+/// file an idle session holds open; the data files are opened by the commit that writes them
+/// ([`DataFiles`]) and closed when it has synced them, so 10,000 open sessions hold 10,000
+/// descriptors, not 40,000.
+struct SessionFiles {
+    dir: PathBuf,
+    records_end: u64,
+    archive_end: u64,
+    commits_end: u64,
+    /// Set when a failed write could not be undone: the writer refuses further writes.
+    poisoned: bool,
+    /// Holds the session's `flock`; dropped with the writer.
+    lock: File,
+}
+
+impl FileStore {
+    /// Opens the store at `root` (the directory holding `sessions/`), creating it if needed,
+    /// and starts its committer thread. Must be called inside a tokio runtime only for the
+    /// async methods; opening itself is synchronous.
+    ///
+    /// # Errors
+    /// [`StoreError::Io`] if the directories cannot be created or the thread cannot start.
+    pub fn open(root: impl Into<PathBuf>, options: FileStoreOptions) -> Result<Self, StoreError> {
+        let sessions = root.into().join(SESSIONS);
+        fs::create_dir_all(&sessions).map_err(|e| StoreError::io(&sessions, "create", e))?;
+        let (jobs, rx) = mpsc::channel(options.queue.max(1));
+        let highest = highest_numbered(&sessions)?;
+        let inner = Arc::new(Inner {
+            sessions: sessions.clone(),
+            jobs,
+            appends: AtomicU64::new(0),
+            commits: AtomicU64::new(0),
+            next_id: AtomicU64::new(highest),
+            inline: options.inline,
+        });
+        let weak = Arc::downgrade(&inner);
+        std::thread::Builder::new()
+            .name("hookline-store-commit".into())
+            .spawn(move || committer(rx, &options, &weak))
+            .map_err(|e| StoreError::io(&sessions, "start the committer for", e))?;
+        Ok(Self { inner })
+    }
+
+    /// The committer's counters so far.
+    pub fn stats(&self) -> CommitStats {
+        CommitStats {
+            appends: self.inner.appends.load(Ordering::Relaxed),
+            commits: self.inner.commits.load(Ordering::Relaxed),
+        }
+    }
+
+    fn session_dir(&self, id: &SessionId) -> Result<PathBuf, StoreError> {
+        validate_session_id(id.as_str()).map_err(|reason| StoreError::InvalidSessionId {
+            root: self.inner.sessions.clone(),
+            id: id.as_str().to_owned(),
+            reason,
+        })?;
+        Ok(self.inner.sessions.join(id.as_str()))
+    }
+
+    fn writer(&self, id: SessionId, files: SessionFiles) -> Box<dyn SessionWriter> {
+        Box::new(FileWriter {
+            id,
+            store: Arc::clone(&self.inner),
+            files: Arc::new(Mutex::new(files)),
+        })
+    }
+}
+
+/// Runs `f` on tokio's blocking pool, so file I/O never runs on the caller's thread; or, for
+/// an inline store, right here.
+async fn blocking<T: Send + 'static>(
+    inline: bool,
+    f: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    if inline {
+        return f();
+    }
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|_| StoreError::Closed)?
+}
+
+#[async_trait]
+impl SessionStore for FileStore {
+    async fn create(
+        &self,
+        new: NewSession,
+        records: &[Record],
+    ) -> Result<(SessionInfo, Box<dyn SessionWriter>), StoreError> {
+        let sessions = self.inner.sessions.clone();
+        let records = encode_records(Path::new(RECORDS), records)?;
+        let store = Arc::clone(&self.inner);
+        let (info, files) = blocking(self.inner.inline, move || {
+            create_session(&sessions, new, &records, &store.next_id)
+        })
+        .await?;
+        let writer = self.writer(info.session_id.clone(), files);
+        Ok((info, writer))
+    }
+
+    async fn open(
+        &self,
+        id: &SessionId,
+    ) -> Result<Option<(StoredSession, Box<dyn SessionWriter>)>, StoreError> {
+        let dir = self.session_dir(id)?;
+        let session = id.clone();
+        let opened = blocking(self.inner.inline, move || open_session(&dir, &session)).await?;
+        Ok(opened.map(|(stored, files)| {
+            let writer = self.writer(id.clone(), files);
+            (stored, writer)
+        }))
+    }
+
+    async fn read(&self, id: &SessionId) -> Result<Option<StoredSession>, StoreError> {
+        let dir = self.session_dir(id)?;
+        blocking(self.inner.inline, move || read_session(&dir)).await
+    }
+
+    async fn sessions(&self) -> Result<Vec<SessionId>, StoreError> {
+        let sessions = self.inner.sessions.clone();
+        blocking(self.inner.inline, move || list_sessions(&sessions)).await
+    }
+}
+
+/// The writer of one file-store session; holds the session's `flock`.
+struct FileWriter {
+    id: SessionId,
+    store: Arc<Inner>,
+    files: Arc<Mutex<SessionFiles>>,
+}
+
+#[async_trait]
+impl SessionWriter for FileWriter {
+    fn session_id(&self) -> &SessionId {
+        &self.id
+    }
+
+    async fn append(
+        &mut self,
+        records: &[Record],
+        archive: &[ArchiveEntry],
+    ) -> Result<(), StoreError> {
+        if records.is_empty() && archive.is_empty() {
+            return Ok(());
+        }
+        let records = encode_records(Path::new(RECORDS), records)?;
+        let archive = encode_records(Path::new(ARCHIVE), archive)?;
+        let (reply, answer) = oneshot::channel();
+        let job = Job {
+            files: Arc::clone(&self.files),
+            records,
+            archive,
+            reply,
+        };
+        if self.store.inline {
+            // A batch of one, committed here: the answer is ready when this returns.
+            let answers = commit_batch(vec![job], 1);
+            self.store.count_commit(&answers);
+            send_answers(answers);
+        } else {
+            self.store
+                .jobs
+                .send(job)
+                .await
+                .map_err(|_| StoreError::Closed)?;
+        }
+        answer.await.map_err(|_| StoreError::Closed)?
+    }
+
+    async fn replace_records(
+        &mut self,
+        records: &[Record],
+        archive: &[ArchiveEntry],
+    ) -> Result<(), StoreError> {
+        let records = encode_records(Path::new(RECORDS), records)?;
+        let archive = encode_records(Path::new(ARCHIVE), archive)?;
+        let files = Arc::clone(&self.files);
+        blocking(self.store.inline, move || {
+            replace(&mut lock(&files), &records, &archive)
+        })
+        .await
+    }
+
+    async fn set_info(&mut self, info: &SessionInfo) -> Result<(), StoreError> {
+        let files = Arc::clone(&self.files);
+        let bytes = encode_records(Path::new(META), std::slice::from_ref(info))?;
+        blocking(self.store.inline, move || {
+            let dir = lock(&files).dir.clone();
+            replace_file(&dir.join(META), &bytes)
+        })
+        .await
+    }
+
+    async fn release(self: Box<Self>) -> Result<(), StoreError> {
+        // Unlock explicitly: another holder of the handles (a batch finishing) must not keep
+        // the session locked after release returns.
+        let files = lock(&self.files);
+        flock(&files.lock, FlockOperation::Unlock)
+            .map_err(|e| StoreError::io(files.dir.join(LOCK), "unlock", e.into()))
+    }
+}
+
+fn lock(files: &Mutex<SessionFiles>) -> MutexGuard<'_, SessionFiles> {
+    // A panic while holding the lock leaves the handles as they were; the poisoned flag of
+    // `SessionFiles` (not the mutex's) says whether they are usable.
+    files
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+mod commit;
+mod recovery;
+#[cfg(test)]
+mod tests;
+
+use commit::{commit_batch, committer, replace, send_answers, Answers};
+use recovery::{
+    create_session, highest_numbered, list_sessions, open_session, read_session, replace_file,
+};

@@ -1,0 +1,394 @@
+//! Reading and repairing sessions on disk: creating one, taking its lock, reading its files cut
+//! to the last commit point, and the repairs `open` makes (torn tails, uncommitted tails,
+//! interrupted compactions).
+
+use super::*;
+
+/// Replaces `path` with `bytes` atomically (temporary file, sync, rename, directory sync).
+pub(super) fn replace_file(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    let tmp = rewrite_path(path);
+    if let Err(e) = write_new_file(&tmp, bytes) {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
+    }
+    fs::rename(&tmp, path).map_err(|e| StoreError::io(path, "replace", e))?;
+    crate::store::log::sync_parent(path)
+}
+
+pub(super) fn open_rw(path: &Path) -> Result<File, StoreError> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| StoreError::io(path, "open", e))
+}
+
+/// Opens a data file that must exist, for writing at offsets and cutting back.
+pub(super) fn open_existing(path: &Path) -> Result<File, StoreError> {
+    OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|e| StoreError::io(path, "open", e))
+}
+
+/// Takes the session's lock without waiting.
+pub(super) fn take_lock(dir: &Path, session: &SessionId) -> Result<File, StoreError> {
+    let path = dir.join(LOCK);
+    let file = open_rw(&path)?;
+    match flock(&file, FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(file),
+        Err(rustix::io::Errno::WOULDBLOCK) => Err(StoreError::Leased {
+            session: session.clone(),
+            holder: "another writer (a process or store holds its lock file)".into(),
+        }),
+        Err(e) => Err(StoreError::io(&path, "lock", e.into())),
+    }
+}
+
+/// The highest `n` of the `s<n>` session directories under `sessions` (0 with none).
+pub(super) fn highest_numbered(sessions: &Path) -> Result<u64, StoreError> {
+    let entries = fs::read_dir(sessions).map_err(|e| StoreError::io(sessions, "list", e))?;
+    Ok(entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()?
+                .strip_prefix('s')?
+                .parse::<u64>()
+                .ok()
+        })
+        .max()
+        .unwrap_or(0))
+}
+
+pub(super) fn create_session(
+    sessions: &Path,
+    new: NewSession,
+    records: &[u8],
+    next_id: &AtomicU64,
+) -> Result<(SessionInfo, SessionFiles), StoreError> {
+    let mut claimed = None;
+    for _ in 0..ID_TRIES {
+        // `s1`, `s2`, ...: short, ordered ids for a store one machine owns. Another process
+        // sharing the directory may have taken the next number: the claim below fails and the
+        // loop takes the one after.
+        let n = next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = SessionId::new(format!("s{n}"));
+        let dir = sessions.join(id.as_str());
+        // The directory is the atomic claim on the id, across threads and processes.
+        match fs::create_dir(&dir) {
+            Ok(()) => {
+                claimed = Some((id, dir));
+                break;
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(StoreError::io(&dir, "create", e)),
+        }
+    }
+    let Some((id, dir)) = claimed else {
+        return Err(StoreError::NoFreeId { tries: ID_TRIES });
+    };
+    sync_dir(sessions)?;
+    let lock = take_lock(&dir, &id)?;
+    let info = SessionInfo {
+        workspace_root: new.workspace_root,
+        session_id: id,
+        approval_mode: new.approval_mode,
+    };
+    let point = CommitPoint {
+        records: records.len() as u64,
+        archive: 0,
+        replace: None,
+    };
+    let point = encode_records(&dir.join(COMMITS), &[point])?;
+    write_new_file(&dir.join(RECORDS), records)?;
+    write_new_file(&dir.join(ARCHIVE), &[])?;
+    write_new_file(&dir.join(COMMITS), &point)?;
+    // The facts last: a session without them was never created (open and read say `None`).
+    let meta = encode_records(&dir.join(META), std::slice::from_ref(&info))?;
+    write_new_file(&dir.join(META), &meta)?;
+    sync_dir(&dir)?;
+    let files = SessionFiles {
+        records_end: records.len() as u64,
+        archive_end: 0,
+        commits_end: point.len() as u64,
+        dir,
+        poisoned: false,
+        lock,
+    };
+    Ok((info, files))
+}
+
+/// A session's files as they stand, cut to the last commit point they satisfy.
+pub(super) struct Reading {
+    info: SessionInfo,
+    records: Vec<Record>,
+    archive: Vec<ArchiveEntry>,
+    /// Where the committed bytes end, and what each file holds beyond that.
+    records_end: u64,
+    archive_end: u64,
+    records_scan_end: u64,
+    archive_scan_end: u64,
+    records_torn: Option<TornTail>,
+    archive_torn: Option<TornTail>,
+    /// The commit points, and whether the last one is the one chosen.
+    points: usize,
+    cut_points: bool,
+    /// A committed compaction whose rename a crash interrupted.
+    pending_rewrite: bool,
+}
+
+/// Reads a session without changing anything; `None` when it has no facts.
+pub(super) fn read_files(dir: &Path) -> Result<Option<Reading>, StoreError> {
+    let Some(meta) = scan::<SessionInfo>(&dir.join(META))? else {
+        return Ok(None);
+    };
+    let Some(info) = meta.records.last().cloned() else {
+        return Ok(None);
+    };
+    let points = scan::<CommitPoint>(&dir.join(COMMITS))?.map_or_else(Vec::new, |s| s.records);
+    let records_path = dir.join(RECORDS);
+    let rewrite = rewrite_path(&records_path);
+    let pending_rewrite = match points.last().and_then(|p| p.replace) {
+        Some(expected) => rewrite_matches(&rewrite, expected)?,
+        None => false,
+    };
+    let records_source = if pending_rewrite {
+        &rewrite
+    } else {
+        &records_path
+    };
+    let records = scan::<Record>(records_source)?.unwrap_or_else(empty_scan);
+    let archive = scan::<ArchiveEntry>(&dir.join(ARCHIVE))?.unwrap_or_else(empty_scan);
+    let records_torn = torn(records_source, &records)?;
+    let archive_torn = torn(&dir.join(ARCHIVE), &archive)?;
+    let boundary = |ends: &[u64], at: u64| at == 0 || ends.binary_search(&at).is_ok();
+    // The latest commit point both logs reach, at a frame boundary. No points at all is a
+    // session written before commit points existed: its valid frames are all committed.
+    let chosen = points
+        .iter()
+        .rposition(|p| {
+            p.records <= records.end
+                && p.archive <= archive.end
+                && boundary(&records.ends, p.records)
+                && boundary(&archive.ends, p.archive)
+        })
+        .map(|i| (i, points[i]));
+    let (records_end, archive_end, cut_points) = match chosen {
+        Some((i, p)) => (p.records, p.archive, i + 1 != points.len()),
+        None if points.is_empty() => (records.end, archive.end, false),
+        // Points that no log reaches are damage, not a crash: keep every valid frame (open
+        // rewrites the points to match) rather than cut synced records off.
+        None => (records.end, archive.end, true),
+    };
+    let keep = |ends: &[u64], end: u64| ends.partition_point(|&e| e <= end);
+    let (records_scan_end, archive_scan_end) = (records.end, archive.end);
+    let keep_records = keep(&records.ends, records_end);
+    let keep_archive = keep(&archive.ends, archive_end);
+    let mut record_list = records.records;
+    record_list.truncate(keep_records);
+    let mut archive_list = archive.records;
+    archive_list.truncate(keep_archive);
+    Ok(Some(Reading {
+        info,
+        records: record_list,
+        archive: archive_list,
+        records_end,
+        archive_end,
+        records_scan_end,
+        archive_scan_end,
+        records_torn,
+        archive_torn,
+        points: points.len(),
+        cut_points,
+        pending_rewrite,
+    }))
+}
+
+pub(super) fn empty_scan<T>() -> Scan<T> {
+    Scan {
+        records: Vec::new(),
+        ends: Vec::new(),
+        end: 0,
+        reason: None,
+    }
+}
+
+/// The torn tail a scan stopped at, described as `Log::open` would.
+pub(super) fn torn<T>(path: &Path, scan: &Scan<T>) -> Result<Option<TornTail>, StoreError> {
+    let Some(reason) = scan.reason else {
+        return Ok(None);
+    };
+    let len = fs::metadata(path)
+        .map_err(|e| StoreError::io(path, "read metadata of", e))?
+        .len();
+    Ok(Some(TornTail {
+        offset: scan.end,
+        dropped_bytes: len.saturating_sub(scan.end),
+        path: path.to_path_buf(),
+        reason,
+    }))
+}
+
+pub(super) fn rewrite_matches(path: &Path, expected: Rewrite) -> Result<bool, StoreError> {
+    match fs::read(path) {
+        Ok(bytes) => {
+            Ok(bytes.len() as u64 == expected.len && crc32c::crc32c(&bytes) == expected.crc)
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(StoreError::io(path, "read", e)),
+    }
+}
+
+pub(super) fn read_session(dir: &Path) -> Result<Option<StoredSession>, StoreError> {
+    Ok(read_files(dir)?.map(|r| StoredSession {
+        info: r.info,
+        records: r.records,
+        archive: r.archive,
+        repaired: Vec::new(),
+    }))
+}
+
+/// Takes the lock, then reads the session and repairs it: finishes an interrupted compaction,
+/// cuts torn and uncommitted tails, and rewrites `commit.log` to one point when it is long.
+pub(super) fn open_session(
+    dir: &Path,
+    id: &SessionId,
+) -> Result<Option<(StoredSession, SessionFiles)>, StoreError> {
+    match fs::symlink_metadata(dir) {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(_) => return Err(StoreError::NotADirectory { path: dir.into() }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(StoreError::io(dir, "inspect", e)),
+    }
+    let lock = take_lock(dir, id)?;
+    let Some(reading) = read_files(dir)? else {
+        return Ok(None);
+    };
+    let records_path = dir.join(RECORDS);
+    let mut repaired = Vec::new();
+    if reading.pending_rewrite {
+        fs::rename(rewrite_path(&records_path), &records_path)
+            .map_err(|e| StoreError::io(&records_path, "replace", e))?;
+        sync_dir(dir)?;
+        repaired.push(format!(
+            "{}: a compaction committed before a crash was completed.",
+            records_path.display()
+        ));
+    } else {
+        remove_stale_rewrite(&records_path);
+    }
+    remove_stale_rewrite(&dir.join(COMMITS));
+    remove_stale_rewrite(&dir.join(META));
+    let records = open_rw(&records_path)?;
+    let archive = open_rw(&dir.join(ARCHIVE))?;
+    for (file, path, end, scan_end, torn) in [
+        (
+            &records,
+            &records_path,
+            reading.records_end,
+            reading.records_scan_end,
+            &reading.records_torn,
+        ),
+        (
+            &archive,
+            &dir.join(ARCHIVE),
+            reading.archive_end,
+            reading.archive_scan_end,
+            &reading.archive_torn,
+        ),
+    ] {
+        let len = file
+            .metadata()
+            .map_err(|e| StoreError::io(path, "read metadata of", e))?
+            .len();
+        if len == end {
+            continue;
+        }
+        file.set_len(end)
+            .and_then(|()| file.sync_all())
+            .map_err(|e| StoreError::io(path, "truncate", e))?;
+        if let Some(torn) = torn {
+            tracing::warn!("{torn}");
+            repaired.push(format!("{}: {torn}", path.display()));
+        }
+        if scan_end > end {
+            let note = format!(
+                "{}: {} bytes of an append that was never committed were cut off at byte {end}.",
+                path.display(),
+                scan_end - end
+            );
+            tracing::warn!("{note}");
+            repaired.push(note);
+        }
+    }
+    let commits_path = dir.join(COMMITS);
+    let point = CommitPoint {
+        records: reading.records_end,
+        archive: reading.archive_end,
+        replace: None,
+    };
+    let one_point = encode_records(&commits_path, &[point])?;
+    if reading.cut_points
+        || reading.points == 0
+        || reading.points > MAX_COMMIT_POINTS
+        || reading.pending_rewrite
+    {
+        replace_file(&commits_path, &one_point)?;
+    } else {
+        // Cut a torn commit frame behind the last point.
+        let commits_file = open_rw(&commits_path)?;
+        let scan = scan::<CommitPoint>(&commits_path)?.unwrap_or_else(empty_scan);
+        if scan.reason.is_some() {
+            commits_file
+                .set_len(scan.end)
+                .and_then(|()| commits_file.sync_all())
+                .map_err(|e| StoreError::io(&commits_path, "truncate", e))?;
+        }
+    }
+    let commits = open_rw(&commits_path)?;
+    let commits_end = commits
+        .metadata()
+        .map_err(|e| StoreError::io(&commits_path, "read metadata of", e))?
+        .len();
+    // Only the lock stays open: the data files are opened again by the commits that write them.
+    drop((records, archive, commits));
+    let files = SessionFiles {
+        dir: dir.to_path_buf(),
+        records_end: reading.records_end,
+        archive_end: reading.archive_end,
+        commits_end,
+        poisoned: false,
+        lock,
+    };
+    let stored = StoredSession {
+        info: reading.info,
+        records: reading.records,
+        archive: reading.archive,
+        repaired,
+    };
+    Ok(Some((stored, files)))
+}
+
+pub(super) fn list_sessions(sessions: &Path) -> Result<Vec<SessionId>, StoreError> {
+    let entries = fs::read_dir(sessions).map_err(|e| StoreError::io(sessions, "list", e))?;
+    let mut ids = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| StoreError::io(sessions, "list", e))?;
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        match entry.file_name().to_str() {
+            Some(name)
+                if is_dir
+                    && validate_session_id(name).is_ok()
+                    && entry.path().join(META).exists() =>
+            {
+                ids.push(SessionId::from(name));
+            }
+            _ => {}
+        }
+    }
+    ids.sort();
+    Ok(ids)
+}
