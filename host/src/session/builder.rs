@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use hookline_messages::note::Note;
 
-use hookline_actors::plugin::PluginRegistration;
 use hookline_actors::events::EventBusConfig;
+use hookline_actors::plugin::PluginRegistration;
 use hookline_actors::{Pipeline, PipelineBuilder};
 use hookline_messages::session::ApprovalMode;
 
@@ -447,7 +447,9 @@ impl HostBuilder {
             .or_else(|| workspace.parent().map(PathBuf::from))
             .unwrap_or_else(|| workspace.clone());
         let guards = Guards::of(&self.plugins);
-        let pipeline = self.pipeline.apply(Pipeline::builder().plugins(self.plugins));
+        let pipeline = self
+            .pipeline
+            .apply(Pipeline::builder().plugins(self.plugins));
         let pipeline = pipeline.start()?;
         let mut load_notes = self.loaded.notes;
         load_notes.extend(pipeline.load_notes().iter().cloned());

@@ -21,9 +21,7 @@ pub(super) fn hook_calls() -> Option<Arc<AtomicU64>> {
             let recorder = HookCalls {
                 calls: calls.clone(),
             };
-            metrics::set_global_recorder(recorder)
-                .ok()
-                .map(|()| calls)
+            metrics::set_global_recorder(recorder).ok().map(|()| calls)
         })
         .clone()
 }

@@ -153,8 +153,7 @@ pub async fn run_soak(
     let sampling = Rc::new(Cell::new(false));
     let sampler = actix_rt::spawn(watch::sample_queues(pipeline.clone(), sampling.clone()));
     let workers = join_all((0..sessions).map(|_| load.worker(&gateway)));
-    let (_, (memory, shutdown)) =
-        futures::join!(workers, load.clock(config, &gateway, progress));
+    let (_, (memory, shutdown)) = futures::join!(workers, load.clock(config, &gateway, progress));
     sampling.set(true);
     let queues = sampler.await.unwrap_or_default();
     let bus_notes = pipeline.events().take_notes().await;

@@ -129,9 +129,11 @@ impl Steps<'_> {
     }
 
     fn keep(&mut self, events: &[HostEvent]) {
-        self.run.notes.extend(events.iter().filter_map(|event| match event {
-            HostEvent::Note { note, .. } => Some(note.clone()),
-            _ => None,
-        }));
+        self.run
+            .notes
+            .extend(events.iter().filter_map(|event| match event {
+                HostEvent::Note { note, .. } => Some(note.clone()),
+                _ => None,
+            }));
     }
 }

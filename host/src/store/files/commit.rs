@@ -117,7 +117,10 @@ pub(super) fn commit_batch(batch: Vec<Job>, sync_threads: usize) -> Answers {
     let mut syncs: Vec<(usize, &File, &Path, &'static str)> = Vec::new();
     for (i, (files, result)) in guards.iter().zip(&results).enumerate() {
         if let Ok((_, data)) = result {
-            syncs.extend(data.written().map(|(file, name)| (i, file, &*files.dir, name)));
+            syncs.extend(
+                data.written()
+                    .map(|(file, name)| (i, file, &*files.dir, name)),
+            );
         }
     }
     let failures = sync_all(&syncs, sync_threads);
@@ -258,7 +261,11 @@ pub(super) fn sync_all(
 
 /// Compaction: the new records, the archive entries and a replacing commit point, so a crash
 /// leaves the old records or the new ones (see [`CommitPoint::replace`]).
-pub(super) fn replace(files: &mut SessionFiles, records: &[u8], archive: &[u8]) -> Result<(), StoreError> {
+pub(super) fn replace(
+    files: &mut SessionFiles,
+    records: &[u8],
+    archive: &[u8],
+) -> Result<(), StoreError> {
     if files.poisoned {
         return Err(StoreError::Poisoned {
             path: files.dir.clone(),

@@ -135,9 +135,12 @@ async fn an_idle_open_session_holds_only_its_lock_open() {
     let mut writers = Vec::new();
     for n in 0..10 {
         let (info, mut w) = store.create(new(), &[user("a")]).await.unwrap();
-        w.append(&[user(&n.to_string())], &[ArchiveEntry::SessionStarted(info)])
-            .await
-            .unwrap();
+        w.append(
+            &[user(&n.to_string())],
+            &[ArchiveEntry::SessionStarted(info)],
+        )
+        .await
+        .unwrap();
         writers.push(w);
     }
     let (_, mut w) = store.open(&reopened).await.unwrap().unwrap();
