@@ -1,8 +1,8 @@
 //! One soak session, run through the gateway as a client would run it: open, one inbound chat
 //! message (`message:received`, queued), [`TURNS_PER_SESSION`] user turns whose model asks for
-//! the demo's `word_count` tool, `/stop` (`command:stop`, awaited by `gateway-audit`), `/compact` (both
-//! compaction hooks and `session:compact:*`), then close (the session-end hooks). Every step is
-//! the gateway's own code: its hooks, its store writes, its events.
+//! the demo's `word_count` tool, `/stop` (`command:stop`, awaited by `gateway-audit`),
+//! `/compact` (both compaction hooks and `session:compact:*`), then close (the session-end
+//! hooks). Every step is the gateway's own code: its hooks, its store writes, its events.
 
 use hookline_messages::note::Note;
 use hookline_messages::user::StopReason;
