@@ -623,3 +623,56 @@ async fn a_non_loopback_address_without_a_token_is_refused() {
     gateway.shutdown("test", None).await.unwrap();
     arbiter.stop();
 }
+
+#[actix_rt::test]
+async fn a_stored_session_is_resumed_by_id_and_goes_on_where_it_stopped() {
+    let served = serve(Arc::new(EchoProvider), |_| {}, |_| {}).await;
+    let key = served.open().await;
+    let (status, body) = served
+        .post(
+            &format!("/v1/sessions/{key}/turns"),
+            json!({"text": "first"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    // Open here already: the same session, at once.
+    let (status, body) = served
+        .post(&format!("/v1/sessions/{key}/resume"), json!({}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["key"], key.as_str());
+    let (_, shown) = served.get(&format!("/v1/sessions/{key}")).await;
+    let records = shown["records"]["total"].clone();
+    // Closed (its lock given up), then opened again from the store by id.
+    let closed = served
+        .client
+        .delete(served.url(&format!("/v1/sessions/{key}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(closed.status(), 200);
+    let (status, _) = served.get(&format!("/v1/sessions/{key}")).await;
+    assert_eq!(status, 404);
+    let (status, body) = served
+        .post(&format!("/v1/sessions/{key}/resume"), json!({}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["key"], key.as_str());
+    assert_eq!(body["records"], records, "{body}");
+    let (status, body) = served
+        .post(
+            &format!("/v1/sessions/{key}/turns"),
+            json!({"text": "second"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    // Ids the store does not hold, or that no store could hold, are 404s, never 500s.
+    for id in ["s-never-stored", "a%2Fb", "a%20b"] {
+        let (status, body) = served
+            .post(&format!("/v1/sessions/{id}/resume"), json!({}))
+            .await;
+        assert_eq!(status, 404, "{id}: {body}");
+        assert_eq!(body["error"]["code"], "unknown-session", "{id}: {body}");
+    }
+    served.shutdown().await;
+}

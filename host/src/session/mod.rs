@@ -326,6 +326,21 @@ impl Conversation {
         Ok(())
     }
 
+    /// Drops the active session without writing or running its end hooks: another node took
+    /// it over (its lease was lost, issue 14 item 2), so the session has not ended; it goes on
+    /// there. The pipeline forgets this node's per-session state.
+    pub(crate) async fn abandon(&mut self) {
+        let Some(session) = self.session.take() else {
+            return;
+        };
+        let id = session.info.session_id.clone();
+        tracing::warn!(session = %id, "another node took this session over; this node dropped it");
+        session.discard();
+        if let Err(error) = self.engine.pipeline.forget_session(&id).await {
+            tracing::warn!(session = %id, %error, "could not forget a dropped session");
+        }
+    }
+
     /// The plugins loaded from disk, in load order.
     pub fn loaded_plugins(&self) -> &[std::sync::Arc<crate::external::ExternalPlugin>] {
         self.shared.processes()

@@ -32,6 +32,7 @@ pub(crate) fn router(state: AppState, request_timeout: Duration) -> Router {
             "/sessions/{id}",
             get(sessions::show).delete(sessions::close),
         )
+        .route("/sessions/{id}/resume", post(sessions::resume))
         .route("/sessions/{id}/turns", post(sessions::turn))
         .route(
             "/sessions/{id}/approvals/{call_id}",
