@@ -100,7 +100,15 @@ pub(crate) async fn open(
             model: body.model,
         })
         .await?;
-    Ok((StatusCode::CREATED, Json(handle.status())).into_response())
+    // The new session's address: a balancer learns from it which node holds the session
+    // (deploy/haproxy.cfg).
+    let location = format!("/v1/sessions/{}", handle.key());
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(handle.status()),
+    )
+        .into_response())
 }
 
 /// `POST /v1/sessions/{id}/resume`: opens the stored session `id` on this node (issue 14 item
