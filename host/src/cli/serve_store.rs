@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use crate::store::{PgStore, PgStoreOptions, SessionStore, StoreError};
+use crate::store::{PgStore, PgStoreOptions, SessionStore};
 
 /// The default lease TTL, milliseconds.
 const DEFAULT_LEASE_TTL_MS: u64 = 30_000;
@@ -119,7 +119,7 @@ impl StoreArgs {
             Ok(Ok(store)) => Ok(Some(Arc::new(store))),
             Ok(Err(error)) => Err(StoreSetupError::Postgres {
                 url: shown,
-                reason: with_causes(&error),
+                reason: error.with_causes(),
             }),
             Err(_) => Err(StoreSetupError::ConnectTimeout { url: shown }),
         }
@@ -155,20 +155,6 @@ impl StoreArgs {
             ..PgStoreOptions::default()
         })
     }
-}
-
-/// The error and each of its causes not already in its text, joined by `: `.
-fn with_causes(error: &StoreError) -> String {
-    let mut text = error.to_string();
-    let mut cause = std::error::Error::source(error);
-    while let Some(next) = cause {
-        let more = next.to_string();
-        if !text.contains(&more) {
-            text = format!("{text}: {more}");
-        }
-        cause = next.source();
-    }
-    text
 }
 
 /// `<host name>-<pid>`: unique among the nodes of one machine and across machines.
