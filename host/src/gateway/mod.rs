@@ -223,6 +223,11 @@ impl Gateway {
         &self.inner.shared.store
     }
 
+    /// The sessions' store (the file store, or PostgreSQL shared with other nodes).
+    pub fn session_store(&self) -> &Arc<dyn crate::store::SessionStore> {
+        &self.inner.shared.sessions
+    }
+
     /// The plugins loaded from disk, in load order.
     pub fn loaded_plugins(&self) -> &[Arc<crate::external::ExternalPlugin>] {
         self.inner.shared.processes()
