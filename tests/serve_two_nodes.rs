@@ -185,6 +185,9 @@ async fn sessions_survive_a_killed_node_and_a_stale_node_cannot_write() {
          committed whole before it",
         seen.cut_off.len()
     );
+    // A node whose database answers is ready.
+    let (status, body) = client.get(&format!("{}/readyz", b.url)).await.unwrap();
+    assert_eq!(status, 200, "{body}");
     // ... and they go on there.
     for n in 0..TURNS_ON_B {
         let turns = keys.iter().map(|key| {
