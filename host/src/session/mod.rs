@@ -327,8 +327,9 @@ impl Conversation {
     }
 
     /// Drops the active session without writing or running its end hooks: another node took
-    /// it over (its lease was lost, issue 14 item 2), so the session has not ended; it goes on
-    /// there. The pipeline forgets this node's per-session state.
+    /// it over (its lease was lost, issue 14 item 2), so the session has not ended (SPEC P3.11
+    /// runs the end when a session closes); it goes on there. The pipeline forgets this node's
+    /// per-session state.
     pub(crate) async fn abandon(&mut self) {
         let Some(session) = self.session.take() else {
             return;

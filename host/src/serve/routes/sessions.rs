@@ -113,8 +113,9 @@ pub(crate) async fn open(
 
 /// `POST /v1/sessions/{id}/resume`: opens the stored session `id` on this node (issue 14 item
 /// 3): takes its lease (at once when it was released or has expired; 409 `session-leased` while
-/// another node holds it), reads its records and continues where it stopped. 200 with its
-/// status; also when it is open here already. 404 when the store does not have it.
+/// another node holds it), reads its records and continues where it stopped; its start hooks
+/// run here as it becomes active (SPEC P3.10). 200 with its status; also when it is open here
+/// already. 404 when the store does not have it.
 pub(crate) async fn resume(
     State(state): State<AppState>,
     UrlPath(id): UrlPath<String>,
