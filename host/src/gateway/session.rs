@@ -146,6 +146,11 @@ impl SessionHandle {
             .await
     }
 
+    /// Requests waiting in its inbox now (not the one running).
+    pub fn queued(&self) -> usize {
+        self.requests.max_capacity() - self.requests.capacity()
+    }
+
     /// Stops the turn in flight, if any, as `/stop` does, without queueing.
     pub fn stop_turn(&self) {
         self.stop.raise();
