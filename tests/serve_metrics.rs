@@ -36,7 +36,10 @@ struct Scrape(BTreeMap<(String, Vec<(String, String)>), f64>);
 impl Scrape {
     fn parse(text: &str) -> Self {
         let mut samples = BTreeMap::new();
-        for line in text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+        for line in text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+        {
             let (series, value) = line.rsplit_once(' ').unwrap();
             let (name, labels) = match series.split_once('{') {
                 Some((name, rest)) => (name, rest.trim_end_matches('}')),
@@ -91,12 +94,20 @@ async fn metrics_count_each_plugins_calls_and_skips_by_reason_after_real_turns()
     let texts = ["hello", "please fail", "panic now", "fail again"];
     for text in texts {
         let (status, body) = served
-            .post(&format!("/v1/sessions/{key}/turns"), json!({ "text": text }))
+            .post(
+                &format!("/v1/sessions/{key}/turns"),
+                json!({ "text": text }),
+            )
             .await;
         assert_eq!(status, 200, "{body}");
         assert_eq!(body["stopReason"], "completed", "{body}");
     }
-    let response = served.client.get(served.url("/metrics")).send().await.unwrap();
+    let response = served
+        .client
+        .get(served.url("/metrics"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), 200);
     let text = response.text().await.unwrap();
     let scrape = Scrape::parse(&text);
@@ -118,7 +129,11 @@ async fn metrics_count_each_plugins_calls_and_skips_by_reason_after_real_turns()
     let pipeline = |hook| scrape.get("hookline_hook_calls_total", &[("hook", hook)]);
     assert_eq!(pipeline("on_user_message"), Some(turns), "{text}");
     for plugin in ["house-style", "flaky", "moody"] {
-        assert_eq!(calls(plugin, "on_user_message"), Some(turns), "{plugin}: {text}");
+        assert_eq!(
+            calls(plugin, "on_user_message"),
+            Some(turns),
+            "{plugin}: {text}"
+        );
     }
     // A skipped call is a call the plugin handled, counted under its reason (SPEC P1.4).
     assert_eq!(skips("flaky", "on_user_message", "failed"), Some(turns));
@@ -137,7 +152,11 @@ async fn metrics_count_each_plugins_calls_and_skips_by_reason_after_real_turns()
     // A plugin's counters exist for its own hooks only: flaky implements on_user_message alone.
     let flaky = scrape.matching("hookline_plugin_hook_calls_total", &[("plugin", "flaky")]);
     assert_eq!(flaky.len(), 1, "{flaky:?}");
-    assert_eq!(calls("guard", "on_tool_call"), Some(0.0), "registered, never called");
+    assert_eq!(
+        calls("guard", "on_tool_call"),
+        Some(0.0),
+        "registered, never called"
+    );
     // Latency per plugin and hook: at least the first batch is timed.
     let timed = scrape
         .get(
@@ -148,14 +167,30 @@ async fn metrics_count_each_plugins_calls_and_skips_by_reason_after_real_turns()
     assert!((1.0..=turns).contains(&timed), "{timed}");
 
     // The queues, idle after the turns: nothing waits anywhere.
-    assert_eq!(scrape.get("hookline_session_requests_queued", &[]), Some(0.0));
+    assert_eq!(
+        scrape.get("hookline_session_requests_queued", &[]),
+        Some(0.0)
+    );
     assert_eq!(scrape.get("hookline_session_inbox_deepest", &[]), Some(0.0));
-    assert_eq!(scrape.get("hookline_session_inbox_capacity", &[]), Some(16.0));
-    assert_eq!(scrape.get("hookline_pipeline_calls_admitted", &[]), Some(0.0));
+    assert_eq!(
+        scrape.get("hookline_session_inbox_capacity", &[]),
+        Some(16.0)
+    );
+    assert_eq!(
+        scrape.get("hookline_pipeline_calls_admitted", &[]),
+        Some(0.0)
+    );
     let bound = scrape.get("hookline_pipeline_calls_bound", &[]).unwrap();
-    assert_eq!(bound % 16_384.0, 0.0, "a multiple of the per-shard bound: {bound}");
+    assert_eq!(
+        bound % 16_384.0,
+        0.0,
+        "a multiple of the per-shard bound: {bound}"
+    );
     assert_eq!(scrape.get("hookline_event_queue_depth", &[]), Some(0.0));
-    assert_eq!(scrape.get("hookline_event_queue_capacity", &[]), Some(1024.0));
+    assert_eq!(
+        scrape.get("hookline_event_queue_capacity", &[]),
+        Some(1024.0)
+    );
     assert_eq!(scrape.get("hookline_sessions_open", &[]), Some(1.0));
     served.shutdown().await;
 }

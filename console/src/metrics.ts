@@ -22,7 +22,7 @@ export interface HookStats {
    */
   calls: number | null;
   skips: Map<string, number>;
-  /** Seconds; null when the server reported none. */
+  /** Seconds; null when the server reported none (or none lately: quantiles cover a window). */
   p50: number | null;
   p99: number | null;
   /** Latency samples behind p50 / p99 (the pipeline times a share of calls, not every one). */
@@ -134,6 +134,12 @@ export function hookStats(samples: Sample[]): HookStats[] {
       const skips = row(plugin, hook).skips;
       skips.set(reason, (skips.get(reason) ?? 0) + s.value);
     }
+  }
+  // The exporter reports 0 for every quantile of a summary with no sample in its rolling window
+  // (one never timed, or not lately): that is no figure, not a latency of 0.
+  for (const r of rows.values()) {
+    if (r.samples === 0 || r.p50 === 0) r.p50 = null;
+    if (r.samples === 0 || r.p99 === 0) r.p99 = null;
   }
   return [...rows.values()];
 }

@@ -117,6 +117,10 @@ test("metrics: each plugin's calls and skips by reason per hook, beside the pipe
   const house = stats.find((s) => s.plugin === "house-style" && s.hook === "on_user_message");
   assert.equal(house.calls, 3);
   assert.equal(totalSkips(house), 0);
+  // An empty summary's quantiles read 0: no figure.
+  const empty = stats.find((s) => s.plugin === "house-style" && s.hook === "on_turn_started");
+  assert.equal(empty.p50, null);
+  assert.equal(empty.samples, 0);
   const pipeline = stats.find((s) => s.plugin === "" && s.hook === "on_user_message");
   assert.equal(pipeline.calls, 3);
   assert.equal(pipeline.skips.size, 0);

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use hookline::host::gateway::{Activity, Gateway, GatewayLimits};
-use hookline::host::provider::{Provider, ProviderError};
 use hookline::actors::plugin::PluginRegistration;
 use hookline::host::demo::example_plugins;
+use hookline::host::gateway::{Activity, Gateway, GatewayLimits};
+use hookline::host::provider::{Provider, ProviderError};
 use hookline::host::serve::{install_recorder, start, ServeConfig, ServeHandle};
 use hookline::host::tools::ToolRegistry;
 use hookline::host::Host;

@@ -857,6 +857,10 @@ function hookStats(samples) {
       skips.set(reason, (skips.get(reason) ?? 0) + s.value);
     }
   }
+  for (const r of rows.values()) {
+    if (r.samples === 0 || r.p50 === 0) r.p50 = null;
+    if (r.samples === 0 || r.p99 === 0) r.p99 = null;
+  }
   return [...rows.values()];
 }
 function isPluginRow(stats) {
@@ -913,7 +917,7 @@ function fromMetrics(hooks) {
   return h(
     "span",
     {},
-    h("span", { class: "sub" }, hooks.length === 0 ? "not listed; none counted yet" : "from metrics: "),
+    h("span", { class: "sub" }, hooks.length === 0 ? "none" : "from metrics: "),
     hooks.length === 0 ? null : h("span", { class: "mono" }, hooks.join(", "))
   );
 }
@@ -995,7 +999,7 @@ function figures(rows, stats) {
   if (perPlugin.length === 0 && pipeline.length === 0) return [h("p", { class: "empty" }, "No hook has run yet.")];
   const out = [];
   if (perPlugin.length > 0) out.push(figuresTable(perPlugin));
-  const timed = perPlugin.filter((s) => s.samples > 0);
+  const timed = perPlugin.filter((s) => s.p50 !== null || s.p99 !== null);
   if (timed.length > 0) {
     out.push(h(
       "figure",

@@ -58,7 +58,7 @@ function list(items: string[], empty = "–"): HTMLElement {
 /** An in-process plugin's hooks, from the counters the server registers for each (it lists none). */
 function fromMetrics(hooks: string[]): HTMLElement {
   return h("span", {},
-    h("span", { class: "sub" }, hooks.length === 0 ? "not listed; none counted yet" : "from metrics: "),
+    h("span", { class: "sub" }, hooks.length === 0 ? "none" : "from metrics: "),
     hooks.length === 0 ? null : h("span", { class: "mono" }, hooks.join(", ")));
 }
 
@@ -137,7 +137,7 @@ function figures(rows: PluginRow[], stats: HookStats[]): HTMLElement[] {
   if (perPlugin.length === 0 && pipeline.length === 0) return [h("p", { class: "empty" }, "No hook has run yet.")];
   const out: HTMLElement[] = [];
   if (perPlugin.length > 0) out.push(figuresTable(perPlugin));
-  const timed = perPlugin.filter((s) => s.samples > 0);
+  const timed = perPlugin.filter((s) => s.p50 !== null || s.p99 !== null);
   if (timed.length > 0) {
     out.push(h("figure", { class: "chart-figure" },
       latencyChart(timed), h("figcaption", { class: "sub" }, "p50 (solid) and p99 (light) per plugin and hook")));

@@ -184,13 +184,13 @@ impl Gateway {
 
     /// Requests waiting in the open sessions' inboxes now.
     pub fn queued_requests(&self) -> QueuedRequests {
-        self.table()
-            .values()
-            .map(SessionHandle::queued)
-            .fold(QueuedRequests::default(), |sum, depth| QueuedRequests {
+        self.table().values().map(SessionHandle::queued).fold(
+            QueuedRequests::default(),
+            |sum, depth| QueuedRequests {
                 total: sum.total + depth,
                 deepest: sum.deepest.max(depth),
-            })
+            },
+        )
     }
 
     /// Ends one session: its end hooks run (SPEC P3.11) and the gateway forgets it.

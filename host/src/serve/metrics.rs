@@ -126,7 +126,9 @@ async fn refresh_queues(gateway: &Gateway) {
     metrics::gauge!("hookline_event_queue_depth").set(events.queued() as f64);
     metrics::gauge!("hookline_event_queue_capacity").set(events.queue_capacity() as f64);
     // A stopped pipeline (a drain) or one too busy to answer in time keeps the last figures.
-    if let Ok(Ok(admitted)) = tokio::time::timeout(ADMITTED_WAIT, gateway.pipeline().admitted()).await {
+    if let Ok(Ok(admitted)) =
+        tokio::time::timeout(ADMITTED_WAIT, gateway.pipeline().admitted()).await
+    {
         metrics::gauge!("hookline_pipeline_calls_admitted").set(admitted.calls as f64);
         metrics::gauge!("hookline_pipeline_calls_bound").set(admitted.bound as f64);
     }
