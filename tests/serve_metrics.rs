@@ -1,7 +1,8 @@
 //! `GET /metrics` of a real `hookline serve` (issue 11 item 2) after real turns: each plugin's
 //! calls per hook, its skips by reason, the pipeline's calls per hook, latency per plugin and
-//! hook, and the queue depths. A test binary of its own: the Prometheus recorder is the process's,
-//! so counts from other tests' servers would add to the ones checked here.
+//! hook, and the queue depths, idle and with a request waiting. A test binary of its own, one test
+//! running its servers one after the other: the Prometheus recorder is the process's, so another
+//! server's turns would add to the counts checked here.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod serve_support;
@@ -9,13 +10,17 @@ mod serve_support;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use async_trait::async_trait;
 use hookline::actors::plugin::{HookError, PluginRegistration, Reply};
 use hookline::host::demo::example_plugins;
-use hookline::host::provider::EchoProvider;
+use hookline::host::gateway::Activity;
+use hookline::host::provider::{EchoProvider, Provider, ProviderError};
 use hookline::messages::hook::OnUserMessage;
+use hookline::messages::model::{ModelRequest, ModelResponse};
 use hookline::messages::user::UserMessage;
 use serde_json::json;
-use serve_support::serve_plugins;
+use serve_support::{serve, serve_plugins, until_activity, Served, DEADLINE};
+use tokio::sync::Semaphore;
 
 /// `moody`, loaded last: fails on texts with "fail", panics on texts with "panic", keeps the rest.
 fn moody() -> PluginRegistration {
@@ -85,8 +90,84 @@ impl Scrape {
     }
 }
 
+/// Echoes once the test opens its gate: a turn waits in its model call until then.
+struct Gated(Arc<Semaphore>);
+
+#[async_trait]
+impl Provider for Gated {
+    fn takes_images(&self) -> bool {
+        false
+    }
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
+        let _open = self.0.acquire().await;
+        EchoProvider.complete(request).await
+    }
+}
+
+async fn scrape(served: &Served) -> Scrape {
+    let response = served
+        .client
+        .get(served.url("/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    Scrape::parse(&response.text().await.unwrap())
+}
+
+/// Runs a turn on a task of its own; resolves to its status.
+fn spawn_turn(served: &Served, key: &str, text: &str) -> tokio::task::JoinHandle<u16> {
+    let request = served
+        .client
+        .post(served.url(&format!("/v1/sessions/{key}/turns")))
+        .json(&json!({ "text": text }));
+    tokio::spawn(async move { request.send().await.unwrap().status().as_u16() })
+}
+
 #[actix_rt::test]
-async fn metrics_count_each_plugins_calls_and_skips_by_reason_after_real_turns() {
+async fn metrics_count_calls_and_skips_per_plugin_and_hook_and_the_queues_after_real_turns() {
+    calls_and_skips_per_plugin_and_hook().await;
+    a_request_behind_a_running_turn_shows_in_the_inbox_gauges().await;
+}
+
+/// Two turns of one session: the second waits in the session's inbox while the first is in its
+/// model call, and the inbox gauges say so; once both ran, nothing waits.
+async fn a_request_behind_a_running_turn_shows_in_the_inbox_gauges() {
+    let gate = Arc::new(Semaphore::new(0));
+    let served = serve(Arc::new(Gated(gate.clone())), |_| {}, |_| {}).await;
+    let key = served.open().await;
+    let first = spawn_turn(&served, &key, "first");
+    until_activity(&served, &key, Activity::Turn).await;
+    let second = spawn_turn(&served, &key, "second");
+    let waiting = tokio::time::timeout(DEADLINE, async {
+        loop {
+            let now = scrape(&served).await;
+            if now.get("hookline_session_requests_queued", &[]) == Some(1.0) {
+                return now;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the second turn never showed as queued");
+    assert_eq!(
+        waiting.get("hookline_session_inbox_deepest", &[]),
+        Some(1.0)
+    );
+    assert_eq!(waiting.get("hookline_sessions_in_turn", &[]), Some(1.0));
+    gate.add_permits(2);
+    for turn in [first, second] {
+        let status = tokio::time::timeout(DEADLINE, turn).await.unwrap().unwrap();
+        assert_eq!(status, 200);
+    }
+    let idle = scrape(&served).await;
+    assert_eq!(idle.get("hookline_session_requests_queued", &[]), Some(0.0));
+    assert_eq!(idle.get("hookline_session_inbox_deepest", &[]), Some(0.0));
+    served.shutdown().await;
+}
+
+/// Four turns through the demo plugins and `moody`: every count is exact.
+async fn calls_and_skips_per_plugin_and_hook() {
     let mut plugins = example_plugins();
     plugins.push(moody());
     let served = serve_plugins(plugins, Arc::new(EchoProvider), |_| {}, |_| {}).await;

@@ -12,9 +12,11 @@ use metrics::{Counter, Histogram};
 
 /// The pipeline's calls of a hook, once per call however many plugins implement it: `{hook}`.
 pub const HOOK_CALLS: &str = "hookline_hook_calls_total";
-/// One plugin's calls of a hook (skipped ones too): `{plugin, hook}`.
+/// One plugin's calls of a hook, skipped ones too (but not `unavailable` ones: the plugin's
+/// actor had stopped and never saw them): `{plugin, hook}`.
 pub const PLUGIN_HOOK_CALLS: &str = "hookline_plugin_hook_calls_total";
-/// One plugin's skipped calls of a hook, by reason ([`SkipReason::label`]): `{plugin, hook, reason}`.
+/// One plugin's skipped calls of a hook, by reason ([`SkipReason::label`]):
+/// `{plugin, hook, reason}`.
 pub const HOOK_SKIPS: &str = "hookline_hook_skips_total";
 /// One plugin's hook latency in seconds (a sample of inline calls, every call that awaits):
 /// `{hook, plugin}`.
@@ -54,7 +56,11 @@ impl PluginMetrics {
             .iter()
             .map(|hook| {
                 if hooks.contains(*hook) {
-                    metrics::counter!(PLUGIN_HOOK_CALLS, "plugin" => plugin.to_owned(), "hook" => hook.wire_name())
+                    metrics::counter!(
+                        PLUGIN_HOOK_CALLS,
+                        "plugin" => plugin.to_owned(),
+                        "hook" => hook.wire_name()
+                    )
                 } else {
                     Counter::noop()
                 }
@@ -63,7 +69,11 @@ impl PluginMetrics {
         let latency = HookKind::ALL
             .iter()
             .map(|hook| {
-                metrics::histogram!(HOOK_SECONDS, "hook" => hook.wire_name(), "plugin" => plugin.to_owned())
+                metrics::histogram!(
+                    HOOK_SECONDS,
+                    "hook" => hook.wire_name(),
+                    "plugin" => plugin.to_owned()
+                )
             })
             .collect();
         Self { calls, latency }

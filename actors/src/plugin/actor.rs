@@ -1,6 +1,7 @@
 //! The actor each plugin runs as. It owns the plugin's registered hooks, its timeouts and its
-//! metric handles (calls and latency per hook, resolved once), and runs hook calls under a panic guard (and, for calls that await, a
-//! timeout), so a failing plugin becomes a skipped hook, never a dead actor (SPEC P1.4).
+//! metric handles (calls and latency per hook, resolved once), and runs hook calls under a panic
+//! guard (and, for calls that await, a timeout), so a failing plugin becomes a skipped hook, never
+//! a dead actor (SPEC P1.4).
 //!
 //! Calls arrive in batches ([`Relay`] carries many sessions' calls) and leave the same way: each
 //! plugin actor runs its hook on every call of the batch, checks each reply against the hook's
