@@ -100,7 +100,7 @@ impl Provider for Gated {
     }
     async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
         let _open = self.0.acquire().await;
-        EchoProvider.complete(request).await
+        EchoProvider::new().complete(request).await
     }
 }
 
@@ -170,7 +170,7 @@ async fn a_request_behind_a_running_turn_shows_in_the_inbox_gauges() {
 async fn calls_and_skips_per_plugin_and_hook() {
     let mut plugins = example_plugins();
     plugins.push(moody());
-    let served = serve_plugins(plugins, Arc::new(EchoProvider), |_| {}, |_| {}).await;
+    let served = serve_plugins(plugins, Arc::new(EchoProvider::new()), |_| {}, |_| {}).await;
     let key = served.open().await;
     let texts = ["hello", "please fail", "panic now", "fail again"];
     for text in texts {
