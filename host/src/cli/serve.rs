@@ -161,7 +161,7 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
             .collect();
     }
     let mut builder = plugin_builder(report, None, false)
-        .provider(Arc::new(EchoProvider))
+        .provider(Arc::new(EchoProvider::new()))
         .workspace(&root)
         .spaces_root(&root);
     if let Some(store) = args.store.store_dir() {

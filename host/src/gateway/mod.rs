@@ -27,7 +27,7 @@ pub use approvals::{Approvals, NotWaiting};
 pub use error::RequestError;
 pub use session::{RecordsPage, SessionHandle, TurnReport};
 pub(crate) use shared::{shutdown_processes, Services, Shared};
-pub use status::{Activity, SessionStatus};
+pub use status::{Activity, QueuedRequests, SessionStatus};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -183,6 +183,17 @@ impl Gateway {
     /// How many sessions are open.
     pub fn open_sessions(&self) -> usize {
         self.table().len()
+    }
+
+    /// Requests waiting in the open sessions' inboxes now.
+    pub fn queued_requests(&self) -> QueuedRequests {
+        self.table().values().map(SessionHandle::queued).fold(
+            QueuedRequests::default(),
+            |sum, depth| QueuedRequests {
+                total: sum.total + depth,
+                deepest: sum.deepest.max(depth),
+            },
+        )
     }
 
     /// Ends one session: its end hooks run (SPEC P3.11) and the gateway forgets it.

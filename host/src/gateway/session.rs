@@ -147,6 +147,11 @@ impl SessionHandle {
             .await
     }
 
+    /// Requests waiting in its inbox now (not the one running).
+    pub fn queued(&self) -> usize {
+        self.requests.max_capacity() - self.requests.capacity()
+    }
+
     /// Stops the turn in flight, if any, as `/stop` does, without queueing.
     pub fn stop_turn(&self) {
         self.stop.raise();
@@ -233,6 +238,11 @@ pub(super) async fn serve(
 ) {
     while let Some(request) = requests.recv().await {
         let turn = matches!(request, Request::Turn(..));
+        if turn {
+            // Cleared before the status says a turn runs: a `/stop` from a client that saw that
+            // status reaches this turn (one raised while the session was idle does not).
+            conversation.stop_signal().clear();
+        }
         if !matches!(request, Request::Records { .. }) {
             status.send_modify(|s| s.activity = Activity::Turn);
         }
@@ -289,7 +299,7 @@ async fn handle(conversation: &mut Conversation, request: Request) -> bool {
     match request {
         Request::Turn(input, reply) => {
             let result = conversation
-                .user_turn(input)
+                .run_user_turn(input)
                 .await
                 .map(|stop_reason| TurnReport {
                     session_id: conversation.active().map(|i| i.session_id.clone()),

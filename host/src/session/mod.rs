@@ -179,11 +179,23 @@ impl Conversation {
     /// Runs one user turn on the active session: first an automatic reset when the reset
     /// policy says the session is due (SPEC G5.3), then compaction when the stored records
     /// exceed the configured threshold. A turn the operator stopped emits `command:stop` after
-    /// it ended (SPEC G5.2: the event observes the cancellation).
+    /// it ended (SPEC G5.2: the event observes the cancellation). A stop raised before this call
+    /// (when no turn ran) does not stop this turn.
     ///
     /// # Errors
     /// [`HostError::NoSession`], or a store or pipeline failure.
     pub async fn user_turn(&mut self, input: UserInput) -> Result<StopReason, HostError> {
+        self.engine.stop.clear();
+        self.run_user_turn(input).await
+    }
+
+    /// [`Conversation::user_turn`] without clearing the stop signal: for a caller that cleared it
+    /// before it made the turn visible (the gateway clears it before its status says the session
+    /// is in a turn, so a `/stop` sent by a client that saw that status is never lost).
+    pub(crate) async fn run_user_turn(
+        &mut self,
+        input: UserInput,
+    ) -> Result<StopReason, HostError> {
         self.auto_reset_if_due().await?;
         let stop = self.turn_inner(input).await?;
         self.touch();

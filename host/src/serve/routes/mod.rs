@@ -104,7 +104,7 @@ async fn readyz(State(state): State<AppState>) -> Result<Json<serde_json::Value>
 
 /// `GET /metrics`: Prometheus text.
 async fn prometheus(State(state): State<AppState>) -> Response {
-    refresh(&state.gateway);
+    refresh(&state.gateway).await;
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         state.metrics.render(),
