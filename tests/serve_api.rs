@@ -626,7 +626,7 @@ async fn a_non_loopback_address_without_a_token_is_refused() {
 
 #[actix_rt::test]
 async fn a_stored_session_is_resumed_by_id_and_goes_on_where_it_stopped() {
-    let served = serve(Arc::new(EchoProvider), |_| {}, |_| {}).await;
+    let served = serve(Arc::new(EchoProvider::new()), |_| {}, |_| {}).await;
     let key = served.open().await;
     let (status, body) = served
         .post(
