@@ -4,6 +4,7 @@
 //! sessions go on. Then a third node that held some of those sessions' leases while frozen with
 //! SIGSTOP (B took them over when they expired) is continued with SIGCONT and tries to write:
 //! its writes are refused (409 `lease-lost`), it drops the sessions, and nothing stored changes.
+//! And a node given a bad database URL, or one that does not answer, stops with a sentence.
 #![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -263,4 +264,49 @@ async fn sessions_survive_a_killed_node_and_a_stale_node_cannot_write() {
     );
     drop(b);
     drop(c);
+}
+
+#[test]
+fn a_bad_url_or_an_unreachable_database_stops_the_start_with_a_sentence() {
+    let dir = tempfile::tempdir().unwrap();
+    // Port 1 on loopback refuses connections; "notaport" does not parse.
+    for (url, shown, why) in [
+        (
+            "postgres://u:secret@127.0.0.1:1/db",
+            "postgres://u:***@127.0.0.1:1/db",
+            "could not connect",
+        ),
+        (
+            "postgres://u:secret@h:notaport/db",
+            "postgres://u:***@h:notaport/db",
+            "could not parse the database URL",
+        ),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookline"))
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--store",
+                url,
+                "--workspace-root",
+            ])
+            .arg(dir.path())
+            .env("HOOKLINE_HOME", dir.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{url}: {stderr}");
+        assert!(
+            stderr.starts_with(&format!(
+                "hookline serve: cannot use the PostgreSQL store at {shown}: "
+            )) && stderr.contains(why),
+            "{url}: {stderr}"
+        );
+        assert!(
+            !stderr.contains("secret") && !stderr.contains("panicked"),
+            "{stderr}"
+        );
+        assert!(out.stdout.is_empty(), "it never listened");
+    }
 }
