@@ -33,7 +33,7 @@ fn gateway(dir: &std::path::Path, arbiters: &[actix::Arbiter]) -> Gateway {
         .plugins(example_plugins())
         .tool(Arc::new(WordCount::new()))
         .tools(ToolRegistry::with_builtins())
-        .provider(Arc::new(EchoProvider))
+        .provider(Arc::new(EchoProvider::new()))
         .workspace(dir)
         .start_gateway(GatewayLimits {
             arbiters: arbiters.iter().map(actix::Arbiter::handle).collect(),

@@ -74,7 +74,11 @@ async fn until_in_turn(handle: &hookline::host::gateway::SessionHandle) {
 #[actix_rt::test]
 async fn a_hundred_sessions_run_turns_at_once_each_in_its_own_order() {
     let dir = tempfile::tempdir().unwrap();
-    let gateway = gateway(&dir, Arc::new(EchoProvider), GatewayLimits::default());
+    let gateway = gateway(
+        &dir,
+        Arc::new(EchoProvider::new()),
+        GatewayLimits::default(),
+    );
     let opens = (0..100).map(|_| gateway.open(OpenSession::default()));
     let handles: Vec<_> = futures::future::try_join_all(opens).await.unwrap();
     let runs = handles.iter().enumerate().map(|(i, handle)| async move {
@@ -106,7 +110,11 @@ async fn a_hundred_sessions_run_turns_at_once_each_in_its_own_order() {
 #[actix_rt::test]
 async fn an_operator_approval_round_trip_lets_the_call_run() {
     let dir = tempfile::tempdir().unwrap();
-    let gateway = gateway(&dir, Arc::new(EchoProvider), GatewayLimits::default());
+    let gateway = gateway(
+        &dir,
+        Arc::new(EchoProvider::new()),
+        GatewayLimits::default(),
+    );
     let handle = gateway.open(OpenSession::default()).await.unwrap();
     let mut live = handle.subscribe();
     let turn = {
@@ -151,7 +159,7 @@ async fn an_unanswered_approval_is_denied_with_a_note() {
         approval_timeout: Duration::from_millis(50),
         ..GatewayLimits::default()
     };
-    let gateway = gateway(&dir, Arc::new(EchoProvider), limits);
+    let gateway = gateway(&dir, Arc::new(EchoProvider::new()), limits);
     let handle = gateway.open(OpenSession::default()).await.unwrap();
     let report = handle
         .turn(UserInput::work(
@@ -223,7 +231,7 @@ async fn one_session_past_the_bound_is_refused() {
         max_sessions: 2,
         ..GatewayLimits::default()
     };
-    let gateway = gateway(&dir, Arc::new(EchoProvider), limits);
+    let gateway = gateway(&dir, Arc::new(EchoProvider::new()), limits);
     let first = gateway.open(OpenSession::default()).await.unwrap();
     gateway.open(OpenSession::default()).await.unwrap();
     let third = gateway.open(OpenSession::default()).await;
@@ -246,7 +254,7 @@ async fn sessions_on_two_arbiters_keep_their_order() {
         arbiters: arbiters.iter().map(actix::Arbiter::handle).collect(),
         ..GatewayLimits::default()
     };
-    let gateway = gateway(&dir, Arc::new(EchoProvider), limits);
+    let gateway = gateway(&dir, Arc::new(EchoProvider::new()), limits);
     let opens = (0..10).map(|_| gateway.open(OpenSession::default()));
     let handles: Vec<_> = futures::future::try_join_all(opens).await.unwrap();
     let runs = handles.iter().enumerate().map(|(i, handle)| async move {
@@ -320,7 +328,11 @@ async fn a_drain_stops_turns_past_their_budget_and_refuses_new_work() {
 #[actix_rt::test]
 async fn stop_ends_a_turn_that_waits_for_an_approval() {
     let dir = tempfile::tempdir().unwrap();
-    let gateway = gateway(&dir, Arc::new(EchoProvider), GatewayLimits::default());
+    let gateway = gateway(
+        &dir,
+        Arc::new(EchoProvider::new()),
+        GatewayLimits::default(),
+    );
     let handle = gateway.open(OpenSession::default()).await.unwrap();
     let turn = {
         let handle = handle.clone();

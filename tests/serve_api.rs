@@ -30,7 +30,7 @@ fn user_texts(records: &serde_json::Value) -> Vec<String> {
 
 #[actix_rt::test]
 async fn a_hundred_sessions_run_turns_at_once_each_keeping_its_records_in_order() {
-    let served = serve(Arc::new(EchoProvider), |_| {}, |_| {}).await;
+    let served = serve(Arc::new(EchoProvider::new()), |_| {}, |_| {}).await;
     let opens = (0..100).map(|_| served.open());
     let keys: Vec<String> = futures::future::join_all(opens).await;
     let runs = keys.iter().enumerate().map(|(i, key)| {
@@ -87,7 +87,7 @@ async fn a_hundred_sessions_run_turns_at_once_each_keeping_its_records_in_order(
 
 #[actix_rt::test]
 async fn an_approval_round_trip_over_server_sent_events_lets_the_call_run() {
-    let served = serve(Arc::new(EchoProvider), |_| {}, |_| {}).await;
+    let served = serve(Arc::new(EchoProvider::new()), |_| {}, |_| {}).await;
     let key = served.open().await;
     let response = served
         .client
@@ -154,7 +154,7 @@ where
 
 #[actix_rt::test]
 async fn an_approval_round_trip_over_a_websocket_lets_the_call_run() {
-    let served = serve(Arc::new(EchoProvider), |_| {}, |_| {}).await;
+    let served = serve(Arc::new(EchoProvider::new()), |_| {}, |_| {}).await;
     let key = served.open().await;
     let (mut socket, _) =
         tokio_tungstenite::connect_async(served.ws(&format!("/v1/sessions/{key}/ws")))
@@ -283,7 +283,7 @@ async fn error_of(response: reqwest::Response) -> (u16, String, Option<String>) 
 #[actix_rt::test]
 async fn every_client_mistake_has_its_status_and_never_a_500() {
     let served = serve(
-        Arc::new(EchoProvider),
+        Arc::new(EchoProvider::new()),
         |limits| limits.max_sessions = 1,
         |config| config.body_limit = 1024,
     )
@@ -460,7 +460,7 @@ async fn every_client_mistake_has_its_status_and_never_a_500() {
 
 #[actix_rt::test]
 async fn a_workspace_under_the_root_is_made_and_used() {
-    let served = serve(Arc::new(EchoProvider), |_| {}, |_| {}).await;
+    let served = serve(Arc::new(EchoProvider::new()), |_| {}, |_| {}).await;
     let (status, body) = served
         .post(
             "/v1/sessions",
@@ -510,7 +510,7 @@ async fn a_workspace_under_the_root_is_made_and_used() {
 #[actix_rt::test]
 async fn without_the_token_or_with_a_wrong_one_every_route_but_healthz_is_refused() {
     let served = serve(
-        Arc::new(EchoProvider),
+        Arc::new(EchoProvider::new()),
         |_| {},
         |config| {
             config.token = Some("s3cret".into());
@@ -622,4 +622,57 @@ async fn a_non_loopback_address_without_a_token_is_refused() {
     assert!(matches!(refused, Err(ServeError::NeedsToken(_))));
     gateway.shutdown("test", None).await.unwrap();
     arbiter.stop();
+}
+
+#[actix_rt::test]
+async fn a_stored_session_is_resumed_by_id_and_goes_on_where_it_stopped() {
+    let served = serve(Arc::new(EchoProvider::new()), |_| {}, |_| {}).await;
+    let key = served.open().await;
+    let (status, body) = served
+        .post(
+            &format!("/v1/sessions/{key}/turns"),
+            json!({"text": "first"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    // Open here already: the same session, at once.
+    let (status, body) = served
+        .post(&format!("/v1/sessions/{key}/resume"), json!({}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["key"], key.as_str());
+    let (_, shown) = served.get(&format!("/v1/sessions/{key}")).await;
+    let records = shown["records"]["total"].clone();
+    // Closed (its lock given up), then opened again from the store by id.
+    let closed = served
+        .client
+        .delete(served.url(&format!("/v1/sessions/{key}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(closed.status(), 200);
+    let (status, _) = served.get(&format!("/v1/sessions/{key}")).await;
+    assert_eq!(status, 404);
+    let (status, body) = served
+        .post(&format!("/v1/sessions/{key}/resume"), json!({}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["key"], key.as_str());
+    assert_eq!(body["records"], records, "{body}");
+    let (status, body) = served
+        .post(
+            &format!("/v1/sessions/{key}/turns"),
+            json!({"text": "second"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    // Ids the store does not hold, or that no store could hold, are 404s, never 500s.
+    for id in ["s-never-stored", "a%2Fb", "a%20b"] {
+        let (status, body) = served
+            .post(&format!("/v1/sessions/{id}/resume"), json!({}))
+            .await;
+        assert_eq!(status, 404, "{id}: {body}");
+        assert_eq!(body["error"]["code"], "unknown-session", "{id}: {body}");
+    }
+    served.shutdown().await;
 }

@@ -442,3 +442,49 @@ async fn a_dropped_writer_is_no_longer_renewed() {
     drop(w);
     assert_eq!(a.renew_now().await.unwrap(), 0);
 }
+
+#[tokio::test]
+async fn renewals_and_group_commits_of_many_sessions_never_deadlock() {
+    // The renewer and the committer each lock many sessions' rows in one statement. The renewer
+    // (every held session) and a batch of appends (a few, in arrival order) were planned
+    // differently, so they locked rows in different orders, deadlocked under load, and
+    // PostgreSQL aborted the appends. Appends arrive here in small batches in another order than
+    // the sessions were created, while renewals run.
+    const SESSIONS: usize = 1000;
+    const BATCH: usize = 20;
+    const ROUNDS: usize = 3;
+    let url = pg::database_url();
+    let store = PgStore::connect(
+        &url,
+        PgStoreOptions {
+            renew_every: None,
+            ..pg_options("many")
+        },
+    )
+    .await
+    .unwrap();
+    let mut writers = Vec::new();
+    for _ in 0..SESSIONS / 100 {
+        let created = join_all((0..100).map(|_| store.create(new_session(), &[]))).await;
+        writers.extend(created.into_iter().map(|c| c.unwrap().1));
+    }
+    for round in 0..ROUNDS {
+        let record = [user(&format!("round {round}"))];
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let appends = async {
+            for chunk in writers.chunks_mut(BATCH).rev() {
+                for result in join_all(chunk.iter_mut().rev().map(|w| w.append(&record, &[]))).await
+                {
+                    result.unwrap();
+                }
+            }
+            done.store(true, std::sync::atomic::Ordering::Release);
+        };
+        let renewals = async {
+            while !done.load(std::sync::atomic::Ordering::Acquire) {
+                assert_eq!(store.renew_now().await.unwrap(), SESSIONS);
+            }
+        };
+        tokio::join!(appends, renewals);
+    }
+}

@@ -38,6 +38,7 @@ pub mod coordinator;
 pub mod error;
 pub mod events;
 pub mod lifecycle;
+pub mod metrics;
 pub mod pipeline;
 pub mod plugin;
 pub mod session;

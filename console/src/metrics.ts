@@ -9,16 +9,20 @@ export interface Sample {
 }
 
 /**
- * The figures of one plugin's hook, or with `plugin` empty, of one hook over every plugin (the
- * server counts calls and skips per hook unless it labels them by plugin).
+ * The figures of one plugin's hook, or with `plugin` empty, of one hook over the whole pipeline
+ * (`hookline_hook_calls_total{hook}` counts the pipeline's calls of a hook, once per call).
  */
 export interface HookStats {
   plugin: string;
   hook: string;
-  /** Calls counted (`hookline_hook_calls_total`); null when the server counted none here. */
+  /**
+   * Calls counted: the plugin's own (`hookline_plugin_hook_calls_total`), or the pipeline's for
+   * `plugin` "". Null when the server reports no such series; 0 for a hook the plugin
+   * implements that has not run yet (the server registers a plugin's counters at start).
+   */
   calls: number | null;
   skips: Map<string, number>;
-  /** Seconds; null when the server reported none. */
+  /** Seconds; null when the server reported none (or none lately: quantiles cover a window). */
   p50: number | null;
   p99: number | null;
   /** Latency samples behind p50 / p99 (the pipeline times a share of calls, not every one). */
@@ -27,7 +31,11 @@ export interface HookStats {
 
 /** Latency summaries, newest name first. */
 const LATENCY = ["hookline_hook_latency_seconds", "hookline_hook_seconds"];
+/** A plugin's calls of a hook, labelled `{plugin, hook}`. */
+const PLUGIN_CALLS = "hookline_plugin_hook_calls_total";
+/** The pipeline's calls of a hook, labelled `{hook}` (a server may label it by plugin too). */
 const CALLS = "hookline_hook_calls_total";
+/** Skipped calls, labelled `{plugin, hook, reason}` (`plugin` missing on older servers). */
 const SKIPS = "hookline_hook_skips_total";
 
 /** Parses the exposition text; lines it cannot read are left out. */
@@ -119,7 +127,7 @@ export function hookStats(samples: Sample[]): HookStats[] {
       if (q === "0.99") row(plugin, hook).p99 = seconds;
     } else if (base !== undefined) {
       row(plugin, hook).samples = s.value;
-    } else if (s.name === CALLS) {
+    } else if (s.name === PLUGIN_CALLS || s.name === CALLS) {
       row(plugin, hook).calls = s.value;
     } else if (s.name === SKIPS) {
       const reason = s.labels["reason"] ?? "unknown";
@@ -127,7 +135,26 @@ export function hookStats(samples: Sample[]): HookStats[] {
       skips.set(reason, (skips.get(reason) ?? 0) + s.value);
     }
   }
+  // The exporter reports 0 for every quantile of a summary with no sample in its rolling window
+  // (one never timed, or not lately): that is no figure, not a latency of 0.
+  for (const r of rows.values()) {
+    if (r.samples === 0 || r.p50 === 0) r.p50 = null;
+    if (r.samples === 0 || r.p99 === 0) r.p99 = null;
+  }
   return [...rows.values()];
+}
+
+/** Whether `stats` is one plugin's (not the pipeline's, over every plugin). */
+export function isPluginRow(stats: HookStats): boolean {
+  return stats.plugin !== "";
+}
+
+/** The hooks `plugin` has figures for (a counter registered at start, or latency samples). */
+export function hooksOf(stats: HookStats[], plugin: string): string[] {
+  return stats
+    .filter((s) => s.plugin === plugin && (s.calls !== null || s.samples > 0))
+    .map((s) => s.hook)
+    .sort();
 }
 
 /** The skips of `stats`, summed over reasons. */

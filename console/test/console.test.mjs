@@ -164,28 +164,59 @@ describe("the console against hookline serve", () => {
     await assert.rejects(readFile(join(server.root, "demo", "y.txt")));
   });
 
-  test("plugins show load order, hooks and per hook calls, skips and latency with a chart", async () => {
+  test("plugins show load order, hooks and per plugin and hook calls, skips by reason and latency with a chart", async () => {
     await go("#/plugins");
     const plugins = page.locator("table.plugins tbody tr");
     await plugins.first().waitFor();
     const names = await plugins.evaluateAll((rows) => rows.map((r) => r.dataset.plugin));
     assert.deepEqual(names, ["house-style", "guard", "flaky", "operator-tools", "gateway-audit"]);
-    const cells = (table) => page.locator(`table.${table} tbody tr`).evaluateAll((trs) =>
-      trs.map((tr) => [...tr.children].map((c) => c.textContent)));
-    await page.locator("table.hook-counts tbody tr").first().waitFor();
-    const counts = await cells("hook-counts");
-    const toolCalls = counts.find(([, hook]) => hook === "on_tool_call");
-    assert.ok(toolCalls && Number(toolCalls[2]) >= 2, JSON.stringify(counts));
-    const skipped = counts.find(([, hook, , skips]) => hook === "on_user_message" && /\d+ failed/.test(skips));
-    assert.ok(skipped, `no on_user_message skip by reason: ${JSON.stringify(counts)}`);
-    const latency = await cells("hook-latency");
-    assert.ok(latency.length > 0);
-    for (const [plugin, , p50, p99] of latency) {
-      assert.ok(names.includes(plugin), plugin);
-      assert.match(p50, /µs|ms|s$/);
-      assert.match(p99, /µs|ms|s$/);
+    // In-process plugins list no hooks; the counters the server registers for them name them.
+    assert.match(await page.locator('table.plugins tr[data-plugin="flaky"]').innerText(), /on_user_message/);
+    await page.locator("table.hook-figures tbody tr").first().waitFor();
+    const rows = await page.locator("table.hook-figures tbody tr").evaluateAll((trs) => trs.map((tr) => ({
+      plugin: tr.dataset.plugin,
+      hook: tr.dataset.hook,
+      ...Object.fromEntries([...tr.querySelectorAll("[data-figure]")].map((td) => [td.dataset.figure, td.textContent])),
+    })));
+    const row = (plugin, hook) => rows.find((r) => r.plugin === plugin && r.hook === hook);
+
+    // Three turns so far, each one on_user_message call through house-style and flaky; flaky
+    // fails every one. Two of them called write_file: guard's on_tool_call ran twice.
+    assert.equal(row("flaky", "on_user_message")?.calls, "3", JSON.stringify(rows));
+    assert.equal(row("flaky", "on_user_message").skips, "3 failed");
+    assert.equal(row("house-style", "on_user_message").calls, "3");
+    assert.equal(row("house-style", "on_user_message").skips, "0");
+    assert.equal(row("guard", "on_tool_call").calls, "2");
+
+    // Every figure is the one /metrics exports now (read here without the console's parser).
+    const scraped = await server.api("GET", "/metrics");
+    const sample = (name, labels) => {
+      const line = scraped.body.split("\n").find((l) => l.startsWith(`${name}{`) &&
+        Object.entries(labels).every(([k, v]) => l.includes(`${k}="${v}"`)));
+      return line === undefined ? undefined : Number(line.slice(line.lastIndexOf(" ") + 1));
+    };
+    for (const r of rows) {
+      assert.equal(Number(r.calls), sample("hookline_plugin_hook_calls_total", { plugin: r.plugin, hook: r.hook }), `${r.plugin} ${r.hook}`);
+      assert.equal(Number(r.timed), sample("hookline_hook_seconds_count", { plugin: r.plugin, hook: r.hook }), `${r.plugin} ${r.hook}`);
+      assert.ok(names.includes(r.plugin), r.plugin);
+      // A latency only where calls were timed (an untimed one reads "–", never "0 µs").
+      if (Number(r.timed) === 0) assert.deepEqual([r.p50, r.p99], ["–", "–"], `${r.plugin} ${r.hook}`);
+      if (r.p50 !== "–") {
+        assert.match(r.p50, /^\d+(\.\d+)? (µs|ms|s)$/, `${r.plugin} ${r.hook} p50`);
+        assert.match(r.p99, /^\d+(\.\d+)? (µs|ms|s)$/, `${r.plugin} ${r.hook} p99`);
+      }
     }
-    assert.equal(await page.locator("svg.chart rect.bar-p50").count(), latency.length);
+    assert.equal(sample("hookline_hook_skips_total", { plugin: "flaky", hook: "on_user_message", reason: "failed" }), 3);
+    // Each plugin actor times its first batch: flaky's first on_user_message call, a few seconds ago.
+    assert.match(row("flaky", "on_user_message").p50, /^\d+(\.\d+)? (µs|ms|s)$/);
+    const timed = rows.filter((r) => r.p50 !== "–");
+    assert.equal(await page.locator("svg.chart rect.bar-p50").count(), timed.length);
+    const labels = await page.locator("svg.chart text.chart-label").allTextContents();
+    assert.ok(labels.includes("flaky on_user_message"), labels.join(", "));
+
+    // The pipeline's calls per hook: one on_user_message call a turn, with flaky's skips.
+    const pipeline = page.locator('table.hook-pipeline tr[data-hook="on_user_message"]');
+    assert.deepEqual((await pipeline.locator("th, td").allTextContents()), ["on_user_message", "3", "3 failed"]);
     await shot("plugins");
   });
 

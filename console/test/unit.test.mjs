@@ -18,7 +18,7 @@ async function load(name) {
 }
 
 const { SseParser } = await load("sse.ts");
-const { parseMetrics, hookStats, formatSeconds } = await load("metrics.ts");
+const { parseMetrics, hookStats, hooksOf, totalSkips, formatSeconds } = await load("metrics.ts");
 const { diffWords, valueTexts } = await load("diff.ts");
 
 test("sse: events split across chunks and line endings are put together", () => {
@@ -83,6 +83,55 @@ test("metrics: a counter naming the plugin counts that plugin's calls, apart fro
   const [row] = hookStats(parseMetrics(text));
   assert.equal(row.calls, 7);
   assert.equal(row.samples, 5);
+});
+
+// What `hookline serve` exports today (docs/serve.md, "Metrics"): the pipeline's calls per hook,
+// each plugin's calls and skips by reason per hook, latency per plugin and hook.
+const SERVED = `# TYPE hookline_hook_calls_total counter
+hookline_hook_calls_total{hook="on_user_message"} 3
+# TYPE hookline_plugin_hook_calls_total counter
+hookline_plugin_hook_calls_total{plugin="house-style",hook="on_user_message"} 3
+hookline_plugin_hook_calls_total{plugin="flaky",hook="on_user_message"} 3
+hookline_plugin_hook_calls_total{plugin="house-style",hook="on_prompt"} 0
+# TYPE hookline_hook_skips_total counter
+hookline_hook_skips_total{plugin="flaky",hook="on_user_message",reason="failed"} 2
+hookline_hook_skips_total{plugin="flaky",hook="on_user_message",reason="panicked"} 1
+# TYPE hookline_hook_seconds summary
+hookline_hook_seconds{hook="on_user_message",plugin="flaky",quantile="0.5"} 0.000004
+hookline_hook_seconds{hook="on_user_message",plugin="flaky",quantile="0.99"} 0.00002
+hookline_hook_seconds_sum{hook="on_user_message",plugin="flaky"} 0.00003
+hookline_hook_seconds_count{hook="on_user_message",plugin="flaky"} 2
+hookline_hook_seconds{hook="on_turn_started",plugin="house-style",quantile="0.5"} 0
+hookline_hook_seconds_count{hook="on_turn_started",plugin="house-style"} 0
+`;
+
+test("metrics: each plugin's calls and skips by reason per hook, beside the pipeline's calls", () => {
+  const stats = hookStats(parseMetrics(SERVED));
+  const flaky = stats.find((s) => s.plugin === "flaky" && s.hook === "on_user_message");
+  assert.equal(flaky.calls, 3);
+  assert.deepEqual([...flaky.skips], [["failed", 2], ["panicked", 1]]);
+  assert.equal(totalSkips(flaky), 3);
+  assert.equal(flaky.p50, 0.000004);
+  assert.equal(flaky.p99, 0.00002);
+  assert.equal(flaky.samples, 2);
+  const house = stats.find((s) => s.plugin === "house-style" && s.hook === "on_user_message");
+  assert.equal(house.calls, 3);
+  assert.equal(totalSkips(house), 0);
+  // An empty summary's quantiles read 0: no figure.
+  const empty = stats.find((s) => s.plugin === "house-style" && s.hook === "on_turn_started");
+  assert.equal(empty.p50, null);
+  assert.equal(empty.samples, 0);
+  const pipeline = stats.find((s) => s.plugin === "" && s.hook === "on_user_message");
+  assert.equal(pipeline.calls, 3);
+  assert.equal(pipeline.skips.size, 0);
+});
+
+test("metrics: a plugin's hooks are the ones it has a counter for, run or not, or latency samples of", () => {
+  const stats = hookStats(parseMetrics(SERVED));
+  // on_prompt: registered, not run yet; on_turn_started: an empty summary only, so not listed.
+  assert.deepEqual(hooksOf(stats, "house-style"), ["on_prompt", "on_user_message"]);
+  assert.deepEqual(hooksOf(stats, "flaky"), ["on_user_message"]);
+  assert.deepEqual(hooksOf(stats, "nobody"), []);
 });
 
 test("metrics: latencies read as people write them", () => {

@@ -7,9 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use hookline::actors::plugin::PluginRegistration;
+use hookline::host::demo::example_plugins;
 use hookline::host::gateway::{Activity, Gateway, GatewayLimits};
 use hookline::host::provider::{Provider, ProviderError};
-use hookline::host::serve::{start, ServeConfig, ServeHandle};
+use hookline::host::serve::{install_recorder, start, ServeConfig, ServeHandle};
 use hookline::host::tools::ToolRegistry;
 use hookline::host::Host;
 use hookline::messages::model::{ModelRequest, ModelResponse};
@@ -90,6 +92,18 @@ pub async fn serve(
     limits: impl FnOnce(&mut GatewayLimits),
     config: impl FnOnce(&mut ServeConfig),
 ) -> Served {
+    serve_plugins(example_plugins(), provider, limits, config).await
+}
+
+/// As [`serve`], with `plugins` in load order.
+pub async fn serve_plugins(
+    plugins: Vec<PluginRegistration>,
+    provider: Arc<dyn Provider>,
+    limits: impl FnOnce(&mut GatewayLimits),
+    config: impl FnOnce(&mut ServeConfig),
+) -> Served {
+    // As `hookline serve` does: the recorder first, so the pipeline's metric handles count.
+    install_recorder();
     let dir = tempfile::tempdir().unwrap();
     let arbiters = vec![actix::Arbiter::new(), actix::Arbiter::new()];
     let mut gateway_limits = GatewayLimits {
@@ -98,7 +112,7 @@ pub async fn serve(
     };
     limits(&mut gateway_limits);
     let gateway = Host::builder()
-        .plugins(hookline::host::demo::example_plugins())
+        .plugins(plugins)
         .tools(ToolRegistry::with_builtins())
         .provider(provider)
         .workspace(dir.path())

@@ -83,12 +83,7 @@ impl<H: Dispatch> Job<H> {
             },
             Err(reason) => reason,
         };
-        metrics::counter!(
-            "hookline_hook_skips_total",
-            "hook" => H::KIND.wire_name(),
-            "reason" => reason.label()
-        )
-        .increment(1);
+        crate::metrics::skipped(name, H::KIND, &reason);
         let note = Note::skipped(name, H::KIND, reason);
         tracing::warn!(parent: &self.span, session = %self.cx.session_id, "{note}");
         self.notes.push(note);

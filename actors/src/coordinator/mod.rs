@@ -70,6 +70,8 @@ pub struct PipelineCoordinator {
     batches: Batches,
     pending: usize,
     max_pending: usize,
+    /// `hookline_hook_calls_total` per hook, resolved once.
+    calls: Box<[metrics::Counter]>,
 }
 
 impl PipelineCoordinator {
@@ -82,6 +84,7 @@ impl PipelineCoordinator {
             batches: Batches::default(),
             pending: 0,
             max_pending,
+            calls: crate::metrics::pipeline_calls(),
         }
     }
 
@@ -120,8 +123,7 @@ impl PipelineCoordinator {
 
     /// Sends a batch to the first plugin that implements its hook; the plugins relay it on.
     fn launch<H: Dispatch>(&mut self, jobs: Vec<Job<H>>) {
-        metrics::counter!("hookline_hook_calls_total", "hook" => H::KIND.wire_name())
-            .increment(jobs.len() as u64);
+        self.calls[H::KIND as usize].increment(jobs.len() as u64);
         let route = self.routes[H::KIND as usize].clone();
         forward(jobs, route, 0);
     }

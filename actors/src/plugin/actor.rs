@@ -1,6 +1,7 @@
 //! The actor each plugin runs as. It owns the plugin's registered hooks, its timeouts and its
-//! latency histograms, and runs hook calls under a panic guard (and, for calls that await, a
-//! timeout), so a failing plugin becomes a skipped hook, never a dead actor (SPEC P1.4).
+//! metric handles (calls and latency per hook, resolved once), and runs hook calls under a panic
+//! guard (and, for calls that await, a timeout), so a failing plugin becomes a skipped hook, never
+//! a dead actor (SPEC P1.4).
 //!
 //! Calls arrive in batches ([`Relay`] carries many sessions' calls) and leave the same way: each
 //! plugin actor runs its hook on every call of the batch, checks each reply against the hook's
@@ -16,7 +17,7 @@ use std::time::{Duration, Instant};
 use actix::dev::SendError;
 use actix::{Actor, Context, Handler, Message};
 use futures::future::BoxFuture;
-use hookline_messages::hook::{HookContext, HookKind};
+use hookline_messages::hook::HookContext;
 use hookline_messages::note::SkipReason;
 use metrics::Histogram;
 use tokio::sync::Semaphore;
@@ -27,6 +28,7 @@ use super::guard::{finish, poll_once, run_now, Answer};
 use super::{HookError, PluginRegistration, Reply, Timeouts};
 use crate::coordinator::{Completed, Job, Route};
 use crate::events::EventHandler;
+use crate::metrics::PluginMetrics;
 
 /// How many batches may wait in one plugin actor's mailbox. Its handler runs each call once and
 /// returns, so the mailbox drains as fast as batches arrive; admission is bounded upstream
@@ -42,7 +44,7 @@ pub struct PluginActor {
     table: HookTable,
     timeouts: Timeouts,
     one_at_a_time: Option<Arc<Semaphore>>,
-    latency: Arc<[Histogram]>,
+    metrics: PluginMetrics,
     /// Batches handled so far, for sampling their latency.
     batches: u64,
     /// The plugin's gateway event handler, if it registered one (see `crate::events`).
@@ -68,22 +70,12 @@ impl PluginActor {
         gate: Option<Arc<Semaphore>>,
     ) -> Self {
         let name = registration.name.clone();
-        let latency = HookKind::ALL
-            .iter()
-            .map(|hook| {
-                metrics::histogram!(
-                    "hookline_hook_seconds",
-                    "hook" => hook.wire_name(),
-                    "plugin" => name.to_string()
-                )
-            })
-            .collect();
         Self {
+            metrics: PluginMetrics::new(&name, registration.implements()),
             name,
             table: registration.table.clone(),
             timeouts: registration.timeouts,
             one_at_a_time: gate,
-            latency,
             batches: 0,
             events: registration.events.clone(),
             event_timeout: registration.event_timeout,
@@ -138,7 +130,7 @@ impl PluginActor {
         route: Arc<Route>,
         at: usize,
     ) {
-        let latency = self.latency[H::KIND as usize].clone();
+        let latency = self.metrics.latency(H::KIND).clone();
         let span = job.span.clone();
         actix_rt::spawn(
             async move {
@@ -198,6 +190,8 @@ impl<H: Dispatch> Handler<Relay<H>> for PluginActor {
             }
             return forward(jobs, route, at + 1);
         };
+        // Every call of the batch is this plugin's to handle: one add for the whole batch.
+        self.metrics.called(H::KIND, jobs.len());
         let mut index = 0;
         while index < jobs.len() {
             let job = &mut jobs[index];
@@ -213,11 +207,7 @@ impl<H: Dispatch> Handler<Relay<H>> for PluginActor {
             }
         }
         if let Some(started) = started {
-            record_share(
-                &self.latency[H::KIND as usize],
-                started.elapsed(),
-                jobs.len(),
-            );
+            record_share(self.metrics.latency(H::KIND), started.elapsed(), jobs.len());
         }
         forward(jobs, route, at + 1);
     }

@@ -764,6 +764,7 @@ function gatewayView(app2) {
 
 // src/metrics.ts
 var LATENCY = ["hookline_hook_latency_seconds", "hookline_hook_seconds"];
+var PLUGIN_CALLS = "hookline_plugin_hook_calls_total";
 var CALLS = "hookline_hook_calls_total";
 var SKIPS = "hookline_hook_skips_total";
 function parseMetrics(text) {
@@ -848,7 +849,7 @@ function hookStats(samples) {
       if (q === "0.99") row2(plugin, hook).p99 = seconds;
     } else if (base !== void 0) {
       row2(plugin, hook).samples = s.value;
-    } else if (s.name === CALLS) {
+    } else if (s.name === PLUGIN_CALLS || s.name === CALLS) {
       row2(plugin, hook).calls = s.value;
     } else if (s.name === SKIPS) {
       const reason = s.labels["reason"] ?? "unknown";
@@ -856,7 +857,17 @@ function hookStats(samples) {
       skips.set(reason, (skips.get(reason) ?? 0) + s.value);
     }
   }
+  for (const r of rows.values()) {
+    if (r.samples === 0 || r.p50 === 0) r.p50 = null;
+    if (r.samples === 0 || r.p99 === 0) r.p99 = null;
+  }
   return [...rows.values()];
+}
+function isPluginRow(stats) {
+  return stats.plugin !== "";
+}
+function hooksOf(stats, plugin) {
+  return stats.filter((s) => s.plugin === plugin && (s.calls !== null || s.samples > 0)).map((s) => s.hook).sort();
 }
 function totalSkips(stats) {
   let total = 0;
@@ -902,16 +913,15 @@ function pluginRows(view2) {
 function list(items, empty = "–") {
   return items.length === 0 ? h("span", { class: "sub" }, empty) : h("span", { class: "mono" }, items.join(", "));
 }
-function timed(hooks) {
+function fromMetrics(hooks) {
   return h(
     "span",
     {},
-    h("span", { class: "sub" }, hooks.length === 0 ? "not listed; none timed yet" : "not listed; timed: "),
+    h("span", { class: "sub" }, hooks.length === 0 ? "none" : "from metrics: "),
     hooks.length === 0 ? null : h("span", { class: "mono" }, hooks.join(", "))
   );
 }
 function pluginsTable(rows, stats) {
-  const seen = (name) => stats.filter((s) => s.plugin === name && (s.samples > 0 || (s.calls ?? 0) > 0)).map((s) => s.hook);
   return h("div", { class: "scroll" }, h(
     "table",
     { class: "plugins" },
@@ -924,7 +934,7 @@ function pluginsTable(rows, stats) {
       h("th", { scope: "row", class: "mono" }, r.name),
       h("td", {}, r.kind),
       h("td", {}, r.language),
-      h("td", {}, r.hooks.length > 0 || r.kind !== "in-process" ? list(r.hooks) : timed(seen(r.name))),
+      h("td", {}, r.hooks.length > 0 || r.kind !== "in-process" ? list(r.hooks) : fromMetrics(hooksOf(stats, r.name))),
       h("td", {}, list(r.rawHooks)),
       h("td", {}, list(r.events)),
       h("td", {}, h("span", { class: `badge plugin-${r.status}` }, r.status)),
@@ -936,57 +946,69 @@ function skipsText(stats) {
   if (stats.skips.size === 0) return "0";
   return [...stats.skips].map(([reason, n]) => `${n} ${reason}`).join(", ");
 }
-function countsTable(stats) {
+function figuresTable(stats) {
   return h("div", { class: "scroll" }, h(
     "table",
-    { class: "hook-counts" },
-    h("caption", {}, "Calls and skips by reason"),
-    h("thead", {}, h("tr", {}, ...["Plugin", "Hook", "Calls", "Skips by reason"].map((t) => h("th", { scope: "col" }, t)))),
+    { class: "hook-figures" },
+    h("caption", {}, "Calls, skips by reason and latency per plugin and hook"),
+    h("thead", {}, h("tr", {}, ...["Plugin", "Hook", "Calls", "Skips by reason", "p50", "p99", "Timed"].map((t) => h("th", { scope: "col" }, t)))),
     h("tbody", {}, ...stats.map((s) => h(
       "tr",
       { "data-plugin": s.plugin, "data-hook": s.hook },
-      h("th", { scope: "row", class: s.plugin ? "mono" : "sub" }, s.plugin || "every plugin"),
+      h("th", { scope: "row", class: "mono" }, s.plugin),
       h("td", { class: "mono" }, s.hook),
+      h("td", { class: "num", "data-figure": "calls" }, s.calls ?? "–"),
+      h("td", { "data-figure": "skips" }, skipsText(s)),
+      h("td", { class: "num", "data-figure": "p50" }, formatSeconds(s.p50)),
+      h("td", { class: "num", "data-figure": "p99" }, formatSeconds(s.p99)),
+      h("td", { class: "num", "data-figure": "timed" }, s.samples)
+    )))
+  ));
+}
+function pipelineTable(pipeline, perPlugin) {
+  const skipped = (hook) => {
+    const skips = /* @__PURE__ */ new Map();
+    for (const s of [...pipeline, ...perPlugin].filter((s2) => s2.hook === hook)) {
+      for (const [reason, n] of s.skips) skips.set(reason, (skips.get(reason) ?? 0) + n);
+    }
+    return { plugin: "", hook, calls: null, skips, p50: null, p99: null, samples: 0 };
+  };
+  return h("div", { class: "scroll" }, h(
+    "table",
+    { class: "hook-pipeline" },
+    h("caption", {}, "Pipeline calls per hook"),
+    h("thead", {}, h("tr", {}, ...["Hook", "Calls", "Skips by reason, every plugin"].map((t) => h("th", { scope: "col" }, t)))),
+    h("tbody", {}, ...pipeline.map((s) => h(
+      "tr",
+      { "data-hook": s.hook },
+      h("th", { scope: "row", class: "mono" }, s.hook),
       h("td", { class: "num" }, s.calls ?? "–"),
-      h("td", {}, skipsText(s))
+      h("td", {}, skipsText(skipped(s.hook)))
     )))
   ));
 }
-function latencyTable(stats) {
-  return h("div", { class: "scroll" }, h(
-    "table",
-    { class: "hook-latency" },
-    h("caption", {}, "Latency per plugin and hook"),
-    h("thead", {}, h("tr", {}, ...["Plugin", "Hook", "p50", "p99", "Samples"].map((t) => h("th", { scope: "col" }, t)))),
-    h("tbody", {}, ...stats.map((s) => h(
-      "tr",
-      { "data-plugin": s.plugin, "data-hook": s.hook },
-      h("th", { scope: "row", class: "mono" }, s.plugin || "every plugin"),
-      h("td", { class: "mono" }, s.hook),
-      h("td", { class: "num" }, formatSeconds(s.p50)),
-      h("td", { class: "num" }, formatSeconds(s.p99)),
-      h("td", { class: "num" }, s.samples)
-    )))
-  ));
+function inLoadOrder(rows) {
+  const order = new Map(rows.map((r) => [r.name, r.order]));
+  const rank = (s) => order.get(s.plugin) ?? Number.MAX_SAFE_INTEGER;
+  return (a, b) => rank(a) - rank(b) || a.plugin.localeCompare(b.plugin) || a.hook.localeCompare(b.hook);
 }
-function byPluginThenHook(a, b) {
-  if (a.plugin === "" !== (b.plugin === "")) return a.plugin === "" ? 1 : -1;
-  return a.plugin.localeCompare(b.plugin) || a.hook.localeCompare(b.hook);
-}
-function figures(stats) {
-  const counted = stats.filter((s) => (s.calls ?? 0) > 0 || totalSkips(s) > 0).sort(byPluginThenHook);
-  const timed2 = stats.filter((s) => s.plugin !== "" && s.samples > 0).sort(byPluginThenHook);
+function figures(rows, stats) {
+  const ran = (s) => (s.calls ?? 0) > 0 || totalSkips(s) > 0 || s.samples > 0;
+  const perPlugin = stats.filter((s) => isPluginRow(s) && ran(s)).sort(inLoadOrder(rows));
+  const pipeline = stats.filter((s) => !isPluginRow(s) && ran(s)).sort((a, b) => a.hook.localeCompare(b.hook));
+  if (perPlugin.length === 0 && pipeline.length === 0) return [h("p", { class: "empty" }, "No hook has run yet.")];
   const out = [];
-  if (counted.length === 0 && timed2.length === 0) return [h("p", { class: "empty" }, "No hook has run yet.")];
-  if (counted.length > 0) out.push(countsTable(counted));
-  if (timed2.length > 0) {
-    out.push(latencyTable(timed2), h(
+  if (perPlugin.length > 0) out.push(figuresTable(perPlugin));
+  const timed = perPlugin.filter((s) => s.p50 !== null || s.p99 !== null);
+  if (timed.length > 0) {
+    out.push(h(
       "figure",
       { class: "chart-figure" },
-      latencyChart(timed2),
+      latencyChart(timed),
       h("figcaption", { class: "sub" }, "p50 (solid) and p99 (light) per plugin and hook")
     ));
   }
+  if (pipeline.length > 0) out.push(pipelineTable(pipeline, perPlugin));
   return out;
 }
 function latencyChart(stats) {
@@ -1044,9 +1066,10 @@ function pluginsView(app2) {
       const [view2, text] = await Promise.all([app2.api.plugins(), app2.api.metrics()]);
       if (disposed) return;
       const stats = hookStats(parseMetrics(text));
+      const rows = pluginRows(view2);
       rebuild(
         body,
-        pluginsTable(pluginRows(view2), stats),
+        pluginsTable(rows, stats),
         view2.loadNotes.length > 0 ? h(
           "section",
           { "aria-label": "Load notes" },
@@ -1054,7 +1077,7 @@ function pluginsView(app2) {
           h("ul", { class: "notes" }, ...view2.loadNotes.map((n) => h("li", {}, n)))
         ) : null,
         h("h3", {}, "Hooks at work"),
-        figures(stats)
+        figures(rows, stats)
       );
       fetched.textContent = `Figures as of ${clock(Date.now())}.`;
     } catch (error) {

@@ -4,7 +4,7 @@
 // turn finishes while it is open: never on a timer.
 
 import { clock, h, svg } from "../dom";
-import { formatSeconds, hookStats, parseMetrics, totalSkips, type HookStats } from "../metrics";
+import { formatSeconds, hookStats, hooksOf, isPluginRow, parseMetrics, totalSkips, type HookStats } from "../metrics";
 import type { DiskPlugin, PluginsView } from "../model";
 import { errorText, rebuild, type App, type View } from "../view";
 
@@ -55,17 +55,14 @@ function list(items: string[], empty = "–"): HTMLElement {
   return items.length === 0 ? h("span", { class: "sub" }, empty) : h("span", { class: "mono" }, items.join(", "));
 }
 
-/** An in-process plugin's hooks as far as the latency samples saw them (the server lists none). */
-function timed(hooks: string[]): HTMLElement {
+/** An in-process plugin's hooks, from the counters the server registers for each (it lists none). */
+function fromMetrics(hooks: string[]): HTMLElement {
   return h("span", {},
-    h("span", { class: "sub" }, hooks.length === 0 ? "not listed; none timed yet" : "not listed; timed: "),
+    h("span", { class: "sub" }, hooks.length === 0 ? "none" : "from metrics: "),
     hooks.length === 0 ? null : h("span", { class: "mono" }, hooks.join(", ")));
 }
 
 function pluginsTable(rows: PluginRow[], stats: HookStats[]): HTMLElement {
-  // In-process plugins do not list their hooks: show the hooks the metrics saw them run.
-  const seen = (name: string): string[] =>
-    stats.filter((s) => s.plugin === name && (s.samples > 0 || (s.calls ?? 0) > 0)).map((s) => s.hook);
   return h("div", { class: "scroll" }, h("table", { class: "plugins" },
     h("caption", {}, "Plugins, in load order"),
     h("thead", {}, h("tr", {}, ...["#", "Plugin", "Kind", "Language", "Hooks", "Raw hooks", "Events", "Status", "Trust"]
@@ -75,59 +72,77 @@ function pluginsTable(rows: PluginRow[], stats: HookStats[]): HTMLElement {
       h("th", { scope: "row", class: "mono" }, r.name),
       h("td", {}, r.kind),
       h("td", {}, r.language),
-      h("td", {}, r.hooks.length > 0 || r.kind !== "in-process" ? list(r.hooks) : timed(seen(r.name))),
+      h("td", {}, r.hooks.length > 0 || r.kind !== "in-process" ? list(r.hooks) : fromMetrics(hooksOf(stats, r.name))),
       h("td", {}, list(r.rawHooks)),
       h("td", {}, list(r.events)),
       h("td", {}, h("span", { class: `badge plugin-${r.status}` }, r.status)),
       h("td", {}, r.trust))))));
 }
 
-function skipsText(stats: HookStats): string {
+/** `2 failed, 1 timed-out`, or `0`. */
+export function skipsText(stats: HookStats): string {
   if (stats.skips.size === 0) return "0";
   return [...stats.skips].map(([reason, n]) => `${n} ${reason}`).join(", ");
 }
 
-function countsTable(stats: HookStats[]): HTMLElement {
-  return h("div", { class: "scroll" }, h("table", { class: "hook-counts" },
-    h("caption", {}, "Calls and skips by reason"),
-    h("thead", {}, h("tr", {}, ...["Plugin", "Hook", "Calls", "Skips by reason"]
+/** Per plugin and hook: calls, skips by reason, latency p50 / p99 and how many calls were timed. */
+function figuresTable(stats: HookStats[]): HTMLElement {
+  return h("div", { class: "scroll" }, h("table", { class: "hook-figures" },
+    h("caption", {}, "Calls, skips by reason and latency per plugin and hook"),
+    h("thead", {}, h("tr", {}, ...["Plugin", "Hook", "Calls", "Skips by reason", "p50", "p99", "Timed"]
       .map((t) => h("th", { scope: "col" }, t)))),
     h("tbody", {}, ...stats.map((s) => h("tr", { "data-plugin": s.plugin, "data-hook": s.hook },
-      h("th", { scope: "row", class: s.plugin ? "mono" : "sub" }, s.plugin || "every plugin"),
+      h("th", { scope: "row", class: "mono" }, s.plugin),
       h("td", { class: "mono" }, s.hook),
+      h("td", { class: "num", "data-figure": "calls" }, s.calls ?? "–"),
+      h("td", { "data-figure": "skips" }, skipsText(s)),
+      h("td", { class: "num", "data-figure": "p50" }, formatSeconds(s.p50)),
+      h("td", { class: "num", "data-figure": "p99" }, formatSeconds(s.p99)),
+      h("td", { class: "num", "data-figure": "timed" }, s.samples))))));
+}
+
+/**
+ * The pipeline's calls per hook (each call once, however many plugins it went through), with the
+ * skips of every plugin on that hook.
+ */
+function pipelineTable(pipeline: HookStats[], perPlugin: HookStats[]): HTMLElement {
+  const skipped = (hook: string): HookStats => {
+    const skips = new Map<string, number>();
+    for (const s of [...pipeline, ...perPlugin].filter((s) => s.hook === hook)) {
+      for (const [reason, n] of s.skips) skips.set(reason, (skips.get(reason) ?? 0) + n);
+    }
+    return { plugin: "", hook, calls: null, skips, p50: null, p99: null, samples: 0 };
+  };
+  return h("div", { class: "scroll" }, h("table", { class: "hook-pipeline" },
+    h("caption", {}, "Pipeline calls per hook"),
+    h("thead", {}, h("tr", {}, ...["Hook", "Calls", "Skips by reason, every plugin"].map((t) => h("th", { scope: "col" }, t)))),
+    h("tbody", {}, ...pipeline.map((s) => h("tr", { "data-hook": s.hook },
+      h("th", { scope: "row", class: "mono" }, s.hook),
       h("td", { class: "num" }, s.calls ?? "–"),
-      h("td", {}, skipsText(s)))))));
+      h("td", {}, skipsText(skipped(s.hook))))))));
 }
 
-function latencyTable(stats: HookStats[]): HTMLElement {
-  return h("div", { class: "scroll" }, h("table", { class: "hook-latency" },
-    h("caption", {}, "Latency per plugin and hook"),
-    h("thead", {}, h("tr", {}, ...["Plugin", "Hook", "p50", "p99", "Samples"]
-      .map((t) => h("th", { scope: "col" }, t)))),
-    h("tbody", {}, ...stats.map((s) => h("tr", { "data-plugin": s.plugin, "data-hook": s.hook },
-      h("th", { scope: "row", class: "mono" }, s.plugin || "every plugin"),
-      h("td", { class: "mono" }, s.hook),
-      h("td", { class: "num" }, formatSeconds(s.p50)),
-      h("td", { class: "num" }, formatSeconds(s.p99)),
-      h("td", { class: "num" }, s.samples))))));
+/** Plugins in load order (unknown names last), then hooks by name. */
+function inLoadOrder(rows: PluginRow[]): (a: HookStats, b: HookStats) => number {
+  const order = new Map(rows.map((r) => [r.name, r.order]));
+  const rank = (s: HookStats): number => order.get(s.plugin) ?? Number.MAX_SAFE_INTEGER;
+  return (a, b) => rank(a) - rank(b) || a.plugin.localeCompare(b.plugin) || a.hook.localeCompare(b.hook);
 }
 
-function byPluginThenHook(a: HookStats, b: HookStats): number {
-  if ((a.plugin === "") !== (b.plugin === "")) return a.plugin === "" ? 1 : -1;
-  return a.plugin.localeCompare(b.plugin) || a.hook.localeCompare(b.hook);
-}
-
-/** The figures of the hooks that ran, as two tables and a chart. */
-function figures(stats: HookStats[]): HTMLElement[] {
-  const counted = stats.filter((s) => (s.calls ?? 0) > 0 || totalSkips(s) > 0).sort(byPluginThenHook);
-  const timed = stats.filter((s) => s.plugin !== "" && s.samples > 0).sort(byPluginThenHook);
+/** The figures of the hooks that ran: per plugin and hook, the chart, then the pipeline's. */
+function figures(rows: PluginRow[], stats: HookStats[]): HTMLElement[] {
+  const ran = (s: HookStats): boolean => (s.calls ?? 0) > 0 || totalSkips(s) > 0 || s.samples > 0;
+  const perPlugin = stats.filter((s) => isPluginRow(s) && ran(s)).sort(inLoadOrder(rows));
+  const pipeline = stats.filter((s) => !isPluginRow(s) && ran(s)).sort((a, b) => a.hook.localeCompare(b.hook));
+  if (perPlugin.length === 0 && pipeline.length === 0) return [h("p", { class: "empty" }, "No hook has run yet.")];
   const out: HTMLElement[] = [];
-  if (counted.length === 0 && timed.length === 0) return [h("p", { class: "empty" }, "No hook has run yet.")];
-  if (counted.length > 0) out.push(countsTable(counted));
+  if (perPlugin.length > 0) out.push(figuresTable(perPlugin));
+  const timed = perPlugin.filter((s) => s.p50 !== null || s.p99 !== null);
   if (timed.length > 0) {
-    out.push(latencyTable(timed), h("figure", { class: "chart-figure" },
+    out.push(h("figure", { class: "chart-figure" },
       latencyChart(timed), h("figcaption", { class: "sub" }, "p50 (solid) and p99 (light) per plugin and hook")));
   }
+  if (pipeline.length > 0) out.push(pipelineTable(pipeline, perPlugin));
   return out;
 }
 
@@ -178,14 +193,15 @@ export function pluginsView(app: App): View {
       const [view, text] = await Promise.all([app.api.plugins(), app.api.metrics()]);
       if (disposed) return;
       const stats = hookStats(parseMetrics(text));
+      const rows = pluginRows(view);
       rebuild(body,
-        pluginsTable(pluginRows(view), stats),
+        pluginsTable(rows, stats),
         view.loadNotes.length > 0
           ? h("section", { "aria-label": "Load notes" }, h("h3", {}, "Load notes"),
               h("ul", { class: "notes" }, ...view.loadNotes.map((n) => h("li", {}, n))))
           : null,
         h("h3", {}, "Hooks at work"),
-        figures(stats));
+        figures(rows, stats));
       fetched.textContent = `Figures as of ${clock(Date.now())}.`;
     } catch (error) {
       if (!disposed) rebuild(body, h("p", { class: "error" }, errorText(error)));

@@ -91,10 +91,18 @@ pub(super) struct BenchArgs {
     /// Print one JSON report instead of text.
     #[arg(long)]
     json: bool,
+    /// Install the Prometheus recorder first, as `hookline serve` does, so the figures include
+    /// what the pipeline's metrics cost (without it every metric is a no-op).
+    #[arg(long)]
+    metrics: bool,
 }
 
 /// Runs the benchmark and prints its report.
 pub(super) fn run(args: &BenchArgs) -> ExitCode {
+    if args.metrics {
+        // Before any actor starts: the pipeline binds its metric handles at start.
+        crate::serve::install_recorder();
+    }
     if args.memory {
         let report = actix::System::new().block_on(idle_sessions(args.idle_sessions, args.plugins));
         return print(report, args.json);

@@ -19,6 +19,7 @@ mod provider;
 mod render;
 pub mod run;
 mod serve;
+mod serve_store;
 mod soak;
 mod store;
 

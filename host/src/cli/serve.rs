@@ -1,7 +1,8 @@
-//! `hookline serve [--listen 127.0.0.1:7878] [--plugins DIR] [--workspace-root DIR] [--store DIR]
-//! [--token-file FILE] [--max-sessions N] [--approval-timeout-ms MS] [--drain-budget-ms MS]
-//! [--restart-expected-ms MS]`: many live sessions in one process over HTTP and WebSocket
-//! (issue 11, docs/serve.md).
+//! `hookline serve [--listen 127.0.0.1:7878] [--plugins DIR] [--workspace-root DIR]
+//! [--store DIR|postgres://...] [--migrate] [--node NAME] [--lease-ttl-ms MS] [--token-file FILE]
+//! [--max-sessions N] [--approval-timeout-ms MS] [--drain-budget-ms MS] [--restart-expected-ms MS]`:
+//! many live sessions in one process over HTTP and WebSocket (issue 11, docs/serve.md); with a
+//! PostgreSQL store, one node of several (issue 14, docs/deploy.md).
 //!
 //! Plugins load as `hookline run` loads them (the bundled demo plugins when none is on disk); the
 //! model is the offline [`EchoProvider`]. Sessions are spread over one arbiter per core.
@@ -23,6 +24,7 @@ use clap::Args;
 
 use super::plugin_dirs::PluginDirs;
 use super::run::plugin_builder;
+use super::serve_store::{StoreArgs, StoreSetupError};
 use crate::demo::example_plugins;
 use crate::gateway::GatewayLimits;
 use crate::provider::EchoProvider;
@@ -45,9 +47,9 @@ pub(crate) struct ServeArgs {
     /// The directory every session's workspace lies in (default: the current directory).
     #[arg(long, value_name = "DIR")]
     workspace_root: Option<PathBuf>,
-    /// The store directory (default: `.hookline` under the workspace root).
-    #[arg(long, value_name = "DIR")]
-    store: Option<PathBuf>,
+    /// The session store and, for PostgreSQL, this node's leases.
+    #[command(flatten)]
+    store: StoreArgs,
     /// A file holding the bearer token every route but /healthz needs.
     #[arg(long, value_name = "FILE")]
     token_file: Option<PathBuf>,
@@ -94,6 +96,8 @@ enum ServeCliError {
     Signals(std::io::Error),
     #[error("{0}")]
     Options(String),
+    #[error(transparent)]
+    Store(#[from] StoreSetupError),
 }
 
 /// Runs the command.
@@ -132,6 +136,9 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
         None => None,
     };
     let mut terminate = signals()?;
+    // The database first: a bad URL or an unreachable database ends the start before any
+    // plugin process is spawned.
+    let sessions = args.store.connect().await?;
     // The same load options as `run` and `hooks` (one place builds them).
     let dirs = PluginDirs {
         user_dir: args.plugins.clone(),
@@ -154,11 +161,14 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
             .collect();
     }
     let mut builder = plugin_builder(report, None, false)
-        .provider(Arc::new(EchoProvider))
+        .provider(Arc::new(EchoProvider::new()))
         .workspace(&root)
         .spaces_root(&root);
-    if let Some(store) = &args.store {
+    if let Some(store) = args.store.store_dir() {
         builder = builder.store(store);
+    }
+    if let Some(sessions) = sessions {
+        builder = builder.session_store(sessions);
     }
     let threads = args.arbiters.unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)

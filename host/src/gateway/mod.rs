@@ -27,7 +27,7 @@ pub use approvals::{Approvals, NotWaiting};
 pub use error::RequestError;
 pub use session::{RecordsPage, SessionHandle, TurnReport, SESSION_SHUTDOWN_WAIT};
 pub(crate) use shared::{shutdown_processes, Services, Shared};
-pub use status::{Activity, SessionStatus};
+pub use status::{Activity, QueuedRequests, SessionStatus};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -159,7 +159,10 @@ impl Gateway {
     /// store does not have it.
     pub async fn resume(&self, id: &SessionId) -> Result<SessionHandle, RequestError> {
         if let Some(handle) = self.session(id) {
-            return Ok(handle);
+            if !handle.has_ended() {
+                return Ok(handle);
+            }
+            self.forget_ended(id);
         }
         self.start_session(OpenSession::default(), Some(id.clone()))
             .await
@@ -180,6 +183,17 @@ impl Gateway {
     /// How many sessions are open.
     pub fn open_sessions(&self) -> usize {
         self.table().len()
+    }
+
+    /// Requests waiting in the open sessions' inboxes now.
+    pub fn queued_requests(&self) -> QueuedRequests {
+        self.table().values().map(SessionHandle::queued).fold(
+            QueuedRequests::default(),
+            |sum, depth| QueuedRequests {
+                total: sum.total + depth,
+                deepest: sum.deepest.max(depth),
+            },
+        )
     }
 
     /// Ends one session: its end hooks run (SPEC P3.11) and the gateway forgets it.
@@ -218,6 +232,11 @@ impl Gateway {
     /// The store.
     pub fn store(&self) -> &crate::store::Store {
         &self.inner.shared.store
+    }
+
+    /// The sessions' store (the file store, or PostgreSQL shared with other nodes).
+    pub fn session_store(&self) -> &Arc<dyn crate::store::SessionStore> {
+        &self.inner.shared.sessions
     }
 
     /// The plugins loaded from disk, in load order.
@@ -358,6 +377,7 @@ impl Gateway {
         };
         let (opened, opening) = oneshot::channel();
         let boot = Boot {
+            gateway: Arc::downgrade(&self.inner),
             stop,
             created,
             shared,
@@ -453,10 +473,27 @@ impl Gateway {
     }
 
     fn table(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, SessionHandle>> {
-        self.inner
-            .sessions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.inner.table()
+    }
+
+    /// Forgets the session `key` if its task has ended (its lease was lost to another node).
+    fn forget_ended(&self, key: &SessionId) {
+        self.inner.forget_ended(key);
+    }
+}
+
+impl Inner {
+    fn table(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, SessionHandle>> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Removes `key` from the table when its task has ended, and only then: a handle opened
+    /// again under the same key stays.
+    fn forget_ended(&self, key: &SessionId) {
+        let mut table = self.table();
+        if table.get(key).is_some_and(SessionHandle::has_ended) {
+            table.remove(key);
+        }
     }
 }
 
@@ -472,6 +509,8 @@ type Opened = (SessionId, Arc<StopSignal>, Vec<HostEvent>);
 
 /// What a session's task starts from.
 struct Boot {
+    /// The gateway, to leave its table when the session ends by itself (a lost lease).
+    gateway: std::sync::Weak<Inner>,
     /// The session's stop signal (its operator waits on it too).
     stop: Arc<StopSignal>,
     /// The session the store created for a fresh open (none to resume).
@@ -523,12 +562,17 @@ impl Boot {
         });
         let events = conversation.take_events();
         let stop = conversation.stop_signal();
-        if self.opened.send(Ok((key, stop, events))).is_err() {
+        if self.opened.send(Ok((key.clone(), stop, events))).is_err() {
             // The caller gave up waiting: end the session again.
             let _ = conversation.close().await;
             return;
         }
         session::serve(conversation, self.inbox, self.status, clock).await;
+        // The inbox is gone with the task: a session that ended by itself (another node took
+        // it over) leaves the table, so this node can open it again later.
+        if let Some(gateway) = self.gateway.upgrade() {
+            gateway.forget_ended(&key);
+        }
     }
 }
 

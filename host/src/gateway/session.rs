@@ -20,6 +20,7 @@ use super::RequestError;
 use crate::producers::InboundMessage;
 use crate::session::{CommandOrigin, Conversation, SessionCommand};
 use crate::state::{HostError, HostEvent};
+use crate::store::StoreError;
 use crate::turn::{StopSignal, UserInput};
 
 /// What one user turn produced.
@@ -146,6 +147,11 @@ impl SessionHandle {
             .await
     }
 
+    /// Requests waiting in its inbox now (not the one running).
+    pub fn queued(&self) -> usize {
+        self.requests.max_capacity() - self.requests.capacity()
+    }
+
     /// Stops the turn in flight, if any, as `/stop` does, without queueing.
     pub fn stop_turn(&self) {
         self.stop.raise();
@@ -188,6 +194,12 @@ impl SessionHandle {
         self.ask(Request::Close).await
     }
 
+    /// Whether the session's task has ended (closed, shut down, or dropped because another
+    /// node took the session over).
+    pub fn has_ended(&self) -> bool {
+        self.requests.is_closed()
+    }
+
     fn admit(&self) -> Result<(), RequestError> {
         if self.draining.load(Ordering::Acquire) {
             Err(RequestError::Draining)
@@ -226,6 +238,11 @@ pub(super) async fn serve(
 ) {
     while let Some(request) = requests.recv().await {
         let turn = matches!(request, Request::Turn(..));
+        if turn {
+            // Cleared before the status says a turn runs: a `/stop` from a client that saw that
+            // status reaches this turn (one raised while the session was idle does not).
+            conversation.stop_signal().clear();
+        }
         if !matches!(request, Request::Records { .. }) {
             status.send_modify(|s| s.activity = Activity::Turn);
         }
@@ -255,31 +272,55 @@ pub(super) async fn serve(
     let _ = conversation.close().await;
 }
 
+/// Whether a request failed because another node took the session over: the database refused
+/// its writes (a newer fencing token exists), so this node must drop the session (issue 14
+/// item 2).
+fn lease_lost<T>(result: &Result<T, HostError>) -> bool {
+    matches!(result, Err(HostError::Store(StoreError::LeaseLost { .. })))
+}
+
+/// Answers `reply`; when the lease was lost, drops the session (nothing of it is written here
+/// again) and says the task is done.
+async fn answer<T>(
+    conversation: &mut Conversation,
+    reply: Reply<T>,
+    result: Result<T, HostError>,
+) -> bool {
+    let lost = lease_lost(&result);
+    if lost {
+        conversation.abandon().await;
+    }
+    let _ = reply.send(result);
+    lost
+}
+
 /// Handles one request; true when the session has ended.
 async fn handle(conversation: &mut Conversation, request: Request) -> bool {
     match request {
         Request::Turn(input, reply) => {
             let result = conversation
-                .user_turn(input)
+                .run_user_turn(input)
                 .await
                 .map(|stop_reason| TurnReport {
                     session_id: conversation.active().map(|i| i.session_id.clone()),
                     stop_reason,
                     events: conversation.take_events(),
                 });
-            let _ = reply.send(result);
+            return answer(conversation, reply, result).await;
         }
         Request::Command(command, origin, reply) => {
             let result = match origin {
                 Some(origin) => conversation.command_from(command, &origin).await,
                 None => conversation.command(command).await,
             };
-            let _ = reply.send(result.map(|()| conversation.take_events()));
+            let result = result.map(|()| conversation.take_events());
+            return answer(conversation, reply, result).await;
         }
         Request::Inbound(message, reply) => {
             conversation.inbound(*message);
             let result = conversation.record_event_notes().await;
-            let _ = reply.send(result.map(|()| conversation.take_events()));
+            let result = result.map(|()| conversation.take_events());
+            return answer(conversation, reply, result).await;
         }
         Request::Records {
             offset,
@@ -311,8 +352,13 @@ async fn handle(conversation: &mut Conversation, request: Request) -> bool {
         }
         Request::Note(note) => {
             // A store failure here has nobody to report to but the log.
-            if let Err(error) = conversation.record(note).await {
+            let result = conversation.record(note).await;
+            if let Err(error) = &result {
                 tracing::warn!(%error, "could not archive a drain note");
+            }
+            if lease_lost(&result) {
+                conversation.abandon().await;
+                return true;
             }
         }
     }

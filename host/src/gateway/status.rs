@@ -42,3 +42,15 @@ pub struct SessionStatus {
     /// Stored records of the active session.
     pub records: usize,
 }
+
+/// Requests waiting in the sessions' inboxes (each bounded by [`GatewayLimits::inbox`]), not
+/// counting the one each session is running.
+///
+/// [`GatewayLimits::inbox`]: super::GatewayLimits::inbox
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QueuedRequests {
+    /// Summed over every open session.
+    pub total: usize,
+    /// In the fullest inbox.
+    pub deepest: usize,
+}

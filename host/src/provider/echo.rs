@@ -1,93 +1,153 @@
-//! [`EchoProvider`]: a small offline model that always answers, so a server, a chat or a load
-//! test runs without a real model. It reads only the request it is sent:
+//! [`EchoProvider`]: the offline model. It needs no network and no key, so a server, a chat or a
+//! load test always runs. It is stateless (any number of sessions may share one) and reads only
+//! the request it is sent:
 //!
-//! - the last item is a user message `call <tool> <json arguments>`: it asks for that tool call
-//!   (the id is `call-<n>`, n counting the request's items, so it is stable per turn);
-//! - the last item is a tool result: it answers `done: <the result's first line>`;
 //! - compaction calls get `summary: <n> items`;
-//! - anything else: `echo: <the last user text>`.
+//! - a tool result after the model's last answer is reported: `The tool did it: <its first
+//!   line>` (or `did not` when the tool failed), ending the turn;
+//! - a user message since the last answer whose last line is `call <tool> <json arguments>` asks
+//!   for that tool call (id `call-<n>`, n counting the request's items, so it is stable per turn);
+//! - otherwise it answers `echo: <the message typed this turn>`, and, when made
+//!   [`EchoProvider::with_demo_call`] (what `hookline chat` uses), asks for one demo tool call: a
+//!   `write_file` of the message to [`ECHO_FILE`], which the default approval mode asks the
+//!   operator about.
+//!
+//! Streaming offers the answer word by word, as a streaming model would.
 
 use async_trait::async_trait;
 use hookline_messages::model::{
     FinishReason, Item, ItemBody, ModelRequest, ModelResponse, Purpose, Usage,
 };
 
-use super::{Provider, ProviderError};
+use super::{OnText, Provider, ProviderError};
 
-/// The offline echo model. Stateless: any number of sessions may share one.
+/// The file the demo tool call writes, relative to the workspace.
+pub const ECHO_FILE: &str = "hookline-echo.txt";
+
+/// The offline echo model.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct EchoProvider;
-
-#[async_trait]
-impl Provider for EchoProvider {
-    fn takes_images(&self) -> bool {
-        false
-    }
-
-    async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
-        Ok(answer(request))
-    }
+pub struct EchoProvider {
+    demo_call: bool,
 }
 
-/// The echo model's answer to `request`.
-pub(crate) fn answer(request: &ModelRequest) -> ModelResponse {
-    let text = |text: String| ItemBody::Assistant {
-        text,
-        images: Vec::new(),
-    };
-    let body = if request.purpose == Purpose::Compaction {
-        text(format!("summary: {} items", request.items.len()))
-    } else {
-        match pending_call(request) {
-            Pending::Result(result) => text(format!(
-                "done: {}",
-                result.lines().next().unwrap_or_default()
-            )),
-            Pending::Call(name, arguments) => ItemBody::ToolCall {
-                call_id: format!("call-{}", request.items.len()),
-                name,
-                arguments,
-            },
-            Pending::Nothing => text(format!("echo: {}", last_user_text(request))),
+impl EchoProvider {
+    /// The echo model for servers and load tests: tool calls only when a message asks for one.
+    #[must_use]
+    pub const fn new() -> Self {
+        Self { demo_call: false }
+    }
+
+    /// The echo model of `hookline chat`: every message also gets the demo `write_file` call.
+    #[must_use]
+    pub const fn with_demo_call() -> Self {
+        Self { demo_call: true }
+    }
+
+    /// The model's answer to `request`.
+    fn answer(self, request: &ModelRequest) -> ModelResponse {
+        let body = match self.reply_to(request) {
+            Reply::Text(text) => vec![assistant(text)],
+            Reply::Call(call) => vec![call],
+            Reply::TextAndCall(text, call) => vec![assistant(text), call],
+        };
+        let finish_reason = if body
+            .iter()
+            .any(|item| matches!(item.body, ItemBody::ToolCall { .. }))
+        {
+            FinishReason::ToolCalls
+        } else {
+            FinishReason::Stop
+        };
+        ModelResponse {
+            purpose: request.purpose,
+            finish_reason,
+            items: body,
+            usage: Usage::default(),
         }
-    };
-    let finish_reason = if matches!(body, ItemBody::ToolCall { .. }) {
-        FinishReason::ToolCalls
-    } else {
-        FinishReason::Stop
-    };
-    ModelResponse {
-        purpose: request.purpose,
-        finish_reason,
-        items: vec![Item::new("echo-0", body)],
-        usage: Usage::default(),
     }
-}
 
-enum Pending<'a> {
-    /// A tool result came after the last call request: report it.
-    Result(&'a str),
-    /// A user message asks for a call no result answers yet.
-    Call(String, serde_json::Value),
-    Nothing,
-}
-
-/// What the request's tail asks for: plugins may add items after the user's message (a
-/// reminder, a note), so the echo model looks back past them.
-fn pending_call(request: &ModelRequest) -> Pending<'_> {
-    for item in request.items.iter().rev() {
-        match &item.body {
-            ItemBody::ToolResult { text, .. } => return Pending::Result(text),
-            ItemBody::Assistant { .. } => return Pending::Nothing,
-            ItemBody::User { text, .. } => {
-                if let Some((name, arguments)) = tool_call(text) {
-                    return Pending::Call(name, arguments);
-                }
+    fn reply_to(self, request: &ModelRequest) -> Reply {
+        if request.purpose == Purpose::Compaction {
+            return Reply::Text(format!("summary: {} items", request.items.len()));
+        }
+        let items = &request.items;
+        // What came since the model last answered: plugins may add items after the user's
+        // message (a reminder, a note), so the model looks at all of them.
+        let since = items
+            .iter()
+            .rposition(|i| matches!(i.body, ItemBody::Assistant { .. }))
+            .map_or(0, |answer| answer + 1);
+        let fresh = &items[since..];
+        let typed = fresh.iter().find_map(|i| match &i.body {
+            ItemBody::User { text, .. } => Some(text.as_str()),
+            _ => None,
+        });
+        if !request.purpose.is_turn_call() {
+            return Reply::Text(echo(typed));
+        }
+        let result = fresh.iter().rev().find_map(|i| match &i.body {
+            ItemBody::ToolResult { text, success, .. } => Some((text.as_str(), *success)),
+            _ => None,
+        });
+        if let Some((text, success)) = result {
+            let verdict = if success { "did it" } else { "did not" };
+            let first_line = text.lines().next().unwrap_or_default();
+            return Reply::Text(format!("The tool {verdict}: {first_line}"));
+        }
+        let asked = fresh.iter().rev().find_map(|i| match &i.body {
+            ItemBody::User { text, .. } => tool_call(text),
+            _ => None,
+        });
+        if let Some((name, arguments)) = asked {
+            return Reply::Call(call(format!("call-{}", items.len()), name, arguments));
+        }
+        match typed {
+            Some(text) if self.demo_call => {
+                // One demo call per turn, numbered by the calls made so far: `echo-1`, `echo-2`...
+                let made = items
+                    .iter()
+                    .filter(|i| matches!(i.body, ItemBody::ToolCall { .. }))
+                    .count();
+                let arguments = serde_json::json!({ "path": ECHO_FILE, "content": text });
+                Reply::TextAndCall(
+                    echo(typed),
+                    call(format!("echo-{}", made + 1), "write_file".into(), arguments),
+                )
             }
-            _ => {}
+            _ => Reply::Text(echo(typed)),
         }
     }
-    Pending::Nothing
+}
+
+enum Reply {
+    Text(String),
+    Call(Item),
+    TextAndCall(String, Item),
+}
+
+fn echo(typed: Option<&str>) -> String {
+    format!("echo: {}", typed.unwrap_or("(nothing to echo)"))
+}
+
+fn assistant(text: String) -> Item {
+    Item::new(
+        "echo-0",
+        ItemBody::Assistant {
+            text,
+            images: Vec::new(),
+        },
+    )
+}
+
+fn call(call_id: String, name: String, arguments: serde_json::Value) -> Item {
+    Item::new(
+        "echo-1",
+        ItemBody::ToolCall {
+            call_id,
+            name,
+            arguments,
+        },
+    )
 }
 
 /// `call <tool> <json>` on the message's last line (text after the JSON is ignored).
@@ -103,16 +163,32 @@ fn tool_call(text: &str) -> Option<(String, serde_json::Value)> {
     (!name.is_empty()).then(|| (name.to_owned(), arguments))
 }
 
-fn last_user_text(request: &ModelRequest) -> &str {
-    request
-        .items
-        .iter()
-        .rev()
-        .find_map(|item| match &item.body {
-            ItemBody::User { text, .. } => Some(text.as_str()),
-            _ => None,
-        })
-        .unwrap_or_default()
+#[async_trait]
+impl Provider for EchoProvider {
+    fn takes_images(&self) -> bool {
+        false
+    }
+
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
+        Ok(self.answer(request))
+    }
+
+    /// Offers the answer word by word, as a streaming model would.
+    async fn complete_streaming(
+        &self,
+        request: &ModelRequest,
+        on_text: OnText<'_>,
+    ) -> Result<ModelResponse, ProviderError> {
+        let response = self.answer(request);
+        for item in &response.items {
+            if let ItemBody::Assistant { text, .. } = &item.body {
+                for piece in text.split_inclusive(' ') {
+                    on_text(piece);
+                }
+            }
+        }
+        Ok(response)
+    }
 }
 
 #[cfg(test)]
@@ -138,18 +214,48 @@ mod tests {
         }
     }
 
+    fn result(text: &str, success: bool) -> ItemBody {
+        ItemBody::ToolResult {
+            call_id: "c".into(),
+            name: "read_file".into(),
+            text: text.into(),
+            images: Vec::new(),
+            success,
+        }
+    }
+
+    fn text_of(response: &ModelResponse) -> &str {
+        match &response.items[0].body {
+            ItemBody::Assistant { text, .. } => text,
+            other => panic!("not an answer: {other:?}"),
+        }
+    }
+
     #[test]
     fn a_plain_message_is_echoed() {
-        let reply = answer(&request(vec![user("hello")]));
+        let reply = EchoProvider::new().answer(&request(vec![user("hello")]));
         assert_eq!(reply.finish_reason, FinishReason::Stop);
-        assert!(
-            matches!(&reply.items[0].body, ItemBody::Assistant { text, .. } if text == "echo: hello")
-        );
+        assert_eq!(text_of(&reply), "echo: hello");
+        assert_eq!(reply.items.len(), 1);
+    }
+
+    #[test]
+    fn the_message_typed_this_turn_is_echoed_not_what_plugins_added_after_it() {
+        let reply = EchoProvider::new().answer(&request(vec![
+            user("earlier"),
+            ItemBody::Assistant {
+                text: "echo: earlier".into(),
+                images: Vec::new(),
+            },
+            user("now"),
+            user("Reminder: a plugin added this."),
+        ]));
+        assert_eq!(text_of(&reply), "echo: now");
     }
 
     #[test]
     fn a_call_line_asks_for_that_tool_call() {
-        let reply = answer(&request(vec![
+        let reply = EchoProvider::new().answer(&request(vec![
             user(r#"please call write_file {"path":"a.txt","content":"x"}"#),
             user("Reminder: a plugin added this."),
         ]));
@@ -169,30 +275,70 @@ mod tests {
     }
 
     #[test]
-    fn a_tool_result_after_the_call_is_reported() {
-        let reply = answer(&request(vec![
+    fn a_tool_result_after_the_call_is_reported_and_ends_the_turn() {
+        let call = ItemBody::ToolCall {
+            call_id: "c".into(),
+            name: "read_file".into(),
+            arguments: serde_json::json!({"path": "a.txt"}),
+        };
+        let ok = EchoProvider::with_demo_call().answer(&request(vec![
             user(r#"call read_file {"path":"a.txt"}"#),
-            ItemBody::ToolCall {
-                call_id: "c".into(),
-                name: "read_file".into(),
-                arguments: serde_json::json!({"path": "a.txt"}),
-            },
-            ItemBody::ToolResult {
-                call_id: "c".into(),
-                name: "read_file".into(),
-                text: "first line\nsecond".into(),
-                images: Vec::new(),
-                success: true,
-            },
+            call.clone(),
+            result("first line\nsecond", true),
         ]));
-        assert!(
-            matches!(&reply.items[0].body, ItemBody::Assistant { text, .. } if text == "done: first line")
-        );
+        assert_eq!(ok.finish_reason, FinishReason::Stop);
+        assert_eq!(text_of(&ok), "The tool did it: first line");
+        let refused = EchoProvider::new().answer(&request(vec![
+            user("x"),
+            call,
+            result("refused", false),
+            user("added by a raw hook"),
+        ]));
+        assert_eq!(text_of(&refused), "The tool did not: refused");
     }
 
     #[test]
     fn bad_json_arguments_are_echoed_not_called() {
-        let reply = answer(&request(vec![user("call read_file {nope")]));
+        let reply = EchoProvider::new().answer(&request(vec![user("call read_file {nope")]));
         assert_eq!(reply.finish_reason, FinishReason::Stop);
+    }
+
+    #[test]
+    fn the_chat_model_adds_one_numbered_demo_call_per_turn() {
+        let model = EchoProvider::with_demo_call();
+        let first = model.answer(&request(vec![user("hi there")]));
+        assert_eq!(first.finish_reason, FinishReason::ToolCalls);
+        assert_eq!(text_of(&first), "echo: hi there");
+        assert!(matches!(
+            &first.items[1].body,
+            ItemBody::ToolCall { call_id, name, arguments }
+                if call_id == "echo-1" && name == "write_file"
+                    && arguments["path"] == ECHO_FILE && arguments["content"] == "hi there"
+        ));
+        let mut items: Vec<ItemBody> = vec![user("hi there")];
+        items.extend(first.items.iter().map(|i| i.body.clone()));
+        items.push(result("ok", true));
+        items.push(ItemBody::Assistant {
+            text: "The tool did it: ok".into(),
+            images: Vec::new(),
+        });
+        items.push(user("second"));
+        let second = model.answer(&request(items));
+        assert!(matches!(
+            &second.items[1].body,
+            ItemBody::ToolCall { call_id, .. } if call_id == "echo-2"
+        ));
+    }
+
+    #[test]
+    fn side_questions_only_echo_and_compactions_summarise() {
+        let mut request = request(vec![user(r#"call read_file {"path":"a.txt"}"#)]);
+        request.purpose = Purpose::Side;
+        let side = EchoProvider::with_demo_call().answer(&request);
+        assert_eq!(side.finish_reason, FinishReason::Stop);
+        assert_eq!(text_of(&side), r#"echo: call read_file {"path":"a.txt"}"#);
+        request.purpose = Purpose::Compaction;
+        let summary = EchoProvider::with_demo_call().answer(&request);
+        assert_eq!(text_of(&summary), "summary: 1 items");
     }
 }

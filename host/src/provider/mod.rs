@@ -5,27 +5,24 @@
 //! - [`OpenAiProvider`]: any server that speaks the OpenAI chat-completions API (hosted services,
 //!   vLLM, llama.cpp's server, Ollama, LM Studio, ...), streaming or not, with retries
 //!   (`docs/providers.md`).
-//! - [`EchoProvider`]: a stateless offline model for servers and load tests (`call <tool> <json>`
-//!   asks for that tool call).
-//! - [`OfflineProvider`]: the small built-in model `hookline chat` uses without a provider: it
-//!   echoes each message and makes one demo tool call, so a session always runs.
+//! - [`EchoProvider`]: the offline model of servers, load tests and `hookline chat` without a
+//!   provider: it echoes, calls a tool when a message says `call <tool> <json>`, and (for chat)
+//!   makes one demo tool call per message, so a session always runs.
 //!
 //! A provider receives requests already prepared ([`ModelRequest::prepared_for_provider`]): the
 //! hooks have run, images sit only where the model may take them (SPEC R5.5, R5.6).
 
 mod echo;
 mod error;
-mod offline;
 pub mod openai;
 mod scripted;
 
-pub use echo::EchoProvider;
+pub use echo::{EchoProvider, ECHO_FILE};
 
 use async_trait::async_trait;
 use hookline_messages::model::{ModelRequest, ModelResponse};
 
 pub use error::ProviderError;
-pub use offline::{OfflineProvider, ECHO_FILE};
 pub use openai::{ImageSource, KeySource, OpenAiConfig, OpenAiProvider, RetryPolicy};
 pub use scripted::ScriptedProvider;
 

@@ -13,6 +13,7 @@ use hookline_actors::PipelineError;
 
 use crate::gateway::{NotWaiting, RequestError};
 use crate::state::HostError;
+use crate::store::StoreError;
 
 /// Seconds a client is told to wait before retrying a 503 or 429.
 pub const RETRY_AFTER_SECS: u64 = 1;
@@ -71,6 +72,15 @@ pub enum ApiError {
     /// Any other status a layer answered with (its reason phrase).
     #[error("{1}")]
     Status(StatusCode, String),
+    /// Another node holds the session's lease (409 `session-leased`, `Retry-After`): it runs
+    /// there, or its node died and the lease has not expired yet.
+    #[error("{0}; retry once its lease has expired, or send the session's requests to that node")]
+    Leased(String),
+    /// Another node took the session over while this node held it: the request's writes were
+    /// refused by the database (a newer fencing token exists) and this node dropped the session
+    /// (409 `lease-lost`).
+    #[error("this node lost session '{0}' to another node, so nothing of this request was stored; resume it with POST /v1/sessions/{0}/resume")]
+    LeaseLost(String),
     /// The host failed (500 `internal`): not the client's doing.
     #[error("the host failed: {0}")]
     Internal(String),
@@ -91,6 +101,7 @@ impl ApiError {
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::Full(_) | Self::Overloaded | Self::Draining => StatusCode::SERVICE_UNAVAILABLE,
             Self::Busy(_) => StatusCode::TOO_MANY_REQUESTS,
+            Self::Leased(_) | Self::LeaseLost(_) => StatusCode::CONFLICT,
             Self::Timeout => StatusCode::REQUEST_TIMEOUT,
             Self::Status(status, _) => *status,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -114,6 +125,8 @@ impl ApiError {
             Self::Full(_) => "full",
             Self::Overloaded => "overloaded",
             Self::Busy(_) => "session-busy",
+            Self::Leased(_) => "session-leased",
+            Self::LeaseLost(_) => "lease-lost",
             Self::Draining => "draining",
             Self::Timeout => "timeout",
             Self::Status(StatusCode::METHOD_NOT_ALLOWED, _) => "method-not-allowed",
@@ -166,7 +179,7 @@ impl IntoResponse for ApiError {
         let headers = response.headers_mut();
         if matches!(
             self,
-            Self::Full(_) | Self::Overloaded | Self::Draining | Self::Busy(_)
+            Self::Full(_) | Self::Overloaded | Self::Draining | Self::Busy(_) | Self::Leased(_)
         ) {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
         }
@@ -199,6 +212,14 @@ impl From<HostError> for ApiError {
                 Self::Invalid(format!("cannot use workspace {path}: {source}"))
             }
             HostError::Gateway(_) => Self::Draining,
+            HostError::Store(StoreError::Leased { session, holder }) => {
+                Self::Leased(format!("session '{session}' is held by {holder}"))
+            }
+            // An id no store could hold is no stored session either.
+            HostError::Store(StoreError::InvalidSessionId { id, .. }) => Self::UnknownSession(id),
+            HostError::Store(StoreError::LeaseLost { session, .. }) => {
+                Self::LeaseLost(session.to_string())
+            }
             other => Self::Internal(other.to_string()),
         }
     }
@@ -271,6 +292,33 @@ mod tests {
         )));
         assert_eq!(error.status(), StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(error.code(), "overloaded");
+    }
+
+    #[test]
+    fn lease_conflicts_are_409s_that_name_the_session() {
+        let leased = ApiError::from(HostError::Store(StoreError::Leased {
+            session: "s1".into(),
+            holder: "node a for 900 ms more".into(),
+        }));
+        assert_eq!(leased.status(), StatusCode::CONFLICT);
+        assert_eq!(leased.code(), "session-leased");
+        assert_eq!(
+            leased.body()["error"]["message"],
+            "Session 's1' is held by node a for 900 ms more; retry once its lease has expired, \
+             or send the session's requests to that node."
+        );
+        let lost = ApiError::from(RequestError::Host(HostError::Store(
+            StoreError::LeaseLost {
+                session: "s1".into(),
+                token: 3,
+            },
+        )));
+        assert_eq!(lost.status(), StatusCode::CONFLICT);
+        assert_eq!(lost.code(), "lease-lost");
+        assert!(!lost
+            .into_response()
+            .headers()
+            .contains_key(header::RETRY_AFTER));
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! The server's metrics (docs/serve.md, "Metrics"): the Prometheus recorder `hookline serve`
 //! installs as the process's global recorder, so the pipeline's own counters and histograms
-//! (`hookline_hook_calls_total`, `hookline_hook_skips_total`, `hookline_hook_seconds`,
-//! `hookline_events_dropped_total`) appear on `GET /metrics` beside the server's: open sessions,
-//! turns, turn latency and HTTP requests.
+//! (`hookline_actors::metrics`: calls per hook and per plugin and hook, skips by plugin, hook and
+//! reason, latency per plugin and hook; `hookline_events_dropped_total`) appear on `GET /metrics`
+//! beside the server's: open sessions, queue depths, turns, turn latency and HTTP requests.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -18,6 +18,10 @@ use hookline_messages::user::StopReason;
 
 /// How often histograms are drained and the gauges refreshed.
 const UPKEEP_EVERY: Duration = Duration::from_secs(5);
+
+/// How long a refresh waits for the pipeline's shards to say how many calls they admitted (a
+/// shard's mailbox may be full under load; the gauge then keeps its last value).
+const ADMITTED_WAIT: Duration = Duration::from_millis(500);
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
@@ -39,6 +43,7 @@ pub fn install_recorder() -> PrometheusHandle {
 }
 
 fn describe() {
+    hookline_actors::metrics::describe();
     metrics::describe_gauge!("hookline_sessions_open", "Sessions open in the gateway.");
     metrics::describe_gauge!(
         "hookline_sessions_in_turn",
@@ -47,6 +52,34 @@ fn describe() {
     metrics::describe_gauge!(
         "hookline_sessions_waiting_approval",
         "Sessions whose turn waits for an operator's approval."
+    );
+    metrics::describe_gauge!(
+        "hookline_session_requests_queued",
+        "Requests waiting in the sessions' inboxes, summed."
+    );
+    metrics::describe_gauge!(
+        "hookline_session_inbox_deepest",
+        "Requests waiting in the fullest session inbox."
+    );
+    metrics::describe_gauge!(
+        "hookline_session_inbox_capacity",
+        "Requests one session's inbox holds."
+    );
+    metrics::describe_gauge!(
+        "hookline_pipeline_calls_admitted",
+        "Hook calls the pipeline admitted (running or queued behind their session)."
+    );
+    metrics::describe_gauge!(
+        "hookline_pipeline_calls_bound",
+        "Hook calls the pipeline admits at once before refusing more."
+    );
+    metrics::describe_gauge!(
+        "hookline_event_queue_depth",
+        "Queued gateway events waiting for delivery."
+    );
+    metrics::describe_gauge!(
+        "hookline_event_queue_capacity",
+        "Queued gateway events the queue holds before dropping."
     );
     metrics::describe_gauge!(
         "hookline_process_resident_bytes",
@@ -70,15 +103,34 @@ fn describe() {
     );
 }
 
-/// Refreshes the session gauges now.
-pub(crate) fn refresh(gateway: &Gateway) {
+/// Refreshes the gauges now: sessions, queue depths, memory.
+pub(crate) async fn refresh(gateway: &Gateway) {
     let sessions = gateway.sessions();
     let count = |activity| sessions.iter().filter(|s| s.activity == activity).count();
     metrics::gauge!("hookline_sessions_open").set(sessions.len() as f64);
     metrics::gauge!("hookline_sessions_in_turn").set(count(Activity::Turn) as f64);
     metrics::gauge!("hookline_sessions_waiting_approval").set(count(Activity::Approval) as f64);
+    refresh_queues(gateway).await;
     if let Some(bytes) = resident_bytes() {
         metrics::gauge!("hookline_process_resident_bytes").set(bytes as f64);
+    }
+}
+
+/// The queue depths: the sessions' inboxes, the pipeline's admission, the gateway event queue.
+async fn refresh_queues(gateway: &Gateway) {
+    let queued = gateway.queued_requests();
+    metrics::gauge!("hookline_session_requests_queued").set(queued.total as f64);
+    metrics::gauge!("hookline_session_inbox_deepest").set(queued.deepest as f64);
+    metrics::gauge!("hookline_session_inbox_capacity").set(gateway.limits().inbox as f64);
+    let events = gateway.pipeline().events();
+    metrics::gauge!("hookline_event_queue_depth").set(events.queued() as f64);
+    metrics::gauge!("hookline_event_queue_capacity").set(events.queue_capacity() as f64);
+    // A stopped pipeline (a drain) or one too busy to answer in time keeps the last figures.
+    if let Ok(Ok(admitted)) =
+        tokio::time::timeout(ADMITTED_WAIT, gateway.pipeline().admitted()).await
+    {
+        metrics::gauge!("hookline_pipeline_calls_admitted").set(admitted.calls as f64);
+        metrics::gauge!("hookline_pipeline_calls_bound").set(admitted.bound as f64);
     }
 }
 
@@ -103,7 +155,7 @@ pub(crate) fn spawn_upkeep(
                 _ = stop.wait_for(|stop| *stop) => return,
             }
             handle.run_upkeep();
-            refresh(&gateway);
+            refresh(&gateway).await;
         }
     });
 }

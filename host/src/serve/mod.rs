@@ -9,7 +9,7 @@
 //! gateway within its budget before the listener closes.
 //!
 //! ```text
-//! let gateway = Host::builder().provider(Arc::new(EchoProvider)).start_gateway(limits)?;
+//! let gateway = Host::builder().provider(Arc::new(EchoProvider::new())).start_gateway(limits)?;
 //! let (addr, handle) = serve::start(gateway, ServeConfig::new(root)).await?;
 //! // ... clients talk to http://{addr}/v1/sessions ...
 //! let summary = handle.drain("done", None).await?;

@@ -179,11 +179,23 @@ impl Conversation {
     /// Runs one user turn on the active session: first an automatic reset when the reset
     /// policy says the session is due (SPEC G5.3), then compaction when the stored records
     /// exceed the configured threshold. A turn the operator stopped emits `command:stop` after
-    /// it ended (SPEC G5.2: the event observes the cancellation).
+    /// it ended (SPEC G5.2: the event observes the cancellation). A stop raised before this call
+    /// (when no turn ran) does not stop this turn.
     ///
     /// # Errors
     /// [`HostError::NoSession`], or a store or pipeline failure.
     pub async fn user_turn(&mut self, input: UserInput) -> Result<StopReason, HostError> {
+        self.engine.stop.clear();
+        self.run_user_turn(input).await
+    }
+
+    /// [`Conversation::user_turn`] without clearing the stop signal: for a caller that cleared it
+    /// before it made the turn visible (the gateway clears it before its status says the session
+    /// is in a turn, so a `/stop` sent by a client that saw that status is never lost).
+    pub(crate) async fn run_user_turn(
+        &mut self,
+        input: UserInput,
+    ) -> Result<StopReason, HostError> {
         self.auto_reset_if_due().await?;
         let stop = self.turn_inner(input).await?;
         self.touch();
@@ -324,6 +336,22 @@ impl Conversation {
             self.engine.pipeline.forget_session(&id).await?;
         }
         Ok(())
+    }
+
+    /// Drops the active session without writing or running its end hooks: another node took
+    /// it over (its lease was lost, issue 14 item 2), so the session has not ended (SPEC P3.11
+    /// runs the end when a session closes); it goes on there. The pipeline forgets this node's
+    /// per-session state.
+    pub(crate) async fn abandon(&mut self) {
+        let Some(session) = self.session.take() else {
+            return;
+        };
+        let id = session.info.session_id.clone();
+        tracing::warn!(session = %id, "another node took this session over; this node dropped it");
+        session.discard();
+        if let Err(error) = self.engine.pipeline.forget_session(&id).await {
+            tracing::warn!(session = %id, %error, "could not forget a dropped session");
+        }
     }
 
     /// The plugins loaded from disk, in load order.

@@ -159,6 +159,18 @@ impl SessionState {
         Ok(())
     }
 
+    /// Drops the session without writing what waits for a flush (its lease was lost: the
+    /// database would refuse it anyway) and without releasing a lease it no longer holds.
+    pub(crate) fn discard(mut self) {
+        if !self.unflushed.is_empty() {
+            tracing::warn!(
+                session = %self.info.session_id,
+                "the session was taken over by another node; this node's unstored writes are dropped"
+            );
+            self.unflushed = Unflushed::default();
+        }
+    }
+
     /// Keeps the bootstrap result (SPEC G5.4) as the text the work and plan system texts end
     /// with. Nothing when no file has content: a workspace without bootstrap files changes no
     /// prompt. Otherwise every file is listed, missing ones too, so the agent learns they are

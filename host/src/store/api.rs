@@ -80,6 +80,15 @@ pub trait SessionStore: Send + Sync + 'static {
     /// # Errors
     /// [`StoreError`] when the store cannot be listed.
     async fn sessions(&self) -> Result<Vec<SessionId>, StoreError>;
+
+    /// Whether the store answers now (`/readyz`): a round trip to the database for PostgreSQL.
+    /// The default says yes: a local store's directory is checked by its caller.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the store cannot be reached.
+    async fn ping(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
 }
 
 /// The one writer of one session. Dropping it without [`SessionWriter::release`] frees the

@@ -144,6 +144,21 @@ impl StoreError {
         }
     }
 
+    /// The error's text followed by each of its causes not already in it, joined by `: `
+    /// (a driver's own text can be as short as "db error"; its cause says what happened).
+    pub fn with_causes(&self) -> String {
+        let mut text = self.to_string();
+        let mut cause = std::error::Error::source(self);
+        while let Some(next) = cause {
+            let more = next.to_string();
+            if !text.contains(&more) {
+                text = format!("{text}: {more}");
+            }
+            cause = next.source();
+        }
+        text
+    }
+
     /// Builds a [`StoreError::Database`].
     pub(crate) fn db(
         action: &'static str,

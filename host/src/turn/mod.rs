@@ -54,7 +54,8 @@ pub(crate) struct Engine {
 
 /// A stop request for the turn in flight (`/stop` typed while a turn runs, or a drain whose
 /// budget ran out). The model call in flight returns [`ProviderError::Stopped`] and the turn
-/// ends [`StopReason::Cancelled`]; a turn that starts later clears it.
+/// ends [`StopReason::Cancelled`]; whoever starts the next turn clears it first
+/// ([`crate::session::Conversation::user_turn`], or the gateway before it says a turn runs).
 #[derive(Debug, Default)]
 pub struct StopSignal {
     raised: std::sync::atomic::AtomicBool,
@@ -138,7 +139,6 @@ impl UserInput {
 impl Turn<'_> {
     /// Runs one user turn and returns why it stopped.
     pub(crate) async fn user_turn(&mut self, input: UserInput) -> Result<StopReason, HostError> {
-        self.engine.stop.clear();
         let typed = UserMessage::new(input.text.clone());
         let stored = self.hook::<OnUserMessage>(typed).await?.text;
         let images = self.session.attach(&input.images);

@@ -8,8 +8,8 @@
 //! dropped, a pending question is refused, and the turn ends cancelled. Ctrl-D ends the session
 //! with its session-end hooks, through the host's bounded shutdown.
 //!
-//! Without `--provider`, a small built-in offline model answers ([`OfflineProvider`]: an echo
-//! and a demo tool call), so the chat always runs. Plugins are found as `hookline run` finds
+//! Without `--provider`, a small built-in offline model answers ([`EchoProvider::with_demo_call`]:
+//! an echo and a demo tool call), so the chat always runs. Plugins are found as `hookline run` finds
 //! them, with the bundled demo plugins when none is on disk.
 
 mod console;
@@ -31,7 +31,7 @@ use tokio::sync::{broadcast, mpsc};
 use super::plugin_dirs::PluginDirs;
 use super::provider::ProviderArgs;
 use super::run::plugins;
-use crate::provider::{OfflineProvider, Provider};
+use crate::provider::{EchoProvider, Provider};
 use crate::session::{Host, HostError, SessionCommand};
 use crate::turn::{StopSignal, UserInput};
 use console::{Console, LIVE_CAPACITY};
@@ -144,7 +144,7 @@ async fn chat(args: &ChatArgs) -> Result<(), ChatError> {
     let console = Arc::new(Console::new(feed, args.verbose));
     let inner: Arc<dyn Provider> = match model {
         Some(model) => Arc::new(model),
-        None => Arc::new(OfflineProvider::new()),
+        None => Arc::new(EchoProvider::with_demo_call()),
     };
     let provider = Streamed::new(inner, console.clone());
     let (operator, answers, asked) = TerminalOperator::new(console.clone());

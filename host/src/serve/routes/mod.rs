@@ -22,6 +22,9 @@ use tower_http::trace::TraceLayer;
 use super::metrics::{count_requests, refresh};
 use super::{auth, ApiError, AppState};
 
+/// How long `/readyz` waits for the session store to answer.
+const STORE_PING_WAIT: Duration = Duration::from_secs(2);
+
 /// The whole API over `state`.
 pub(crate) fn router(state: AppState, request_timeout: Duration) -> Router {
     let limit = state.body_limit;
@@ -32,6 +35,7 @@ pub(crate) fn router(state: AppState, request_timeout: Duration) -> Router {
             "/sessions/{id}",
             get(sessions::show).delete(sessions::close),
         )
+        .route("/sessions/{id}/resume", post(sessions::resume))
         .route("/sessions/{id}/turns", post(sessions::turn))
         .route(
             "/sessions/{id}/approvals/{call_id}",
@@ -72,7 +76,8 @@ async fn healthz() -> Json<serde_json::Value> {
     Json(serde_json::json!({ "status": "ok" }))
 }
 
-/// `GET /readyz`: plugins loaded and the store writable; 503 while draining.
+/// `GET /readyz`: plugins loaded, the store writable and (PostgreSQL) answering; 503 while
+/// draining.
 async fn readyz(State(state): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
     state.admit()?;
     let dir = state.gateway.store().root().to_path_buf();
@@ -86,12 +91,20 @@ async fn readyz(State(state): State<AppState>) -> Result<Json<serde_json::Value>
             "the store is not writable".into(),
         ));
     }
+    // A shared store (PostgreSQL) must answer too, within a bound.
+    let ping = tokio::time::timeout(STORE_PING_WAIT, state.gateway.session_store().ping()).await;
+    if !matches!(ping, Ok(Ok(()))) {
+        return Err(ApiError::Status(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the session store does not answer".into(),
+        ));
+    }
     Ok(Json(serde_json::json!({ "status": "ready" })))
 }
 
 /// `GET /metrics`: Prometheus text.
 async fn prometheus(State(state): State<AppState>) -> Response {
-    refresh(&state.gateway);
+    refresh(&state.gateway).await;
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         state.metrics.render(),

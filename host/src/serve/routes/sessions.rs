@@ -100,7 +100,29 @@ pub(crate) async fn open(
             model: body.model,
         })
         .await?;
-    Ok((StatusCode::CREATED, Json(handle.status())).into_response())
+    // The new session's address: a balancer learns from it which node holds the session
+    // (deploy/haproxy.cfg).
+    let location = format!("/v1/sessions/{}", handle.key());
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(handle.status()),
+    )
+        .into_response())
+}
+
+/// `POST /v1/sessions/{id}/resume`: opens the stored session `id` on this node (issue 14 item
+/// 3): takes its lease (at once when it was released or has expired; 409 `session-leased` while
+/// another node holds it), reads its records and continues where it stopped; its start hooks
+/// run here as it becomes active (SPEC P3.10). 200 with its status; also when it is open here
+/// already. 404 when the store does not have it.
+pub(crate) async fn resume(
+    State(state): State<AppState>,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Json<crate::gateway::SessionStatus>, ApiError> {
+    state.admit()?;
+    let handle = state.gateway.resume(&SessionId::new(id.as_str())).await?;
+    Ok(Json(handle.status()))
 }
 
 /// `GET /v1/sessions`.
