@@ -199,7 +199,7 @@ fn start_gateway(config: &SoakConfig, workspace: &std::path::Path) -> Result<Gat
     let gateway = Host::builder()
         .plugins(example_plugins())
         .tools(example_tools()?)
-        .provider(Arc::new(EchoProvider))
+        .provider(Arc::new(EchoProvider::new()))
         .workspace(workspace)
         .shards(1)
         .max_pending(config.max_pending)
