@@ -81,6 +81,11 @@ pub enum ApiError {
     /// (409 `lease-lost`).
     #[error("this node lost session '{0}' to another node, so nothing of this request was stored; resume it with POST /v1/sessions/{0}/resume")]
     LeaseLost(String),
+    /// The process ran out of file descriptors while storing the request (503
+    /// `out-of-descriptors`, `Retry-After`): too many sessions and connections at once. Nothing
+    /// is lost: the session keeps what the request did and stores it with its next write.
+    #[error("the server is out of file descriptors ({0}); nothing stored is lost, and an open session keeps what this request did and stores it with its next write; retry later")]
+    OutOfDescriptors(String),
     /// The host failed (500 `internal`): not the client's doing.
     #[error("the host failed: {0}")]
     Internal(String),
@@ -99,7 +104,9 @@ impl ApiError {
             Self::OutsideRoot(_) => StatusCode::FORBIDDEN,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
-            Self::Full(_) | Self::Overloaded | Self::Draining => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Full(_) | Self::Overloaded | Self::Draining | Self::OutOfDescriptors(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             Self::Busy(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::Leased(_) | Self::LeaseLost(_) => StatusCode::CONFLICT,
             Self::Timeout => StatusCode::REQUEST_TIMEOUT,
@@ -124,6 +131,7 @@ impl ApiError {
             Self::Unauthorized => "unauthorized",
             Self::Full(_) => "full",
             Self::Overloaded => "overloaded",
+            Self::OutOfDescriptors(_) => "out-of-descriptors",
             Self::Busy(_) => "session-busy",
             Self::Leased(_) => "session-leased",
             Self::LeaseLost(_) => "lease-lost",
@@ -179,7 +187,12 @@ impl IntoResponse for ApiError {
         let headers = response.headers_mut();
         if matches!(
             self,
-            Self::Full(_) | Self::Overloaded | Self::Draining | Self::Busy(_) | Self::Leased(_)
+            Self::Full(_)
+                | Self::Overloaded
+                | Self::OutOfDescriptors(_)
+                | Self::Draining
+                | Self::Busy(_)
+                | Self::Leased(_)
         ) {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
         }
@@ -219,6 +232,9 @@ impl From<HostError> for ApiError {
             HostError::Store(StoreError::InvalidSessionId { id, .. }) => Self::UnknownSession(id),
             HostError::Store(StoreError::LeaseLost { session, .. }) => {
                 Self::LeaseLost(session.to_string())
+            }
+            HostError::Store(error) if error.is_out_of_descriptors() => {
+                Self::OutOfDescriptors(error.to_string())
             }
             other => Self::Internal(other.to_string()),
         }
@@ -270,6 +286,7 @@ mod tests {
             (ApiError::Full(3), 503, true),
             (ApiError::Overloaded, 503, true),
             (ApiError::Draining, 503, true),
+            (ApiError::OutOfDescriptors("open".into()), 503, true),
             (ApiError::Busy("s".into()), 429, true),
             (ApiError::Unauthorized, 401, false),
         ];
@@ -292,6 +309,25 @@ mod tests {
         )));
         assert_eq!(error.status(), StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(error.code(), "overloaded");
+    }
+
+    #[test]
+    fn a_store_out_of_file_descriptors_is_a_503_not_a_500() {
+        let io = |code| {
+            HostError::Store(StoreError::io(
+                "/s/records",
+                "open",
+                std::io::Error::from_raw_os_error(code),
+            ))
+        };
+        for code in [23, 24] {
+            let error = ApiError::from(io(code));
+            assert_eq!(error.status(), StatusCode::SERVICE_UNAVAILABLE);
+            assert_eq!(error.code(), "out-of-descriptors");
+        }
+        // Any other I/O failure stays the host's own (a full disk is no client's doing).
+        let other = ApiError::from(io(28));
+        assert_eq!(other.code(), "internal");
     }
 
     #[test]

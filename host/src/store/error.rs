@@ -159,6 +159,16 @@ impl StoreError {
         text
     }
 
+    /// Whether the operating system refused for want of file descriptors (`EMFILE`, `ENFILE`):
+    /// an overload that passes, not a broken store.
+    pub fn is_out_of_descriptors(&self) -> bool {
+        // EMFILE (the process's limit) and ENFILE (the system's) on Linux and the BSDs.
+        const EMFILE: i32 = 24;
+        const ENFILE: i32 = 23;
+        matches!(self, Self::Io { source, .. }
+            if matches!(source.raw_os_error(), Some(EMFILE | ENFILE)))
+    }
+
     /// Builds a [`StoreError::Database`].
     pub(crate) fn db(
         action: &'static str,
