@@ -46,11 +46,10 @@ enum Command {
     Hooks(hooks::HooksArgs),
     /// Write a new plugin directory on a plugin kit: `new plugin NAME --lang python|node|rust`.
     New(new::NewArgs),
-    /// Run a scenario (default: the bundled demo) with the plugins on disk (the bundled demo
-    /// plugins when none is found).
     /// Drive a running `hookline serve` with many sessions and measure it.
     Load(load::LoadArgs),
-    /// Run a scenario (default: the bundled demo) with the bundled example plugins.
+    /// Run a scenario (default: the bundled demo) with the plugins on disk (the bundled demo
+    /// plugins when none is found).
     Run(run::RunArgs),
     /// Serve many live sessions over HTTP and WebSocket (docs/serve.md).
     Serve(serve::ServeArgs),
@@ -74,5 +73,36 @@ pub fn main() -> ExitCode {
         Command::Serve(args) => serve::run(&args),
         Command::Soak(args) => soak::run(&args),
         Command::Store(args) => store::run(args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    #[test]
+    fn the_command_line_is_well_formed_and_each_subcommand_says_what_it_does() {
+        let cli = Cli::command();
+        cli.clone().debug_assert();
+        let about = |name: &str| {
+            cli.find_subcommand(name)
+                .and_then(|c| c.get_about())
+                .map(ToString::to_string)
+                .unwrap_or_default()
+        };
+        // One summary each (a merge once gave `load` the summary of `run` as well).
+        assert!(about("load").starts_with("Drive a running `hookline serve`"));
+        assert!(about("run").starts_with("Run a scenario"));
+        for command in cli.get_subcommands() {
+            let text = command.get_about().map(ToString::to_string);
+            let text = text.unwrap_or_default();
+            assert!(
+                !text.is_empty() && text.matches(". ").count() == 0,
+                "`{}` should have a one-sentence summary: {text:?}",
+                command.get_name()
+            );
+        }
     }
 }
