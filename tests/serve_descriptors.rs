@@ -5,11 +5,13 @@
 #![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::BufRead as _;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use serde_json::json;
+
+mod cluster_support;
+use cluster_support::Node;
 
 /// The server's descriptor limit: room for its own start (plugins, listener, store) and a few
 /// dozen sessions, one lock file each.
@@ -18,56 +20,21 @@ const DESCRIPTORS: u32 = 64;
 const MOST_OPENS: usize = 200;
 const DEADLINE: Duration = Duration::from_secs(30);
 
-/// Kills the server however the test ends.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts the binary with `ulimit -n DESCRIPTORS` on an ephemeral port; returns its URL.
-fn start(root: &std::path::Path, home: &std::path::Path) -> (Server, String) {
-    let mut child = Command::new("/bin/sh")
+/// Starts the binary with `ulimit -n DESCRIPTORS` on an ephemeral port.
+fn start(dir: &std::path::Path) -> Node {
+    let mut shell = Command::new("/bin/sh");
+    shell
         .arg("-c")
         .arg(format!("ulimit -n {DESCRIPTORS} && exec \"$0\" \"$@\""))
-        .arg(env!("CARGO_BIN_EXE_hookline"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--workspace-root"])
-        .arg(root)
-        .env("HOOKLINE_HOME", home)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let server = Server(child);
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut lines = std::io::BufReader::new(stdout).lines();
-        if let Some(Ok(line)) = lines.next() {
-            let _ = tx.send(line);
-        }
-        for _ in lines {}
-    });
-    let line = rx
-        .recv_timeout(DEADLINE)
-        .expect("the server never said where it listens");
-    let url = line
-        .rsplit(' ')
-        .next()
-        .expect("an address")
-        .trim()
-        .to_owned();
-    (server, url)
+        .arg(env!("CARGO_BIN_EXE_hookline"));
+    Node::spawn("small", dir, shell, &[])
 }
 
 #[tokio::test]
 async fn a_server_out_of_descriptors_refuses_with_a_503_and_recovers() {
-    let root = tempfile::tempdir().unwrap();
-    let home = tempfile::tempdir().unwrap();
-    let (_server, url) = start(root.path(), home.path());
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path());
+    let url = &server.url;
     let http = reqwest::Client::builder()
         .timeout(DEADLINE)
         .build()

@@ -5,8 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::HashMap;
-use std::io::BufRead as _;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -15,8 +14,10 @@ use hookline::host::store::{Log, Store};
 use hookline::messages::record::Record;
 use hookline::messages::session::SessionId;
 use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
 use serde_json::json;
+
+mod cluster_support;
+use cluster_support::Node;
 
 /// Clients running turns at once.
 const CLIENTS: usize = 24;
@@ -28,52 +29,6 @@ const DRAIN_BUDGET_MS: u64 = 2_000;
 /// 2 s, plus start-up slack.
 const EXIT_WITHIN: Duration = Duration::from_secs(15);
 const DEADLINE: Duration = Duration::from_secs(30);
-
-/// Kills the server if the test ends early.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if matches!(self.0.try_wait(), Ok(None)) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
-/// Starts the binary on an ephemeral port and reads the address it prints.
-fn start(root: &std::path::Path, home: &std::path::Path) -> (Server, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_hookline"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--workspace-root"])
-        .arg(root)
-        .args(["--drain-budget-ms", &DRAIN_BUDGET_MS.to_string()])
-        .env("HOOKLINE_HOME", home)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let server = Server(child);
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut lines = std::io::BufReader::new(stdout).lines();
-        if let Some(Ok(line)) = lines.next() {
-            let _ = tx.send(line);
-        }
-        // Keep reading so the child never blocks on a full pipe.
-        for _ in lines {}
-    });
-    let line = rx
-        .recv_timeout(DEADLINE)
-        .expect("the server never said where it listens");
-    let url = line
-        .rsplit(' ')
-        .next()
-        .expect("an address")
-        .trim()
-        .to_owned();
-    (server, url)
-}
 
 /// What the clients saw acknowledged: session id -> user texts.
 type Acked = Arc<Mutex<HashMap<String, Vec<String>>>>;
@@ -126,9 +81,16 @@ async fn client(
 
 #[tokio::test]
 async fn sigterm_mid_load_loses_no_acknowledged_turn_and_exits_zero() {
-    let root = tempfile::tempdir().unwrap();
-    let home = tempfile::tempdir().unwrap();
-    let (mut server, url) = start(root.path(), home.path());
+    let dir = tempfile::tempdir().unwrap();
+    let command = Command::new(env!("CARGO_BIN_EXE_hookline"));
+    let budget = DRAIN_BUDGET_MS.to_string();
+    let mut server = Node::spawn(
+        "drain",
+        dir.path(),
+        command,
+        &["--drain-budget-ms", &budget],
+    );
+    let url = server.url.clone();
     let http = reqwest::Client::builder()
         .timeout(DEADLINE)
         .build()
@@ -151,8 +113,7 @@ async fn sigterm_mid_load_loses_no_acknowledged_turn_and_exits_zero() {
     tokio::time::timeout(DEADLINE, signalled.notified())
         .await
         .expect("the clients never got their turns answered");
-    let pid = Pid::from_raw(i32::try_from(server.0.id()).unwrap());
-    kill(pid, Signal::SIGTERM).unwrap();
+    kill(server.pid(), Signal::SIGTERM).unwrap();
     let signalled_at = Instant::now();
     for client in clients {
         tokio::time::timeout(DEADLINE, client)
@@ -161,7 +122,7 @@ async fn sigterm_mid_load_loses_no_acknowledged_turn_and_exits_zero() {
             .unwrap();
     }
     let status = loop {
-        if let Some(status) = server.0.try_wait().unwrap() {
+        if let Some(status) = server.exit_status() {
             break status;
         }
         assert!(
@@ -175,7 +136,7 @@ async fn sigterm_mid_load_loses_no_acknowledged_turn_and_exits_zero() {
     let total: usize = acked.values().map(Vec::len).sum();
     assert!(total >= BEFORE_SIGNAL, "{total} turns acknowledged");
     for (session, texts) in &acked {
-        let store = Store::open(root.path().join(".hookline")).unwrap();
+        let store = Store::open(server.root.join(".hookline")).unwrap();
         let log = store
             .session_dir(&SessionId::new(session.as_str()))
             .unwrap()

@@ -35,8 +35,8 @@ fn moody() -> PluginRegistration {
     })
 }
 
-/// The samples of a Prometheus text, by name and sorted labels.
-struct Scrape(BTreeMap<(String, Vec<(String, String)>), f64>);
+/// The samples of a Prometheus text, by name and sorted labels, and the text (for messages).
+struct Scrape(BTreeMap<(String, Vec<(String, String)>), f64>, String);
 
 impl Scrape {
     fn parse(text: &str) -> Self {
@@ -62,7 +62,7 @@ impl Scrape {
             labels.sort();
             samples.insert((name.to_owned(), labels), value.parse().unwrap());
         }
-        Self(samples)
+        Self(samples, text.to_owned())
     }
 
     /// The sample `name{labels}`, if the server exported it.
@@ -183,15 +183,8 @@ async fn calls_and_skips_per_plugin_and_hook() {
         assert_eq!(status, 200, "{body}");
         assert_eq!(body["stopReason"], "completed", "{body}");
     }
-    let response = served
-        .client
-        .get(served.url("/metrics"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let text = response.text().await.unwrap();
-    let scrape = Scrape::parse(&text);
+    let scrape = scrape(&served).await;
+    let text = &scrape.1;
     let turns = texts.len() as f64;
     let calls = |plugin, hook| {
         scrape.get(

@@ -1,6 +1,7 @@
-//! Shared by the several-node tests (issue 14): `hookline serve` nodes as child processes on
-//! ephemeral loopback ports, all on one PostgreSQL store, killed on every path by a drop guard;
-//! a small JSON client; and the checks on what a session stores.
+//! `hookline serve` as child processes, shared by the tests that run the real binary (the
+//! several-node tests of issue 14, the drain and the descriptor tests): nodes on ephemeral
+//! loopback ports, killed on every path by a drop guard; a small JSON client; and the checks on
+//! what a session stores.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, unreachable_pub)]
 
 use std::io::BufRead as _;
@@ -23,6 +24,8 @@ pub const REQUEST_DEADLINE: Duration = Duration::from_secs(20);
 pub struct Node {
     pub name: String,
     pub url: String,
+    /// Its workspace root (the file store, when it has no `--store`, is `.hookline` in it).
+    pub root: PathBuf,
     child: Child,
     log: PathBuf,
 }
@@ -40,46 +43,55 @@ impl Node {
     /// Starts `hookline serve` on `127.0.0.1:0` with its workspace root and plugins home in
     /// `dir`, the store `store` (a directory or a URL), and `extra` arguments.
     pub fn start(name: &str, dir: &Path, store: &str, extra: &[&str]) -> Node {
+        let command = Command::new(env!("CARGO_BIN_EXE_hookline"));
+        let mut args = vec!["--store", store];
+        args.extend_from_slice(extra);
+        Node::spawn(name, dir, command, &args)
+    }
+
+    /// Starts `command` (the binary, or a shell that ends in `exec` of it) with `serve --listen
+    /// 127.0.0.1:0 --workspace-root DIR/root-NAME` and then `args`, its plugins home in `dir`
+    /// and its stderr in `dir/NAME.log`.
+    pub fn spawn(name: &str, dir: &Path, mut command: Command, args: &[&str]) -> Node {
         let root = dir.join(format!("root-{name}"));
         let home = dir.join(format!("home-{name}"));
         std::fs::create_dir_all(&root).unwrap();
         std::fs::create_dir_all(&home).unwrap();
         let log = dir.join(format!("{name}.log"));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_hookline"))
+        let mut child = command
             .args(["serve", "--listen", "127.0.0.1:0", "--workspace-root"])
             .arg(&root)
-            .args(["--store", store])
-            .args(extra)
+            .args(args)
             .env("HOOKLINE_HOME", &home)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut lines = std::io::BufReader::new(stdout).lines();
-            if let Some(Ok(line)) = lines.next() {
-                let _ = tx.send(line);
-            }
-            // Keep reading so the child never blocks on a full pipe.
-            for _ in lines {}
-        });
-        let mut node = Node {
+        let url = listen_url(&mut child);
+        let node = Node {
             name: name.to_owned(),
-            url: String::new(),
+            url: url.clone().unwrap_or_default(),
+            root,
             child,
             log,
         };
-        match rx.recv_timeout(START_DEADLINE) {
-            Ok(line) => node.url = line.rsplit(' ').next().unwrap().trim().to_owned(),
-            Err(_) => panic!(
-                "node {name} never said where it listens; its log:\n{}",
-                node.log_text()
-            ),
-        }
+        assert!(
+            url.is_some(),
+            "node {name} never said where it listens; its log:\n{}",
+            node.log_text()
+        );
         node
+    }
+
+    /// The node's process id.
+    pub fn pid(&self) -> Pid {
+        Pid::from_raw(i32::try_from(self.child.id()).unwrap())
+    }
+
+    /// How the process ended, or `None` while it runs.
+    pub fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().unwrap()
     }
 
     /// What the node wrote on stderr so far.
@@ -93,8 +105,7 @@ impl Node {
     }
 
     fn signal(&self, signal: Signal) {
-        let pid = Pid::from_raw(i32::try_from(self.child.id()).unwrap());
-        kill(pid, signal).unwrap();
+        kill(self.pid(), signal).unwrap();
     }
 
     /// SIGKILL, and waits until the process is gone.
@@ -112,6 +123,23 @@ impl Node {
     pub fn resume_process(&self) {
         self.signal(Signal::SIGCONT);
     }
+}
+
+/// The address a `hookline serve` child prints first on stdout (`hookline serve: listening on
+/// http://ADDR`), or `None` when it said nothing within [`START_DEADLINE`]. Its stdout is read on
+/// to the end on a thread of its own, so the child never blocks on a full pipe.
+pub fn listen_url(child: &mut Child) -> Option<String> {
+    let stdout = child.stdout.take()?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = std::io::BufReader::new(stdout).lines();
+        if let Some(Ok(line)) = lines.next() {
+            let _ = tx.send(line);
+        }
+        for _ in lines {}
+    });
+    let line = rx.recv_timeout(START_DEADLINE).ok()?;
+    Some(line.rsplit(' ').next()?.trim().to_owned())
 }
 
 /// A JSON client with a bound on every request.
