@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use hookline::actors::Pipeline;
-use hookline::host::bench::{drive_calls, PAYLOAD};
+use hookline::cli::bench::{drive_calls, PAYLOAD};
 use hookline::host::external::{ExternalConfig, ExternalPlugin};
 use hookline::messages::hook::HookKind;
 use hookline::messages::protocol::{HookRequest, HostMessage};

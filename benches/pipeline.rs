@@ -16,7 +16,7 @@ use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Through
 use futures::future::join_all;
 use hookline::actors::plugin::{PluginRegistration, Reply};
 use hookline::actors::Pipeline;
-use hookline::host::bench::{
+use hookline::cli::bench::{
     appender_plugins, drive_calls, Appender, DirectAppender, Peer, PeerChain, PAYLOAD,
 };
 use hookline::messages::hook::OnToolCall;

@@ -15,14 +15,14 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use hookline::cli::load::{run as drive, LoadOptions, Transport};
 use hookline::host::demo::{example_plugins, WordCount};
 use hookline::host::gateway::{Gateway, GatewayLimits, OpenSession};
-use hookline::host::load::{run as drive, LoadOptions, Transport};
 use hookline::host::provider::EchoProvider;
-use hookline::host::serve::{install_recorder, start, ServeConfig};
 use hookline::host::tools::ToolRegistry;
 use hookline::host::turn::UserInput;
 use hookline::host::Host;
+use hookline::server::{install_recorder, start, ServeConfig};
 
 const SESSIONS: usize = 50;
 const TURNS: usize = 20;

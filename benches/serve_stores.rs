@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use cluster_support::{Client, Node};
 use futures::StreamExt as _;
-use hookline::host::load::{run as drive, LoadOptions, LoadReport, Transport};
+use hookline::cli::load::{run as drive, LoadOptions, LoadReport, Transport};
 
 const ROUNDS: usize = 3;
 /// Sessions at once and turns each, for the turn latency under load.

@@ -20,11 +20,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
-use hookline::host::store::{
-    FileStore, FileStoreOptions, NewSession, PgStore, PgStoreOptions, SessionStore,
-};
+use hookline::host::store::{FileStore, FileStoreOptions, NewSession, SessionStore};
 use hookline::messages::record::{ArchiveEntry, Record};
 use hookline::messages::session::ApprovalMode;
+use hookline::postgres::{PgStore, PgStoreOptions};
 
 fn env_or(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -139,7 +138,7 @@ async fn bench() {
         results[2].per_second / results[1].per_second
     );
     let url = pg::database_url();
-    hookline::host::store::pg::migrate_url(&url).await.unwrap();
+    hookline::postgres::migrate_url(&url).await.unwrap();
     let mut pg_results = Vec::new();
     for (name, group_commit) in [
         ("postgres, without group commit", false),

@@ -3,7 +3,7 @@
 // dist/ differs (a stale or hand-edited dist).
 //
 // dist/source-hash.txt records the SHA-256 of the sources (the rule below); the Rust test
-// `console_dist_matches_sources` (host/src/serve/console.rs) recomputes it, so nobody edits the
+// `console_dist_matches_sources` (server/src/console.rs) recomputes it, so nobody edits the
 // sources without rebuilding dist, or dist without the sources.
 //
 // The hash: for each source file, in byte order of its path relative to console/ (with `/`),

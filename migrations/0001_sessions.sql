@@ -1,4 +1,4 @@
--- hookline's PostgreSQL store (host/src/store/pg): sessions with their leases, records and archive.
+-- hookline's PostgreSQL store (postgres/src/lib.rs): sessions with their leases, records and archive.
 -- Applied by `hookline store migrate --database-url URL`, recorded in hookline_migrations.
 
 -- One row per session: its facts (SessionInfo as JSON text) and its lease. A writer holds the lease

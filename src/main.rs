@@ -1,4 +1,4 @@
-//! The `hookline` binary: a thin front over `hookline_host::cli`.
+//! The `hookline` binary: a thin front over [`hookline::cli`] (built with the `cli` feature).
 
 // Hook calls move many small values (texts, requests) between plugins: a fast allocator is worth
 // a measurable share of each call (see docs/performance.md).
@@ -6,5 +6,5 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
-    hookline_host::cli::main()
+    hookline::cli::main()
 }

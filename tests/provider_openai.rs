@@ -12,9 +12,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use hookline::actors::plugin::{HookResult, PluginRegistration, RawHooks, Reply};
-use hookline::host::provider::{
-    ImageSource, KeySource, OpenAiConfig, OpenAiProvider, Provider, ProviderError, RetryPolicy,
-};
+use hookline::host::provider::{Provider, ProviderError};
 use hookline::host::tools::ToolRegistry;
 use hookline::host::turn::UserInput;
 use hookline::host::{Host, HostEvent};
@@ -26,6 +24,7 @@ use hookline::messages::note::Note;
 use hookline::messages::prompt::PromptMode;
 use hookline::messages::session::ApprovalMode;
 use hookline::messages::user::StopReason;
+use hookline::providers::{ImageSource, KeySource, OpenAiConfig, OpenAiProvider, RetryPolicy};
 use provider_stub::{pieces, Canned, Stub};
 use serde_json::{json, Value};
 

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use futures::{SinkExt as _, StreamExt as _};
 use hookline::host::gateway::Activity;
 use hookline::host::provider::EchoProvider;
-use hookline::host::serve::{start, ServeConfig, ServeError};
+use hookline::server::{start, ServeConfig, ServeError};
 use serde_json::json;
 use serve_support::{serve, until_activity, Hanging, SseReader, DEADLINE};
 use tokio_tungstenite::tungstenite::Message;

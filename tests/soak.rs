@@ -8,7 +8,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use hookline::host::soak::{injected_notes, run_soak, SoakConfig, TURNS_PER_SESSION};
+use hookline::cli::soak::{injected_notes, run_soak, SoakConfig, TURNS_PER_SESSION};
 
 /// The hook calls of one soak session: `on_session_started`; per turn `on_user_message`,
 /// `on_turn_started`, then for each of its two model calls `on_prompt`, `rewrite_prompt`,

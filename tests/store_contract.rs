@@ -11,13 +11,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
-use hookline::host::store::pg::migrate_url;
 use hookline::host::store::{
-    CommitStats, FileStore, FileStoreOptions, NewSession, PgStore, PgStoreOptions, SessionStore,
-    StoreError,
+    CommitStats, FileStore, FileStoreOptions, NewSession, SessionStore, StoreError,
 };
 use hookline::messages::record::{ArchiveEntry, Record};
 use hookline::messages::session::{ApprovalMode, SessionId, SessionInfo};
+use hookline::postgres::{migrate_url, PgStore, PgStoreOptions};
 
 fn new_session() -> NewSession {
     NewSession {

@@ -26,11 +26,11 @@ use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use hookline::host::store::{
-    FileStore, FileStoreOptions, NewSession, PgStore, PgStoreOptions, SessionStore, SessionWriter,
-    StoredSession,
+    FileStore, FileStoreOptions, NewSession, SessionStore, SessionWriter, StoredSession,
 };
 use hookline::messages::record::{ArchiveEntry, Record};
 use hookline::messages::session::{ApprovalMode, SessionId};
+use hookline::postgres::{PgStore, PgStoreOptions};
 
 const CHILD_ENV: &str = "HOOKLINE_GROUP_CRASH_CHILD";
 const CHILD_TEST: &str = "crash_child";
@@ -275,7 +275,7 @@ async fn file_store_loses_no_acknowledged_append_under_sigkill() {
 async fn postgres_store_loses_no_acknowledged_append_under_sigkill() {
     let url = pg::database_url();
     // The schema first, so children only connect.
-    hookline::host::store::pg::migrate_url(&url).await.unwrap();
+    hookline::postgres::migrate_url(&url).await.unwrap();
     let acked = kill_children(&format!("pg:{url}"), iterations(15), seed());
     let store = PgStore::connect(&url, PgStoreOptions::default())
         .await

@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use hookline::host::store::{PgStore, PgStoreOptions, SessionStore};
+use hookline::host::store::SessionStore;
 use hookline::messages::record::Record;
 use hookline::messages::session::SessionId;
+use hookline::postgres::{PgStore, PgStoreOptions};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 

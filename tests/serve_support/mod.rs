@@ -11,11 +11,11 @@ use hookline::actors::plugin::PluginRegistration;
 use hookline::host::demo::example_plugins;
 use hookline::host::gateway::{Activity, Gateway, GatewayLimits};
 use hookline::host::provider::{Provider, ProviderError};
-use hookline::host::serve::{install_recorder, start, ServeConfig, ServeHandle};
 use hookline::host::tools::ToolRegistry;
 use hookline::host::Host;
 use hookline::messages::model::{ModelRequest, ModelResponse};
 use hookline::messages::session::SessionId;
+use hookline::server::{install_recorder, start, ServeConfig, ServeHandle};
 
 /// A deadline for anything the tests wait for: far above what any step needs.
 pub const DEADLINE: Duration = Duration::from_secs(30);

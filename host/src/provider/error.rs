@@ -1,7 +1,7 @@
 //! [`ProviderError`]: why a model call failed, in words the operator can act on.
 //!
 //! No variant carries the API key: texts that come from a server are passed through
-//! [`redact`](super::openai) before they land here (issue 12 item 1).
+//! `redact` (in `hookline-providers`) before they land here (issue 12 item 1).
 
 /// Why a model call failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -1,10 +1,9 @@
-//! Model providers: the [`Provider`] trait, and the providers the host ships.
+//! Model providers: the [`Provider`] trait, and the providers that need no network. The HTTP
+//! providers (OpenAI-compatible servers) live in the crate `hookline-providers`
+//! (`docs/providers.md`).
 //!
 //! - [`ScriptedProvider`]: the embedded default; replies come from a scenario, and every request
 //!   is recorded exactly as sent.
-//! - [`OpenAiProvider`]: any server that speaks the OpenAI chat-completions API (hosted services,
-//!   vLLM, llama.cpp's server, Ollama, LM Studio, ...), streaming or not, with retries
-//!   (`docs/providers.md`).
 //! - [`EchoProvider`]: the offline model of servers, load tests and `hookline chat` without a
 //!   provider: it echoes, calls a tool when a message says `call <tool> <json>`, and (for chat)
 //!   makes one demo tool call per message, so a session always runs.
@@ -14,7 +13,6 @@
 
 mod echo;
 mod error;
-pub mod openai;
 mod scripted;
 
 pub use echo::{EchoProvider, ECHO_FILE};
@@ -23,7 +21,6 @@ use async_trait::async_trait;
 use hookline_messages::model::{ModelRequest, ModelResponse};
 
 pub use error::ProviderError;
-pub use openai::{ImageSource, KeySource, OpenAiConfig, OpenAiProvider, RetryPolicy};
 pub use scripted::ScriptedProvider;
 
 /// Where a provider offers model text as it arrives (one call per text delta, in order).

@@ -140,7 +140,7 @@ pub trait SessionWriter: Send + 'static {
 /// A fresh session id: `s` and 16 hex digits from the time, the process and a per-process
 /// counter, mixed by a randomly keyed hasher. Safe as a file name (`validate_session_id`). The
 /// backends claim it atomically (a new directory, a primary key) and try again on a clash.
-pub(crate) fn fresh_session_id() -> SessionId {
+pub fn fresh_session_id() -> SessionId {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let mut hasher = RandomState::new().build_hasher();
     let nanos = SystemTime::now()
@@ -153,7 +153,7 @@ pub(crate) fn fresh_session_id() -> SessionId {
 }
 
 /// How many fresh ids a backend tries before giving up ([`StoreError::NoFreeId`]).
-pub(crate) const ID_TRIES: u32 = 16;
+pub const ID_TRIES: u32 = 16;
 
 #[cfg(test)]
 mod tests {

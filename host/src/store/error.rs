@@ -169,8 +169,8 @@ impl StoreError {
             if matches!(source.raw_os_error(), Some(EMFILE | ENFILE)))
     }
 
-    /// Builds a [`StoreError::Database`].
-    pub(crate) fn db(
+    /// Builds a [`StoreError::Database`] (the database backends, e.g. `hookline-postgres`).
+    pub fn db(
         action: &'static str,
         source: impl std::error::Error + Send + Sync + 'static,
     ) -> Self {

@@ -40,7 +40,6 @@ mod error;
 mod files;
 mod frame;
 mod log;
-pub mod pg;
 mod session_id;
 
 use std::fs;
@@ -49,12 +48,11 @@ use std::path::{Path, PathBuf};
 
 use hookline_messages::session::SessionId;
 
-pub use api::{NewSession, SessionStore, SessionWriter, StoredSession};
+pub use api::{fresh_session_id, NewSession, SessionStore, SessionWriter, StoredSession, ID_TRIES};
 pub use error::StoreError;
 pub use files::{CommitStats, FileStore, FileStoreOptions, MAX_BATCH};
 pub use frame::{TornReason, MAX_RECORD_BYTES};
 pub use log::{Log, Recovery, TornTail};
-pub use pg::{PgStore, PgStoreOptions};
 pub use session_id::{validate_session_id, InvalidSessionId, MAX_SESSION_ID_BYTES};
 
 /// The directory that sessions live under, inside the store's root.

@@ -1,0 +1,223 @@
+//! `hookline bench`: measures hook latency and throughput through the pipeline, beside the
+//! direct-call loop measured in the same run; `--memory` measures the cost of idle sessions.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use super::progress::Bar;
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+
+use crate::bench::{
+    idle_sessions, run_on_arbiters, run_peers, BenchHook, BenchReport, Measured, Peer, PeerFigures,
+    Plan, Source,
+};
+
+/// Where the plugins come from.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum SourceArg {
+    /// In-process appender plugins (`--plugins` of them).
+    InProcess,
+    /// `--plugins` external Rust echo plugins, one process each (`hookline-bench-echo`).
+    ExternalRust,
+    /// `--plugins` external Python echo plugins, one process each.
+    ExternalPython,
+    /// The shipped examples: rust-guard (Rust) and house-rules (Python).
+    Examples,
+}
+
+/// The hook called.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+#[allow(clippy::enum_variant_names)] // the hooks' own names all start with "on"
+enum HookArg {
+    /// `on_user_message`.
+    #[value(name = "on_user_message")]
+    OnUserMessage,
+    /// `on_prompt`.
+    #[value(name = "on_prompt")]
+    OnPrompt,
+    /// `on_tool_call`.
+    #[value(name = "on_tool_call")]
+    OnToolCall,
+}
+
+/// Options of `hookline bench`.
+#[derive(Debug, Args)]
+pub(super) struct BenchArgs {
+    /// Where the plugins come from.
+    #[arg(long, value_enum, default_value = "in-process")]
+    source: SourceArg,
+    /// The hook each call runs.
+    #[arg(long, value_enum, default_value = "on_user_message")]
+    hook: HookArg,
+    /// Plugins each call goes through (ignored with `--source examples`).
+    #[arg(long, default_value_t = 8)]
+    plugins: usize,
+    /// Sessions in flight at once, summed over the arbiters.
+    #[arg(long, default_value_t = 1)]
+    sessions: usize,
+    /// Arbiters: the pipeline's shards, each with its own coordinator, plugin actors and share
+    /// of the sessions (the peers run one chain per arbiter). Default: one per core.
+    #[arg(long)]
+    arbiters: Option<usize>,
+    /// Offered load in calls per second (open loop, driven from a thread of its own); without
+    /// it, a closed loop.
+    #[arg(long)]
+    rate: Option<u64>,
+    /// Measure the closed-loop maximum first, then offer half of it in an open loop and report
+    /// that (the p99-at-half-load target).
+    #[arg(long, conflicts_with = "rate")]
+    at_half_load: bool,
+    /// The pipeline's admission bound per shard (default: the pipeline's).
+    #[arg(long)]
+    max_pending: Option<usize>,
+    /// Skip the actor peers (naive chain, relay chain) of in-process closed-loop runs.
+    #[arg(long)]
+    no_peers: bool,
+    /// How long to run, in seconds.
+    #[arg(long, default_value_t = 3.0)]
+    duration: f64,
+    /// Measure resident memory per open idle session instead (`--idle-sessions` of them).
+    #[arg(long)]
+    memory: bool,
+    /// Idle sessions opened by `--memory`.
+    #[arg(long, default_value_t = 100_000)]
+    idle_sessions: usize,
+    /// Where the shipped example plugins are (for `--source examples`; default
+    /// `examples/plugins` under the current directory, i.e. run from a checkout).
+    #[arg(long, value_name = "DIR", default_value = "examples/plugins")]
+    examples_dir: PathBuf,
+    /// Print one JSON report instead of text.
+    #[arg(long)]
+    json: bool,
+    /// Install the Prometheus recorder first, as `hookline serve` does, so the figures include
+    /// what the pipeline's metrics cost (without it every metric is a no-op).
+    #[arg(long)]
+    metrics: bool,
+}
+
+/// Runs the benchmark and prints its report.
+pub(super) fn run(args: &BenchArgs) -> ExitCode {
+    if args.metrics {
+        // Before any actor starts: the pipeline binds its metric handles at start.
+        hookline_server::install_recorder();
+    }
+    if args.memory {
+        let report = actix::System::new().block_on(idle_sessions(args.idle_sessions, args.plugins));
+        return print(report, args.json);
+    }
+    if !(args.duration.is_finite() && args.duration > 0.0 && args.duration <= 3600.0) {
+        eprintln!("hookline bench: --duration must be between 0 and 3600 seconds");
+        return ExitCode::from(2);
+    }
+    if args.arbiters.is_some_and(|a| a == 0 || a > 64) {
+        eprintln!("hookline bench: --arbiters must be between 1 and 64");
+        return ExitCode::from(2);
+    }
+    let mut plan = plan(args);
+    let bar = Bar::new("benchmarking", plan.duration, args.json);
+    let mut measured = run_on_arbiters(&plan, &bar);
+    if args.at_half_load {
+        if let Ok((closed, _)) = &measured {
+            plan.rate = Some(((closed.calls as f64 / closed.elapsed.as_secs_f64()) / 2.0) as u64);
+            measured = run_on_arbiters(&plan, &bar);
+        }
+    }
+    let peers = with_peers(args, &plan);
+    bar.finish();
+    let report = measured.and_then(|(measured, plugins)| {
+        // The baseline runs after the pipelines stopped, on this thread, at the same plugin count.
+        let direct = plan.hook.direct_baseline(plugins, 2_000_000);
+        let mut report = BenchReport::new(
+            plan.hook.name(),
+            plugins,
+            plan.sessions,
+            plan.rate,
+            &measured,
+            direct,
+        )
+        .on(source_name(args.source), plan.arbiters);
+        for (peer, measured) in peers? {
+            let figures = PeerFigures::new(peer.name(), &measured, &report);
+            report.peers.push(figures);
+        }
+        Ok(report)
+    });
+    print(report, args.json)
+}
+
+/// The peers of an in-process closed-loop run on `on_user_message`, measured right after it.
+fn with_peers(args: &BenchArgs, plan: &Plan) -> Result<Vec<(Peer, Measured)>, String> {
+    let comparable = matches!(args.source, SourceArg::InProcess)
+        && plan.rate.is_none()
+        && plan.hook == BenchHook::OnUserMessage
+        && !args.no_peers;
+    if !comparable {
+        return Ok(Vec::new());
+    }
+    [Peer::Naive, Peer::Relay]
+        .into_iter()
+        .map(|peer| run_peers(peer, plan).map(|m| (peer, m)))
+        .collect()
+}
+
+fn plan(args: &BenchArgs) -> Plan {
+    Plan {
+        source: match args.source {
+            SourceArg::InProcess => Source::InProcess,
+            SourceArg::ExternalRust => Source::ExternalRust,
+            SourceArg::ExternalPython => Source::ExternalPython,
+            SourceArg::Examples => Source::Examples,
+        },
+        plugins: args.plugins,
+        hook: match args.hook {
+            HookArg::OnUserMessage => BenchHook::OnUserMessage,
+            HookArg::OnPrompt => BenchHook::OnPrompt,
+            HookArg::OnToolCall => BenchHook::OnToolCall,
+        },
+        sessions: args.sessions,
+        rate: args.rate,
+        duration: Duration::from_secs_f64(args.duration),
+        arbiters: args
+            .arbiters
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
+        max_pending: args.max_pending,
+        // Absolute: each plugin process starts in its own directory.
+        examples_dir: std::path::absolute(&args.examples_dir)
+            .unwrap_or_else(|_| args.examples_dir.clone()),
+    }
+}
+
+fn source_name(source: SourceArg) -> &'static str {
+    match source {
+        SourceArg::InProcess => "in-process",
+        SourceArg::ExternalRust => "external-rust",
+        SourceArg::ExternalPython => "external-python",
+        SourceArg::Examples => "examples",
+    }
+}
+
+fn print<R: Serialize + std::fmt::Display>(report: Result<R, String>, json: bool) -> ExitCode {
+    let report = match report {
+        Ok(report) => report,
+        Err(error) => {
+            eprintln!("hookline bench: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if !json {
+        println!("{report}");
+        return ExitCode::SUCCESS;
+    }
+    match serde_json::to_string_pretty(&report) {
+        Ok(json) => {
+            println!("{json}");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("hookline bench: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

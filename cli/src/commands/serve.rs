@@ -1,0 +1,281 @@
+//! `hookline serve [--listen 127.0.0.1:7878] [--plugins DIR] [--workspace-root DIR]
+//! [--store DIR|postgres://...] [--migrate] [--node NAME] [--lease-ttl-ms MS] [--token-file FILE]
+//! [--max-sessions N] [--approval-timeout-ms MS] [--drain-budget-ms MS] [--restart-expected-ms MS]`:
+//! many live sessions in one process over HTTP and WebSocket (issue 11, docs/serve.md); with a
+//! PostgreSQL store, one node of several (issue 14, docs/deploy.md).
+//!
+//! Plugins load as `hookline run` loads them (the bundled demo plugins when none is on disk); the
+//! model is the offline [`EchoProvider`]. Sessions are spread over one arbiter per core.
+//!
+//! SIGTERM or SIGINT drains (SPEC G2): `/readyz` turns 503, new sessions and turns are refused
+//! with 503, running turns get the drain budget and are then stopped like `/stop`,
+//! `gateway:shutdown` runs with its 5 s wait, session ends within their 2 s budget, plugin
+//! processes shut down, and the process exits 0. A second signal exits at once with status 1;
+//! every record acknowledged so far is already on disk (the store syncs each append).
+
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::plugin_dirs::PluginDirs;
+use super::run::plugin_builder;
+use super::serve_store::{StoreArgs, StoreSetupError};
+use hookline_host::demo::example_plugins;
+use hookline_host::gateway::GatewayLimits;
+use hookline_host::provider::EchoProvider;
+use hookline_server::{install_recorder, start, PluginsView, ServeConfig, DEFAULT_BODY_LIMIT};
+
+/// How long the exit waits for the shared state (plugin processes, files) to close after the
+/// drain's bounded waits.
+const CLOSE_WAIT: Duration = Duration::from_secs(5);
+
+/// Arguments of `hookline serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// The address to listen on. Without --token-file only loopback addresses are allowed.
+    #[arg(long, default_value = "127.0.0.1:7878")]
+    listen: SocketAddr,
+    /// The user plugins directory (default `$HOOKLINE_HOME/plugins` or `~/.hookline/plugins`);
+    /// the bundled demo plugins run when no plugin is found.
+    #[arg(long, value_name = "DIR")]
+    plugins: Option<PathBuf>,
+    /// The directory every session's workspace lies in (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    workspace_root: Option<PathBuf>,
+    /// The session store and, for PostgreSQL, this node's leases.
+    #[command(flatten)]
+    store: StoreArgs,
+    /// A file holding the bearer token every route but /healthz needs.
+    #[arg(long, value_name = "FILE")]
+    token_file: Option<PathBuf>,
+    /// Sessions open at once; one more is refused with 503.
+    #[arg(long, default_value_t = 10_000)]
+    max_sessions: usize,
+    /// How long an operator approval waits before the call is denied, in milliseconds.
+    #[arg(long, default_value_t = 60_000)]
+    approval_timeout_ms: u64,
+    /// How long running turns get to finish at shutdown, in milliseconds.
+    #[arg(long, default_value_t = 10_000)]
+    drain_budget_ms: u64,
+    /// Announce a restart this many milliseconds away at shutdown (`gateway:pre-restart`).
+    #[arg(long, value_name = "MS")]
+    restart_expected_ms: Option<u64>,
+    /// The cap on a request body, in bytes.
+    #[arg(long, default_value_t = DEFAULT_BODY_LIMIT)]
+    body_limit: usize,
+    /// The bound on one request (a JSON turn waiting for approvals), in milliseconds.
+    #[arg(long, default_value_t = 120_000)]
+    request_timeout_ms: u64,
+    /// Arbiters (threads) sessions are spread over (default: one per core).
+    #[arg(long)]
+    arbiters: Option<usize>,
+}
+
+/// Why the server could not run.
+#[derive(Debug, thiserror::Error)]
+enum ServeCliError {
+    #[error("'{}' is not a directory", .0.display())]
+    NotADirectory(PathBuf),
+    #[error("cannot read the token file {path}: {source}")]
+    Token {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Host(#[from] hookline_host::state::HostError),
+    #[error(transparent)]
+    Serve(#[from] hookline_server::ServeError),
+    #[error("cannot read the current directory: {0}")]
+    Cwd(std::io::Error),
+    #[error("cannot watch for signals: {0}")]
+    Signals(std::io::Error),
+    #[error("{0}")]
+    Options(String),
+    #[error(transparent)]
+    Store(#[from] StoreSetupError),
+}
+
+/// Runs the command.
+pub(crate) fn run(args: &ServeArgs) -> ExitCode {
+    // The recorder goes in before any actor starts: the pipeline binds its metrics at start.
+    install_recorder();
+    let system = actix::System::new();
+    match system.block_on(serve(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("hookline serve: {error}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
+    let root = match &args.workspace_root {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir().map_err(ServeCliError::Cwd)?,
+    };
+    for dir in [Some(&root), args.plugins.as_ref()].into_iter().flatten() {
+        if !dir.is_dir() {
+            return Err(ServeCliError::NotADirectory(dir.clone()));
+        }
+    }
+    let token = match &args.token_file {
+        Some(file) => {
+            Some(
+                std::fs::read_to_string(file).map_err(|source| ServeCliError::Token {
+                    path: file.display().to_string(),
+                    source,
+                })?,
+            )
+        }
+        None => None,
+    };
+    let mut terminate = signals()?;
+    // The database first: a bad URL or an unreachable database ends the start before any
+    // plugin process is spawned.
+    let sessions = args.store.connect().await?;
+    // The same load options as `run` and `hooks` (one place builds them).
+    let dirs = PluginDirs {
+        user_dir: args.plugins.clone(),
+        workspace: Some(root.clone()),
+        order: Vec::new(),
+        trust_file: None,
+        verbose: false,
+    };
+    let options = dirs.load_options().map_err(ServeCliError::Options)?;
+    let report = hookline_host::loading::load(&options).await;
+    let mut view = PluginsView {
+        plugins: report.statuses.clone(),
+        in_process: Vec::new(),
+        load_notes: report.notes.iter().map(ToString::to_string).collect(),
+    };
+    if report.statuses.is_empty() {
+        view.in_process = example_plugins()
+            .iter()
+            .map(|p| p.name().to_string())
+            .collect();
+    }
+    let mut builder = plugin_builder(report, None, false)
+        .provider(Arc::new(EchoProvider::new()))
+        .workspace(&root)
+        .spaces_root(&root);
+    if let Some(store) = args.store.store_dir() {
+        builder = builder.store(store);
+    }
+    if let Some(sessions) = sessions {
+        builder = builder.session_store(sessions);
+    }
+    let threads = args.arbiters.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    });
+    let arbiters: Vec<actix::Arbiter> =
+        (0..threads.max(1)).map(|_| actix::Arbiter::new()).collect();
+    let limits = GatewayLimits {
+        max_sessions: args.max_sessions,
+        approval_timeout: Duration::from_millis(args.approval_timeout_ms),
+        drain_budget: Duration::from_millis(args.drain_budget_ms),
+        arbiters: arbiters.iter().map(actix::Arbiter::handle).collect(),
+        ..GatewayLimits::default()
+    };
+    let gateway = builder.start_gateway(limits)?;
+    view.load_notes.extend(
+        gateway
+            .pipeline()
+            .load_notes()
+            .iter()
+            .map(ToString::to_string),
+    );
+    let config = ServeConfig {
+        listen: args.listen,
+        token,
+        body_limit: args.body_limit,
+        request_timeout: Duration::from_millis(args.request_timeout_ms),
+        plugins: view,
+        ..ServeConfig::new(&root)
+    };
+    let (addr, handle) = match start(gateway.clone(), config).await {
+        Ok(started) => started,
+        Err(error) => {
+            let _ = gateway.shutdown("could not listen", None).await;
+            return Err(error.into());
+        }
+    };
+    // Tests and scripts read the bound address (an ephemeral port) from this line.
+    let _ = writeln!(
+        std::io::stdout().lock(),
+        "hookline serve: listening on http://{addr}"
+    );
+    let signal = terminate.next().await;
+    eprintln!(
+        "hookline serve: {signal}; draining (budget {} ms)",
+        args.drain_budget_ms
+    );
+    // A second signal exits at once: every acknowledged record is already synced.
+    actix_rt::spawn(async move {
+        let again = terminate.next().await;
+        eprintln!("hookline serve: {again} again; exiting now");
+        std::process::exit(1);
+    });
+    let summary = handle.drain(signal, args.restart_expected_ms).await?;
+    for note in &summary.notes {
+        eprintln!("hookline serve: {note}");
+    }
+    if summary.stopped_turns > 0 {
+        eprintln!(
+            "hookline serve: {} turns ran past the drain budget and were stopped",
+            summary.stopped_turns
+        );
+    }
+    if !summary.closed.wait(CLOSE_WAIT).await {
+        eprintln!("hookline serve: shutdown handlers still running; exiting without waiting.");
+    }
+    for arbiter in arbiters {
+        arbiter.stop();
+    }
+    eprintln!("hookline serve: drained");
+    Ok(())
+}
+
+/// SIGTERM and SIGINT, one after another.
+struct Signals {
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+}
+
+fn signals() -> Result<Signals, ServeCliError> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Signals {
+            term: signal(SignalKind::terminate()).map_err(ServeCliError::Signals)?,
+            int: signal(SignalKind::interrupt()).map_err(ServeCliError::Signals)?,
+        })
+    }
+    #[cfg(not(unix))]
+    Ok(Signals {})
+}
+
+impl Signals {
+    /// The next signal's name.
+    async fn next(&mut self) -> &'static str {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.term.recv() => "SIGTERM",
+                _ = self.int.recv() => "SIGINT",
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            "Ctrl-C"
+        }
+    }
+}

@@ -1,0 +1,366 @@
+//! The one error type of `hookline serve`: every refusal a client can meet, each with its HTTP
+//! status and a stable kebab-case code, answered as
+//! `{"error": {"code": "...", "message": "An English sentence."}}` (docs/serve.md, "Errors").
+//!
+//! Nothing a client can send ends in a 500: a 500 (`internal`) is only the host's own failure
+//! (a store that cannot write, a pipeline that stopped).
+
+use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use hookline_actors::PipelineError;
+
+use hookline_host::gateway::{NotWaiting, RequestError};
+use hookline_host::state::HostError;
+use hookline_host::store::StoreError;
+
+/// Seconds a client is told to wait before retrying a 503 or 429.
+pub const RETRY_AFTER_SECS: u64 = 1;
+
+/// A request the server refused or could not serve.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// No open session has this id (404 `unknown-session`).
+    #[error("no open session is called '{0}'")]
+    UnknownSession(String),
+    /// The session ended while the request waited (410 `session-ended`).
+    #[error("session '{0}' has ended")]
+    SessionEnded(String),
+    /// Nothing waits for this approval (404 `not-waiting`).
+    #[error("no approval is waiting for tool call '{0}'")]
+    NotWaiting(String),
+    /// No route has this path (404 `not-found`).
+    #[error("there is no route {0}")]
+    NoRoute(String),
+    /// The body is not the JSON the route takes (400 `bad-json`); the message names the field.
+    #[error("the request body is not valid: {0}")]
+    BadJson(String),
+    /// The body is not JSON at all by its content type (415 `unsupported-media-type`).
+    #[error("the request body must be JSON (content-type: application/json)")]
+    NotJson,
+    /// A query parameter is not valid (400 `bad-query`).
+    #[error("the query is not valid: {0}")]
+    BadQuery(String),
+    /// The request is well-formed but asks for something that cannot be (400 `invalid-request`).
+    #[error("{0}")]
+    Invalid(String),
+    /// The workspace named lies outside `--workspace-root` (403 `workspace-outside-root`).
+    #[error("workspace '{0}' is outside the server's workspace root")]
+    OutsideRoot(String),
+    /// The body is larger than the cap (413 `body-too-large`).
+    #[error("the request body is larger than {0} bytes")]
+    TooLarge(usize),
+    /// No or a wrong bearer token (401 `unauthorized`).
+    #[error("this route needs 'Authorization: Bearer <token>' with the server's token")]
+    Unauthorized,
+    /// As many sessions are open as `--max-sessions` allows (503 `full`, `Retry-After`).
+    #[error("the server already holds its limit of {0} sessions")]
+    Full(usize),
+    /// The hook pipeline refused more calls (503 `overloaded`, `Retry-After`).
+    #[error("the hook pipeline is overloaded; retry later")]
+    Overloaded,
+    /// Too many requests wait for this session (429 `session-busy`, `Retry-After`).
+    #[error("session '{0}' has too many requests waiting; retry later")]
+    Busy(String),
+    /// The server is shutting down (503 `draining`).
+    #[error("the server is shutting down and takes no new sessions or turns")]
+    Draining,
+    /// The request took longer than the server's request timeout (408 `timeout`).
+    #[error("the request took longer than the server's request timeout")]
+    Timeout,
+    /// Any other status a layer answered with (its reason phrase).
+    #[error("{1}")]
+    Status(StatusCode, String),
+    /// Another node holds the session's lease (409 `session-leased`, `Retry-After`): it runs
+    /// there, or its node died and the lease has not expired yet.
+    #[error("{0}; retry once its lease has expired, or send the session's requests to that node")]
+    Leased(String),
+    /// Another node took the session over while this node held it: the request's writes were
+    /// refused by the database (a newer fencing token exists) and this node dropped the session
+    /// (409 `lease-lost`).
+    #[error("this node lost session '{0}' to another node, so nothing of this request was stored; resume it with POST /v1/sessions/{0}/resume")]
+    LeaseLost(String),
+    /// The process ran out of file descriptors while storing the request (503
+    /// `out-of-descriptors`, `Retry-After`): too many sessions and connections at once. Nothing
+    /// is lost: the session keeps what the request did and stores it with its next write.
+    #[error("the server is out of file descriptors ({0}); nothing stored is lost, and an open session keeps what this request did and stores it with its next write; retry later")]
+    OutOfDescriptors(String),
+    /// The host failed (500 `internal`): not the client's doing.
+    #[error("the host failed: {0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    /// The HTTP status.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::UnknownSession(_) | Self::NotWaiting(_) | Self::NoRoute(_) => {
+                StatusCode::NOT_FOUND
+            }
+            Self::SessionEnded(_) => StatusCode::GONE,
+            Self::BadJson(_) | Self::BadQuery(_) | Self::Invalid(_) => StatusCode::BAD_REQUEST,
+            Self::NotJson => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::OutsideRoot(_) => StatusCode::FORBIDDEN,
+            Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Full(_) | Self::Overloaded | Self::Draining | Self::OutOfDescriptors(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            Self::Busy(_) => StatusCode::TOO_MANY_REQUESTS,
+            Self::Leased(_) | Self::LeaseLost(_) => StatusCode::CONFLICT,
+            Self::Timeout => StatusCode::REQUEST_TIMEOUT,
+            Self::Status(status, _) => *status,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The stable machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::UnknownSession(_) => "unknown-session",
+            Self::SessionEnded(_) => "session-ended",
+            Self::NotWaiting(_) => "not-waiting",
+            Self::NoRoute(_) => "not-found",
+            Self::BadJson(_) => "bad-json",
+            Self::NotJson => "unsupported-media-type",
+            Self::BadQuery(_) => "bad-query",
+            Self::Invalid(_) => "invalid-request",
+            Self::OutsideRoot(_) => "workspace-outside-root",
+            Self::TooLarge(_) => "body-too-large",
+            Self::Unauthorized => "unauthorized",
+            Self::Full(_) => "full",
+            Self::Overloaded => "overloaded",
+            Self::OutOfDescriptors(_) => "out-of-descriptors",
+            Self::Busy(_) => "session-busy",
+            Self::Leased(_) => "session-leased",
+            Self::LeaseLost(_) => "lease-lost",
+            Self::Draining => "draining",
+            Self::Timeout => "timeout",
+            Self::Status(StatusCode::METHOD_NOT_ALLOWED, _) => "method-not-allowed",
+            Self::Status(StatusCode::PAYLOAD_TOO_LARGE, _) => "body-too-large",
+            Self::Status(..) => "http",
+            Self::Internal(_) => "internal",
+        }
+    }
+
+    /// The answer for a status a layer produced without a JSON body (tower-http's timeout and
+    /// body limit, axum's 405).
+    pub(crate) fn from_status(status: StatusCode, limit: usize) -> Self {
+        match status {
+            StatusCode::PAYLOAD_TOO_LARGE => Self::TooLarge(limit),
+            StatusCode::REQUEST_TIMEOUT => Self::Timeout,
+            StatusCode::UNAUTHORIZED => Self::Unauthorized,
+            status => Self::Status(
+                status,
+                format!(
+                    "the server answered {}",
+                    status.canonical_reason().unwrap_or("with an error")
+                ),
+            ),
+        }
+    }
+
+    /// The error as the JSON body clients read.
+    pub fn body(&self) -> serde_json::Value {
+        serde_json::json!({ "error": { "code": self.code(), "message": sentence(&self.to_string()) } })
+    }
+}
+
+/// An English sentence: a capital first letter and a full stop.
+fn sentence(text: &str) -> String {
+    let mut chars = text.chars();
+    let mut out: String = match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    };
+    if !out.ends_with(['.', '?', '!']) {
+        out.push('.');
+    }
+    out
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let mut response = (status, Json(self.body())).into_response();
+        let headers = response.headers_mut();
+        if matches!(
+            self,
+            Self::Full(_)
+                | Self::Overloaded
+                | Self::OutOfDescriptors(_)
+                | Self::Draining
+                | Self::Busy(_)
+                | Self::Leased(_)
+        ) {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+        }
+        if matches!(self, Self::Unauthorized) {
+            headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+impl From<RequestError> for ApiError {
+    fn from(error: RequestError) -> Self {
+        match error {
+            RequestError::Draining => Self::Draining,
+            RequestError::Full(max) => Self::Full(max),
+            RequestError::Busy(key) => Self::Busy(key.to_string()),
+            RequestError::Unknown(key) => Self::UnknownSession(key.to_string()),
+            RequestError::Ended(key) => Self::SessionEnded(key.to_string()),
+            RequestError::Host(error) => error.into(),
+        }
+    }
+}
+
+impl From<HostError> for ApiError {
+    fn from(error: HostError) -> Self {
+        match error {
+            HostError::Pipeline(PipelineError::Overloaded) => Self::Overloaded,
+            HostError::UnknownSession(id) => Self::UnknownSession(id),
+            HostError::Workspace { path, source } => {
+                Self::Invalid(format!("cannot use workspace {path}: {source}"))
+            }
+            HostError::Gateway(_) => Self::Draining,
+            HostError::Store(StoreError::Leased { session, holder }) => {
+                Self::Leased(format!("session '{session}' is held by {holder}"))
+            }
+            // An id no store could hold is no stored session either.
+            HostError::Store(StoreError::InvalidSessionId { id, .. }) => Self::UnknownSession(id),
+            HostError::Store(StoreError::LeaseLost { session, .. }) => {
+                Self::LeaseLost(session.to_string())
+            }
+            HostError::Store(error) if error.is_out_of_descriptors() => {
+                Self::OutOfDescriptors(error.to_string())
+            }
+            other => Self::Internal(other.to_string()),
+        }
+    }
+}
+
+impl From<NotWaiting> for ApiError {
+    fn from(error: NotWaiting) -> Self {
+        Self::NotWaiting(error.call_id)
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(rejection: JsonRejection) -> Self {
+        match rejection {
+            JsonRejection::MissingJsonContentType(_) => Self::NotJson,
+            rejection if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                Self::Status(StatusCode::PAYLOAD_TOO_LARGE, rejection.body_text())
+            }
+            // axum's text names the field: "Failed to deserialize the JSON body into the
+            // target type: text: missing field `text` at line 1 column 2".
+            rejection => Self::BadJson(rejection.body_text()),
+        }
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(rejection: QueryRejection) -> Self {
+        Self::BadQuery(rejection.body_text())
+    }
+}
+
+impl From<PathRejection> for ApiError {
+    fn from(rejection: PathRejection) -> Self {
+        Self::Invalid(rejection.body_text())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_refusal_a_client_can_cause_is_a_4xx_or_a_503_with_retry_after() {
+        let cases = [
+            (ApiError::UnknownSession("s".into()), 404, false),
+            (ApiError::BadJson("text: missing field".into()), 400, false),
+            (ApiError::TooLarge(10), 413, false),
+            (ApiError::Full(3), 503, true),
+            (ApiError::Overloaded, 503, true),
+            (ApiError::Draining, 503, true),
+            (ApiError::OutOfDescriptors("open".into()), 503, true),
+            (ApiError::Busy("s".into()), 429, true),
+            (ApiError::Unauthorized, 401, false),
+        ];
+        for (error, status, retry) in cases {
+            let code = error.code();
+            let response = error.into_response();
+            assert_eq!(response.status().as_u16(), status, "{code}");
+            assert_eq!(
+                response.headers().contains_key(header::RETRY_AFTER),
+                retry,
+                "{code}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_overloaded_pipeline_inside_a_host_error_is_a_503() {
+        let error = ApiError::from(RequestError::Host(HostError::Pipeline(
+            PipelineError::Overloaded,
+        )));
+        assert_eq!(error.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(error.code(), "overloaded");
+    }
+
+    #[test]
+    fn a_store_out_of_file_descriptors_is_a_503_not_a_500() {
+        let io = |code| {
+            HostError::Store(StoreError::Io {
+                path: "/s/records".into(),
+                action: "open",
+                source: std::io::Error::from_raw_os_error(code),
+            })
+        };
+        for code in [23, 24] {
+            let error = ApiError::from(io(code));
+            assert_eq!(error.status(), StatusCode::SERVICE_UNAVAILABLE);
+            assert_eq!(error.code(), "out-of-descriptors");
+        }
+        // Any other I/O failure stays the host's own (a full disk is no client's doing).
+        let other = ApiError::from(io(28));
+        assert_eq!(other.code(), "internal");
+    }
+
+    #[test]
+    fn lease_conflicts_are_409s_that_name_the_session() {
+        let leased = ApiError::from(HostError::Store(StoreError::Leased {
+            session: "s1".into(),
+            holder: "node a for 900 ms more".into(),
+        }));
+        assert_eq!(leased.status(), StatusCode::CONFLICT);
+        assert_eq!(leased.code(), "session-leased");
+        assert_eq!(
+            leased.body()["error"]["message"],
+            "Session 's1' is held by node a for 900 ms more; retry once its lease has expired, \
+             or send the session's requests to that node."
+        );
+        let lost = ApiError::from(RequestError::Host(HostError::Store(
+            StoreError::LeaseLost {
+                session: "s1".into(),
+                token: 3,
+            },
+        )));
+        assert_eq!(lost.status(), StatusCode::CONFLICT);
+        assert_eq!(lost.code(), "lease-lost");
+        assert!(!lost
+            .into_response()
+            .headers()
+            .contains_key(header::RETRY_AFTER));
+    }
+
+    #[test]
+    fn messages_are_sentences() {
+        let body = ApiError::UnknownSession("abc".into()).body();
+        assert_eq!(body["error"]["message"], "No open session is called 'abc'.");
+        assert_eq!(body["error"]["code"], "unknown-session");
+    }
+}

@@ -1,0 +1,276 @@
+//! `hookline serve`: a thin HTTP and WebSocket front over a [`Gateway`] (issue 11, docs/serve.md).
+//!
+//! The server is an axum router running as a task on the caller's actix system (actix-rt is
+//! tokio underneath); sessions live on the gateway's arbiters. Every route's future is `Send`:
+//! handlers only message session tasks through [`SessionHandle`](hookline_host::gateway::SessionHandle)s.
+//!
+//! Bounded everywhere: request bodies are capped, requests time out, sessions are capped by the
+//! gateway, each session's inbox and live feed are bounded, and [`ServeHandle::drain`] drains the
+//! gateway within its budget before the listener closes.
+//!
+//! ```text
+//! let gateway = Host::builder().provider(Arc::new(EchoProvider::new())).start_gateway(limits)?;
+//! let (addr, handle) = serve::start(gateway, ServeConfig::new(root)).await?;
+//! // ... clients talk to http://{addr}/v1/sessions ...
+//! let summary = handle.drain("done", None).await?;
+//! ```
+
+mod auth;
+pub mod console;
+mod error;
+mod metrics;
+mod routes;
+mod workspace;
+
+pub use error::{ApiError, RETRY_AFTER_SECS};
+pub use metrics::install_recorder;
+pub use workspace::{resolve_workspace, WorkspaceRoot};
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use metrics_exporter_prometheus::PrometheusHandle;
+use tokio::sync::watch;
+
+use hookline_host::gateway::{Gateway, ShutdownSummary};
+use hookline_host::loading::PluginStatus;
+use hookline_host::state::HostError;
+
+/// Default cap on a request body.
+pub const DEFAULT_BODY_LIMIT: usize = 256 * 1024;
+
+/// Default bound on one request (a JSON turn waits for its approvals: keep it above the
+/// approval timeout).
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How long the listener waits for open connections (event streams, sockets) once the gateway
+/// has drained.
+const CLOSE_CONNECTIONS_WAIT: Duration = Duration::from_secs(2);
+
+/// How a server runs.
+#[derive(Clone, Debug)]
+pub struct ServeConfig {
+    /// Where it listens.
+    pub listen: SocketAddr,
+    /// The directory every session's workspace lies in.
+    pub workspace_root: PathBuf,
+    /// The bearer token every route but `/healthz` needs; none: no auth (loopback only).
+    pub token: Option<String>,
+    /// The cap on a request body, in bytes.
+    pub body_limit: usize,
+    /// The bound on one request (not on event streams and sockets once they answered).
+    pub request_timeout: Duration,
+    /// What `GET /v1/plugins` reports.
+    pub plugins: PluginsView,
+}
+
+impl ServeConfig {
+    /// Loopback on an ephemeral port, no token, default bounds, sessions under `root`.
+    pub fn new(workspace_root: impl Into<PathBuf>) -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            workspace_root: workspace_root.into(),
+            token: None,
+            body_limit: DEFAULT_BODY_LIMIT,
+            request_timeout: DEFAULT_REQUEST_TIMEOUT,
+            plugins: PluginsView::default(),
+        }
+    }
+}
+
+/// The plugins a server runs, as `GET /v1/plugins` reports them.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginsView {
+    /// Plugins on disk, as `hookline hooks list --json` prints them.
+    pub plugins: Vec<PluginStatus>,
+    /// In-process plugins (the bundled demo plugins when none is on disk), in load order.
+    pub in_process: Vec<String>,
+    /// Loading notes (skipped plugins, unknown subscriptions, tools left out).
+    pub load_notes: Vec<String>,
+}
+
+/// Why a server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The address cannot be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A non-loopback address without a token.
+    #[error("refusing to listen on {0} without --token-file: only loopback addresses may go without a token")]
+    NeedsToken(SocketAddr),
+    /// The gateway has no arbiters: its sessions would start on the caller's thread, which
+    /// request handlers cannot reach.
+    #[error("the gateway needs at least one arbiter to serve from (GatewayLimits::arbiters)")]
+    NoArbiters,
+    /// The token is empty.
+    #[error("the token is empty")]
+    EmptyToken,
+    /// The workspace root cannot be used.
+    #[error("cannot use workspace root {path}: {source}")]
+    Root {
+        /// The directory.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// What every route reads.
+#[derive(Clone)]
+pub(crate) struct AppState {
+    pub(crate) gateway: Gateway,
+    pub(crate) root: Arc<WorkspaceRoot>,
+    pub(crate) token: Option<Arc<[u8]>>,
+    pub(crate) draining: Arc<AtomicBool>,
+    pub(crate) metrics: PrometheusHandle,
+    pub(crate) plugins: Arc<PluginsView>,
+    pub(crate) body_limit: usize,
+}
+
+impl AppState {
+    /// Whether new sessions and turns are refused.
+    pub(crate) fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Acquire) || self.gateway.is_draining()
+    }
+
+    /// [`ApiError::Draining`] once draining.
+    pub(crate) fn admit(&self) -> Result<(), ApiError> {
+        if self.is_draining() {
+            Err(ApiError::Draining)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// A running server.
+pub struct ServeHandle {
+    state: AppState,
+    stop: watch::Sender<bool>,
+    served: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl ServeHandle {
+    /// The gateway behind it.
+    pub fn gateway(&self) -> &Gateway {
+        &self.state.gateway
+    }
+
+    /// Starts refusing: `/readyz` answers 503, new sessions and turns 503 (SPEC G2, issue 11
+    /// item 4). Running turns go on.
+    pub fn begin_drain(&self) {
+        self.state.draining.store(true, Ordering::Release);
+    }
+
+    /// Drains and stops: refuses new work, shuts the gateway down (running turns get the drain
+    /// budget, then are stopped like `/stop`; `gateway:shutdown` with its bounded wait;
+    /// session ends), then closes the listener, waiting a bounded time for open connections.
+    ///
+    /// # Errors
+    /// [`HostError`] when the gateway was shut down already.
+    pub async fn drain(
+        self,
+        reason: &str,
+        restart_expected_ms: Option<u64>,
+    ) -> Result<ShutdownSummary, HostError> {
+        self.begin_drain();
+        let summary = self
+            .state
+            .gateway
+            .shutdown(reason, restart_expected_ms)
+            .await;
+        self.stop().await;
+        summary
+    }
+
+    /// Closes the listener without draining the gateway (bounded).
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        let mut served = self.served;
+        if tokio::time::timeout(CLOSE_CONNECTIONS_WAIT, &mut served)
+            .await
+            .is_err()
+        {
+            served.abort();
+        }
+    }
+}
+
+/// Binds `config.listen` and serves the API over `gateway` on a task of the current runtime.
+/// Returns the bound address (an ephemeral port resolved) and the handle that drains it.
+///
+/// # Errors
+/// [`ServeError`]: a gateway without arbiters, a non-loopback address without a token, an
+/// unusable workspace root, or an address that cannot be bound.
+pub async fn start(
+    gateway: Gateway,
+    config: ServeConfig,
+) -> Result<(SocketAddr, ServeHandle), ServeError> {
+    if gateway.limits().arbiters.is_empty() {
+        return Err(ServeError::NoArbiters);
+    }
+    // Issue 11 item 3: only loopback may go without a token.
+    let token = match config.token {
+        Some(token) if token.trim().is_empty() => return Err(ServeError::EmptyToken),
+        Some(token) => Some(Arc::from(token.trim().as_bytes())),
+        None if !config.listen.ip().is_loopback() => {
+            return Err(ServeError::NeedsToken(config.listen))
+        }
+        None => None,
+    };
+    let root = WorkspaceRoot::new(&config.workspace_root).map_err(|source| ServeError::Root {
+        path: config.workspace_root.display().to_string(),
+        source,
+    })?;
+    let state = AppState {
+        gateway,
+        root: Arc::new(root),
+        token,
+        draining: Arc::new(AtomicBool::new(false)),
+        metrics: install_recorder(),
+        plugins: Arc::new(config.plugins),
+        body_limit: config.body_limit,
+    };
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .map_err(|source| ServeError::Bind {
+            addr: config.listen,
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| ServeError::Bind {
+        addr: config.listen,
+        source,
+    })?;
+    let app = routes::router(state.clone(), config.request_timeout);
+    let (stop, mut stopped) = watch::channel(false);
+    let served = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = stopped.wait_for(|stop| *stop).await;
+            })
+            .await
+    });
+    metrics::spawn_upkeep(
+        state.metrics.clone(),
+        state.gateway.clone(),
+        stop.subscribe(),
+    );
+    tracing::info!(%addr, "hookline serve listening");
+    Ok((
+        addr,
+        ServeHandle {
+            state,
+            stop,
+            served,
+        },
+    ))
+}

@@ -1,0 +1,191 @@
+//! The server's metrics (docs/serve.md, "Metrics"): the Prometheus recorder `hookline serve`
+//! installs as the process's global recorder, so the pipeline's own counters and histograms
+//! (`hookline_actors::metrics`: calls per hook and per plugin and hook, skips by plugin, hook and
+//! reason, latency per plugin and hook; `hookline_events_dropped_total`) appear on `GET /metrics`
+//! beside the server's: open sessions, queue depths, turns, turn latency and HTTP requests.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use axum::extract::{MatchedPath, Request};
+use axum::middleware::Next;
+use axum::response::Response;
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use tokio::sync::watch;
+
+use hookline_host::gateway::{Activity, Gateway};
+use hookline_messages::user::StopReason;
+
+/// How often histograms are drained and the gauges refreshed.
+const UPKEEP_EVERY: Duration = Duration::from_secs(5);
+
+/// How long a refresh waits for the pipeline's shards to say how many calls they admitted (a
+/// shard's mailbox may be full under load; the gauge then keeps its last value).
+const ADMITTED_WAIT: Duration = Duration::from_millis(500);
+
+static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+
+/// The process's Prometheus recorder, installed as the global recorder on first use. When
+/// another global recorder is installed already, a recorder of our own still renders the
+/// server's view (without the other recorder's metrics).
+pub fn install_recorder() -> PrometheusHandle {
+    HANDLE
+        .get_or_init(|| {
+            let recorder = PrometheusBuilder::new().build_recorder();
+            let handle = recorder.handle();
+            if metrics::set_global_recorder(recorder).is_err() {
+                tracing::warn!("a metrics recorder was installed already; /metrics shows less");
+            }
+            describe();
+            handle
+        })
+        .clone()
+}
+
+fn describe() {
+    hookline_actors::metrics::describe();
+    metrics::describe_gauge!("hookline_sessions_open", "Sessions open in the gateway.");
+    metrics::describe_gauge!(
+        "hookline_sessions_in_turn",
+        "Sessions running a turn or a command."
+    );
+    metrics::describe_gauge!(
+        "hookline_sessions_waiting_approval",
+        "Sessions whose turn waits for an operator's approval."
+    );
+    metrics::describe_gauge!(
+        "hookline_session_requests_queued",
+        "Requests waiting in the sessions' inboxes, summed."
+    );
+    metrics::describe_gauge!(
+        "hookline_session_inbox_deepest",
+        "Requests waiting in the fullest session inbox."
+    );
+    metrics::describe_gauge!(
+        "hookline_session_inbox_capacity",
+        "Requests one session's inbox holds."
+    );
+    metrics::describe_gauge!(
+        "hookline_pipeline_calls_admitted",
+        "Hook calls the pipeline admitted (running or queued behind their session)."
+    );
+    metrics::describe_gauge!(
+        "hookline_pipeline_calls_bound",
+        "Hook calls the pipeline admits at once before refusing more."
+    );
+    metrics::describe_gauge!(
+        "hookline_event_queue_depth",
+        "Queued gateway events waiting for delivery."
+    );
+    metrics::describe_gauge!(
+        "hookline_event_queue_capacity",
+        "Queued gateway events the queue holds before dropping."
+    );
+    metrics::describe_gauge!(
+        "hookline_process_resident_bytes",
+        "Resident memory of the server process."
+    );
+    metrics::describe_counter!(
+        "hookline_turns_total",
+        "User turns finished, by stop reason."
+    );
+    metrics::describe_histogram!(
+        "hookline_turn_latency_seconds",
+        "Time from a turn's request to its answer."
+    );
+    metrics::describe_counter!(
+        "hookline_http_requests_total",
+        "HTTP requests answered, by route and status."
+    );
+    metrics::describe_gauge!(
+        "hookline_http_requests_in_flight",
+        "HTTP requests being answered."
+    );
+}
+
+/// Refreshes the gauges now: sessions, queue depths, memory.
+pub(crate) async fn refresh(gateway: &Gateway) {
+    let sessions = gateway.sessions();
+    let count = |activity| sessions.iter().filter(|s| s.activity == activity).count();
+    metrics::gauge!("hookline_sessions_open").set(sessions.len() as f64);
+    metrics::gauge!("hookline_sessions_in_turn").set(count(Activity::Turn) as f64);
+    metrics::gauge!("hookline_sessions_waiting_approval").set(count(Activity::Approval) as f64);
+    refresh_queues(gateway).await;
+    if let Some(bytes) = resident_bytes() {
+        metrics::gauge!("hookline_process_resident_bytes").set(bytes as f64);
+    }
+}
+
+/// The queue depths: the sessions' inboxes, the pipeline's admission, the gateway event queue.
+async fn refresh_queues(gateway: &Gateway) {
+    let queued = gateway.queued_requests();
+    metrics::gauge!("hookline_session_requests_queued").set(queued.total as f64);
+    metrics::gauge!("hookline_session_inbox_deepest").set(queued.deepest as f64);
+    metrics::gauge!("hookline_session_inbox_capacity").set(gateway.limits().inbox as f64);
+    let events = gateway.pipeline().events();
+    metrics::gauge!("hookline_event_queue_depth").set(events.queued() as f64);
+    metrics::gauge!("hookline_event_queue_capacity").set(events.queue_capacity() as f64);
+    // A stopped pipeline (a drain) or one too busy to answer in time keeps the last figures.
+    if let Ok(Ok(admitted)) =
+        tokio::time::timeout(ADMITTED_WAIT, gateway.pipeline().admitted()).await
+    {
+        metrics::gauge!("hookline_pipeline_calls_admitted").set(admitted.calls as f64);
+        metrics::gauge!("hookline_pipeline_calls_bound").set(admitted.bound as f64);
+    }
+}
+
+/// The process's resident memory (Linux: `VmRSS` of `/proc/self/status`).
+fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Drains histograms and refreshes the gauges until `stop`.
+pub(crate) fn spawn_upkeep(
+    handle: PrometheusHandle,
+    gateway: Gateway,
+    mut stop: watch::Receiver<bool>,
+) {
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(UPKEEP_EVERY) => {}
+                _ = stop.wait_for(|stop| *stop) => return,
+            }
+            handle.run_upkeep();
+            refresh(&gateway).await;
+        }
+    });
+}
+
+/// A finished turn.
+pub(crate) fn turn_finished(stop_reason: Option<StopReason>, took: Duration) {
+    let reason = stop_reason
+        .and_then(|r| serde_json::to_value(r).ok())
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| "refused".to_owned());
+    metrics::counter!("hookline_turns_total", "stop_reason" => reason).increment(1);
+    metrics::histogram!("hookline_turn_latency_seconds").record(took.as_secs_f64());
+}
+
+/// Counts every request by its route (the pattern, not the path: ids stay out of labels) and
+/// status.
+pub(crate) async fn count_requests(request: Request, next: Next) -> Response {
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |p| p.as_str().to_owned());
+    let gauge = metrics::gauge!("hookline_http_requests_in_flight");
+    gauge.increment(1.0);
+    let response = next.run(request).await;
+    gauge.decrement(1.0);
+    metrics::counter!(
+        "hookline_http_requests_total",
+        "route" => route,
+        "status" => response.status().as_u16().to_string()
+    )
+    .increment(1);
+    response
+}

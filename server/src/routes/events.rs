@@ -1,0 +1,124 @@
+//! `GET /v1/events`: every session's events and the gateway's as server-sent events
+//! (`event: <kind>`, `data: {"session": key|null, "event": HostEvent}`), and `event: session` with
+//! a [`SessionStatus`] whenever a session's status changes (opened, in a turn, waiting for an
+//! approval, idle, closed). Statuses are compared on each event of a session and once a second
+//! for all of them, so a change without an event (a turn ending) is seen within a second.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::stream;
+use hookline_messages::session::SessionId;
+use tokio::sync::broadcast;
+
+use super::sessions::tagged;
+use crate::AppState;
+use hookline_host::gateway::{Activity, FeedEvent, SessionStatus};
+
+/// How often every session's status is compared with what the client was last told.
+const STATUS_EVERY: Duration = Duration::from_secs(1);
+
+struct Feed {
+    state: AppState,
+    events: broadcast::Receiver<FeedEvent>,
+    told: HashMap<SessionId, SessionStatus>,
+    pending: std::collections::VecDeque<Event>,
+    tick: tokio::time::Interval,
+}
+
+impl Feed {
+    /// Queues `status` when it differs from what the client was told.
+    fn tell(&mut self, status: SessionStatus) {
+        if self.told.get(&status.key) == Some(&status) {
+            return;
+        }
+        self.pending.push_back(status_event(&status));
+        self.told.insert(status.key.clone(), status);
+    }
+
+    /// Compares every session; sessions gone from the gateway are told closed.
+    fn sweep(&mut self) {
+        let now = self.state.gateway.sessions();
+        let open: std::collections::HashSet<SessionId> =
+            now.iter().map(|s| s.key.clone()).collect();
+        let gone: Vec<SessionId> = self
+            .told
+            .keys()
+            .filter(|k| !open.contains(*k))
+            .cloned()
+            .collect();
+        for key in gone {
+            if let Some(mut status) = self.told.remove(&key) {
+                if status.activity != Activity::Closed {
+                    status.activity = Activity::Closed;
+                    self.pending.push_back(status_event(&status));
+                }
+            }
+        }
+        for status in now {
+            self.tell(status);
+        }
+    }
+}
+
+fn status_event(status: &SessionStatus) -> Event {
+    Event::default()
+        .event("session")
+        .data(serde_json::to_string(status).unwrap_or_default())
+}
+
+/// The route.
+pub(crate) async fn feed(State(state): State<AppState>) -> Response {
+    let mut tick = tokio::time::interval(STATUS_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let start = Feed {
+        events: state.gateway.subscribe(),
+        state,
+        told: HashMap::new(),
+        pending: std::collections::VecDeque::new(),
+        tick,
+    };
+    let events = stream::unfold(start, |mut feed| async move {
+        loop {
+            if let Some(event) = feed.pending.pop_front() {
+                return Some((Ok::<_, Infallible>(event), feed));
+            }
+            tokio::select! {
+                event = feed.events.recv() => match event {
+                    Ok(FeedEvent { session, event }) => {
+                        let (kind, json) = tagged(&event);
+                        let data = serde_json::json!({ "session": session, "event": json });
+                        feed.pending.push_back(Event::default().event(kind).data(data.to_string()));
+                        if let Some(handle) = session.and_then(|k| feed.state.gateway.session(&k)) {
+                            feed.tell(handle.status());
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Lagged(missed)) => {
+                        let data = serde_json::json!({ "missed": missed });
+                        feed.pending.push_back(Event::default().event("lagged").data(data.to_string()));
+                    }
+                    // The gateway is gone: the stream ends.
+                    Err(broadcast::error::RecvError::Closed) => return None,
+                },
+                _ = feed.tick.tick() => {
+                    feed.sweep();
+                    // After a drain nothing more will happen: end the stream so the listener
+                    // can close.
+                    if feed.pending.is_empty()
+                        && feed.state.is_draining()
+                        && feed.state.gateway.open_sessions() == 0
+                    {
+                        return None;
+                    }
+                }
+            }
+        }
+    });
+    Sse::new(events)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}

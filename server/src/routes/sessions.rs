@@ -1,0 +1,462 @@
+//! The session routes: open, list, show (state and records, paged), close, run a turn (one JSON
+//! answer, or server-sent events), answer an approval, run a slash command.
+
+use std::convert::Infallible;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use axum::extract::{FromRequest, Path as UrlPath, Query, Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use futures::stream::{self, Stream};
+use futures::FutureExt as _;
+use hookline_messages::prompt::PromptMode;
+use hookline_messages::record::Decision;
+use hookline_messages::scenario::SlashCommand;
+use hookline_messages::session::{ApprovalMode, SessionId};
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use tokio::sync::broadcast;
+
+use crate::metrics::turn_finished;
+use crate::{resolve_workspace, ApiError, AppState, WorkspaceRoot};
+use hookline_host::gateway::{Activity, OpenSession, SessionHandle, TurnReport};
+use hookline_host::session::SessionCommand;
+use hookline_host::state::HostEvent;
+use hookline_host::turn::UserInput;
+
+/// The most records one page holds.
+const MAX_PAGE: usize = 1000;
+
+/// How long a command's answer waits for the session's status to settle.
+const STATUS_SETTLE: Duration = Duration::from_secs(1);
+
+/// A JSON body: the content type must be JSON when given; an empty body reads as `{}` (so a
+/// missing required field is named). Rejections are [`ApiError`]s (400 naming the field, 413).
+pub(crate) struct Body<T>(pub(crate) T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let json_type = request
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.starts_with("application/json") || v.contains("+json"));
+        if json_type == Some(false) {
+            return Err(ApiError::NotJson);
+        }
+        let bytes = axum::body::Bytes::from_request(request, state)
+            .await
+            .map_err(|rejection| ApiError::Status(rejection.status(), rejection.body_text()))?;
+        let bytes: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
+            b"{}"
+        } else {
+            &bytes
+        };
+        axum::Json::<T>::from_bytes(bytes)
+            .map(|Json(value)| Self(value))
+            .map_err(ApiError::from)
+    }
+}
+
+/// The open session `id` names.
+pub(crate) fn session(state: &AppState, id: &str) -> Result<SessionHandle, ApiError> {
+    state
+        .gateway
+        .session(&SessionId::new(id))
+        .ok_or_else(|| ApiError::UnknownSession(id.to_owned()))
+}
+
+/// `POST /v1/sessions` body.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct OpenBody {
+    /// A directory under the workspace root (made when missing).
+    workspace: Option<String>,
+    approval_mode: Option<ApprovalMode>,
+    model: Option<String>,
+}
+
+/// `POST /v1/sessions`: 201 with the new session's status.
+pub(crate) async fn open(
+    State(state): State<AppState>,
+    Body(body): Body<OpenBody>,
+) -> Result<Response, ApiError> {
+    state.admit()?;
+    let root = &state.root;
+    let workspace = match &body.workspace {
+        Some(dir) => resolve_workspace(root, root.path(), dir)?,
+        None => root.path().to_path_buf(),
+    };
+    let handle = state
+        .gateway
+        .open(OpenSession {
+            workspace: Some(workspace),
+            approval_mode: body.approval_mode,
+            model: body.model,
+        })
+        .await?;
+    // The new session's address: a balancer learns from it which node holds the session
+    // (deploy/haproxy.cfg).
+    let location = format!("/v1/sessions/{}", handle.key());
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(handle.status()),
+    )
+        .into_response())
+}
+
+/// `POST /v1/sessions/{id}/resume`: opens the stored session `id` on this node (issue 14 item
+/// 3): takes its lease (at once when it was released or has expired; 409 `session-leased` while
+/// another node holds it), reads its records and continues where it stopped; its start hooks
+/// run here as it becomes active (SPEC P3.10). 200 with its status; also when it is open here
+/// already. 404 when the store does not have it.
+pub(crate) async fn resume(
+    State(state): State<AppState>,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Json<hookline_host::gateway::SessionStatus>, ApiError> {
+    state.admit()?;
+    let handle = state.gateway.resume(&SessionId::new(id.as_str())).await?;
+    Ok(Json(handle.status()))
+}
+
+/// `GET /v1/sessions`.
+pub(crate) async fn list(State(state): State<AppState>) -> Json<serde_json::Value> {
+    Json(serde_json::json!({ "sessions": state.gateway.sessions() }))
+}
+
+/// `GET /v1/sessions/{id}` query.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Page {
+    #[serde(default)]
+    offset: usize,
+    limit: Option<usize>,
+}
+
+/// `GET /v1/sessions/{id}?offset=0&limit=100`.
+pub(crate) async fn show(
+    State(state): State<AppState>,
+    UrlPath(id): UrlPath<String>,
+    page: Result<Query<Page>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let Query(page) = page?;
+    let handle = session(&state, &id)?;
+    let limit = page.limit.unwrap_or(100).min(MAX_PAGE);
+    let status = handle.status();
+    // Records are read on the session's task between requests: while a turn runs (perhaps
+    // waiting for an approval) the page would wait for it and take a slot of its inbox, so the
+    // answer says the session is busy instead; the `session` event of /v1/events tells when it
+    // is idle again.
+    let busy = matches!(status.activity, Activity::Turn | Activity::Approval);
+    let records = if busy {
+        serde_json::json!({ "total": status.records, "offset": page.offset, "items": [], "busy": true })
+    } else {
+        let records = handle.records(page.offset, limit).await?;
+        serde_json::json!({
+            "total": records.total,
+            "offset": page.offset,
+            "items": records.records,
+            "busy": false,
+        })
+    };
+    Ok(Json(serde_json::json!({
+        "session": status,
+        "records": records,
+        "pendingApprovals": handle.pending_approvals(),
+    })))
+}
+
+/// `DELETE /v1/sessions/{id}`: the session's end hooks run (SPEC P3.11).
+pub(crate) async fn close(
+    State(state): State<AppState>,
+    UrlPath(id): UrlPath<String>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let events = state.gateway.close(&SessionId::new(id.as_str())).await?;
+    Ok(Json(serde_json::json!({ "events": events })))
+}
+
+/// `POST /v1/sessions/{id}/turns` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TurnBody {
+    pub(crate) text: String,
+    pub(crate) mode: Option<PromptMode>,
+}
+
+impl TurnBody {
+    /// The user input, refusing modes a user turn cannot have.
+    pub(crate) fn input(self) -> Result<UserInput, ApiError> {
+        let mode = match self.mode {
+            None | Some(PromptMode::Work) => PromptMode::Work,
+            Some(PromptMode::Plan) => PromptMode::Plan,
+            Some(other) => {
+                return Err(ApiError::Invalid(format!(
+                    "mode must be work or plan, not {}",
+                    other.as_str()
+                )))
+            }
+        };
+        Ok(UserInput {
+            mode,
+            ..UserInput::work(self.text)
+        })
+    }
+}
+
+/// The JSON answer to a finished turn.
+pub(crate) fn turn_json(report: &TurnReport) -> serde_json::Value {
+    serde_json::json!({
+        "stopReason": report.stop_reason,
+        "sessionId": report.session_id,
+        "events": report.events,
+    })
+}
+
+/// Runs one turn and records its metrics.
+pub(crate) async fn run_turn(
+    handle: &SessionHandle,
+    input: UserInput,
+) -> Result<TurnReport, ApiError> {
+    let started = Instant::now();
+    let result = handle.turn(input).await.map_err(ApiError::from);
+    turn_finished(
+        result.as_ref().ok().map(|r| r.stop_reason),
+        started.elapsed(),
+    );
+    result
+}
+
+/// `POST /v1/sessions/{id}/turns`: one JSON document at the end, or with
+/// `Accept: text/event-stream` the turn's events as they happen.
+pub(crate) async fn turn(
+    State(state): State<AppState>,
+    UrlPath(id): UrlPath<String>,
+    headers: HeaderMap,
+    Body(body): Body<TurnBody>,
+) -> Result<Response, ApiError> {
+    state.admit()?;
+    let handle = session(&state, &id)?;
+    let input = body.input()?;
+    let streaming = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("text/event-stream"));
+    if !streaming {
+        let report = run_turn(&handle, input).await?;
+        return Ok(Json(turn_json(&report)).into_response());
+    }
+    let live = handle.subscribe();
+    let mut running = Box::pin(async move { run_turn(&handle, input).await });
+    // A refusal (busy, draining, ended) comes at once: answer it with its status, not a stream.
+    if let Some(result) = (&mut running).now_or_never() {
+        let report = result?;
+        let events = stream::iter(report.events.iter().map(sse_event).collect::<Vec<_>>())
+            .chain(stream::once(async move { done_event(&Ok(report)) }))
+            .map(Ok::<_, Infallible>);
+        return Ok(sse(events));
+    }
+    Ok(sse(turn_stream(live, running)))
+}
+
+use futures::StreamExt as _;
+
+fn sse<S>(events: S) -> Response
+where
+    S: Stream<Item = Result<Event, Infallible>> + Send + 'static,
+{
+    Sse::new(events)
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+/// The kind of an event (its `event` tag) and its JSON.
+pub(crate) fn tagged(event: &HostEvent) -> (String, serde_json::Value) {
+    let json = serde_json::to_value(event).unwrap_or_default();
+    let kind = json
+        .get("event")
+        .and_then(|k| k.as_str())
+        .unwrap_or("event")
+        .to_owned();
+    (kind, json)
+}
+
+fn sse_event(event: &HostEvent) -> Event {
+    let (kind, json) = tagged(event);
+    Event::default().event(kind).data(json.to_string())
+}
+
+fn done_event(result: &Result<TurnReport, ApiError>) -> Event {
+    match result {
+        Ok(report) => Event::default().event("done").data(
+            serde_json::json!({
+                "stopReason": report.stop_reason,
+                "sessionId": report.session_id,
+            })
+            .to_string(),
+        ),
+        Err(error) => Event::default()
+            .event("error")
+            .data(error.body().to_string()),
+    }
+}
+
+/// What a turn's event stream is doing.
+struct Streaming<F> {
+    live: broadcast::Receiver<std::sync::Arc<HostEvent>>,
+    /// The session's feed has closed: only the turn's answer is left.
+    closed: bool,
+    running: Option<F>,
+    finished: Option<Result<TurnReport, ApiError>>,
+    done: bool,
+}
+
+/// The session's live events while the turn runs, then the rest of them, then `done`.
+fn turn_stream<F>(
+    live: broadcast::Receiver<std::sync::Arc<HostEvent>>,
+    running: F,
+) -> impl Stream<Item = Result<Event, Infallible>> + Send + 'static
+where
+    F: std::future::Future<Output = Result<TurnReport, ApiError>> + Send + Unpin + 'static,
+{
+    let start = Streaming {
+        live,
+        closed: false,
+        running: Some(running),
+        finished: None,
+        done: false,
+    };
+    stream::unfold(start, |mut s| async move {
+        if s.done {
+            return None;
+        }
+        loop {
+            if let Some(running) = s.running.as_mut() {
+                if s.closed {
+                    s.finished = Some(running.await);
+                    s.running = None;
+                    continue;
+                }
+                tokio::select! {
+                    biased;
+                    event = s.live.recv() => match event {
+                        Ok(event) => return Some((Ok(sse_event(&event)), s)),
+                        Err(broadcast::error::RecvError::Lagged(missed)) => {
+                            return Some((Ok(lagged(missed)), s));
+                        }
+                        // The session ended: only the turn's answer is left.
+                        Err(broadcast::error::RecvError::Closed) => s.closed = true,
+                    },
+                    result = running => {
+                        s.running = None;
+                        s.finished = Some(result);
+                    }
+                }
+                continue;
+            }
+            // The answer came after every event of the turn was sent to the feed: take what is
+            // left without waiting, then finish.
+            match s.live.try_recv() {
+                Ok(event) => return Some((Ok(sse_event(&event)), s)),
+                Err(broadcast::error::TryRecvError::Lagged(missed)) => {
+                    return Some((Ok(lagged(missed)), s))
+                }
+                Err(_) => {
+                    s.done = true;
+                    let result = s
+                        .finished
+                        .take()
+                        .unwrap_or(Err(ApiError::Internal("the turn's answer was lost".into())));
+                    return Some((Ok(done_event(&result)), s));
+                }
+            }
+        }
+    })
+}
+
+fn lagged(missed: u64) -> Event {
+    Event::default()
+        .event("lagged")
+        .data(serde_json::json!({ "missed": missed }).to_string())
+}
+
+/// `POST /v1/sessions/{id}/approvals/{call_id}` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ApprovalBody {
+    decision: Decision,
+}
+
+/// `POST /v1/sessions/{id}/approvals/{call_id}`.
+pub(crate) async fn approve(
+    State(state): State<AppState>,
+    UrlPath((id, call_id)): UrlPath<(String, String)>,
+    Body(body): Body<ApprovalBody>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let handle = session(&state, &id)?;
+    handle.answer_approval(&call_id, body.decision)?;
+    Ok(Json(
+        serde_json::json!({ "callId": call_id, "decision": body.decision }),
+    ))
+}
+
+/// `POST /v1/sessions/{id}/commands` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CommandBody {
+    pub(crate) command: String,
+}
+
+/// A slash command as the session runs it, fenced: `/cd` stays inside the workspace root, and
+/// `/space` (a directory beside the workspace) is not served.
+pub(crate) fn session_command(
+    root: &WorkspaceRoot,
+    workspace: &str,
+    line: &str,
+) -> Result<SessionCommand, ApiError> {
+    let command = SlashCommand::parse(line.trim()).map_err(ApiError::Invalid)?;
+    Ok(match command {
+        SlashCommand::Cd(dir) => {
+            SessionCommand::Cd(resolve_workspace(root, Path::new(workspace), &dir)?)
+        }
+        SlashCommand::Space(_) => return Err(ApiError::Invalid(
+            "the server does not serve /space; use /cd with a directory under the workspace root"
+                .into(),
+        )),
+        other => SessionCommand::from(other),
+    })
+}
+
+/// Runs a command line on `handle` and returns its events and the session's status after it.
+pub(crate) async fn run_command(
+    state: &AppState,
+    handle: &SessionHandle,
+    line: &str,
+) -> Result<serde_json::Value, ApiError> {
+    state.admit()?;
+    let workspace = handle.status().workspace;
+    let command = session_command(&state.root, &workspace, line)?;
+    let events = handle.command(command, None).await?;
+    let mut status = handle.watch_status();
+    let _ = tokio::time::timeout(
+        STATUS_SETTLE,
+        status.wait_for(|s| s.activity != Activity::Turn),
+    )
+    .await;
+    Ok(serde_json::json!({ "events": events, "session": handle.status() }))
+}
+
+/// `POST /v1/sessions/{id}/commands`.
+pub(crate) async fn command(
+    State(state): State<AppState>,
+    UrlPath(id): UrlPath<String>,
+    Body(body): Body<CommandBody>,
+) -> Result<Json<serde_json::Value>, ApiError> {
+    let handle = session(&state, &id)?;
+    Ok(Json(run_command(&state, &handle, &body.command).await?))
+}

@@ -1,0 +1,290 @@
+//! `GET /v1/sessions/{id}/ws`: one session over a WebSocket. The server sends the session's
+//! events as `{"type":"event","event":HostEvent}`, and answers each request with
+//! `{"type":"done","request":...}` or `{"type":"error","request":...,"error":{...}}`. The client
+//! sends turns, approval answers, commands and inbound channel messages (`message:received`,
+//! for chat-channel adapters). See docs/serve.md, "WebSocket".
+//!
+//! Bounded: one outgoing queue per socket; a client that reads too slowly misses events (it is
+//! told how many, `{"type":"lagged","missed":n}`) rather than growing the server's memory.
+
+use std::time::Duration;
+
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
+use axum::extract::{Path as UrlPath, State};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::Extension;
+use futures::{SinkExt as _, StreamExt as _};
+use hookline_messages::record::Decision;
+use serde::Deserialize;
+use tokio::sync::{broadcast, mpsc};
+
+use super::sessions::{run_command, run_turn, session, TurnBody};
+use crate::auth::{token_matches, WsAuth};
+use crate::{ApiError, AppState};
+use hookline_host::gateway::{Activity, SessionHandle};
+use hookline_host::producers::InboundMessage;
+
+/// How long a socket that must authenticate by message has to send it.
+const AUTH_WAIT: Duration = Duration::from_secs(5);
+
+/// The close code for a socket that did not authenticate.
+const CLOSE_UNAUTHORIZED: u16 = 4401;
+
+/// Messages waiting to be written to one socket.
+const OUTGOING: usize = 256;
+
+/// What a client sends.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "kebab-case", deny_unknown_fields)]
+enum ClientMessage {
+    Auth {
+        token: String,
+    },
+    Turn {
+        text: String,
+        mode: Option<hookline_messages::prompt::PromptMode>,
+    },
+    #[serde(rename_all = "camelCase")]
+    Approval {
+        call_id: String,
+        decision: Decision,
+    },
+    Command {
+        command: String,
+    },
+    Message {
+        message: WireMessage,
+    },
+}
+
+/// An inbound channel message as a client sends it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+struct WireMessage {
+    from: String,
+    channel_id: String,
+    body: Option<String>,
+    raw_body: Option<String>,
+    command_body: Option<String>,
+    timestamp: Option<u64>,
+    account_id: Option<String>,
+    conversation_id: Option<String>,
+    message_id: Option<String>,
+}
+
+impl From<WireMessage> for InboundMessage {
+    fn from(m: WireMessage) -> Self {
+        Self {
+            from: m.from,
+            channel_id: m.channel_id,
+            body: m.body,
+            raw_body: m.raw_body,
+            command_body: m.command_body,
+            timestamp: m.timestamp,
+            account_id: m.account_id,
+            conversation_id: m.conversation_id,
+            message_id: m.message_id,
+            ..Self::default()
+        }
+    }
+}
+
+/// The route: upgrades when the session exists.
+pub(crate) async fn upgrade(
+    State(state): State<AppState>,
+    UrlPath(id): UrlPath<String>,
+    Extension(auth): Extension<WsAuth>,
+    headers: HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Result<Response, ApiError> {
+    let handle = session(&state, &id)?;
+    // A browser that offered `bearer.<token>` needs the protocol echoed to accept the socket.
+    let offered = headers
+        .get_all(axum::http::header::SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|p| p.trim().to_owned())
+        .find(|p| p.starts_with("bearer."));
+    let ws = match offered {
+        Some(protocol) if auth == WsAuth::Done => ws.protocols([protocol]),
+        _ => ws,
+    };
+    Ok(ws
+        .on_upgrade(move |socket| run(state, handle, auth, socket))
+        .into_response())
+}
+
+fn text(value: &serde_json::Value) -> Message {
+    Message::Text(Utf8Bytes::from(value.to_string()))
+}
+
+async fn run(state: AppState, handle: SessionHandle, auth: WsAuth, socket: WebSocket) {
+    let (mut sink, mut incoming) = socket.split();
+    if auth == WsAuth::Pending && !authenticate(&state, &mut incoming).await {
+        let _ = sink
+            .send(Message::Close(Some(CloseFrame {
+                code: CLOSE_UNAUTHORIZED,
+                reason: Utf8Bytes::from_static("unauthorized"),
+            })))
+            .await;
+        return;
+    }
+    let (out, mut outgoing) = mpsc::channel::<Message>(OUTGOING);
+    let writer = tokio::spawn(async move {
+        while let Some(message) = outgoing.recv().await {
+            let close = matches!(message, Message::Close(_));
+            if sink.send(message).await.is_err() || close {
+                break;
+            }
+        }
+        let _ = sink.close().await;
+    });
+    let forwarder = tokio::spawn(forward(handle.clone(), out.clone()));
+    while let Some(Ok(message)) = incoming.next().await {
+        let text = match message {
+            Message::Text(text) => text,
+            Message::Close(_) => break,
+            // Pings are answered by the socket; binary frames carry nothing here.
+            _ => continue,
+        };
+        match serde_json::from_str::<ClientMessage>(text.as_str()) {
+            Ok(request) => dispatch(&state, &handle, request, &out),
+            Err(error) => {
+                let error = ApiError::BadJson(error.to_string());
+                let _ = out.try_send(text_error("unknown", &error));
+            }
+        }
+    }
+    forwarder.abort();
+    drop(out);
+    // The writer ends once every request's answer is written (each holds a sender) or at once
+    // when the client is gone.
+    let _ = tokio::time::timeout(AUTH_WAIT, writer).await;
+}
+
+/// Reads the first message: it must be `{"type":"auth","token":...}` with the server's token.
+async fn authenticate(
+    state: &AppState,
+    incoming: &mut futures::stream::SplitStream<WebSocket>,
+) -> bool {
+    let Some(expected) = state.token.clone() else {
+        return true;
+    };
+    let first = tokio::time::timeout(AUTH_WAIT, incoming.next()).await;
+    let Ok(Some(Ok(Message::Text(text)))) = first else {
+        return false;
+    };
+    matches!(
+        serde_json::from_str::<ClientMessage>(text.as_str()),
+        Ok(ClientMessage::Auth { token }) if token_matches(&expected, token.as_bytes())
+    )
+}
+
+fn text_error(request: &str, error: &ApiError) -> Message {
+    let mut body = error.body();
+    body["type"] = "error".into();
+    body["request"] = request.into();
+    text(&body)
+}
+
+/// Runs one request on a task of its own, so the socket keeps reading (an approval answer or a
+/// `/stop` must reach a turn that waits).
+fn dispatch(
+    state: &AppState,
+    handle: &SessionHandle,
+    request: ClientMessage,
+    out: &mpsc::Sender<Message>,
+) {
+    let (state, handle, out) = (state.clone(), handle.clone(), out.clone());
+    tokio::spawn(async move {
+        let (kind, result) = match request {
+            ClientMessage::Auth { .. } => ("auth", Ok(serde_json::json!({}))),
+            ClientMessage::Turn { text, mode } => ("turn", turn(&state, &handle, text, mode).await),
+            ClientMessage::Approval { call_id, decision } => (
+                "approval",
+                handle
+                    .answer_approval(&call_id, decision)
+                    .map(|()| serde_json::json!({ "callId": call_id, "decision": decision }))
+                    .map_err(ApiError::from),
+            ),
+            ClientMessage::Command { command } => {
+                ("command", run_command(&state, &handle, &command).await)
+            }
+            ClientMessage::Message { message } => (
+                "message",
+                handle
+                    .inbound(message.into())
+                    .await
+                    .map(|events| serde_json::json!({ "events": events }))
+                    .map_err(ApiError::from),
+            ),
+        };
+        let message = match result {
+            Ok(mut body) => {
+                body["type"] = "done".into();
+                body["request"] = kind.into();
+                text(&body)
+            }
+            Err(error) => text_error(kind, &error),
+        };
+        let _ = out.send(message).await;
+    });
+}
+
+async fn turn(
+    state: &AppState,
+    handle: &SessionHandle,
+    text: String,
+    mode: Option<hookline_messages::prompt::PromptMode>,
+) -> Result<serde_json::Value, ApiError> {
+    state.admit()?;
+    let input = TurnBody { text, mode }.input()?;
+    let report = run_turn(handle, input).await?;
+    Ok(serde_json::json!({
+        "stopReason": report.stop_reason,
+        "sessionId": report.session_id,
+    }))
+}
+
+/// Sends the session's events to the socket until the session closes.
+async fn forward(handle: SessionHandle, out: mpsc::Sender<Message>) {
+    let mut live = handle.subscribe();
+    let mut status = handle.watch_status();
+    loop {
+        tokio::select! {
+            biased;
+            event = live.recv() => match event {
+                Ok(event) => {
+                    let message = text(&serde_json::json!({ "type": "event", "event": &*event }));
+                    if out.send(message).await.is_err() {
+                        return;
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(missed)) => {
+                    let _ = out.send(text(&serde_json::json!({ "type": "lagged", "missed": missed }))).await;
+                }
+                Err(broadcast::error::RecvError::Closed) => break,
+            },
+            changed = status.changed() => {
+                if changed.is_err() || status.borrow().activity == Activity::Closed {
+                    break;
+                }
+            }
+        }
+    }
+    // The session ended (closed, or the server drained): its last events, then the close.
+    while let Ok(event) = live.try_recv() {
+        let message = text(&serde_json::json!({ "type": "event", "event": &*event }));
+        if out.send(message).await.is_err() {
+            return;
+        }
+    }
+    let _ = out
+        .send(Message::Close(Some(CloseFrame {
+            code: 1001,
+            reason: Utf8Bytes::from_static("the session has ended"),
+        })))
+        .await;
+}
