@@ -112,7 +112,8 @@ fn a_new_rust_plugin_is_a_cargo_project_on_the_rust_kit() {
         "{manifest}"
     );
     // The source is the template the kit compiles as its `new-plugin-template` example.
-    let template = std::fs::read_to_string(repo().join("cli/src/commands/templates/main.rs")).unwrap();
+    let template =
+        std::fs::read_to_string(repo().join("cli/src/commands/templates/main.rs")).unwrap();
     let main = std::fs::read_to_string(dir.join("main.rs")).unwrap();
     assert_eq!(main, template.replace("{{name}}", "guard.rs"));
     let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();

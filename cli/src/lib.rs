@@ -5,7 +5,7 @@
 //! (`hookline-server`). The `hookline` binary (`src/main.rs` of the facade crate) only calls
 //! [`main`].
 //!
-//! - [`bench`]: the hook-latency workload, its direct-call baseline and drivers (`hookline
+//! - [`mod@bench`]: the hook-latency workload, its direct-call baseline and drivers (`hookline
 //!   bench`, `benches/`);
 //! - [`soak`]: many sessions through every hook, then a shutdown under load (`hookline soak`);
 //! - [`load`]: the load driver of a running `hookline serve` (`hookline load`, `benches/serve.rs`).

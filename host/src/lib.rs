@@ -10,6 +10,7 @@
 
 pub mod approval;
 pub mod demo;
+pub mod embed;
 pub mod external;
 pub mod gateway;
 pub mod loading;
@@ -17,9 +18,11 @@ pub mod producers;
 pub mod provider;
 pub mod scenario;
 pub mod session;
+pub mod shared;
 pub mod state;
 pub mod store;
 pub mod tools;
 pub mod turn;
 
-pub use session::{Host, HostBuilder, HostError, HostEvent, SessionCommand};
+pub use embed::{Host, HostBuilder};
+pub use session::{HostError, HostEvent, SessionCommand};

@@ -8,8 +8,9 @@ use hookline_messages::record::{ApprovalRecord, ArchiveEntry, Record};
 use hookline_messages::session::SessionId;
 use serde::Serialize;
 
-use hookline_host::session::{Host, HostError, HostEvent};
+use hookline_host::session::{HostError, HostEvent};
 use hookline_host::store::Log;
+use hookline_host::Host;
 
 /// Everything a run did, machine-readable.
 #[derive(Debug, Serialize)]

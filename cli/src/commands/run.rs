@@ -36,9 +36,10 @@ use hookline_host::demo::{example_plugins, WordCount, DEMO_NAME, DEMO_SCENARIO};
 use hookline_host::producers::ResetPolicy;
 use hookline_host::provider::{Provider, ProviderError, ScriptedProvider};
 use hookline_host::scenario::{first_model, load, parse, play, Played, ScenarioError, Script};
-use hookline_host::session::{Clock as _, Host, HostBuilder, HostError, ManualClock, SystemClock};
+use hookline_host::session::{Clock as _, HostError, ManualClock, SystemClock};
 use hookline_host::tools::fence::resolve;
 use hookline_host::tools::ToolRegistry;
+use hookline_host::{Host, HostBuilder};
 
 /// How long the run waits for the shared state to close after the shutdown's bounded waits.
 const CLOSE_WAIT: Duration = Duration::from_secs(5);

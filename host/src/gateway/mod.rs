@@ -20,13 +20,11 @@
 mod approvals;
 mod error;
 mod session;
-mod shared;
 mod status;
 
 pub use approvals::{Approvals, NotWaiting};
 pub use error::RequestError;
 pub use session::{RecordsPage, SessionHandle, TurnReport, SESSION_SHUTDOWN_WAIT};
-pub(crate) use shared::{shutdown_processes, Services, Shared};
 pub use status::{Activity, QueuedRequests, SessionStatus};
 
 use std::collections::HashMap;
@@ -43,6 +41,7 @@ use hookline_messages::session::{ApprovalMode, SessionId, SessionInfo};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::session::{shut_down, Conversation, SessionCommand};
+use crate::shared::Shared;
 use crate::state::{HostError, HostEvent, LiveSink};
 use crate::turn::StopSignal;
 use approvals::RemoteOperator;

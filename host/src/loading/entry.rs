@@ -7,8 +7,7 @@ use super::manifest::{is_reserved, Manifest};
 use super::problem::LoadProblem;
 use crate::tools::fence::{file_inside, is_executable, NotInside};
 
-/// Interpreters a manifest may name. Each is looked up on the host's `PATH`.
-pub const ALLOWED_INTERPRETERS: &[&str] = &["python3", "node"];
+pub use super::interpreters::ALLOWED_INTERPRETERS;
 
 /// How a plugin is run: the program, its arguments, and what kind it is (for `hooks list`).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -17,6 +17,7 @@
 mod discover;
 pub mod entry;
 mod host_binary;
+mod interpreters;
 pub mod manifest;
 mod problem;
 mod status;

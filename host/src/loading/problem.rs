@@ -138,7 +138,7 @@ impl fmt::Display for LoadProblem {
             Self::InterpreterNotAllowed(name) => write!(
                 f,
                 "its interpreter '{name}' is not allowed (allowed: {})",
-                super::entry::ALLOWED_INTERPRETERS.join(", ")
+                super::interpreters::ALLOWED_INTERPRETERS.join(", ")
             ),
             Self::InterpreterMissing(name) => {
                 write!(f, "its interpreter '{name}' was not found on PATH")

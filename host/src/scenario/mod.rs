@@ -1,5 +1,5 @@
 //! Scenarios: reading and checking a scenario file (format in `docs/scenario.md`), and playing it
-//! on a [`Host`]. Bad input is a [`ScenarioError`] naming the file and the problem.
+//! on a [`Host`](crate::Host). Bad input is a [`ScenarioError`] naming the file and the problem.
 
 mod play;
 

@@ -6,8 +6,9 @@ use hookline_messages::scenario::{Action, Scenario, SlashCommand, Step};
 use crate::approval::ScriptedOperator;
 use crate::producers::InboundMessage;
 use crate::provider::ScriptedProvider;
-use crate::session::{Host, HostError, HostEvent, ManualClock, SessionCommand};
+use crate::session::{HostError, HostEvent, ManualClock, SessionCommand};
 use crate::turn::UserInput;
+use crate::Host;
 
 /// What a scenario drives besides the host: the scripted model, operator and clock.
 #[derive(Clone, Default)]

@@ -1,23 +1,23 @@
 //! One conversation: a [`Conversation`] is one chat lane over a gateway's shared services (see
-//! [`crate::gateway`]): its active session and that session's storage, its workspace, its
+//! [`crate::shared`]): its active session and that session's storage, its workspace, its
 //! settings, its events, and its own session lifecycle actor. It opens and resumes sessions,
-//! drives turns, runs session commands, and closes.
+//! drives turns, runs session commands, and closes. The gateway events a conversation produces
+//! at its moments are in `gateway_events.rs` (startup, bootstrap, commands, messages) and
+//! `settings.rs` (compaction, patches, automatic resets).
 //!
-//! [`Host`] is the one-conversation embedding API: a conversation on a gateway of its own, built
-//! by [`HostBuilder`]. A [`Gateway`](crate::gateway::Gateway) runs many conversations at once,
-//! each on its own task; both run exactly this code.
+//! [`Host`](crate::Host) is the one-conversation embedding API: a conversation on a gateway of
+//! its own, built by [`HostBuilder`](crate::HostBuilder). A
+//! [`Gateway`](crate::gateway::Gateway) runs many conversations at once, each on its own task;
+//! both run exactly this code.
 //!
 //! Everything runs on an actix system (the pipeline and the lifecycles are actors). An actix
 //! program can also hold [`Conversation::pipeline`]'s coordinator and
 //! [`Conversation::lifecycle`] and send them messages itself. Which session is active, and the
 //! begin and end hooks, belong to the session lifecycle actor (SPEC P3.10 to P3.13).
 
-mod builder;
-mod clash;
-mod host;
-mod producers;
+mod gateway_events;
 mod settings;
-mod shutdown;
+pub(crate) mod shutdown;
 mod stored;
 mod wiring;
 
@@ -37,17 +37,16 @@ use hookline_messages::user::StopReason;
 
 pub(crate) use crate::state::SessionState;
 pub use crate::state::{HostError, HostEvent};
-pub use builder::HostBuilder;
-pub use host::Host;
 pub(crate) use shutdown::shut_down;
-pub(crate) use wiring::GatewaySettings;
-pub use wiring::{Clock, CommandOrigin, ManualClock, SystemClock};
+// The clock and the command origin are the gateway's settings (crate::shared); they keep their
+// paths here, where conversations use them.
+pub use crate::shared::{Clock, CommandOrigin, ManualClock, SystemClock};
 
-use crate::gateway::Shared;
+use crate::shared::Shared;
 use crate::state::Opened;
 use crate::store::Store;
 use crate::turn::{Engine, Turn, UserInput};
-use producers::CommandKind;
+use gateway_events::CommandKind;
 use wiring::Wiring;
 
 /// A session command (the slash commands that change or reshape the session).
@@ -236,7 +235,7 @@ impl Conversation {
     }
 
     /// Runs a session command typed on the host's chat path (see
-    /// [`HostBuilder::chat_origin`]).
+    /// [`HostBuilder::chat_origin`](crate::HostBuilder::chat_origin)).
     ///
     /// # Errors
     /// [`HostError`] when the command cannot run (an unknown session, a missing directory).
@@ -370,7 +369,7 @@ impl Conversation {
     }
 
     /// Also sends every event reported from now on to `live` as it happens (a terminal showing
-    /// a turn while it runs); [`Host::take_events`] still returns them all.
+    /// a turn while it runs); [`Host::take_events`](crate::Host) still returns them all.
     pub fn watch(&mut self, live: tokio::sync::broadcast::Sender<std::sync::Arc<HostEvent>>) {
         self.attach_live(Arc::new(move |event: &HostEvent| {
             // No receiver is not an error: nobody is watching right now.
@@ -555,7 +554,7 @@ impl Conversation {
     }
 }
 
-fn existing_dir(dir: &Path) -> Result<PathBuf, HostError> {
+pub(crate) fn existing_dir(dir: &Path) -> Result<PathBuf, HostError> {
     let dir = std::fs::canonicalize(dir).map_err(|source| workspace_error(dir, source))?;
     if dir.is_dir() {
         Ok(dir)

@@ -11,7 +11,7 @@ use hookline_messages::record::ArchiveEntry;
 use hookline_messages::session::SessionInfo;
 
 use super::{Conversation, HostError, HostEvent};
-use crate::gateway::Shared;
+use crate::shared::Shared;
 use crate::state::record_note;
 
 /// Runs the gateway lifecycle's shutdown for `active` sessions (their end hooks run there, once).

@@ -11,7 +11,7 @@ use super::{Conversation, HostError};
 impl Conversation {
     /// Every note loading produced, in order: skipped plugin directories, skipped disk plugins
     /// whose name was taken, raw hook registrations, unknown subscriptions, tools left out.
-    /// Available as soon as [`HostBuilder::start`](super::HostBuilder::start) returns; the first
+    /// Available as soon as [`HostBuilder::start`](crate::HostBuilder::start) returns; the first
     /// session also archives them.
     pub fn load_notes(&self) -> &[Note] {
         self.shared.load_notes()

@@ -9,7 +9,6 @@
 //! `on_turn_finished` with the stop reason.
 
 mod compaction;
-mod guard;
 mod hooks;
 mod model_call;
 mod prompt;
@@ -31,8 +30,9 @@ use crate::state::{EventLog, HostError, HostEvent, SessionState};
 use crate::tools::ToolRegistry;
 
 pub(crate) use compaction::compact;
-pub(crate) use guard::Guards;
-pub use guard::GUARD_HOOKS;
+// The guards are set once per gateway (crate::shared); their hooks keep their path here.
+use crate::shared::Guards;
+pub use crate::shared::GUARD_HOOKS;
 
 /// The default bound on model calls in one turn.
 pub const DEFAULT_MAX_MODEL_CALLS: usize = 16;
@@ -94,7 +94,7 @@ impl StopSignal {
 
 impl Engine {
     /// A conversation's engine over the gateway's shared services.
-    pub(crate) fn new(shared: &crate::gateway::Shared) -> Self {
+    pub(crate) fn new(shared: &crate::shared::Shared) -> Self {
         Self {
             pipeline: shared.pipeline.clone(),
             tools: shared.tools.clone(),

@@ -1,6 +1,7 @@
-//! The host's producers of gateway events (SPEC G5), at the moments the spec names, each with
-//! its key's wait rule (`docs/events.md`): startup, session-start bootstrap, command events,
-//! settings patches, compaction, automatic resets, chat messages and custom emits.
+//! When a conversation emits gateway events (SPEC G5): at the moments the spec names, it calls
+//! the producers of [`crate::producers`] with its facts, each with its key's wait rule
+//! (`docs/events.md`): startup, session-start bootstrap, command events, chat messages and
+//! custom emits (`settings.rs` has compaction, patches and automatic resets).
 
 use hookline_actors::events::{Delivery, Emitted, EventError};
 use hookline_messages::event::{

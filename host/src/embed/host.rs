@@ -6,7 +6,8 @@ use std::ops::{Deref, DerefMut};
 
 use hookline_actors::lifecycle::SharedStateClosed;
 
-use super::{shutdown, Conversation, HostBuilder, HostError};
+use super::HostBuilder;
+use crate::session::{shutdown, Conversation, HostError};
 
 /// A running host: one conversation that owns its gateway. Not `Sync`: one owner drives it.
 pub struct Host {

@@ -1,7 +1,20 @@
 //! What every conversation of one gateway shares: the pipeline, the plugin processes, the tools,
-//! the model provider, the default operator, the store, the settings and the gateway lifecycle
-//! actor. Built once by [`HostBuilder`](crate::HostBuilder); read by many sessions at once, so
-//! everything here is either immutable or atomic.
+//! the model provider, the default operator, the store, the settings (`GatewaySettings`), the
+//! fail-closed guards (`Guards`) and the gateway lifecycle actor. Built once by
+//! [`HostBuilder`](crate::HostBuilder); read by many sessions at once, so everything here is
+//! either immutable or atomic.
+//!
+//! It sits on a floor below the gateway, the session and the turn, which all read it: it imports
+//! none of them (the gateway runs conversations, a conversation runs turns, and each of them
+//! takes these services from here).
+
+mod guards;
+mod settings;
+
+pub(crate) use guards::Guards;
+pub use guards::GUARD_HOOKS;
+pub(crate) use settings::GatewaySettings;
+pub use settings::{Clock, CommandOrigin, ManualClock, SystemClock};
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,11 +30,9 @@ use hookline_messages::session::ApprovalMode;
 use crate::approval::Operator;
 use crate::external::ExternalPlugin;
 use crate::provider::Provider;
-use crate::session::GatewaySettings;
 use crate::state::{HostError, Opened, SessionState};
 use crate::store::{SessionStore, Store};
 use crate::tools::ToolRegistry;
-use crate::turn::Guards;
 
 /// The services and settings of one gateway.
 pub(crate) struct Shared {

@@ -21,17 +21,19 @@ use hookline_actors::lifecycle::GatewayConfig;
 use hookline_messages::event::{BootstrapPolicy, Config};
 
 use super::clash::{self, DiskPlugin};
-use super::wiring::GatewaySettings;
-use super::{existing_dir, Clock, CommandOrigin, Conversation, Host, HostError};
+use super::Host;
 use crate::approval::Operator;
 use crate::external::{ExternalPlugin, PluginTool};
-use crate::gateway::{shutdown_processes, Gateway, GatewayLimits, Services, Shared};
+use crate::gateway::{Gateway, GatewayLimits};
 use crate::loading::{load, LoadNote, LoadOptions, LoadReport, PluginState};
 use crate::producers::ResetPolicy;
 use crate::provider::{Provider, ScriptedProvider};
+use crate::session::{existing_dir, Conversation, HostError};
+use crate::shared::{shutdown_processes, Guards, Services, Shared};
+use crate::shared::{Clock, CommandOrigin, GatewaySettings};
 use crate::store::{FileStore, FileStoreOptions, SessionStore, Store};
 use crate::tools::{Tool, ToolRegistry};
-use crate::turn::{Guards, DEFAULT_MAX_MODEL_CALLS};
+use crate::turn::DEFAULT_MAX_MODEL_CALLS;
 
 /// Builds a [`Host`].
 pub struct HostBuilder {
@@ -235,7 +237,7 @@ impl HostBuilder {
     }
 
     /// The sessions' store (default: a [`FileStore`] in [`HostBuilder::store`]'s directory).
-    /// Give a [`PgStore`](crate::store::PgStore) to share sessions between nodes.
+    /// Give a `PgStore` (crate `hookline-postgres`) to share sessions between nodes.
     #[must_use]
     pub fn session_store(mut self, store: Arc<dyn SessionStore>) -> Self {
         self.session_store = Some(store);
