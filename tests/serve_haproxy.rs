@@ -2,13 +2,16 @@
 //! committed `deploy/haproxy.cfg` in front of two `hookline serve` nodes on one PostgreSQL
 //! store. Every request of a session lands on the node that holds it; once that node is killed,
 //! the balancer sends the session to the other node, which resumes it with every turn and goes
-//! on. Needs `haproxy` on the PATH (Debian: `apt-get install -y haproxy`; `.ci/run` installs
-//! it): without it the test fails saying so, it never passes by skipping.
+//! on. Needs `haproxy` on the PATH (Debian: `apt-get install -y haproxy`): without it the test
+//! says so and skips, and fails instead under `HOOKLINE_REQUIRE_SYSTEM_TESTS=1`, which `.ci/run`
+//! sets after installing it (tests/support/system.rs).
 #![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 #[path = "support/pg.rs"]
 mod pg;
+#[path = "support/system.rs"]
+mod system;
 
 mod cluster_support;
 
@@ -35,19 +38,14 @@ impl Drop for Balancer {
     }
 }
 
-fn haproxy() -> std::path::PathBuf {
-    let found = std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .chain(["/usr/sbin".into(), "/usr/local/sbin".into()])
-            .map(|dir| dir.join("haproxy"))
-            .find(|path| path.is_file())
-    });
-    found.unwrap_or_else(|| {
-        panic!(
-            "this test needs HAProxy and none was found on the PATH or in /usr/sbin: install it \
-             (Debian: apt-get install -y haproxy; .ci/run does this when it is missing)"
-        )
-    })
+/// HAProxy, or `None` (the test skips, saying so) where it is not installed.
+fn haproxy() -> Option<std::path::PathBuf> {
+    system::program(
+        "the balancer test (tests/serve_haproxy.rs)",
+        "haproxy",
+        &["/usr/sbin", "/usr/local/sbin"],
+        "Debian: apt-get install -y haproxy",
+    )
 }
 
 fn free_port() -> u16 {
@@ -59,6 +57,7 @@ fn free_port() -> u16 {
 
 /// HAProxy in the foreground with the committed configuration, the nodes' ports filled in.
 async fn start_balancer(
+    haproxy: &std::path::Path,
     dir: &std::path::Path,
     a: &Node,
     b: &Node,
@@ -66,7 +65,7 @@ async fn start_balancer(
 ) -> (Balancer, String) {
     let config = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/haproxy.cfg");
     let bind = format!("127.0.0.1:{}", free_port());
-    let child = Command::new(haproxy())
+    let child = Command::new(haproxy)
         .args(["-db", "-f", config])
         .env("HOOKLINE_LB_BIND", &bind)
         .env("HOOKLINE_NODE_A", format!("127.0.0.1:{}", a.port()))
@@ -103,6 +102,7 @@ async fn holder<'n>(client: &Client, nodes: [&'n Node; 2], key: &str) -> Vec<&'n
 
 #[tokio::test]
 async fn the_balancer_keeps_each_session_on_its_node_and_moves_it_when_the_node_dies() {
+    let Some(haproxy) = haproxy() else { return };
     let url = pg::database_url();
     let deadline = Instant::now() + DEADLINE;
     let dir = tempfile::tempdir().unwrap();
@@ -120,7 +120,7 @@ async fn the_balancer_keeps_each_session_on_its_node_and_moves_it_when_the_node_
     let mut a = Node::start("a", dir.path(), &url, &args("a"));
     let mut b = Node::start("b", dir.path(), &url, &args("b"));
     let client = Client::new();
-    let (_balancer, lb) = start_balancer(dir.path(), &a, &b, &client).await;
+    let (_balancer, lb) = start_balancer(&haproxy, dir.path(), &a, &b, &client).await;
 
     // Sessions opened through the balancer, each on one node; every request of a session
     // lands there (on the other node it would be a 404).

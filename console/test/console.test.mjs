@@ -7,14 +7,16 @@ import { mkdir, readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { launch } from "./support/browser.mjs";
+import { chromiumMissing, launch } from "./support/browser.mjs";
 import { Server } from "./support/server.mjs";
 
 const artifacts = join(dirname(fileURLToPath(import.meta.url)), "..", "test-artifacts");
 const WRITE_CALL = 'call write_file {"path":"x.txt","content":"hi"}';
 const HOSTILE = '<img src=x onerror="window.__pwned=1"> my password hunter2';
 
-describe("the console against hookline serve", () => {
+// Skipped, saying why, where Chromium is not installed (a failure under
+// HOOKLINE_REQUIRE_SYSTEM_TESTS=1, as in .ci/run).
+describe("the console against hookline serve", { skip: chromiumMissing() }, () => {
   /** @type {Server} */
   let server;
   let browser;

@@ -2,6 +2,7 @@
 // by playwright-core. Console errors and page errors are collected so a test can assert none
 // happened (a Content-Security-Policy violation is logged as one).
 
+import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -21,6 +22,22 @@ const ARGS = [
 /** The browser: $CHROMIUM, else /usr/bin/chromium. */
 export function chromiumPath() {
   return process.env.CHROMIUM ?? "/usr/bin/chromium";
+}
+
+/**
+ * Why the browser tests skip: a sentence when Chromium is not installed, else false. Under
+ * HOOKLINE_REQUIRE_SYSTEM_TESTS=1 (which .ci/run sets after installing it) a missing Chromium
+ * throws instead, so CI runs every test (issue 20 item 3).
+ */
+export function chromiumMissing() {
+  if (existsSync(chromiumPath())) return false;
+  const why =
+    `the console's browser tests need Chromium at ${chromiumPath()}, which is not installed ` +
+    "(Debian: apt-get install -y chromium; or set CHROMIUM to its path)";
+  if (process.env.HOOKLINE_REQUIRE_SYSTEM_TESTS === "1") {
+    throw new Error(`${why}; HOOKLINE_REQUIRE_SYSTEM_TESTS=1 makes this a failure`);
+  }
+  return `${why}; set HOOKLINE_REQUIRE_SYSTEM_TESTS=1 to fail instead`;
 }
 
 /** A browser context on a fresh --user-data-dir; `close()` ends it and removes the profile. */

@@ -11,12 +11,16 @@ import { fileURLToPath } from "node:url";
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, "../../..");
 
-/** The `hookline` binary: $HOOKLINE_BIN, else target/debug, else target/release. */
+/**
+ * The `hookline` binary: $HOOKLINE_BIN, else debug, else release, in $CARGO_TARGET_DIR (relative
+ * to the repository) or target/.
+ */
 export function hooklineBinary() {
+  const target = resolve(repo, process.env.CARGO_TARGET_DIR ?? "target");
   const candidates = [
     process.env.HOOKLINE_BIN,
-    join(process.env.CARGO_TARGET_DIR ?? join(repo, "target"), "debug", "hookline"),
-    join(process.env.CARGO_TARGET_DIR ?? join(repo, "target"), "release", "hookline"),
+    join(target, "debug", "hookline"),
+    join(target, "release", "hookline"),
   ].filter(Boolean);
   const found = candidates.find((path) => existsSync(path));
   if (!found) {

@@ -1,16 +1,20 @@
 // Shared by the tests: the real binary, and a plugin directory built with the kit.
 import { cpSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const KIT = join(dirname(fileURLToPath(import.meta.url)), "..");
 export const REPO = join(KIT, "..", "..");
 export const SCENARIO = join(REPO, "sdk", "tests", "scenario.json");
 
-/** `$HOOKLINE_BIN`, else the workspace's debug build (`cargo build --bin hookline`). */
+/**
+ * `$HOOKLINE_BIN`, else the workspace's debug build (`cargo build --bin hookline`) in
+ * `$CARGO_TARGET_DIR` (relative to the repository) or `target/`.
+ */
 export function hooklineBin() {
-  const path = process.env.HOOKLINE_BIN ?? join(REPO, "target", "debug", "hookline");
+  const target = resolve(REPO, process.env.CARGO_TARGET_DIR ?? "target");
+  const path = process.env.HOOKLINE_BIN ?? join(target, "debug", "hookline");
   if (!existsSync(path)) {
     throw new Error(`no hookline binary at ${path}: run \`cargo build --bin hookline\` first`);
   }

@@ -12,8 +12,10 @@ SCENARIO = REPO / "sdk" / "tests" / "scenario.json"
 
 @pytest.fixture(scope="session")
 def hookline_bin() -> Path:
-    """The host binary: `$HOOKLINE_BIN`, else the workspace's debug build (`cargo build`)."""
-    path = Path(os.environ.get("HOOKLINE_BIN", REPO / "target" / "debug" / "hookline"))
+    """The host binary: `$HOOKLINE_BIN`, else the workspace's debug build (`cargo build`) in
+    `$CARGO_TARGET_DIR` (relative to the repository) or `target/`."""
+    target = REPO / os.environ.get("CARGO_TARGET_DIR", "target")
+    path = Path(os.environ.get("HOOKLINE_BIN", target / "debug" / "hookline"))
     if not path.is_file():
         pytest.fail(f"no hookline binary at {path}: run `cargo build --bin hookline` first")
     return path

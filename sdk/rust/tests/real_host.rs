@@ -11,12 +11,16 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The host binary: `$HOOKLINE_BIN`, else the workspace's debug build, which `cargo test
-/// --workspace` builds before any test runs.
+/// The host binary: `$HOOKLINE_BIN`, else the one `cargo test --workspace` built beside this
+/// package's binaries: the kit's test plugin sits in the same profile directory, wherever cargo
+/// put it (`CARGO_TARGET_DIR` set or not).
 fn hookline_bin() -> PathBuf {
     let path = std::env::var_os("HOOKLINE_BIN")
         .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("target/debug/hookline"));
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_BIN_EXE_hookline-plugin-kit"))
+                .with_file_name(format!("hookline{}", std::env::consts::EXE_SUFFIX))
+        });
     assert!(
         path.is_file(),
         "no hookline binary at {}: run `cargo build --bin hookline` first",
