@@ -37,6 +37,8 @@ fn new_session() -> NewSession {
     NewSession {
         workspace_root: "/bench".into(),
         approval_mode: ApprovalMode::AskAboveRead,
+        model: None,
+        mode: None,
     }
 }
 

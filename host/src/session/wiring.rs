@@ -2,6 +2,7 @@
 //! configuration, chat path, reset policy, clock, bootstrap policy, lifecycle bounds), shared by
 //! every conversation, and the per-conversation state the producers read ([`Wiring`]).
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -103,6 +104,9 @@ pub(crate) struct GatewaySettings {
     pub(crate) bootstrap_policy: BootstrapPolicy,
     pub(crate) bootstrap_files: Vec<String>,
     pub(crate) lifecycle: GatewayConfig,
+    /// The canonical directory every resumed session's workspace must lie in (`hookline
+    /// serve`'s `--workspace-root`); none: any existing directory.
+    pub(crate) workspace_fence: Option<PathBuf>,
 }
 
 impl Default for GatewaySettings {
@@ -116,6 +120,7 @@ impl Default for GatewaySettings {
             bootstrap_policy: BootstrapPolicy::default(),
             bootstrap_files: DEFAULT_BOOTSTRAP_FILES.map(String::from).to_vec(),
             lifecycle: GatewayConfig::default(),
+            workspace_fence: None,
         }
     }
 }

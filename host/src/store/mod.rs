@@ -49,7 +49,7 @@ use std::path::{Path, PathBuf};
 
 use hookline_messages::session::SessionId;
 
-pub use api::{NewSession, SessionStore, SessionWriter, StoredSession};
+pub use api::{NewSession, SessionFacts, SessionStore, SessionWriter, StoredSession};
 pub use error::StoreError;
 pub use files::{CommitStats, FileStore, FileStoreOptions, MAX_BATCH};
 pub use frame::{TornReason, MAX_RECORD_BYTES};
