@@ -73,26 +73,6 @@ impl ApprovalMode {
     /// is never relaxed by a value nobody set).
     pub const STRICTEST: Self = Self::AskAll;
 
-    /// How strict the mode is: a higher rank asks the operator for more calls
-    /// (`allow-workspace` < `ask-above-read` < `ask-all`).
-    pub fn strictness(self) -> u8 {
-        match self {
-            Self::AllowWorkspace => 0,
-            Self::AskAboveRead => 1,
-            Self::AskAll => 2,
-        }
-    }
-
-    /// The stricter of two modes.
-    #[must_use]
-    pub fn stricter(self, other: Self) -> Self {
-        if other.strictness() > self.strictness() {
-            other
-        } else {
-            self
-        }
-    }
-
     /// A mode by its wire name; `None` for a name this version does not know.
     pub fn from_name(name: &str) -> Option<Self> {
         [Self::AskAboveRead, Self::AskAll, Self::AllowWorkspace]
