@@ -21,9 +21,10 @@ use hookline_messages::session::SessionId;
 use tokio::sync::{oneshot, Semaphore};
 
 use crate::coordinator::{
-    Admit, Admitted, AdmittedCalls, ForgetSession, Job, Outcome, PipelineCoordinator, Step,
-    StopPipeline, DEFAULT_MAX_PENDING,
+    Admission, Admit, Admitted, AdmittedCalls, ForgetSession, PipelineCoordinator, Step, StopPipeline,
+    DEFAULT_MAX_PENDING,
 };
+use crate::route::{Job, Outcome};
 use crate::error::{PipelineError, StartError};
 use crate::events::{EventBus, EventBusConfig};
 use crate::plugin::{Dispatch, PluginActor, PluginRegistration};
@@ -125,12 +126,13 @@ impl PipelineBuilder {
             };
             let actors = start_plugin_actors(&self.plugins, &gates, &arbiter, index == 0);
             let steps = steps_of(&self.plugins, &actors);
-            let max_pending = self.max_pending;
+            let admission = Arc::new(Admission::new(self.max_pending));
+            let counted = admission.clone();
             let coordinator = if index == 0 {
-                PipelineCoordinator::new(steps, max_pending).start()
+                PipelineCoordinator::new(steps, counted).start()
             } else {
                 PipelineCoordinator::start_in_arbiter(&arbiter, move |_| {
-                    PipelineCoordinator::new(steps, max_pending)
+                    PipelineCoordinator::new(steps, counted)
                 })
             };
             if index == 0 {
@@ -139,6 +141,7 @@ impl PipelineBuilder {
             shards.push(Shard {
                 coordinator,
                 arbiter,
+                admission,
             });
         }
         let actors: Vec<(PluginRegistration, Addr<PluginActor>)> =
@@ -255,6 +258,8 @@ fn steps_of(
 struct Shard {
     coordinator: Addr<PipelineCoordinator>,
     arbiter: ArbiterHandle,
+    /// Calls admitted to the shard, counted by the caller before it sends.
+    admission: Arc<Admission>,
 }
 
 /// The shards, and the arbiters the pipeline started (stopped when the last handle goes).
@@ -325,8 +330,10 @@ impl Pipeline {
 
     /// Runs hook `H` on `value` for `session`, with the facts its rule needs.
     ///
-    /// The call goes to the session's shard with one message that carries its own reply channel;
-    /// when the shard's mailbox is full the caller waits for room (back-pressure, bounded).
+    /// The call is counted in its shard's admission bound, then goes to the session's shard with
+    /// one message that carries its own reply channel. A call beyond the bound is refused at once
+    /// with [`PipelineError::Overloaded`], before any message is sent: a backlog is shed at the
+    /// door, never parked in the callers.
     ///
     /// # Errors
     /// As [`Pipeline::call`].
@@ -336,17 +343,26 @@ impl Pipeline {
         context: H::Context,
         value: H::Value,
     ) -> Result<Outcome<H::Value>, PipelineError> {
-        let coordinator = self.coordinator_for(session);
+        let shard = &self.shards.list[self.shard_of(session)];
+        if !shard.coordinator.connected() {
+            return Err(PipelineError::Stopped);
+        }
+        if !shard.admission.try_admit() {
+            return Err(PipelineError::Overloaded);
+        }
         let (reply, answer) = oneshot::channel();
         let admit = Admit(Job::<H>::new(session.clone(), context, value, reply));
-        match coordinator.try_send(admit) {
+        match shard.coordinator.try_send(admit) {
             Ok(()) => {}
-            Err(SendError::Full(admit)) => {
-                if coordinator.send(admit).await.is_err() {
-                    return Err(PipelineError::Stopped);
-                }
+            // The mailbox holds `max_pending` calls and room besides; full means overloaded.
+            Err(SendError::Full(_)) => {
+                shard.admission.release();
+                return Err(PipelineError::Overloaded);
             }
-            Err(SendError::Closed(_)) => return Err(PipelineError::Stopped),
+            Err(SendError::Closed(_)) => {
+                shard.admission.release();
+                return Err(PipelineError::Stopped);
+            }
         }
         answer.await.unwrap_or(Err(PipelineError::Stopped))
     }

@@ -14,8 +14,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use actix::dev::SendError;
-use actix::{Actor, Context, Handler, Message};
+use actix::{Actor, Context, Handler};
 use futures::future::BoxFuture;
 use hookline_messages::hook::HookContext;
 use hookline_messages::note::SkipReason;
@@ -26,8 +25,8 @@ use tracing::Instrument;
 use super::dispatch::{Dispatch, HookFn, HookTable};
 use super::guard::{finish, poll_once, run_now, Answer};
 use super::{HookError, PluginRegistration, Reply, Timeouts};
-use crate::coordinator::{Completed, Job, Route};
-use crate::events::EventHandler;
+use crate::route::{forward, Job, Relay, Route};
+use super::EventHandler;
 use crate::metrics::PluginMetrics;
 
 /// How many batches may wait in one plugin actor's mailbox. Its handler runs each call once and
@@ -127,7 +126,7 @@ impl PluginActor {
         &self,
         mut job: Job<H>,
         later: BoxFuture<'static, CallResult<H::Value>>,
-        route: Arc<Route>,
+        route: Arc<Route<H>>,
         at: usize,
     ) {
         let latency = self.metrics.latency(H::KIND).clone();
@@ -151,21 +150,6 @@ impl Actor for PluginActor {
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(PLUGIN_MAILBOX_CAPACITY);
     }
-}
-
-/// Carries a batch of hook `H` calls (usually one per session) to the plugin at step `at` of the
-/// hook's route; that plugin hands it on to the next.
-///
-/// The value of each call moves with it: plugins see it by reference and a replacement that the
-/// hook's rule admits takes its place.
-pub(crate) struct Relay<H: Dispatch> {
-    pub(crate) jobs: Vec<Job<H>>,
-    pub(crate) route: Arc<Route>,
-    pub(crate) at: usize,
-}
-
-impl<H: Dispatch> Message for Relay<H> {
-    type Result = ();
 }
 
 impl<H: Dispatch> Handler<Relay<H>> for PluginActor {
@@ -210,57 +194,6 @@ impl<H: Dispatch> Handler<Relay<H>> for PluginActor {
             record_share(self.metrics.latency(H::KIND), started.elapsed(), jobs.len());
         }
         forward(jobs, route, at + 1);
-    }
-}
-
-/// Hands `jobs` to the plugin at step `next` of their route, or finishes them after the last.
-/// A plugin actor that has stopped is skipped for each call with a note, like a failing plugin.
-pub(crate) fn forward<H: Dispatch>(jobs: Vec<Job<H>>, route: Arc<Route>, next: usize) {
-    if jobs.is_empty() {
-        return;
-    }
-    let Some(step) = route.steps.get(next) else {
-        return finish_batch(jobs, route);
-    };
-    let relay = Relay {
-        jobs,
-        route: route.clone(),
-        at: next,
-    };
-    match step.addr.try_send(relay) {
-        Ok(()) => {}
-        // The batches in flight are bounded by admission (`max_pending`), so a full mailbox may
-        // take one more; waiting here could deadlock two actors that feed each other.
-        Err(SendError::Full(relay)) => step.addr.do_send(relay),
-        Err(SendError::Closed(mut relay)) => {
-            for job in &mut relay.jobs {
-                job.absorb(next, &route.names[next], Err(SkipReason::Unavailable));
-            }
-            forward(relay.jobs, route, next + 1);
-        }
-    }
-}
-
-/// After the last plugin: calls without notes are answered here at once; calls with notes go to
-/// the coordinator, which keeps each session's seen notes (SPEC P1.4). The coordinator is told
-/// first, so a caller's next call always finds its session free.
-fn finish_batch<H: Dispatch>(mut jobs: Vec<Job<H>>, route: Arc<Route>) {
-    // Most batches have no notes at all: no second `Vec` then.
-    let noted = if jobs.iter().all(|job| job.notes.is_empty()) {
-        Vec::new()
-    } else {
-        let (quiet, noted) = jobs.into_iter().partition(|job| job.notes.is_empty());
-        jobs = quiet;
-        noted
-    };
-    let done = jobs.iter().map(|job| job.session().clone()).collect();
-    route.coordinator.do_send(Completed::<H> {
-        done,
-        noted,
-        route: route.clone(),
-    });
-    for job in jobs {
-        job.answer(Vec::new(), &route.names);
     }
 }
 

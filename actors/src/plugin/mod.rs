@@ -16,12 +16,14 @@
 pub(crate) mod actor;
 mod dispatch;
 mod error;
+mod event_handler;
 pub(crate) mod guard;
 mod registration;
 
 pub use actor::{CallResult, PluginActor};
 pub use dispatch::{AsyncHook, Dispatch, HookFn, HookTable, OrdinaryHook, RawHook, SyncHook};
 pub use error::HookError;
+pub use event_handler::{EventHandler, EventReply};
 pub use guard::Answer;
 pub use registration::{PluginRegistration, Timeouts, DEFAULT_HOOK_TIMEOUT};
 
@@ -35,14 +37,7 @@ use hookline_messages::session::SessionInfo;
 use hookline_messages::tool::{ToolCall, ToolResult};
 use hookline_messages::user::{TurnInfo, UserMessage};
 
-/// What a hook returns: keep the value it was given, or replace it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Reply<T> {
-    /// Hand the value on unchanged.
-    Keep,
-    /// Hand this value on instead, if the hook's rule admits it.
-    Replace(T),
-}
+pub use hookline_messages::hook::Reply;
 
 /// The result of a hook method. An error skips the hook with a note (SPEC P1.4).
 pub type HookResult<T> = Result<T, HookError>;

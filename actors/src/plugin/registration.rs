@@ -14,7 +14,7 @@ use hookline_messages::hook::HookContext;
 
 use super::dispatch::{adapt_plugin, adapt_raw, HookFn, HookTable, OrdinaryHook, RawHook};
 use super::{HookResult, Plugin, RawHooks, Reply};
-use crate::events::EventHandler;
+use super::EventHandler;
 
 /// The timeout a hook gets unless its registration says otherwise.
 pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(10);

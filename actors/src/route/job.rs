@@ -1,16 +1,16 @@
 //! [`Job`]: one hook call, the same value from admission to answer (the caller's session, the
-//! rule's facts, the value moving through the plugins, the notes, and where the answer goes).
+//! rule's facts, the value moving through the plugins, the notes, and where the answer goes),
+//! and the [`Outcome`] it ends in.
 
 use std::sync::Arc;
 
-use hookline_messages::hook::{Hook, HookContext};
+use hookline_messages::hook::{Hook, HookContext, Reply};
 use hookline_messages::note::{Note, SkipReason};
 use hookline_messages::session::SessionId;
 use tokio::sync::oneshot;
 
-use super::Outcome;
+use super::steps::{Marks, Steps};
 use crate::error::PipelineError;
-use crate::plugin::{Dispatch, Reply};
 
 /// Where a call's outcome goes.
 pub(crate) type ReplyTo<H> = oneshot::Sender<Result<Outcome<<H as Hook>::Value>, PipelineError>>;
@@ -18,7 +18,7 @@ pub(crate) type ReplyTo<H> = oneshot::Sender<Result<Outcome<<H as Hook>::Value>,
 /// One hook call on its way: admitted by the coordinator, carried through the plugin actors in
 /// batches (moved, never copied), answered by the last one (or by the coordinator when it has
 /// notes to filter).
-pub(crate) struct Job<H: Dispatch> {
+pub(crate) struct Job<H: Hook> {
     pub(crate) cx: HookContext,
     pub(crate) facts: H::Context,
     pub(crate) value: H::Value,
@@ -32,7 +32,7 @@ pub(crate) struct Job<H: Dispatch> {
     pub(crate) span: tracing::Span,
 }
 
-impl<H: Dispatch> Job<H> {
+impl<H: Hook> Job<H> {
     /// A call for `session` on `value`.
     pub(crate) fn new(
         session: SessionId,
@@ -93,65 +93,34 @@ impl<H: Dispatch> Job<H> {
     }
 
     /// The outcome, with `notes` (the ones the session has not seen) and the marked steps named.
-    pub(crate) fn answer(self, notes: Vec<Note>, names: &[Arc<str>]) {
+    pub(crate) fn answer(self, notes: Vec<Note>, names: &Arc<[Arc<str>]>) {
         let outcome = Outcome {
             value: self.value,
             notes,
-            changed_by: self.changed.names(names),
-            failed: self.failed.names(names),
+            changed_by: Steps::new(self.changed, names),
+            failed: Steps::new(self.failed, names),
         };
         // The caller may have stopped waiting; the call still counted, so a closed channel is fine.
         let _ = self.reply.send(Ok(outcome));
     }
 }
 
-/// A set of step indexes: one word inline (64 plugins), more words only beyond that.
-#[derive(Default)]
-pub(crate) struct Marks {
-    low: u64,
-    high: Vec<u64>,
-}
-
-impl Marks {
-    pub(crate) fn insert(&mut self, step: usize) {
-        if step < 64 {
-            self.low |= 1 << step;
-            return;
-        }
-        let word = step / 64 - 1;
-        if self.high.len() <= word {
-            self.high.resize(word + 1, 0);
-        }
-        self.high[word] |= 1 << (step % 64);
-    }
-
-    fn contains(&self, step: usize) -> bool {
-        if step < 64 {
-            return self.low & (1 << step) != 0;
-        }
-        self.high
-            .get(step / 64 - 1)
-            .is_some_and(|word| word & (1 << (step % 64)) != 0)
-    }
-
-    fn is_empty(&self) -> bool {
-        self.low == 0 && self.high.iter().all(|w| *w == 0)
-    }
-
-    /// The names of the marked steps, in load order; no allocation when none is marked.
-    fn names(&self, names: &[Arc<str>]) -> Vec<Arc<str>> {
-        if self.is_empty() {
-            return Vec::new();
-        }
-        let count = self.low.count_ones() + self.high.iter().map(|w| w.count_ones()).sum::<u32>();
-        let mut marked = Vec::with_capacity(count as usize);
-        marked.extend(
-            (0..names.len())
-                .filter(|step| self.contains(*step))
-                .map(|step| names[step].clone()),
-        );
-        marked
-    }
+/// What a hook call produced: the final value, the notes new to this session, and which plugins
+/// changed the value (in load order).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome<T> {
+    /// The value after every plugin that implements the hook.
+    pub value: T,
+    /// Notes recorded by this call that the session has not seen before (SPEC P1.4: once per
+    /// session, not once per call).
+    pub notes: Vec<Note>,
+    /// Plugins whose accepted replacement changed the value (SPEC R5.7 needs this for raw hooks).
+    /// A step mask named on demand: no vector per call.
+    pub changed_by: Steps,
+    /// Plugins skipped on this call (error, panic, timeout, undecodable or refused reply), in
+    /// load order, whether or not the session had seen the note before. Fail-closed guards
+    /// decide on it.
+    pub failed: Steps,
 }
 
 #[cfg(test)]
@@ -159,15 +128,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn marks_name_steps_in_order_beyond_one_word() {
-        let names: Vec<Arc<str>> = (0..130).map(|i| Arc::from(format!("p{i}"))).collect();
-        let mut marks = Marks::default();
-        for step in [129, 3, 64, 0] {
-            marks.insert(step);
-        }
-        let named = marks.names(&names);
-        let named: Vec<&str> = named.iter().map(|n| &**n).collect();
-        assert_eq!(named, ["p0", "p3", "p64", "p129"]);
-        assert!(Marks::default().names(&names).is_empty());
+    fn a_job_that_keeps_its_value_names_no_step() {
+        let (reply, _answer) = oneshot::channel();
+        let mut job = Job::<hookline_messages::hook::OnUserMessage>::new(
+            SessionId::new("s"),
+            (),
+            hookline_messages::user::UserMessage::new("hi"),
+            reply,
+        );
+        job.absorb(0, "keep", Ok(Reply::Keep));
+        assert!(job.changed.is_empty() && job.failed.is_empty());
     }
 }
