@@ -22,7 +22,7 @@ use metrics::Histogram;
 use tokio::sync::Semaphore;
 use tracing::Instrument;
 
-use super::dispatch::{Dispatch, HookFn, HookTable};
+use super::dispatch::{edit_owned, Dispatch, EditHook, HookFn, HookTable};
 use super::guard::{finish, poll_once, run_now, Answer};
 use super::{HookError, PluginRegistration, Reply, Timeouts};
 use crate::route::{forward, Job, Relay, Route};
@@ -112,6 +112,8 @@ impl PluginActor {
                     }
                 },
             },
+            // Only reached for an in-place hook that cannot run on the call's own value.
+            HookFn::Edit(f) => Answer::Now(run_now(|| edit_owned::<H>(&**f, cx, value.clone()))),
             // An async hook owns its value: the one copy the slow path makes.
             HookFn::Async(f) => poll_once(
                 f(cx.clone(), value.clone()),
@@ -119,6 +121,31 @@ impl PluginActor {
                 limit,
             ),
         }
+    }
+
+    /// Runs an in-place hook on `job`'s own value, inline. A plugin that takes one call at a time
+    /// and is busy elsewhere gets a copy instead, later: the future is returned.
+    fn edit<H: Dispatch>(
+        &self,
+        f: &Arc<EditHook<H>>,
+        job: &mut Job<H>,
+        at: usize,
+        name: &str,
+    ) -> Option<BoxFuture<'static, CallResult<H::Value>>> {
+        let _permit = match &self.one_at_a_time {
+            None => None,
+            Some(gate) => match gate.clone().try_acquire_owned() {
+                Ok(permit) => Some(permit),
+                Err(_busy) => {
+                    let (f, cx, value) = (f.clone(), job.cx.clone(), job.value.clone());
+                    let call = async move { edit_owned::<H>(&*f, &cx, value) };
+                    let limit = self.timeouts.get(H::KIND);
+                    return Some(Box::pin(finish(call, None, Some(gate.clone()), limit)));
+                }
+            },
+        };
+        job.edit(at, name, |cx, draft| run_now(|| f(cx, draft)));
+        None
     }
 
     /// Finishes a call that awaits as its own task, then sends it on alone from the next plugin.
@@ -179,6 +206,16 @@ impl<H: Dispatch> Handler<Relay<H>> for PluginActor {
         let mut index = 0;
         while index < jobs.len() {
             let job = &mut jobs[index];
+            if let HookFn::Edit(f) = hook {
+                match self.edit(f, job, at, name) {
+                    None => index += 1,
+                    Some(later) => {
+                        let job = jobs.remove(index);
+                        self.resume(job, later, route.clone(), at);
+                    }
+                }
+                continue;
+            }
             match self.call(hook, &job.cx, &job.value) {
                 Answer::Now(result) => {
                     job.absorb(at, name, result);

@@ -5,6 +5,10 @@
 //!   [`PluginRegistration::on_raw`] (raw hooks, kept apart, SPEC R0.1) take a synchronous function
 //!   that sees the value by reference and returns a [`Reply`]. It runs inline in the plugin actor:
 //!   no future, no box, no copy of the value, no allocation by the runtime.
+//! - **In place**: [`PluginRegistration::edit`] and [`PluginRegistration::edit_raw`] take a
+//!   synchronous function that edits the value through a [`Draft`] (`&mut`): no replacement is
+//!   built; the value before it is copied (into a buffer the call reuses) only when it writes,
+//!   so the rule can check the edit and a refused one leaves the value as it was.
 //! - **Async, by explicit opt-in**: [`PluginRegistration::on_async`] and
 //!   [`PluginRegistration::on_raw_async`] take a function returning a future, for hooks that must
 //!   await (I/O, another process). It runs under the hook's timeout.
@@ -21,7 +25,10 @@ pub(crate) mod guard;
 mod registration;
 
 pub use actor::{CallResult, PluginActor};
-pub use dispatch::{AsyncHook, Dispatch, HookFn, HookTable, OrdinaryHook, RawHook, SyncHook};
+pub use crate::route::Draft;
+pub use dispatch::{
+    AsyncHook, Dispatch, EditHook, HookFn, HookTable, OrdinaryHook, RawHook, SyncHook,
+};
 pub use error::HookError;
 pub use event_handler::{EventHandler, EventReply};
 pub use guard::Answer;

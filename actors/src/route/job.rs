@@ -9,6 +9,7 @@ use hookline_messages::note::{Note, SkipReason};
 use hookline_messages::session::SessionId;
 use tokio::sync::oneshot;
 
+use super::draft::Draft;
 use super::steps::{Marks, Steps};
 use crate::error::PipelineError;
 
@@ -22,6 +23,9 @@ pub(crate) struct Job<H: Hook> {
     pub(crate) cx: HookContext,
     pub(crate) facts: H::Context,
     pub(crate) value: H::Value,
+    /// A buffer the size of the value, reused by in-place hooks to keep the value before them
+    /// (see [`Draft`]); made at the first write of the call.
+    spare: Option<H::Value>,
     pub(crate) reply: ReplyTo<H>,
     pub(crate) notes: Vec<Note>,
     /// Steps (indexes into the hook's step list) whose replacement changed the value.
@@ -46,6 +50,7 @@ impl<H: Hook> Job<H> {
             },
             facts,
             value,
+            spare: None,
             reply,
             notes: Vec::new(),
             changed: Marks::default(),
@@ -83,6 +88,59 @@ impl<H: Hook> Job<H> {
             },
             Err(reason) => reason,
         };
+        self.skip(step, name, reason);
+    }
+
+    /// Runs an in-place hook on the value through a [`Draft`] (`run` is the hook under its panic
+    /// guard). A hook that wrote has its result checked by the rule against the value before it,
+    /// which the draft saved; a refused, failed or panicked one leaves the value before it
+    /// (SPEC P1.4, P1.5), and so does any write to a read-only hook's value (SPEC P2.1, P2.4,
+    /// P2.6).
+    pub(crate) fn edit(
+        &mut self,
+        step: usize,
+        name: &str,
+        run: impl FnOnce(&HookContext, &mut Draft<'_, H::Value>) -> Result<(), SkipReason>,
+    ) {
+        let mut draft = Draft::new(&mut self.value, &mut self.spare);
+        let result = run(&self.cx, &mut draft);
+        let written = draft.written();
+        // A draft that was written holds the value before it in the spare.
+        let before = if written { self.spare.take() } else { None };
+        let Some(before) = before else {
+            if let Err(reason) = result {
+                self.skip(step, name, reason);
+            }
+            return;
+        };
+        let edited = std::mem::replace(&mut self.value, before);
+        let reason = match result {
+            Ok(()) if H::READ_ONLY => {
+                self.spare = Some(edited);
+                return;
+            }
+            Ok(()) => match H::admit(&self.facts, &self.value, edited) {
+                Ok(applied) => {
+                    if applied.value != self.value {
+                        self.changed.insert(step);
+                    }
+                    let before = std::mem::replace(&mut self.value, applied.value);
+                    self.spare = Some(before);
+                    self.notes.extend(applied.notice);
+                    return;
+                }
+                Err(refusal) => SkipReason::Refused(refusal),
+            },
+            Err(reason) => {
+                self.spare = Some(edited);
+                reason
+            }
+        };
+        self.skip(step, name, reason);
+    }
+
+    /// Records why step `step` is skipped: a metric, a log line, a note and a mark.
+    fn skip(&mut self, step: usize, name: &str, reason: SkipReason) {
         crate::metrics::skipped(name, H::KIND, &reason);
         let note = Note::skipped(name, H::KIND, reason);
         tracing::warn!(parent: &self.span, session = %self.cx.session_id, "{note}");
