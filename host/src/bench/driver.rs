@@ -56,7 +56,7 @@ impl Measured {
 }
 
 #[allow(clippy::expect_used)] // constant arguments that hdrhistogram documents as valid
-pub(super) fn new_histogram() -> Histogram<u64> {
+pub(crate) fn new_histogram() -> Histogram<u64> {
     // 1 ns to 60 s at 3 significant figures: every latency this runtime can produce fits.
     Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds")
 }
@@ -313,6 +313,6 @@ pub async fn drive_calls(pipeline: &Pipeline, sessions: usize, calls: u64) -> Du
     started.elapsed().mul_f64(calls as f64 / made as f64)
 }
 
-pub(super) fn nanos(duration: Duration) -> u64 {
+pub(crate) fn nanos(duration: Duration) -> u64 {
     u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }

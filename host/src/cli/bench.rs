@@ -156,7 +156,7 @@ fn with_peers(args: &BenchArgs, plan: &Plan) -> Result<Vec<(Peer, Measured)>, St
     if !comparable {
         return Ok(Vec::new());
     }
-    [Peer::Naive, Peer::Relay]
+    Peer::ALL
         .into_iter()
         .map(|peer| run_peers(peer, plan).map(|m| (peer, m)))
         .collect()
