@@ -21,10 +21,10 @@ use hookline_messages::session::SessionId;
 use tokio::sync::{oneshot, Semaphore};
 
 use crate::coordinator::{
-    Admission, Admit, Admitted, AdmittedCalls, ForgetSession, PipelineCoordinator, Step, StopPipeline,
+    Admission, Admit, AdmitMany, Admitted, AdmittedCalls, ForgetSession, PipelineCoordinator, Step, StopPipeline,
     DEFAULT_MAX_PENDING,
 };
-use crate::route::{Job, Outcome};
+use crate::route::{Gather, Job, Outcome, ReplyTo, Slot};
 use crate::error::{PipelineError, StartError};
 use crate::events::{EventBus, EventBusConfig};
 use crate::plugin::{Dispatch, PluginActor, PluginRegistration};
@@ -351,7 +351,12 @@ impl Pipeline {
             return Err(PipelineError::Overloaded);
         }
         let (reply, answer) = oneshot::channel();
-        let admit = Admit(Job::<H>::new(session.clone(), context, value, reply));
+        let admit = Admit(Job::<H>::new(
+            session.clone(),
+            context,
+            value,
+            ReplyTo::One(reply),
+        ));
         match shard.coordinator.try_send(admit) {
             Ok(()) => {}
             // The mailbox holds `max_pending` calls and room besides; full means overloaded.
@@ -365,6 +370,71 @@ impl Pipeline {
             }
         }
         answer.await.unwrap_or(Err(PipelineError::Stopped))
+    }
+
+    /// Runs hook `H` once per `(session, value)` of `calls` (hooks whose rule needs no context),
+    /// answering the whole batch at once, in the order given.
+    ///
+    /// For callers that hold many sessions' calls at once (a gateway serving many sessions, a
+    /// soak, a benchmark): the calls go to their shards in one message per shard, travel the
+    /// plugins in the shards' batches like any call, and the caller is woken once, when the last
+    /// is answered, instead of once per call. Every rule, note, timeout and guard is the single
+    /// call's; two calls of one session run one after the other, in the order given.
+    ///
+    /// Each call has its own result: [`PipelineError::Overloaded`] for a call beyond its shard's
+    /// bound, [`PipelineError::Stopped`] when its shard has stopped.
+    pub async fn call_many<H>(
+        &self,
+        calls: impl IntoIterator<Item = (SessionId, H::Value)>,
+    ) -> Vec<Result<Outcome<H::Value>, PipelineError>>
+    where
+        H: Dispatch<Context = ()>,
+    {
+        self.call_many_with::<H>(calls.into_iter().map(|(s, v)| (s, (), v)))
+            .await
+    }
+
+    /// [`Pipeline::call_many`] with the facts each call's rule needs.
+    pub async fn call_many_with<H: Dispatch>(
+        &self,
+        calls: impl IntoIterator<Item = (SessionId, H::Context, H::Value)>,
+    ) -> Vec<Result<Outcome<H::Value>, PipelineError>> {
+        let calls: Vec<_> = calls.into_iter().collect();
+        if calls.is_empty() {
+            return Vec::new();
+        }
+        let count = calls.len();
+        let (gather, all) = Gather::new(count);
+        let mut by_shard: Vec<Vec<Job<H>>> = (0..self.shards()).map(|_| Vec::new()).collect();
+        for (index, (session, context, value)) in calls.into_iter().enumerate() {
+            let reply = ReplyTo::Many(Slot::new(&gather, index));
+            let shard = self.shard_of(&session);
+            if !self.shards.list[shard].admission.try_admit() {
+                reply.send(Err(PipelineError::Overloaded));
+                continue;
+            }
+            by_shard[shard].push(Job::new(session, context, value, reply));
+        }
+        drop(gather);
+        for (shard, jobs) in self.shards.list.iter().zip(by_shard) {
+            if jobs.is_empty() {
+                continue;
+            }
+            if let Err(refused) = shard.coordinator.try_send(AdmitMany(jobs)) {
+                let error = match refused {
+                    SendError::Full(_) => PipelineError::Overloaded,
+                    SendError::Closed(_) => PipelineError::Stopped,
+                };
+                let (SendError::Full(AdmitMany(jobs)) | SendError::Closed(AdmitMany(jobs))) =
+                    refused;
+                for job in jobs {
+                    shard.admission.release();
+                    job.reply.send(Err(error));
+                }
+            }
+        }
+        all.await
+            .unwrap_or_else(|_| (0..count).map(|_| Err(PipelineError::Stopped)).collect())
     }
 
     /// How many shards the pipeline runs (arbiters, each with its own coordinator and plugin

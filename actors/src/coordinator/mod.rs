@@ -29,7 +29,7 @@ use tokio::sync::oneshot;
 
 use crate::error::PipelineError;
 use crate::plugin::{Dispatch, PluginActor};
-use crate::route::{forward, Completed, Job, Route};
+use crate::route::{forward, Completed, Job, ReplyTo, Route};
 pub use crate::route::Outcome;
 pub(crate) use admission::Admission;
 use batch::{Flush, Lanes};
@@ -99,7 +99,7 @@ impl PipelineCoordinator {
     fn enqueue<H: Dispatch>(&mut self, job: Job<H>, ctx: &mut Context<Self>) {
         let steps = &self.steps[H::KIND as usize];
         let Some(lane) = self.lanes.lane::<H>(|| route_of(steps, ctx)) else {
-            let _ = job.reply.send(Err(PipelineError::Stopped));
+            job.reply.send(Err(PipelineError::Stopped));
             return;
         };
         if let Some(full) = lane.push(job, MAX_BATCH) {
@@ -168,6 +168,24 @@ impl<H: Dispatch> Handler<Admit<H>> for PipelineCoordinator {
     }
 }
 
+/// Admits many calls of one hook at once, each already counted in the shard's [`Admission`]:
+/// what [`Pipeline::call_many`](crate::Pipeline::call_many) sends, one message per shard.
+pub(crate) struct AdmitMany<H: Dispatch>(pub(crate) Vec<Job<H>>);
+
+impl<H: Dispatch> Message for AdmitMany<H> {
+    type Result = ();
+}
+
+impl<H: Dispatch> Handler<AdmitMany<H>> for PipelineCoordinator {
+    type Result = ();
+
+    fn handle(&mut self, AdmitMany(jobs): AdmitMany<H>, ctx: &mut Self::Context) {
+        for job in jobs {
+            self.admit(job, ctx);
+        }
+    }
+}
+
 /// One hook call for one session, for actix programs that `send` it to a coordinator
 /// themselves (see [`Pipeline::coordinator_for`](crate::Pipeline::coordinator_for)).
 ///
@@ -195,7 +213,7 @@ impl<H: Dispatch> Handler<Call<H>> for PipelineCoordinator {
             return Box::pin(async { Err(PipelineError::Overloaded) });
         }
         self.admit(
-            Job::<H>::new(call.session, call.context, call.value, reply),
+            Job::<H>::new(call.session, call.context, call.value, ReplyTo::One(reply)),
             ctx,
         );
         Box::pin(async move { answer.await.unwrap_or(Err(PipelineError::Stopped)) })

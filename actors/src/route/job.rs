@@ -7,14 +7,11 @@ use std::sync::Arc;
 use hookline_messages::hook::{Hook, HookContext, Reply};
 use hookline_messages::note::{Note, SkipReason};
 use hookline_messages::session::SessionId;
-use tokio::sync::oneshot;
 
+use super::answer::ReplyTo;
 use super::draft::Draft;
 use super::steps::{Marks, Steps};
-use crate::error::PipelineError;
 
-/// Where a call's outcome goes.
-pub(crate) type ReplyTo<H> = oneshot::Sender<Result<Outcome<<H as Hook>::Value>, PipelineError>>;
 
 /// One hook call on its way: admitted by the coordinator, carried through the plugin actors in
 /// batches (moved, never copied), answered by the last one (or by the coordinator when it has
@@ -26,7 +23,7 @@ pub(crate) struct Job<H: Hook> {
     /// A buffer the size of the value, reused by in-place hooks to keep the value before them
     /// (see [`Draft`]); made at the first write of the call.
     spare: Option<H::Value>,
-    pub(crate) reply: ReplyTo<H>,
+    pub(crate) reply: ReplyTo<H::Value>,
     pub(crate) notes: Vec<Note>,
     /// Steps (indexes into the hook's step list) whose replacement changed the value.
     pub(crate) changed: Marks,
@@ -42,7 +39,7 @@ impl<H: Hook> Job<H> {
         session: SessionId,
         facts: H::Context,
         value: H::Value,
-        reply: ReplyTo<H>,
+        reply: ReplyTo<H::Value>,
     ) -> Self {
         Self {
             cx: HookContext {
@@ -159,7 +156,7 @@ impl<H: Hook> Job<H> {
             failed: Steps::new(self.failed, names),
         };
         // The caller may have stopped waiting; the call still counted, so a closed channel is fine.
-        let _ = self.reply.send(Ok(outcome));
+        self.reply.send(Ok(outcome));
     }
 }
 
@@ -184,6 +181,7 @@ pub struct Outcome<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::sync::oneshot;
 
     #[test]
     fn a_job_that_keeps_its_value_names_no_step() {
@@ -192,7 +190,7 @@ mod tests {
             SessionId::new("s"),
             (),
             hookline_messages::user::UserMessage::new("hi"),
-            reply,
+            ReplyTo::One(reply),
         );
         job.absorb(0, "keep", Ok(Reply::Keep));
         assert!(job.changed.is_empty() && job.failed.is_empty());

@@ -8,6 +8,7 @@
 //! this module imports neither actor: the coordinator (which builds routes) and the plugin actor
 //! (which handles [`Relay`]) both sit above it.
 
+mod answer;
 mod draft;
 mod job;
 mod steps;
@@ -19,6 +20,7 @@ use actix::{Message, Recipient};
 use hookline_messages::hook::Hook;
 use hookline_messages::note::SkipReason;
 
+pub(crate) use answer::{Gather, ReplyTo, Slot};
 pub(crate) use job::Job;
 pub use draft::Draft;
 pub use job::Outcome;
