@@ -53,6 +53,57 @@ impl BenchHook {
         }
     }
 
+    /// Makes one call of this hook for each of `sessions` through `pipeline` with
+    /// [`Pipeline::call_many`]: answered as one batch. Returns the calls answered.
+    ///
+    /// # Errors
+    /// The first call's error other than `Overloaded`; `Overloaded` calls are counted in `shed`.
+    pub async fn call_many(
+        self,
+        pipeline: &Pipeline,
+        sessions: &[SessionId],
+        shed: &mut u64,
+    ) -> Result<u64, PipelineError> {
+        let answers = self.call_each(pipeline, sessions).await;
+        let mut done = 0;
+        for answer in answers {
+            match answer {
+                Ok(()) => done += 1,
+                Err(PipelineError::Overloaded) => *shed += 1,
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(done)
+    }
+
+    /// One call of this hook for each of `sessions`, with one [`Pipeline::call_many`]: each
+    /// call's result, in order.
+    pub async fn call_each(
+        self,
+        pipeline: &Pipeline,
+        sessions: &[SessionId],
+    ) -> Vec<Result<(), PipelineError>> {
+        match self {
+            Self::OnUserMessage => {
+                let calls = sessions
+                    .iter()
+                    .map(|s| (s.clone(), UserMessage::new(PAYLOAD)));
+                let answers = pipeline.call_many::<OnUserMessage>(calls).await;
+                answers.into_iter().map(|a| a.map(drop)).collect()
+            }
+            Self::OnPrompt => {
+                let calls = sessions.iter().map(|s| (s.clone(), prompt()));
+                let answers = pipeline.call_many::<OnPrompt>(calls).await;
+                answers.into_iter().map(|a| a.map(drop)).collect()
+            }
+            Self::OnToolCall => {
+                let calls = sessions.iter().map(|s| (s.clone(), tool_call()));
+                let answers = pipeline.call_many::<OnToolCall>(calls).await;
+                answers.into_iter().map(|a| a.map(drop)).collect()
+            }
+        }
+    }
+
     /// Runs `calls` calls of this hook through `plugins` appenders in a plain loop over
     /// `Vec<Box<dyn _>>` on this thread: the physical limit. Returns the time per call.
     pub fn direct_baseline(self, plugins: usize, calls: u64) -> Duration {

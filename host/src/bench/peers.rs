@@ -285,7 +285,10 @@ async fn batched_closed_loop(
             Ok::<u64, String>(calls)
         }
     });
-    let calls = join_all(callers).await.into_iter().sum::<Result<u64, _>>()?;
+    let calls = join_all(callers)
+        .await
+        .into_iter()
+        .sum::<Result<u64, _>>()?;
     let elapsed = started.elapsed();
     let histogram = histogram.into_inner();
     Ok(Measured {

@@ -46,7 +46,10 @@ impl Guards {
             HookKind::OnApproval => &self.approval,
             _ => return None,
         };
-        failed.into_iter().find(|name| marked.contains(*name)).cloned()
+        failed
+            .into_iter()
+            .find(|name| marked.contains(*name))
+            .cloned()
     }
 }
 
