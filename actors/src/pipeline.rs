@@ -21,13 +21,13 @@ use hookline_messages::session::SessionId;
 use tokio::sync::{oneshot, Semaphore};
 
 use crate::coordinator::{
-    Admission, Admit, AdmitMany, Admitted, AdmittedCalls, ForgetSession, PipelineCoordinator, Step, StopPipeline,
-    DEFAULT_MAX_PENDING,
+    Admission, Admit, AdmitMany, Admitted, AdmittedCalls, ForgetSession, PipelineCoordinator, Step,
+    StopPipeline, DEFAULT_MAX_PENDING,
 };
-use crate::route::{Gather, Job, Outcome, ReplyTo, Slot};
 use crate::error::{PipelineError, StartError};
 use crate::events::{EventBus, EventBusConfig};
 use crate::plugin::{Dispatch, PluginActor, PluginRegistration};
+use crate::route::{Gather, Job, Outcome, ReplyTo, Slot};
 
 /// A loaded plugin, as the pipeline reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]

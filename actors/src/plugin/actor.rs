@@ -24,10 +24,10 @@ use tracing::Instrument;
 
 use super::dispatch::{edit_owned, Dispatch, EditHook, HookFn, HookTable};
 use super::guard::{finish, poll_once, run_now, Answer};
-use super::{HookError, PluginRegistration, Reply, Timeouts};
-use crate::route::{forward, Job, Relay, Route};
 use super::EventHandler;
+use super::{HookError, PluginRegistration, Reply, Timeouts};
 use crate::metrics::PluginMetrics;
+use crate::route::{forward, Job, Relay, Route};
 
 /// How many batches may wait in one plugin actor's mailbox. Its handler runs each call once and
 /// returns, so the mailbox drains as fast as batches arrive; admission is bounded upstream

@@ -40,9 +40,8 @@ pub type SyncHook<H> = dyn Fn(&HookContext, &<H as Hook>::Value) -> HookResult<R
 
 /// A hook that edits the value in place through a [`Draft`]: no replacement is built, and the
 /// value before it is kept only once it writes. The fastest path for hooks that change a value.
-pub type EditHook<H> = dyn Fn(&HookContext, &mut Draft<'_, <H as Hook>::Value>) -> HookResult<()>
-    + Send
-    + Sync;
+pub type EditHook<H> =
+    dyn Fn(&HookContext, &mut Draft<'_, <H as Hook>::Value>) -> HookResult<()> + Send + Sync;
 
 /// A hook that may await: it owns a copy of the value and returns a boxed future.
 pub type AsyncHook<H> = dyn Fn(HookContext, <H as Hook>::Value) -> BoxFuture<'static, HookResult<Reply<<H as Hook>::Value>>>

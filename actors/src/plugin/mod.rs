@@ -24,8 +24,8 @@ mod event_handler;
 pub(crate) mod guard;
 mod registration;
 
-pub use actor::{CallResult, PluginActor};
 pub use crate::route::Draft;
+pub use actor::{CallResult, PluginActor};
 pub use dispatch::{
     AsyncHook, Dispatch, EditHook, HookFn, HookTable, OrdinaryHook, RawHook, SyncHook,
 };

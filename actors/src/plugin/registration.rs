@@ -13,9 +13,9 @@ use std::future::Future;
 use hookline_messages::hook::HookContext;
 
 use super::dispatch::{adapt_plugin, adapt_raw, HookFn, HookTable, OrdinaryHook, RawHook};
+use super::EventHandler;
 use super::{HookResult, Plugin, RawHooks, Reply};
 use crate::route::Draft;
-use super::EventHandler;
 
 /// The timeout a hook gets unless its registration says otherwise.
 pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(10);

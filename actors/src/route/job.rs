@@ -12,7 +12,6 @@ use super::answer::ReplyTo;
 use super::draft::Draft;
 use super::steps::{Marks, Steps};
 
-
 /// One hook call on its way: admitted by the coordinator, carried through the plugin actors in
 /// batches (moved, never copied), answered by the last one (or by the coordinator when it has
 /// notes to filter).

@@ -21,8 +21,8 @@ use hookline_messages::hook::Hook;
 use hookline_messages::note::SkipReason;
 
 pub(crate) use answer::{Gather, ReplyTo, Slot};
-pub(crate) use job::Job;
 pub use draft::Draft;
+pub(crate) use job::Job;
 pub use job::Outcome;
 pub use steps::Steps;
 

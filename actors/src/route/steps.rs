@@ -121,7 +121,9 @@ impl PartialEq for Steps {
 
 impl<S: AsRef<str>> PartialEq<[S]> for Steps {
     fn eq(&self, other: &[S]) -> bool {
-        self.iter().map(|n| &**n).eq(other.iter().map(AsRef::as_ref))
+        self.iter()
+            .map(|n| &**n)
+            .eq(other.iter().map(AsRef::as_ref))
     }
 }
 
