@@ -20,7 +20,9 @@ fn calls(sessions: &[&str], text: &str) -> Vec<(SessionId, UserMessage)> {
 #[actix_rt::test]
 async fn every_call_is_answered_in_the_order_given_with_its_own_value_and_notes() {
     let tag = PluginRegistration::new("tag").edit(OnUserMessage, |cx, message| {
-        message.text.push_str(&format!(" @{}", cx.session_id.as_str()));
+        message
+            .text
+            .push_str(&format!(" @{}", cx.session_id.as_str()));
         Ok(())
     });
     let picky = PluginRegistration::new("picky").on(OnUserMessage, |cx, _| {
@@ -49,7 +51,9 @@ async fn every_call_is_answered_in_the_order_given_with_its_own_value_and_notes(
         assert_eq!(outcome.notes.len(), usize::from(noted), "{name}");
     }
     // SPEC P1.4: the note is new to session b once only, batch or not.
-    let again = pipeline.call_many::<OnUserMessage>(calls(&["b"], "hi")).await;
+    let again = pipeline
+        .call_many::<OnUserMessage>(calls(&["b"], "hi"))
+        .await;
     let again = again[0].as_ref().unwrap();
     assert!(again.notes.is_empty());
     assert_eq!(again.failed, ["picky"]);
@@ -87,7 +91,11 @@ async fn calls_beyond_the_bound_are_refused_one_by_one_and_the_rest_run() {
         .count();
     assert_eq!(refused, 2);
     assert!(answers[..3].iter().all(Result::is_ok));
-    assert_eq!(pipeline.admitted().await.unwrap().calls, 0, "every count released");
+    assert_eq!(
+        pipeline.admitted().await.unwrap().calls,
+        0,
+        "every count released"
+    );
     assert!(pipeline
         .call_many::<OnUserMessage>(Vec::new())
         .await

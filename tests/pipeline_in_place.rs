@@ -183,5 +183,8 @@ async fn a_call_beyond_the_bound_is_refused_by_its_caller_before_anything_is_sen
     let again = pipeline
         .call::<OnUserMessage>(&SessionId::new("b"), UserMessage::new("go"))
         .await;
-    assert!(again.is_ok(), "admitted again once the first call is answered");
+    assert!(
+        again.is_ok(),
+        "admitted again once the first call is answered"
+    );
 }

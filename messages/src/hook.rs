@@ -11,11 +11,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::approval::Classification;
 use crate::compaction::{Compaction, CompactionText};
+pub use crate::kind::{HookKind, HookSet, UnknownHook};
 use crate::model::{HeldImages, ModelRequest, ModelResponse};
 use crate::note::Refusal;
 use crate::prompt::{Prompt, SystemText};
 use crate::rules;
-pub use crate::kind::{HookKind, HookSet, UnknownHook};
 pub use crate::rules::tool::ToolResultContext;
 pub use crate::rules::Applied;
 use crate::session::{SessionId, SessionInfo};
