@@ -48,4 +48,4 @@ pub use coordinator::{Call, Outcome, PipelineCoordinator};
 pub use error::{PipelineError, StartError};
 pub use pipeline::{LoadedPlugin, Pipeline, PipelineBuilder};
 pub use plugin::PluginActor;
-pub use route::Steps;
+pub use route::{Steps, Submitted};

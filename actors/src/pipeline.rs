@@ -27,7 +27,7 @@ use crate::coordinator::{
 use crate::error::{PipelineError, StartError};
 use crate::events::{EventBus, EventBusConfig};
 use crate::plugin::{Dispatch, PluginActor, PluginRegistration};
-use crate::route::{Gather, Job, Outcome, ReplyTo, Slot};
+use crate::route::{Gather, Job, Outcome, ReplyTo, Slot, Submitted};
 
 /// A loaded plugin, as the pipeline reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -343,12 +343,33 @@ impl Pipeline {
         context: H::Context,
         value: H::Value,
     ) -> Result<Outcome<H::Value>, PipelineError> {
+        self.submit_with::<H>(session, context, value).await
+    }
+
+    /// Admits and sends one call of hook `H` now, and returns its answer to await later: what
+    /// [`Pipeline::call`] does, split at the point where the call has left the caller. A driver
+    /// that issues calls on a schedule (an open loop, a server's accept loop) admits or sheds each
+    /// call at the moment it is due, whether or not it awaits the answers yet.
+    pub fn submit<H>(&self, session: &SessionId, value: H::Value) -> Submitted<H::Value>
+    where
+        H: Dispatch<Context = ()>,
+    {
+        self.submit_with::<H>(session, (), value)
+    }
+
+    /// [`Pipeline::submit`] with the facts the hook's rule needs.
+    pub fn submit_with<H: Dispatch>(
+        &self,
+        session: &SessionId,
+        context: H::Context,
+        value: H::Value,
+    ) -> Submitted<H::Value> {
         let shard = &self.shards.list[self.shard_of(session)];
         if !shard.coordinator.connected() {
-            return Err(PipelineError::Stopped);
+            return Submitted::refused(PipelineError::Stopped);
         }
         if !shard.admission.try_admit() {
-            return Err(PipelineError::Overloaded);
+            return Submitted::refused(PipelineError::Overloaded);
         }
         let (reply, answer) = oneshot::channel();
         let admit = Admit(Job::<H>::new(
@@ -358,18 +379,17 @@ impl Pipeline {
             ReplyTo::One(reply),
         ));
         match shard.coordinator.try_send(admit) {
-            Ok(()) => {}
+            Ok(()) => Submitted::sent(answer),
             // The mailbox holds `max_pending` calls and room besides; full means overloaded.
             Err(SendError::Full(_)) => {
                 shard.admission.release();
-                return Err(PipelineError::Overloaded);
+                Submitted::refused(PipelineError::Overloaded)
             }
             Err(SendError::Closed(_)) => {
                 shard.admission.release();
-                return Err(PipelineError::Stopped);
+                Submitted::refused(PipelineError::Stopped)
             }
         }
-        answer.await.unwrap_or(Err(PipelineError::Stopped))
     }
 
     /// Runs hook `H` once per `(session, value)` of `calls` (hooks whose rule needs no context),

@@ -5,7 +5,10 @@
 //! [`Pipeline::call`]: crate::Pipeline::call
 //! [`Pipeline::call_many`]: crate::Pipeline::call_many
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context as TaskContext, Poll};
 
 use tokio::sync::oneshot;
 
@@ -102,6 +105,48 @@ impl<V> Slot<V> {
 impl<V> Drop for Slot<V> {
     fn drop(&mut self) {
         self.fill(Err(PipelineError::Stopped));
+    }
+}
+
+/// A call that has left its caller: refused at once, or sent with its answer to come
+/// ([`Pipeline::submit`](crate::Pipeline::submit)). Await it for the call's result.
+#[must_use = "a submitted call's answer is only seen by awaiting it"]
+pub struct Submitted<V> {
+    state: Submission<V>,
+}
+
+enum Submission<V> {
+    Refused(Option<PipelineError>),
+    Sent(oneshot::Receiver<CallAnswer<V>>),
+}
+
+impl<V> Submitted<V> {
+    pub(crate) fn refused(error: PipelineError) -> Self {
+        Self {
+            state: Submission::Refused(Some(error)),
+        }
+    }
+
+    pub(crate) fn sent(answer: oneshot::Receiver<CallAnswer<V>>) -> Self {
+        Self {
+            state: Submission::Sent(answer),
+        }
+    }
+}
+
+impl<V> Future for Submitted<V> {
+    type Output = CallAnswer<V>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Self::Output> {
+        match &mut self.get_mut().state {
+            Submission::Refused(error) => {
+                Poll::Ready(Err(error.take().unwrap_or(PipelineError::Stopped)))
+            }
+            // A reply channel dropped unanswered: the shard stopped with the call in it.
+            Submission::Sent(answer) => Pin::new(answer)
+                .poll(cx)
+                .map(|answer| answer.unwrap_or(Err(PipelineError::Stopped))),
+        }
     }
 }
 

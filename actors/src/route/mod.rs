@@ -20,6 +20,7 @@ use actix::{Message, Recipient};
 use hookline_messages::hook::Hook;
 use hookline_messages::note::SkipReason;
 
+pub use answer::Submitted;
 pub(crate) use answer::{Gather, ReplyTo, Slot};
 pub use draft::Draft;
 pub(crate) use job::Job;
@@ -90,8 +91,11 @@ pub(crate) fn forward<H: Hook>(jobs: Vec<Job<H>>, route: Arc<Route<H>>, next: us
 }
 
 /// After the last plugin: calls without notes are answered here at once; calls with notes go to
-/// the coordinator, which keeps each session's seen notes (SPEC P1.4). The coordinator is told
-/// first, so a caller's next call always finds its session free.
+/// the coordinator, which keeps each session's seen notes (SPEC P1.4). The callers are answered
+/// before the coordinator's report is handled (it is queued right after), so the report is not on
+/// a lone call's path; a caller on the shard's thread still finds its session free for its next
+/// call (the report is ahead of it in the mailbox), and one elsewhere that is quicker waits in its
+/// session's queue for the report, in order.
 fn finish_batch<H: Hook>(mut jobs: Vec<Job<H>>, route: Arc<Route<H>>) {
     // Most batches have no notes at all: no second `Vec` then.
     let noted = if jobs.iter().all(|job| job.notes.is_empty()) {
@@ -102,12 +106,12 @@ fn finish_batch<H: Hook>(mut jobs: Vec<Job<H>>, route: Arc<Route<H>>) {
         noted
     };
     let done = jobs.iter().map(|job| job.session().clone()).collect();
+    for job in jobs {
+        job.answer(Vec::new(), &route.names);
+    }
     route.coordinator.do_send(Completed::<H> {
         done,
         noted,
         route: route.clone(),
     });
-    for job in jobs {
-        job.answer(Vec::new(), &route.names);
-    }
 }

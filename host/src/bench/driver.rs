@@ -291,7 +291,9 @@ pub async fn run_open_loop(
                 duration,
                 batch,
             };
-            let measured = open_loop(&pipeline, shape).await;
+            // Out of tokio's cooperative budget: the driver settles thousands of answers per
+            // turn, and a spent budget made each answer's poll yield and wake itself again.
+            let measured = tokio::task::unconstrained(open_loop(&pipeline, shape)).await;
             let _ = done.send(measured);
         });
     });
@@ -347,14 +349,17 @@ async fn open_loop(pipeline: &Pipeline, shape: Shape) -> Result<Measured, Pipeli
                 })
                 .collect();
             issued += count;
-            in_flight.push(async move {
-                if let [(due, session)] = &group[..] {
-                    return vec![(*due, hook.call(pipeline, session).await)];
-                }
+            if let [(due, session)] = &group[..] {
+                // Admitted (or shed) now, when it is due; only the answer is awaited later.
+                let (due, answer) = (*due, hook.issue(pipeline, session));
+                in_flight.push(Box::pin(async move { vec![(due, answer.await)] }) as Batch<'_>);
+                continue;
+            }
+            in_flight.push(Box::pin(async move {
                 let ids: Vec<SessionId> = group.iter().map(|(_, s)| s.clone()).collect();
                 let answers = hook.call_each(pipeline, &ids).await;
                 group.iter().map(|(due, _)| *due).zip(answers).collect()
-            });
+            }));
         }
         while let Some(Some(done)) = in_flight.next().now_or_never() {
             settle(done);
@@ -377,6 +382,10 @@ async fn open_loop(pipeline: &Pipeline, shape: Shape) -> Result<Measured, Pipeli
 
 /// The open loop's shape: what it calls, how often, for how long, and how many calls it hands
 /// over at once.
+/// The answers of one group of calls the open loop issued, with when each was due.
+type Batch<'a> =
+    std::pin::Pin<Box<dyn Future<Output = Vec<(Instant, Result<(), PipelineError>)>> + 'a>>;
+
 struct Shape {
     hook: BenchHook,
     sessions: usize,

@@ -3,7 +3,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use hookline_actors::{Pipeline, PipelineError};
+use hookline_actors::{Pipeline, PipelineError, Submitted};
 use hookline_messages::hook::{OnPrompt, OnToolCall, OnUserMessage};
 use hookline_messages::prompt::{Prompt, PromptMode};
 use hookline_messages::session::SessionId;
@@ -50,6 +50,30 @@ impl BenchHook {
                 .call::<OnToolCall>(session, tool_call())
                 .await
                 .map(drop),
+        }
+    }
+
+    /// Admits and sends one call of this hook for `session` now ([`Pipeline::submit`]); the
+    /// returned future waits for its answer. An open loop issues its calls with it, so each call
+    /// is admitted (or shed) when it is due, not when the driver next polls it.
+    pub fn issue(
+        self,
+        pipeline: &Pipeline,
+        session: &SessionId,
+    ) -> impl std::future::Future<Output = Result<(), PipelineError>> + 'static {
+        let issued = match self {
+            Self::OnUserMessage => {
+                Issued::User(pipeline.submit::<OnUserMessage>(session, UserMessage::new(PAYLOAD)))
+            }
+            Self::OnPrompt => Issued::Prompt(pipeline.submit::<OnPrompt>(session, prompt())),
+            Self::OnToolCall => Issued::Tool(pipeline.submit::<OnToolCall>(session, tool_call())),
+        };
+        async move {
+            match issued {
+                Issued::User(answer) => answer.await.map(drop),
+                Issued::Prompt(answer) => answer.await.map(drop),
+                Issued::Tool(answer) => answer.await.map(drop),
+            }
         }
     }
 
@@ -129,6 +153,13 @@ impl BenchHook {
         }
         started.elapsed() / u32::try_from(calls.max(1)).unwrap_or(u32::MAX)
     }
+}
+
+/// A call issued by [`BenchHook::issue`], whichever hook it is.
+enum Issued {
+    User(Submitted<UserMessage>),
+    Prompt(Submitted<Prompt>),
+    Tool(Submitted<ToolCall>),
 }
 
 fn prompt() -> Prompt {
