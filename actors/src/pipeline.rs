@@ -380,10 +380,12 @@ impl Pipeline {
         ));
         match shard.coordinator.try_send(admit) {
             Ok(()) => Submitted::sent(answer),
-            // The mailbox holds `max_pending` calls and room besides; full means overloaded.
-            Err(SendError::Full(_)) => {
-                shard.admission.release();
-                Submitted::refused(PipelineError::Overloaded)
+            // Admitted calls are bounded by the count above, not by the mailbox: its capacity is
+            // raised to the bound when the coordinator starts, and a call that finds it full
+            // before then (actix's default of 16) goes in anyway rather than wait or be shed.
+            Err(SendError::Full(admit)) => {
+                shard.coordinator.do_send(admit);
+                Submitted::sent(answer)
             }
             Err(SendError::Closed(_)) => {
                 shard.admission.release();
@@ -440,16 +442,15 @@ impl Pipeline {
             if jobs.is_empty() {
                 continue;
             }
-            if let Err(refused) = shard.coordinator.try_send(AdmitMany(jobs)) {
-                let error = match refused {
-                    SendError::Full(_) => PipelineError::Overloaded,
-                    SendError::Closed(_) => PipelineError::Stopped,
-                };
-                let (SendError::Full(AdmitMany(jobs)) | SendError::Closed(AdmitMany(jobs))) =
-                    refused;
-                for job in jobs {
-                    shard.admission.release();
-                    job.reply.send(Err(error));
+            match shard.coordinator.try_send(AdmitMany(jobs)) {
+                Ok(()) => {}
+                // Bounded by the admission count, not the mailbox (as in `submit_with`).
+                Err(SendError::Full(admit)) => shard.coordinator.do_send(admit),
+                Err(SendError::Closed(AdmitMany(jobs))) => {
+                    for job in jobs {
+                        shard.admission.release();
+                        job.reply.send(Err(PipelineError::Stopped));
+                    }
                 }
             }
         }
