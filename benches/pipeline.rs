@@ -1,6 +1,7 @@
 //! Hook latency and throughput through the pipeline, each beside its peers measured in the same
-//! run: the direct-call loop, a naive actix chain (the caller awaits `send` to each of 8 actors)
-//! and an actix relay chain (each actor hands the value to the next), with the same appenders
+//! run: the direct-call loop, a naive actix chain (the caller awaits `send` to each of 8 actors),
+//! an actix relay chain (each actor hands the value to the next) and a batched actix relay (64
+//! sessions' values per message, appended in place), with the same appenders
 //! (the workload of `../shared/PERFORMANCE-NOTES.md`: 8 plugins appending a few bytes to a
 //! ~64-byte text). Run with `cargo bench --bench pipeline`.
 #![allow(missing_docs)] // criterion's macros generate undocumented items
@@ -17,7 +18,7 @@ use futures::future::join_all;
 use hookline::actors::plugin::{PluginRegistration, Reply};
 use hookline::actors::Pipeline;
 use hookline::cli::bench::{
-    appender_plugins, drive_calls, Appender, DirectAppender, Peer, PeerChain, PAYLOAD,
+    appender_plugins, drive_calls, Appender, DirectAppender, Peer, PeerChain, PAYLOAD, PEER_BATCH,
 };
 use hookline::messages::hook::OnToolCall;
 use hookline::messages::user::UserMessage;
@@ -30,8 +31,23 @@ fn direct_chain() -> Vec<Box<dyn DirectAppender>> {
         .collect()
 }
 
-/// Runs about `calls` calls through a peer chain on the current arbiter, `sessions` in flight.
-async fn drive_peer(chain: &PeerChain, sessions: usize, calls: u64) -> Duration {
+/// Runs about `calls` calls through a peer chain on the current arbiter, `sessions` in flight
+/// (for the batched relay: callers of up to [`PEER_BATCH`] sessions each).
+async fn drive_peer(chain: &PeerChain, peer: Peer, sessions: usize, calls: u64) -> Duration {
+    if peer == Peer::BatchedRelay {
+        let callers = sessions.div_ceil(PEER_BATCH).max(1);
+        let size = sessions.div_ceil(callers);
+        let per_caller = calls.div_ceil((callers * size) as u64).max(1);
+        let started = Instant::now();
+        join_all((0..callers).map(|_| async {
+            for _ in 0..per_caller {
+                black_box(chain.call_batch(size).await.is_ok());
+            }
+        }))
+        .await;
+        let made = per_caller * (callers * size) as u64;
+        return started.elapsed().mul_f64(calls as f64 / made as f64);
+    }
     let per_session = calls.div_ceil(sessions as u64).max(1);
     let started = Instant::now();
     join_all((0..sessions).map(|_| async {
@@ -44,20 +60,21 @@ async fn drive_peer(chain: &PeerChain, sessions: usize, calls: u64) -> Duration 
     started.elapsed().mul_f64(calls as f64 / made as f64)
 }
 
-/// Benches both peers at `sessions` in flight in `group`.
+/// Benches the peers at `sessions` in flight in `group`.
 fn peers(
     group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
     system: &actix::SystemRunner,
     sessions: usize,
 ) {
-    for peer in [Peer::Naive, Peer::Relay] {
+    for peer in Peer::ALL {
         let chain = system.block_on(async { PeerChain::start(peer, PLUGINS) });
         let name = match peer {
             Peer::Naive => "naive_actix_chain",
             Peer::Relay => "actix_relay_chain",
+            Peer::BatchedRelay => "batched_actix_relay",
         };
         group.bench_with_input(BenchmarkId::new(name, sessions), &sessions, |b, &n| {
-            b.iter_custom(|iters| system.block_on(drive_peer(&chain, n, iters)))
+            b.iter_custom(|iters| system.block_on(drive_peer(&chain, peer, n, iters)))
         });
     }
 }

@@ -41,9 +41,11 @@ pub mod lifecycle;
 pub mod metrics;
 pub mod pipeline;
 pub mod plugin;
+mod route;
 pub mod session;
 
 pub use coordinator::{Call, Outcome, PipelineCoordinator};
 pub use error::{PipelineError, StartError};
 pub use pipeline::{LoadedPlugin, Pipeline, PipelineBuilder};
 pub use plugin::PluginActor;
+pub use route::{Steps, Submitted};

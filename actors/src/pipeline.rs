@@ -21,12 +21,13 @@ use hookline_messages::session::SessionId;
 use tokio::sync::{oneshot, Semaphore};
 
 use crate::coordinator::{
-    Admit, Admitted, AdmittedCalls, ForgetSession, Job, Outcome, PipelineCoordinator, Step,
+    Admission, Admit, AdmitMany, Admitted, AdmittedCalls, ForgetSession, PipelineCoordinator, Step,
     StopPipeline, DEFAULT_MAX_PENDING,
 };
 use crate::error::{PipelineError, StartError};
 use crate::events::{EventBus, EventBusConfig};
 use crate::plugin::{Dispatch, PluginActor, PluginRegistration};
+use crate::route::{Gather, Job, Outcome, ReplyTo, Slot, Submitted};
 
 /// A loaded plugin, as the pipeline reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -125,12 +126,13 @@ impl PipelineBuilder {
             };
             let actors = start_plugin_actors(&self.plugins, &gates, &arbiter, index == 0);
             let steps = steps_of(&self.plugins, &actors);
-            let max_pending = self.max_pending;
+            let admission = Arc::new(Admission::new(self.max_pending));
+            let counted = admission.clone();
             let coordinator = if index == 0 {
-                PipelineCoordinator::new(steps, max_pending).start()
+                PipelineCoordinator::new(steps, counted).start()
             } else {
                 PipelineCoordinator::start_in_arbiter(&arbiter, move |_| {
-                    PipelineCoordinator::new(steps, max_pending)
+                    PipelineCoordinator::new(steps, counted)
                 })
             };
             if index == 0 {
@@ -139,6 +141,7 @@ impl PipelineBuilder {
             shards.push(Shard {
                 coordinator,
                 arbiter,
+                admission,
             });
         }
         let actors: Vec<(PluginRegistration, Addr<PluginActor>)> =
@@ -255,6 +258,8 @@ fn steps_of(
 struct Shard {
     coordinator: Addr<PipelineCoordinator>,
     arbiter: ArbiterHandle,
+    /// Calls admitted to the shard, counted by the caller before it sends.
+    admission: Arc<Admission>,
 }
 
 /// The shards, and the arbiters the pipeline started (stopped when the last handle goes).
@@ -325,8 +330,10 @@ impl Pipeline {
 
     /// Runs hook `H` on `value` for `session`, with the facts its rule needs.
     ///
-    /// The call goes to the session's shard with one message that carries its own reply channel;
-    /// when the shard's mailbox is full the caller waits for room (back-pressure, bounded).
+    /// The call is counted in its shard's admission bound, then goes to the session's shard with
+    /// one message that carries its own reply channel. A call beyond the bound is refused at once
+    /// with [`PipelineError::Overloaded`], before any message is sent: a backlog is shed at the
+    /// door, never parked in the callers.
     ///
     /// # Errors
     /// As [`Pipeline::call`].
@@ -336,19 +343,119 @@ impl Pipeline {
         context: H::Context,
         value: H::Value,
     ) -> Result<Outcome<H::Value>, PipelineError> {
-        let coordinator = self.coordinator_for(session);
+        self.submit_with::<H>(session, context, value).await
+    }
+
+    /// Admits and sends one call of hook `H` now, and returns its answer to await later: what
+    /// [`Pipeline::call`] does, split at the point where the call has left the caller. A driver
+    /// that issues calls on a schedule (an open loop, a server's accept loop) admits or sheds each
+    /// call at the moment it is due, whether or not it awaits the answers yet.
+    pub fn submit<H>(&self, session: &SessionId, value: H::Value) -> Submitted<H::Value>
+    where
+        H: Dispatch<Context = ()>,
+    {
+        self.submit_with::<H>(session, (), value)
+    }
+
+    /// [`Pipeline::submit`] with the facts the hook's rule needs.
+    pub fn submit_with<H: Dispatch>(
+        &self,
+        session: &SessionId,
+        context: H::Context,
+        value: H::Value,
+    ) -> Submitted<H::Value> {
+        let shard = &self.shards.list[self.shard_of(session)];
+        if !shard.coordinator.connected() {
+            return Submitted::refused(PipelineError::Stopped);
+        }
+        if !shard.admission.try_admit() {
+            return Submitted::refused(PipelineError::Overloaded);
+        }
         let (reply, answer) = oneshot::channel();
-        let admit = Admit(Job::<H>::new(session.clone(), context, value, reply));
-        match coordinator.try_send(admit) {
-            Ok(()) => {}
+        let admit = Admit(Job::<H>::new(
+            session.clone(),
+            context,
+            value,
+            ReplyTo::One(reply),
+        ));
+        match shard.coordinator.try_send(admit) {
+            Ok(()) => Submitted::sent(answer),
+            // Admitted calls are bounded by the count above, not by the mailbox: its capacity is
+            // raised to the bound when the coordinator starts, and a call that finds it full
+            // before then (actix's default of 16) goes in anyway rather than wait or be shed.
             Err(SendError::Full(admit)) => {
-                if coordinator.send(admit).await.is_err() {
-                    return Err(PipelineError::Stopped);
+                shard.coordinator.do_send(admit);
+                Submitted::sent(answer)
+            }
+            Err(SendError::Closed(_)) => {
+                shard.admission.release();
+                Submitted::refused(PipelineError::Stopped)
+            }
+        }
+    }
+
+    /// Runs hook `H` once per `(session, value)` of `calls` (hooks whose rule needs no context),
+    /// answering the whole batch at once, in the order given.
+    ///
+    /// For callers that hold many sessions' calls at once (a gateway serving many sessions, a
+    /// soak, a benchmark): the calls go to their shards in one message per shard, travel the
+    /// plugins in the shards' batches like any call, and the caller is woken once, when the last
+    /// is answered, instead of once per call. Every rule, note, timeout and guard is the single
+    /// call's; two calls of one session run one after the other, in the order given.
+    ///
+    /// Each call has its own result: [`PipelineError::Overloaded`] for a call beyond its shard's
+    /// bound, [`PipelineError::Stopped`] when its shard has stopped.
+    pub async fn call_many<H>(
+        &self,
+        calls: impl IntoIterator<Item = (SessionId, H::Value)>,
+    ) -> Vec<Result<Outcome<H::Value>, PipelineError>>
+    where
+        H: Dispatch<Context = ()>,
+    {
+        self.call_many_with::<H>(calls.into_iter().map(|(s, v)| (s, (), v)))
+            .await
+    }
+
+    /// [`Pipeline::call_many`] with the facts each call's rule needs.
+    pub async fn call_many_with<H: Dispatch>(
+        &self,
+        calls: impl IntoIterator<Item = (SessionId, H::Context, H::Value)>,
+    ) -> Vec<Result<Outcome<H::Value>, PipelineError>> {
+        let calls: Vec<_> = calls.into_iter().collect();
+        if calls.is_empty() {
+            return Vec::new();
+        }
+        let count = calls.len();
+        let (gather, all) = Gather::new(count);
+        let mut by_shard: Vec<Vec<Job<H>>> = (0..self.shards()).map(|_| Vec::new()).collect();
+        for (index, (session, context, value)) in calls.into_iter().enumerate() {
+            let reply = ReplyTo::Many(Slot::new(&gather, index));
+            let shard = self.shard_of(&session);
+            if !self.shards.list[shard].admission.try_admit() {
+                reply.send(Err(PipelineError::Overloaded));
+                continue;
+            }
+            by_shard[shard].push(Job::new(session, context, value, reply));
+        }
+        drop(gather);
+        for (shard, jobs) in self.shards.list.iter().zip(by_shard) {
+            if jobs.is_empty() {
+                continue;
+            }
+            match shard.coordinator.try_send(AdmitMany(jobs)) {
+                Ok(()) => {}
+                // Bounded by the admission count, not the mailbox (as in `submit_with`).
+                Err(SendError::Full(admit)) => shard.coordinator.do_send(admit),
+                Err(SendError::Closed(AdmitMany(jobs))) => {
+                    for job in jobs {
+                        shard.admission.release();
+                        job.reply.send(Err(PipelineError::Stopped));
+                    }
                 }
             }
-            Err(SendError::Closed(_)) => return Err(PipelineError::Stopped),
         }
-        answer.await.unwrap_or(Err(PipelineError::Stopped))
+        all.await
+            .unwrap_or_else(|_| (0..count).map(|_| Err(PipelineError::Stopped)).collect())
     }
 
     /// How many shards the pipeline runs (arbiters, each with its own coordinator and plugin

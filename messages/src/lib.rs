@@ -26,6 +26,7 @@ pub mod approval;
 pub mod compaction;
 pub mod event;
 pub mod hook;
+pub mod kind;
 pub mod model;
 pub mod note;
 pub mod policy;

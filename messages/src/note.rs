@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::event::EventKey;
-use crate::hook::HookKind;
+use crate::kind::HookKind;
 use crate::prompt::PromptMode;
 
 /// A note the host records. Equal notes are recorded once per session.

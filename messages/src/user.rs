@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::prompt::PromptMode;
 
 /// A user message before it is stored; `on_user_message` may replace its text (SPEC P2.3).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct UserMessage {
     /// The message text.
@@ -22,6 +22,22 @@ impl UserMessage {
             text: text.into(),
             side_question: false,
         }
+    }
+}
+
+// By hand for `clone_from`: an in-place hook's runtime copies the value before it into a buffer
+// it reuses, and the derived `clone_from` would allocate a new text each time.
+impl Clone for UserMessage {
+    fn clone(&self) -> Self {
+        Self {
+            text: self.text.clone(),
+            side_question: self.side_question,
+        }
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        self.text.clone_from(&source.text);
+        self.side_question = source.side_question;
     }
 }
 

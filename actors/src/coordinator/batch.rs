@@ -1,13 +1,14 @@
-//! The coordinator's open batches: one per hook, filled while the mailbox drains.
+//! The coordinator's lanes: one per hook, each with the hook's route through the plugins and the
+//! batch open for it, filled while the mailbox drains.
 
 use std::any::Any;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use actix::Message;
-use hookline_messages::hook::HookKind;
+use hookline_messages::hook::{Hook, HookKind};
 
-use super::Job;
-use crate::plugin::Dispatch;
+use crate::route::{Job, Route};
 
 /// Tells the coordinator to send hook `H`'s open batch. Sent with `notify`, so it is handled
 /// after the messages already in the mailbox: that is what lets a batch fill.
@@ -23,47 +24,56 @@ impl<H: 'static> Message for Flush<H> {
     type Result = ();
 }
 
-/// One open batch per hook. Each holds a `Vec<Job<H>>` for its own `H`, behind `Any` because
-/// the hooks' value types differ; the slot of hook `H` only ever holds `Vec<Job<H>>` (it is
-/// indexed by `H::KIND`), so the downcast cannot fail.
-#[derive(Default)]
-pub(crate) struct Batches {
-    open: [Option<Box<dyn Any>>; HookKind::ALL.len()],
-    scheduled: [bool; HookKind::ALL.len()],
+/// One hook's lane: its route, and the calls waiting for the next batch.
+pub(crate) struct Lane<H: Hook> {
+    pub(crate) route: Arc<Route<H>>,
+    open: Vec<Job<H>>,
+    scheduled: bool,
 }
 
-impl Batches {
-    fn batch<H: Dispatch>(&mut self) -> Option<&mut Vec<Job<H>>> {
-        self.open[H::KIND as usize]
-            .get_or_insert_with(|| Box::new(Vec::<Job<H>>::new()))
-            .downcast_mut::<Vec<Job<H>>>()
+impl<H: Hook> Lane<H> {
+    /// Adds `job` to the open batch; returns the batch when it reached `max`.
+    pub(crate) fn push(&mut self, job: Job<H>, max: usize) -> Option<Vec<Job<H>>> {
+        self.open.push(job);
+        (self.open.len() >= max).then(|| take_keeping_capacity(&mut self.open))
     }
 
-    /// Adds `job` to its hook's batch. Returns the batch when it reached `max`; hands `job` back
-    /// if the slot held another type (it cannot: the slot is indexed by `H::KIND`).
-    #[allow(clippy::result_large_err)] // the job is handed back, as a failed send does
-    pub(crate) fn push<H: Dispatch>(
+    /// Marks the batch as due to flush; false when a flush is already on its way.
+    pub(crate) fn schedule(&mut self) -> bool {
+        !std::mem::replace(&mut self.scheduled, true)
+    }
+
+    /// Takes the open batch, if it holds any call.
+    pub(crate) fn take(&mut self) -> Option<Vec<Job<H>>> {
+        self.scheduled = false;
+        (!self.open.is_empty()).then(|| take_keeping_capacity(&mut self.open))
+    }
+}
+
+/// One lane per hook, made the first time the hook is called. Each holds a `Lane<H>` for its own
+/// `H`, behind `Any` because the hooks' value types differ; the slot of hook `H` is indexed by
+/// `H::KIND` and only ever holds `Lane<H>`.
+#[derive(Default)]
+pub(crate) struct Lanes {
+    lanes: [Option<Box<dyn Any>>; HookKind::ALL.len()],
+}
+
+impl Lanes {
+    /// `H`'s lane, made with `route()` the first time. `None` cannot happen (the slot is `H`'s);
+    /// callers answer `Stopped` if it ever did rather than panic.
+    pub(crate) fn lane<H: Hook>(
         &mut self,
-        job: Job<H>,
-        max: usize,
-    ) -> Result<Option<Vec<Job<H>>>, Job<H>> {
-        let Some(batch) = self.batch::<H>() else {
-            return Err(job);
-        };
-        batch.push(job);
-        Ok((batch.len() >= max).then(|| take_keeping_capacity(batch)))
-    }
-
-    /// Marks `kind`'s batch as due to flush; false when a flush is already on its way.
-    pub(crate) fn schedule(&mut self, kind: HookKind) -> bool {
-        !std::mem::replace(&mut self.scheduled[kind as usize], true)
-    }
-
-    /// Takes `H`'s open batch, if it holds any call.
-    pub(crate) fn take<H: Dispatch>(&mut self) -> Option<Vec<Job<H>>> {
-        self.scheduled[H::KIND as usize] = false;
-        let batch = self.batch::<H>()?;
-        (!batch.is_empty()).then(|| take_keeping_capacity(batch))
+        route: impl FnOnce() -> Route<H>,
+    ) -> Option<&mut Lane<H>> {
+        let slot = &mut self.lanes[H::KIND as usize];
+        if !slot.as_ref().is_some_and(|lane| lane.is::<Lane<H>>()) {
+            *slot = Some(Box::new(Lane::<H> {
+                route: Arc::new(route()),
+                open: Vec::new(),
+                scheduled: false,
+            }));
+        }
+        slot.as_mut()?.downcast_mut::<Lane<H>>()
     }
 }
 

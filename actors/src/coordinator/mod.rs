@@ -10,31 +10,34 @@
 //! Ordering and concurrency (written down in `docs/runtime-semantics.md`):
 //! - the calls of one session run one after another, in the order the coordinator received them;
 //! - calls of different sessions run concurrently;
-//! - the coordinator admits at most `max_pending` calls (running or queued); beyond that a call
-//!   fails at once with [`PipelineError::Overloaded`] instead of growing a queue without bound.
+//! - a shard admits at most `max_pending` calls (running or queued); beyond that a call fails at
+//!   once with [`PipelineError::Overloaded`] instead of growing a queue without bound. The count
+//!   ([`Admission`]) is shared with the callers, who take it before sending: a call that would
+//!   find the mailbox full is shed at the door too, never parked in its caller.
 
+mod admission;
 mod batch;
-mod job;
 mod session;
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use actix::{Actor, ActorContext, Addr, AsyncContext, Context, Handler, Message, ResponseFuture};
 use hookline_messages::hook::HookKind;
-use hookline_messages::note::Note;
 use hookline_messages::session::SessionId;
+use rustc_hash::FxHashMap;
 use tokio::sync::oneshot;
 
 use crate::error::PipelineError;
-use crate::plugin::actor::forward;
 use crate::plugin::{Dispatch, PluginActor};
-use batch::{Batches, Flush};
-pub(crate) use job::Job;
+pub use crate::route::Outcome;
+use crate::route::{forward, Completed, Job, ReplyTo, Route};
+pub(crate) use admission::Admission;
+use batch::{Flush, Lanes};
 use session::SessionState;
 
-/// How many messages may wait in the coordinator's mailbox.
-pub(crate) const COORDINATOR_MAILBOX_CAPACITY: usize = 4096;
+/// Room in the coordinator's mailbox beyond `max_pending`, for batch reports and control messages:
+/// admitted calls alone never fill it.
+const MAILBOX_HEADROOM: usize = 4096;
 
 /// The default bound on calls admitted at once per shard (running or queued behind their
 /// session). Low enough that a backlog is shed early with [`PipelineError::Overloaded`] instead
@@ -51,51 +54,40 @@ pub(crate) struct Step {
     pub(crate) addr: Addr<PluginActor>,
 }
 
-/// One hook's way through the plugins: the actors that implement it in load order, their names
-/// (indexed like the steps), and the coordinator that is told when a batch is through.
-pub(crate) struct Route {
-    pub(crate) steps: Arc<[Step]>,
-    pub(crate) names: Arc<[Arc<str>]>,
-    pub(crate) coordinator: Addr<PipelineCoordinator>,
-}
-
 /// The actor that admits hook calls and sends them through the plugin actors in load order.
 pub struct PipelineCoordinator {
     /// For each hook, the plugins that implement it, in load order. Plugins that do not
     /// implement a hook are not in its list, so they cost nothing.
     steps: [Arc<[Step]>; HookKind::ALL.len()],
-    /// The routes, built once the coordinator knows its own address.
-    routes: Vec<Arc<Route>>,
-    sessions: HashMap<SessionId, SessionState>,
-    batches: Batches,
-    pending: usize,
-    max_pending: usize,
+    /// Each session's state, keyed by id with FxHash (a call hashes its session twice: at
+    /// admission and at release; SipHash was a measurable share of a call).
+    sessions: FxHashMap<SessionId, SessionState>,
+    /// Per hook: its route through the plugin actors and its open batch.
+    lanes: Lanes,
+    /// Calls admitted to this shard, shared with the callers ([`Admission`]).
+    admission: Arc<Admission>,
     /// `hookline_hook_calls_total` per hook, resolved once.
     calls: Box<[metrics::Counter]>,
 }
 
 impl PipelineCoordinator {
     /// A coordinator over `steps`, indexed by [`HookKind`] as `usize`.
-    pub(crate) fn new(steps: [Arc<[Step]>; HookKind::ALL.len()], max_pending: usize) -> Self {
+    pub(crate) fn new(
+        steps: [Arc<[Step]>; HookKind::ALL.len()],
+        admission: Arc<Admission>,
+    ) -> Self {
         Self {
             steps,
-            routes: Vec::new(),
-            sessions: HashMap::new(),
-            batches: Batches::default(),
-            pending: 0,
-            max_pending,
+            sessions: FxHashMap::default(),
+            lanes: Lanes::default(),
+            admission,
             calls: crate::metrics::pipeline_calls(),
         }
     }
 
-    /// Admits `job`: refused when `max_pending` calls are admitted already; queued behind its
-    /// session's running call; otherwise into its hook's open batch.
+    /// Admits `job`, already counted in [`Admission`]: queued behind its session's running call,
+    /// otherwise into its hook's open batch.
     fn admit<H: Dispatch>(&mut self, job: Job<H>, ctx: &mut Context<Self>) {
-        if self.pending >= self.max_pending {
-            let _ = job.reply.send(Err(PipelineError::Overloaded));
-            return;
-        }
-        self.pending += 1;
         let state = self.sessions.entry(job.session().clone()).or_default();
         if state.running {
             state
@@ -110,27 +102,28 @@ impl PipelineCoordinator {
     /// Adds a call whose session is free to the hook's open batch; the batch leaves when the
     /// coordinator has drained its mailbox (or when it is full).
     fn enqueue<H: Dispatch>(&mut self, job: Job<H>, ctx: &mut Context<Self>) {
-        match self.batches.push(job, MAX_BATCH) {
-            Ok(Some(full)) => self.launch(full),
-            Ok(None) => {
-                if self.batches.schedule(H::KIND) {
-                    ctx.notify(Flush::<H>::new());
-                }
-            }
-            Err(job) => self.launch(vec![job]),
+        let steps = &self.steps[H::KIND as usize];
+        let Some(lane) = self.lanes.lane::<H>(|| route_of(steps, ctx)) else {
+            job.reply.send(Err(PipelineError::Stopped));
+            return;
+        };
+        if let Some(full) = lane.push(job, MAX_BATCH) {
+            let route = lane.route.clone();
+            self.launch(full, route);
+        } else if lane.schedule() {
+            ctx.notify(Flush::<H>::new());
         }
     }
 
     /// Sends a batch to the first plugin that implements its hook; the plugins relay it on.
-    fn launch<H: Dispatch>(&mut self, jobs: Vec<Job<H>>) {
+    fn launch<H: Dispatch>(&mut self, jobs: Vec<Job<H>>, route: Arc<Route<H>>) {
         self.calls[H::KIND as usize].increment(jobs.len() as u64);
-        let route = self.routes[H::KIND as usize].clone();
         forward(jobs, route, 0);
     }
 
     /// Marks one of `session`'s calls finished and starts its next call, if any.
     fn release(&mut self, session: &SessionId, ctx: &mut Context<Self>) {
-        self.pending -= 1;
+        self.admission.release();
         let Some(state) = self.sessions.get_mut(session) else {
             return;
         };
@@ -148,24 +141,22 @@ impl Actor for PipelineCoordinator {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        ctx.set_mailbox_capacity(COORDINATOR_MAILBOX_CAPACITY);
-        let coordinator = ctx.address();
-        self.routes = self
-            .steps
-            .iter()
-            .map(|steps| {
-                Arc::new(Route {
-                    steps: steps.clone(),
-                    names: steps.iter().map(|s| s.name.clone()).collect(),
-                    coordinator: coordinator.clone(),
-                })
-            })
-            .collect();
+        ctx.set_mailbox_capacity(self.admission.bound().saturating_add(MAILBOX_HEADROOM));
+    }
+}
+
+/// Hook `H`'s route through `steps`, reporting back to this coordinator.
+fn route_of<H: Dispatch>(steps: &[Step], ctx: &Context<PipelineCoordinator>) -> Route<H> {
+    Route {
+        steps: steps.iter().map(|s| s.addr.clone().recipient()).collect(),
+        names: steps.iter().map(|s| s.name.clone()).collect(),
+        coordinator: ctx.address().recipient(),
     }
 }
 
 /// Admits one call whose answer goes to the oneshot it carries: what [`Pipeline::call`]
-/// sends (with `try_send`, so admission costs no reply channel of actix's).
+/// sends (with `try_send`, so admission costs no reply channel of actix's), after counting the
+/// call in the shard's [`Admission`].
 ///
 /// [`Pipeline::call`]: crate::Pipeline::call
 pub(crate) struct Admit<H: Dispatch>(pub(crate) Job<H>);
@@ -179,6 +170,24 @@ impl<H: Dispatch> Handler<Admit<H>> for PipelineCoordinator {
 
     fn handle(&mut self, Admit(job): Admit<H>, ctx: &mut Self::Context) {
         self.admit(job, ctx);
+    }
+}
+
+/// Admits many calls of one hook at once, each already counted in the shard's [`Admission`]:
+/// what [`Pipeline::call_many`](crate::Pipeline::call_many) sends, one message per shard.
+pub(crate) struct AdmitMany<H: Dispatch>(pub(crate) Vec<Job<H>>);
+
+impl<H: Dispatch> Message for AdmitMany<H> {
+    type Result = ();
+}
+
+impl<H: Dispatch> Handler<AdmitMany<H>> for PipelineCoordinator {
+    type Result = ();
+
+    fn handle(&mut self, AdmitMany(jobs): AdmitMany<H>, ctx: &mut Self::Context) {
+        for job in jobs {
+            self.admit(job, ctx);
+        }
     }
 }
 
@@ -205,51 +214,30 @@ impl<H: Dispatch> Handler<Call<H>> for PipelineCoordinator {
 
     fn handle(&mut self, call: Call<H>, ctx: &mut Self::Context) -> Self::Result {
         let (reply, answer) = oneshot::channel();
+        if !self.admission.try_admit() {
+            return Box::pin(async { Err(PipelineError::Overloaded) });
+        }
         self.admit(
-            Job::<H>::new(call.session, call.context, call.value, reply),
+            Job::<H>::new(call.session, call.context, call.value, ReplyTo::One(reply)),
             ctx,
         );
         Box::pin(async move { answer.await.unwrap_or(Err(PipelineError::Stopped)) })
     }
 }
 
-/// What a hook call produced: the final value, the notes new to this session, and which plugins
-/// changed the value (in load order).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Outcome<T> {
-    /// The value after every plugin that implements the hook.
-    pub value: T,
-    /// Notes recorded by this call that the session has not seen before (SPEC P1.4: once per
-    /// session, not once per call).
-    pub notes: Vec<Note>,
-    /// Plugins whose accepted replacement changed the value (SPEC R5.7 needs this for raw hooks).
-    pub changed_by: Vec<Arc<str>>,
-    /// Plugins skipped on this call (error, panic, timeout, undecodable or refused reply), in
-    /// load order, whether or not the session had seen the note before. Fail-closed guards
-    /// decide on it.
-    pub failed: Vec<Arc<str>>,
-}
-
 impl<H: Dispatch> Handler<Flush<H>> for PipelineCoordinator {
     type Result = ();
 
-    fn handle(&mut self, _: Flush<H>, _: &mut Self::Context) {
-        if let Some(jobs) = self.batches.take::<H>() {
-            self.launch(jobs);
+    fn handle(&mut self, _: Flush<H>, ctx: &mut Self::Context) {
+        let steps = &self.steps[H::KIND as usize];
+        let Some(lane) = self.lanes.lane::<H>(|| route_of(steps, ctx)) else {
+            return;
+        };
+        if let Some(jobs) = lane.take() {
+            let route = lane.route.clone();
+            self.launch(jobs, route);
         }
     }
-}
-
-/// A batch's report from the last plugin: the sessions whose calls it answered, and the calls
-/// with notes, which the coordinator answers (it keeps each session's seen notes).
-pub(crate) struct Completed<H: Dispatch> {
-    pub(crate) done: Vec<SessionId>,
-    pub(crate) noted: Vec<Job<H>>,
-    pub(crate) route: Arc<Route>,
-}
-
-impl<H: Dispatch> Message for Completed<H> {
-    type Result = ();
 }
 
 impl<H: Dispatch> Handler<Completed<H>> for PipelineCoordinator {
@@ -316,8 +304,8 @@ impl Handler<AdmittedCalls> for PipelineCoordinator {
 
     fn handle(&mut self, _: AdmittedCalls, _: &mut Self::Context) -> Admitted {
         Admitted {
-            calls: self.pending,
-            bound: self.max_pending,
+            calls: self.admission.admitted(),
+            bound: self.admission.bound(),
         }
     }
 }

@@ -14,8 +14,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use actix::dev::SendError;
-use actix::{Actor, Context, Handler, Message};
+use actix::{Actor, Context, Handler};
 use futures::future::BoxFuture;
 use hookline_messages::hook::HookContext;
 use hookline_messages::note::SkipReason;
@@ -23,12 +22,12 @@ use metrics::Histogram;
 use tokio::sync::Semaphore;
 use tracing::Instrument;
 
-use super::dispatch::{Dispatch, HookFn, HookTable};
+use super::dispatch::{edit_owned, Dispatch, EditHook, HookFn, HookTable};
 use super::guard::{finish, poll_once, run_now, Answer};
+use super::EventHandler;
 use super::{HookError, PluginRegistration, Reply, Timeouts};
-use crate::coordinator::{Completed, Job, Route};
-use crate::events::EventHandler;
 use crate::metrics::PluginMetrics;
+use crate::route::{forward, Job, Relay, Route};
 
 /// How many batches may wait in one plugin actor's mailbox. Its handler runs each call once and
 /// returns, so the mailbox drains as fast as batches arrive; admission is bounded upstream
@@ -113,6 +112,8 @@ impl PluginActor {
                     }
                 },
             },
+            // Only reached for an in-place hook that cannot run on the call's own value.
+            HookFn::Edit(f) => Answer::Now(run_now(|| edit_owned::<H>(&**f, cx, value.clone()))),
             // An async hook owns its value: the one copy the slow path makes.
             HookFn::Async(f) => poll_once(
                 f(cx.clone(), value.clone()),
@@ -122,12 +123,37 @@ impl PluginActor {
         }
     }
 
+    /// Runs an in-place hook on `job`'s own value, inline. A plugin that takes one call at a time
+    /// and is busy elsewhere gets a copy instead, later: the future is returned.
+    fn edit<H: Dispatch>(
+        &self,
+        f: &Arc<EditHook<H>>,
+        job: &mut Job<H>,
+        at: usize,
+        name: &str,
+    ) -> Option<BoxFuture<'static, CallResult<H::Value>>> {
+        let _permit = match &self.one_at_a_time {
+            None => None,
+            Some(gate) => match gate.clone().try_acquire_owned() {
+                Ok(permit) => Some(permit),
+                Err(_busy) => {
+                    let (f, cx, value) = (f.clone(), job.cx.clone(), job.value.clone());
+                    let call = async move { edit_owned::<H>(&*f, &cx, value) };
+                    let limit = self.timeouts.get(H::KIND);
+                    return Some(Box::pin(finish(call, None, Some(gate.clone()), limit)));
+                }
+            },
+        };
+        job.edit(at, name, |cx, draft| run_now(|| f(cx, draft)));
+        None
+    }
+
     /// Finishes a call that awaits as its own task, then sends it on alone from the next plugin.
     fn resume<H: Dispatch>(
         &self,
         mut job: Job<H>,
         later: BoxFuture<'static, CallResult<H::Value>>,
-        route: Arc<Route>,
+        route: Arc<Route<H>>,
         at: usize,
     ) {
         let latency = self.metrics.latency(H::KIND).clone();
@@ -151,21 +177,6 @@ impl Actor for PluginActor {
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(PLUGIN_MAILBOX_CAPACITY);
     }
-}
-
-/// Carries a batch of hook `H` calls (usually one per session) to the plugin at step `at` of the
-/// hook's route; that plugin hands it on to the next.
-///
-/// The value of each call moves with it: plugins see it by reference and a replacement that the
-/// hook's rule admits takes its place.
-pub(crate) struct Relay<H: Dispatch> {
-    pub(crate) jobs: Vec<Job<H>>,
-    pub(crate) route: Arc<Route>,
-    pub(crate) at: usize,
-}
-
-impl<H: Dispatch> Message for Relay<H> {
-    type Result = ();
 }
 
 impl<H: Dispatch> Handler<Relay<H>> for PluginActor {
@@ -195,6 +206,16 @@ impl<H: Dispatch> Handler<Relay<H>> for PluginActor {
         let mut index = 0;
         while index < jobs.len() {
             let job = &mut jobs[index];
+            if let HookFn::Edit(f) = hook {
+                match self.edit(f, job, at, name) {
+                    None => index += 1,
+                    Some(later) => {
+                        let job = jobs.remove(index);
+                        self.resume(job, later, route.clone(), at);
+                    }
+                }
+                continue;
+            }
             match self.call(hook, &job.cx, &job.value) {
                 Answer::Now(result) => {
                     job.absorb(at, name, result);
@@ -210,57 +231,6 @@ impl<H: Dispatch> Handler<Relay<H>> for PluginActor {
             record_share(self.metrics.latency(H::KIND), started.elapsed(), jobs.len());
         }
         forward(jobs, route, at + 1);
-    }
-}
-
-/// Hands `jobs` to the plugin at step `next` of their route, or finishes them after the last.
-/// A plugin actor that has stopped is skipped for each call with a note, like a failing plugin.
-pub(crate) fn forward<H: Dispatch>(jobs: Vec<Job<H>>, route: Arc<Route>, next: usize) {
-    if jobs.is_empty() {
-        return;
-    }
-    let Some(step) = route.steps.get(next) else {
-        return finish_batch(jobs, route);
-    };
-    let relay = Relay {
-        jobs,
-        route: route.clone(),
-        at: next,
-    };
-    match step.addr.try_send(relay) {
-        Ok(()) => {}
-        // The batches in flight are bounded by admission (`max_pending`), so a full mailbox may
-        // take one more; waiting here could deadlock two actors that feed each other.
-        Err(SendError::Full(relay)) => step.addr.do_send(relay),
-        Err(SendError::Closed(mut relay)) => {
-            for job in &mut relay.jobs {
-                job.absorb(next, &route.names[next], Err(SkipReason::Unavailable));
-            }
-            forward(relay.jobs, route, next + 1);
-        }
-    }
-}
-
-/// After the last plugin: calls without notes are answered here at once; calls with notes go to
-/// the coordinator, which keeps each session's seen notes (SPEC P1.4). The coordinator is told
-/// first, so a caller's next call always finds its session free.
-fn finish_batch<H: Dispatch>(mut jobs: Vec<Job<H>>, route: Arc<Route>) {
-    // Most batches have no notes at all: no second `Vec` then.
-    let noted = if jobs.iter().all(|job| job.notes.is_empty()) {
-        Vec::new()
-    } else {
-        let (quiet, noted) = jobs.into_iter().partition(|job| job.notes.is_empty());
-        jobs = quiet;
-        noted
-    };
-    let done = jobs.iter().map(|job| job.session().clone()).collect();
-    route.coordinator.do_send(Completed::<H> {
-        done,
-        noted,
-        route: route.clone(),
-    });
-    for job in jobs {
-        job.answer(Vec::new(), &route.names);
     }
 }
 

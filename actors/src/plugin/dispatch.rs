@@ -9,12 +9,39 @@ use futures::future::BoxFuture;
 use hookline_messages::hook::{self, Hook, HookContext, HookKind, HookSet};
 
 use super::{HookResult, Plugin, RawHooks, Reply};
+use crate::route::Draft;
+
+/// Runs an in-place hook on an owned copy of the value (the path of a call that cannot run
+/// inline): the written value becomes a replacement, an unwritten one a [`Reply::Keep`].
+///
+/// # Errors
+/// The hook's error.
+pub(crate) fn edit_owned<H: Hook>(
+    f: &EditHook<H>,
+    cx: &HookContext,
+    mut value: H::Value,
+) -> HookResult<Reply<H::Value>> {
+    let mut spare = None;
+    let mut draft = Draft::new(&mut value, &mut spare);
+    f(cx, &mut draft)?;
+    let written = draft.written();
+    Ok(if written {
+        Reply::Replace(value)
+    } else {
+        Reply::Keep
+    })
+}
 
 /// A hook that answers at once: it sees the value by reference and returns [`Reply::Keep`] or a
 /// replacement. No future, no box, no copy of the value: the fast path.
 pub type SyncHook<H> = dyn Fn(&HookContext, &<H as Hook>::Value) -> HookResult<Reply<<H as Hook>::Value>>
     + Send
     + Sync;
+
+/// A hook that edits the value in place through a [`Draft`]: no replacement is built, and the
+/// value before it is kept only once it writes. The fastest path for hooks that change a value.
+pub type EditHook<H> =
+    dyn Fn(&HookContext, &mut Draft<'_, <H as Hook>::Value>) -> HookResult<()> + Send + Sync;
 
 /// A hook that may await: it owns a copy of the value and returns a boxed future.
 pub type AsyncHook<H> = dyn Fn(HookContext, <H as Hook>::Value) -> BoxFuture<'static, HookResult<Reply<<H as Hook>::Value>>>
@@ -25,6 +52,8 @@ pub type AsyncHook<H> = dyn Fn(HookContext, <H as Hook>::Value) -> BoxFuture<'st
 pub enum HookFn<H: Hook> {
     /// Answers at once, inline in the plugin actor.
     Sync(Arc<SyncHook<H>>),
+    /// Edits the value in place, inline in the plugin actor.
+    Edit(Arc<EditHook<H>>),
     /// May await: polled once inline, then finished under the hook's timeout.
     Async(Arc<AsyncHook<H>>),
 }
@@ -33,6 +62,7 @@ impl<H: Hook> Clone for HookFn<H> {
     fn clone(&self) -> Self {
         match self {
             Self::Sync(f) => Self::Sync(f.clone()),
+            Self::Edit(f) => Self::Edit(f.clone()),
             Self::Async(f) => Self::Async(f.clone()),
         }
     }
@@ -44,6 +74,13 @@ impl<H: Hook> HookFn<H> {
         f: impl Fn(&HookContext, &H::Value) -> HookResult<Reply<H::Value>> + Send + Sync + 'static,
     ) -> Self {
         Self::Sync(Arc::new(f))
+    }
+
+    /// An in-place hook.
+    pub fn edit(
+        f: impl Fn(&HookContext, &mut Draft<'_, H::Value>) -> HookResult<()> + Send + Sync + 'static,
+    ) -> Self {
+        Self::Edit(Arc::new(f))
     }
 
     /// An async hook.

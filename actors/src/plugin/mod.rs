@@ -5,6 +5,10 @@
 //!   [`PluginRegistration::on_raw`] (raw hooks, kept apart, SPEC R0.1) take a synchronous function
 //!   that sees the value by reference and returns a [`Reply`]. It runs inline in the plugin actor:
 //!   no future, no box, no copy of the value, no allocation by the runtime.
+//! - **In place**: [`PluginRegistration::edit`] and [`PluginRegistration::edit_raw`] take a
+//!   synchronous function that edits the value through a [`Draft`] (`&mut`): no replacement is
+//!   built; the value before it is copied (into a buffer the call reuses) only when it writes,
+//!   so the rule can check the edit and a refused one leaves the value as it was.
 //! - **Async, by explicit opt-in**: [`PluginRegistration::on_async`] and
 //!   [`PluginRegistration::on_raw_async`] take a function returning a future, for hooks that must
 //!   await (I/O, another process). It runs under the hook's timeout.
@@ -16,12 +20,17 @@
 pub(crate) mod actor;
 mod dispatch;
 mod error;
+mod event_handler;
 pub(crate) mod guard;
 mod registration;
 
+pub use crate::route::Draft;
 pub use actor::{CallResult, PluginActor};
-pub use dispatch::{AsyncHook, Dispatch, HookFn, HookTable, OrdinaryHook, RawHook, SyncHook};
+pub use dispatch::{
+    AsyncHook, Dispatch, EditHook, HookFn, HookTable, OrdinaryHook, RawHook, SyncHook,
+};
 pub use error::HookError;
+pub use event_handler::{EventHandler, EventReply};
 pub use guard::Answer;
 pub use registration::{PluginRegistration, Timeouts, DEFAULT_HOOK_TIMEOUT};
 
@@ -35,14 +44,7 @@ use hookline_messages::session::SessionInfo;
 use hookline_messages::tool::{ToolCall, ToolResult};
 use hookline_messages::user::{TurnInfo, UserMessage};
 
-/// What a hook returns: keep the value it was given, or replace it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Reply<T> {
-    /// Hand the value on unchanged.
-    Keep,
-    /// Hand this value on instead, if the hook's rule admits it.
-    Replace(T),
-}
+pub use hookline_messages::hook::Reply;
 
 /// The result of a hook method. An error skips the hook with a note (SPEC P1.4).
 pub type HookResult<T> = Result<T, HookError>;

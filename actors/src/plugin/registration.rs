@@ -13,8 +13,9 @@ use std::future::Future;
 use hookline_messages::hook::HookContext;
 
 use super::dispatch::{adapt_plugin, adapt_raw, HookFn, HookTable, OrdinaryHook, RawHook};
+use super::EventHandler;
 use super::{HookResult, Plugin, RawHooks, Reply};
-use crate::events::EventHandler;
+use crate::route::Draft;
 
 /// The timeout a hook gets unless its registration says otherwise.
 pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(10);
@@ -132,6 +133,32 @@ impl PluginRegistration {
         hook: impl Fn(&HookContext, &H::Value) -> HookResult<Reply<H::Value>> + Send + Sync + 'static,
     ) -> Self {
         self.register(HookFn::<H>::sync(hook))
+    }
+
+    /// Registers ordinary hook `H` as an in-place edit, the fastest path for a hook that changes
+    /// its value: `hook` edits the value through a [`Draft`] (`&mut` access) and returns `Ok(())`.
+    /// Nothing is built or copied for a hook that only reads; a hook that writes costs its own edit
+    /// and a copy of the value before it into a buffer the call reuses, which `H`'s rule checks
+    /// the edit against. A refused edit, an error or a panic leaves the value before it (SPEC
+    /// P1.4, P1.5). It runs inline like [`PluginRegistration::on`] and must not block either.
+    #[must_use]
+    pub fn edit<H: OrdinaryHook>(
+        self,
+        _hook: H,
+        hook: impl Fn(&HookContext, &mut Draft<'_, H::Value>) -> HookResult<()> + Send + Sync + 'static,
+    ) -> Self {
+        self.register(HookFn::<H>::edit(hook))
+    }
+
+    /// Registers raw hook `H` as an in-place edit, apart from the ordinary hooks (SPEC R0.1); as
+    /// [`PluginRegistration::edit`] otherwise.
+    #[must_use]
+    pub fn edit_raw<H: RawHook>(
+        self,
+        _hook: H,
+        hook: impl Fn(&HookContext, &mut Draft<'_, H::Value>) -> HookResult<()> + Send + Sync + 'static,
+    ) -> Self {
+        self.register(HookFn::<H>::edit(hook))
     }
 
     /// Registers ordinary hook `H` as async: `hook` owns a copy of the value and returns a future,

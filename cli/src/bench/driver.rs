@@ -56,7 +56,7 @@ impl Measured {
 }
 
 #[allow(clippy::expect_used)] // constant arguments that hdrhistogram documents as valid
-pub(super) fn new_histogram() -> Histogram<u64> {
+pub(crate) fn new_histogram() -> Histogram<u64> {
     // 1 ns to 60 s at 3 significant figures: every latency this runtime can produce fits.
     Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds")
 }
@@ -180,6 +180,70 @@ pub async fn run_closed_loop(
     merge(parts)
 }
 
+/// As [`run_closed_loop`], with each shard's sessions split into callers of at most `batch`
+/// sessions, each making its sessions' calls with one [`Pipeline::call_many`] and the next batch
+/// when that one is answered (a server that holds many sessions' calls at once). Each call is
+/// recorded with its batch's latency.
+///
+/// # Errors
+/// The first [`PipelineError`] other than `Overloaded` that a call returned.
+pub async fn run_closed_loop_batched(
+    pipeline: &Pipeline,
+    hook: BenchHook,
+    sessions: usize,
+    batch: usize,
+    duration: Duration,
+) -> Result<Measured, PipelineError> {
+    let runner = pipeline.clone();
+    let parts = on_shards(pipeline, session_ids(sessions), move |ids| {
+        let pipeline = runner.clone();
+        async move { batched_loop(&pipeline, hook, &ids, batch, duration).await }
+    })
+    .await;
+    merge(parts)
+}
+
+/// One shard's callers of [`run_closed_loop_batched`].
+async fn batched_loop(
+    pipeline: &Pipeline,
+    hook: BenchHook,
+    ids: &[SessionId],
+    batch: usize,
+    duration: Duration,
+) -> Result<Measured, PipelineError> {
+    let histogram = RefCell::new(new_histogram());
+    let started = Instant::now();
+    let deadline = started + duration;
+    let shed = RefCell::new(0u64);
+    let callers = ids.chunks(batch.max(1)).map(|group| {
+        let (histogram, shed) = (&histogram, &shed);
+        async move {
+            let mut calls = 0u64;
+            let mut sent = Instant::now();
+            while sent < deadline {
+                let mut refused = 0;
+                let made = hook.call_many(pipeline, group, &mut refused).await?;
+                let ended = Instant::now();
+                let _ = histogram.borrow_mut().record_n(nanos(ended - sent), made);
+                *shed.borrow_mut() += refused;
+                sent = ended;
+                calls += made;
+            }
+            Ok::<u64, PipelineError>(calls)
+        }
+    });
+    let calls = join_all(callers)
+        .await
+        .into_iter()
+        .sum::<Result<u64, PipelineError>>()?;
+    Ok(Measured {
+        histogram: histogram.into_inner(),
+        calls,
+        shed: shed.into_inner(),
+        elapsed: started.elapsed(),
+    })
+}
+
 /// Merges the parts of one run.
 ///
 /// # Errors
@@ -213,13 +277,23 @@ pub async fn run_open_loop(
     sessions: usize,
     rate: u64,
     duration: Duration,
+    batch: Option<usize>,
 ) -> Result<Measured, PipelineError> {
     let driver = Arbiter::new();
     let (done, result) = oneshot::channel();
     let pipeline = pipeline.clone();
     driver.spawn_fn(move || {
         actix_rt::spawn(async move {
-            let measured = open_loop(&pipeline, hook, sessions, rate, duration).await;
+            let shape = Shape {
+                hook,
+                sessions,
+                rate,
+                duration,
+                batch,
+            };
+            // Out of tokio's cooperative budget: the driver settles thousands of answers per
+            // turn, and a spent budget made each answer's poll yield and wake itself again.
+            let measured = tokio::task::unconstrained(open_loop(&pipeline, shape)).await;
             let _ = done.send(measured);
         });
     });
@@ -231,13 +305,17 @@ pub async fn run_open_loop(
 /// The open loop itself: checks the schedule each time the runtime gets back to it (it yields
 /// between checks) rather than arming a timer per call: tokio's timers tick in milliseconds, far
 /// coarser than the microseconds between calls at these rates.
-async fn open_loop(
-    pipeline: &Pipeline,
-    hook: BenchHook,
-    sessions: usize,
-    rate: u64,
-    duration: Duration,
-) -> Result<Measured, PipelineError> {
+///
+/// With `batch`, the calls that fell due since the driver last looked go out together with one
+/// [`Pipeline::call_many`] (at most `batch` per call), as a server handing a tick's calls over.
+async fn open_loop(pipeline: &Pipeline, shape: Shape) -> Result<Measured, PipelineError> {
+    let Shape {
+        hook,
+        sessions,
+        rate,
+        duration,
+        batch,
+    } = shape;
     let mut histogram = new_histogram();
     let sessions = session_ids(sessions);
     let per_call = 1.0 / rate.max(1) as f64;
@@ -245,23 +323,43 @@ async fn open_loop(
     let mut in_flight = FuturesUnordered::new();
     let (mut issued, mut completed, mut shed) = (0u64, 0u64, 0u64);
     let mut first_error = None;
-    let mut settle = |(due, outcome): (Instant, Result<(), PipelineError>)| match outcome {
-        Ok(()) => {
-            completed += 1;
-            let _ = histogram.record(nanos(due.elapsed()));
-        }
-        Err(PipelineError::Overloaded) => shed += 1,
-        Err(error) => {
-            first_error.get_or_insert(error);
+    let mut settle = |answers: Vec<(Instant, Result<(), PipelineError>)>| {
+        for (due, outcome) in answers {
+            match outcome {
+                Ok(()) => {
+                    completed += 1;
+                    let _ = histogram.record(nanos(due.elapsed()));
+                }
+                Err(PipelineError::Overloaded) => shed += 1,
+                Err(error) => {
+                    first_error.get_or_insert(error);
+                }
+            }
         }
     };
+    let batch = batch.unwrap_or(1).max(1);
     while started.elapsed() < duration {
         let due_now = (started.elapsed().as_secs_f64() / per_call) as u64;
         while issued < due_now {
-            let due = started + Duration::from_secs_f64(issued as f64 * per_call);
-            let session = &sessions[(issued % sessions.len() as u64) as usize];
-            in_flight.push(async move { (due, hook.call(pipeline, session).await) });
-            issued += 1;
+            let count = (due_now - issued).min(batch as u64);
+            let group: Vec<(Instant, SessionId)> = (issued..issued + count)
+                .map(|n| {
+                    let due = started + Duration::from_secs_f64(n as f64 * per_call);
+                    (due, sessions[(n % sessions.len() as u64) as usize].clone())
+                })
+                .collect();
+            issued += count;
+            if let [(due, session)] = &group[..] {
+                // Admitted (or shed) now, when it is due; only the answer is awaited later.
+                let (due, answer) = (*due, hook.issue(pipeline, session));
+                in_flight.push(Box::pin(async move { vec![(due, answer.await)] }) as Batch<'_>);
+                continue;
+            }
+            in_flight.push(Box::pin(async move {
+                let ids: Vec<SessionId> = group.iter().map(|(_, s)| s.clone()).collect();
+                let answers = hook.call_each(pipeline, &ids).await;
+                group.iter().map(|(due, _)| *due).zip(answers).collect()
+            }));
         }
         while let Some(Some(done)) = in_flight.next().now_or_never() {
             settle(done);
@@ -280,6 +378,20 @@ async fn open_loop(
         shed,
         elapsed: started.elapsed(),
     })
+}
+
+/// The open loop's shape: what it calls, how often, for how long, and how many calls it hands
+/// over at once.
+/// The answers of one group of calls the open loop issued, with when each was due.
+type Batch<'a> =
+    std::pin::Pin<Box<dyn Future<Output = Vec<(Instant, Result<(), PipelineError>)>> + 'a>>;
+
+struct Shape {
+    hook: BenchHook,
+    sessions: usize,
+    rate: u64,
+    duration: Duration,
+    batch: Option<usize>,
 }
 
 /// Runs about `calls` `on_user_message` calls through `pipeline`, spread over `sessions` sessions
@@ -313,6 +425,6 @@ pub async fn drive_calls(pipeline: &Pipeline, sessions: usize, calls: u64) -> Du
     started.elapsed().mul_f64(calls as f64 / made as f64)
 }
 
-pub(super) fn nanos(duration: Duration) -> u64 {
+pub(crate) fn nanos(duration: Duration) -> u64 {
     u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
 }

@@ -3,7 +3,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use hookline_actors::{Pipeline, PipelineError};
+use hookline_actors::{Pipeline, PipelineError, Submitted};
 use hookline_messages::hook::{OnPrompt, OnToolCall, OnUserMessage};
 use hookline_messages::prompt::{Prompt, PromptMode};
 use hookline_messages::session::SessionId;
@@ -53,6 +53,81 @@ impl BenchHook {
         }
     }
 
+    /// Admits and sends one call of this hook for `session` now ([`Pipeline::submit`]); the
+    /// returned future waits for its answer. An open loop issues its calls with it, so each call
+    /// is admitted (or shed) when it is due, not when the driver next polls it.
+    pub fn issue(
+        self,
+        pipeline: &Pipeline,
+        session: &SessionId,
+    ) -> impl std::future::Future<Output = Result<(), PipelineError>> + 'static {
+        let issued = match self {
+            Self::OnUserMessage => {
+                Issued::User(pipeline.submit::<OnUserMessage>(session, UserMessage::new(PAYLOAD)))
+            }
+            Self::OnPrompt => Issued::Prompt(pipeline.submit::<OnPrompt>(session, prompt())),
+            Self::OnToolCall => Issued::Tool(pipeline.submit::<OnToolCall>(session, tool_call())),
+        };
+        async move {
+            match issued {
+                Issued::User(answer) => answer.await.map(drop),
+                Issued::Prompt(answer) => answer.await.map(drop),
+                Issued::Tool(answer) => answer.await.map(drop),
+            }
+        }
+    }
+
+    /// Makes one call of this hook for each of `sessions` through `pipeline` with
+    /// [`Pipeline::call_many`]: answered as one batch. Returns the calls answered.
+    ///
+    /// # Errors
+    /// The first call's error other than `Overloaded`; `Overloaded` calls are counted in `shed`.
+    pub async fn call_many(
+        self,
+        pipeline: &Pipeline,
+        sessions: &[SessionId],
+        shed: &mut u64,
+    ) -> Result<u64, PipelineError> {
+        let answers = self.call_each(pipeline, sessions).await;
+        let mut done = 0;
+        for answer in answers {
+            match answer {
+                Ok(()) => done += 1,
+                Err(PipelineError::Overloaded) => *shed += 1,
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(done)
+    }
+
+    /// One call of this hook for each of `sessions`, with one [`Pipeline::call_many`]: each
+    /// call's result, in order.
+    pub async fn call_each(
+        self,
+        pipeline: &Pipeline,
+        sessions: &[SessionId],
+    ) -> Vec<Result<(), PipelineError>> {
+        match self {
+            Self::OnUserMessage => {
+                let calls = sessions
+                    .iter()
+                    .map(|s| (s.clone(), UserMessage::new(PAYLOAD)));
+                let answers = pipeline.call_many::<OnUserMessage>(calls).await;
+                answers.into_iter().map(|a| a.map(drop)).collect()
+            }
+            Self::OnPrompt => {
+                let calls = sessions.iter().map(|s| (s.clone(), prompt()));
+                let answers = pipeline.call_many::<OnPrompt>(calls).await;
+                answers.into_iter().map(|a| a.map(drop)).collect()
+            }
+            Self::OnToolCall => {
+                let calls = sessions.iter().map(|s| (s.clone(), tool_call()));
+                let answers = pipeline.call_many::<OnToolCall>(calls).await;
+                answers.into_iter().map(|a| a.map(drop)).collect()
+            }
+        }
+    }
+
     /// Runs `calls` calls of this hook through `plugins` appenders in a plain loop over
     /// `Vec<Box<dyn _>>` on this thread: the physical limit. Returns the time per call.
     pub fn direct_baseline(self, plugins: usize, calls: u64) -> Duration {
@@ -78,6 +153,13 @@ impl BenchHook {
         }
         started.elapsed() / u32::try_from(calls.max(1)).unwrap_or(u32::MAX)
     }
+}
+
+/// A call issued by [`BenchHook::issue`], whichever hook it is.
+enum Issued {
+    User(Submitted<UserMessage>),
+    Prompt(Submitted<Prompt>),
+    Tool(Submitted<ToolCall>),
 }
 
 fn prompt() -> Prompt {

@@ -4,8 +4,8 @@
 //! The workload is the one `../shared/PERFORMANCE-NOTES.md` uses: one hook call through N
 //! plugins, each appending a few bytes to a ~64-byte text and handing it on. The peers are the
 //! same appenders called in a plain loop on one thread (the direct loop), through a naive actix
-//! chain and through an actix relay chain ([`Peer`]), each measured in the same run: every figure
-//! is reported with its ratio to each.
+//! chain, an actix relay chain and a batched actix relay ([`Peer`]), each measured in the same
+//! run: every figure is reported with its ratio to each.
 //!
 //! Used by `hookline bench` and by the criterion benches in `benches/`.
 
@@ -19,12 +19,12 @@ mod source;
 mod workload;
 
 pub use driver::{
-    closed_loop, drive_calls, on_shards, run_closed_loop, run_open_loop, session_ids, Measured,
-    Progress,
+    closed_loop, drive_calls, on_shards, run_closed_loop, run_closed_loop_batched, run_open_loop,
+    session_ids, Measured, Progress,
 };
 pub use hook::BenchHook;
 pub use memory::{idle_sessions, resident_bytes, MemoryReport};
-pub use peers::{run_peer, Peer, PeerChain};
+pub use peers::{run_peer, Peer, PeerChain, PEER_BATCH};
 pub use report::{BenchReport, Latency, PeerFigures};
 pub use sharded::{run as run_on_arbiters, run_peers, Plan};
 pub use source::{start_plugins, Plugins, Source, RUST_ECHO_BIN, RUST_EXAMPLE_BIN};

@@ -6,8 +6,15 @@
 //!   reply per plugin).
 //! - [`Peer::Relay`]: each plugin actor hands the value straight to the next; the last answers
 //!   the caller's oneshot (one one-way hop per plugin).
+//! - [`Peer::BatchedRelay`]: the best actor design measured (`actix_shard2_relaybatch` in
+//!   `../shared/PERFORMANCE-NOTES.md`): a caller hands one message carrying
+//!   [`PEER_BATCH`] sessions' values and one reply channel for all of them; each actor runs its
+//!   appender over every value in place and forwards the same vector one-way; the last answers.
+//!   Per call nothing is allocated by the chain; per batch, one envelope per hop and one reply.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
 
 use actix::dev::SendError;
 use actix::{Actor, Addr, Context, Handler, Message, MessageResult};
@@ -15,7 +22,7 @@ use hookline_messages::session::SessionId;
 use hookline_messages::user::UserMessage;
 use tokio::sync::oneshot;
 
-use super::driver::{closed_loop, Measured};
+use super::driver::{closed_loop, nanos, new_histogram, Measured};
 use super::workload::{Appender, DirectAppender, PAYLOAD};
 
 /// The peers' mailbox capacity: room for every call in flight, so a full mailbox never parks a
@@ -29,7 +36,12 @@ pub enum Peer {
     Naive,
     /// Each plugin actor hands the value to the next; the last answers.
     Relay,
+    /// As the relay, with [`PEER_BATCH`] sessions' values carried per message.
+    BatchedRelay,
 }
+
+/// Calls per message of the batched relay peer (16 callers of 64 keep 1,024 in flight).
+pub const PEER_BATCH: usize = 64;
 
 impl Peer {
     /// The peer's name in reports.
@@ -37,8 +49,12 @@ impl Peer {
         match self {
             Self::Naive => "naive actix chain",
             Self::Relay => "actix relay chain",
+            Self::BatchedRelay => "batched actix relay",
         }
     }
+
+    /// Every peer, in the order reports list them.
+    pub const ALL: [Peer; 3] = [Peer::Naive, Peer::Relay, Peer::BatchedRelay];
 }
 
 /// One appender as an actor.
@@ -102,6 +118,37 @@ impl Handler<Pass> for AppendActor {
     }
 }
 
+/// The batched relay's hand-off: every value of the batch appended in place, then passed on.
+struct PassBatch {
+    messages: Vec<UserMessage>,
+    reply: oneshot::Sender<Vec<UserMessage>>,
+}
+
+impl Message for PassBatch {
+    type Result = ();
+}
+
+impl Handler<PassBatch> for AppendActor {
+    type Result = ();
+
+    fn handle(&mut self, mut pass: PassBatch, _: &mut Self::Context) {
+        for message in &mut pass.messages {
+            let taken = std::mem::replace(message, UserMessage::new(String::new()));
+            *message = DirectAppender::on_user_message(&self.appender, taken);
+        }
+        match &self.next {
+            None => {
+                let _ = pass.reply.send(pass.messages);
+            }
+            Some(next) => {
+                if let Err(SendError::Full(pass)) = next.try_send(pass) {
+                    next.do_send(pass);
+                }
+            }
+        }
+    }
+}
+
 /// A started peer chain of `plugins` appenders on the current arbiter.
 pub struct PeerChain {
     peer: Peer,
@@ -119,7 +166,7 @@ impl PeerChain {
                 next: next.take(),
             }
             .start();
-            if peer == Peer::Relay {
+            if peer != Peer::Naive {
                 next = Some(addr.clone());
             }
             actors.push(addr);
@@ -155,9 +202,39 @@ impl PeerChain {
                 }
                 answer.await.map_err(|e| e.to_string())?
             }
+            Peer::BatchedRelay => {
+                self.call_batch(1).await?;
+                return Ok(());
+            }
         };
         std::hint::black_box(message);
         Ok(())
+    }
+
+    /// One batch of `size` calls through a batched relay chain (one call at a time through the
+    /// other peers). Returns the calls made.
+    ///
+    /// # Errors
+    /// When an actor has stopped.
+    pub async fn call_batch(&self, size: usize) -> Result<usize, String> {
+        if self.peer != Peer::BatchedRelay {
+            for _ in 0..size {
+                Box::pin(self.call()).await?;
+            }
+            return Ok(size);
+        }
+        let Some(first) = self.actors.first() else {
+            return Ok(size);
+        };
+        let messages = (0..size).map(|_| UserMessage::new(PAYLOAD)).collect();
+        let (reply, answer) = oneshot::channel();
+        if let Err(SendError::Full(pass)) = first.try_send(PassBatch { messages, reply }) {
+            first.do_send(pass);
+        }
+        let done = answer.await.map_err(|e| e.to_string())?;
+        let made = done.len();
+        std::hint::black_box(done);
+        Ok(made)
     }
 }
 
@@ -173,5 +250,72 @@ pub async fn run_peer(
     duration: Duration,
 ) -> Result<Measured, String> {
     let chain = PeerChain::start(peer, plugins);
+    if peer == Peer::BatchedRelay {
+        return batched_closed_loop(&chain, sessions.len(), duration).await;
+    }
     closed_loop(sessions, duration, &(), |_| chain.call()).await
+}
+
+/// The batched relay's closed loop: `sessions` calls in flight as callers of [`PEER_BATCH`],
+/// each sending its next batch when the last one is answered; every call of a batch is recorded
+/// with the batch's latency.
+async fn batched_closed_loop(
+    chain: &PeerChain,
+    sessions: usize,
+    duration: Duration,
+) -> Result<Measured, String> {
+    let histogram = std::cell::RefCell::new(new_histogram());
+    let started = Instant::now();
+    let deadline = started + duration;
+    let sizes = batch_sizes(sessions.max(1), PEER_BATCH);
+    let callers = sizes.iter().map(|size| {
+        let histogram = &histogram;
+        async move {
+            let mut calls = 0u64;
+            let mut sent = Instant::now();
+            while sent < deadline {
+                let made = chain.call_batch(*size).await?;
+                let ended = Instant::now();
+                let _ = histogram
+                    .borrow_mut()
+                    .record_n(nanos(ended - sent), made as u64);
+                sent = ended;
+                calls += made as u64;
+            }
+            Ok::<u64, String>(calls)
+        }
+    });
+    let calls = join_all(callers)
+        .await
+        .into_iter()
+        .sum::<Result<u64, _>>()?;
+    let elapsed = started.elapsed();
+    let histogram = histogram.into_inner();
+    Ok(Measured {
+        histogram,
+        calls,
+        shed: 0,
+        elapsed,
+    })
+}
+
+/// `total` split into batches of at most `size`, as even as can be.
+pub(super) fn batch_sizes(total: usize, size: usize) -> Vec<usize> {
+    let batches = total.div_ceil(size.max(1)).max(1);
+    (0..batches)
+        .map(|i| total / batches + usize::from(i < total % batches))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::batch_sizes;
+
+    #[test]
+    fn batches_cover_the_sessions_and_stay_within_the_size() {
+        assert_eq!(batch_sizes(1000, 64).iter().sum::<usize>(), 1000);
+        assert!(batch_sizes(1000, 64).iter().all(|s| *s <= 64 && *s >= 62));
+        assert_eq!(batch_sizes(1, 64), [1]);
+        assert_eq!(batch_sizes(128, 64), [64, 64]);
+    }
 }

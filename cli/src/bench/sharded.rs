@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use hookline_actors::Pipeline;
 
-use super::driver::{run_closed_loop, run_open_loop, session_ids, Measured, Progress};
+use super::driver::{
+    run_closed_loop, run_closed_loop_batched, run_open_loop, session_ids, Measured, Progress,
+};
 use super::hook::BenchHook;
 use super::peers::{run_peer, Peer};
 use super::source::{start_plugins, Source};
@@ -34,6 +36,10 @@ pub struct Plan {
     pub max_pending: Option<usize>,
     /// Where the shipped example plugins are.
     pub examples_dir: PathBuf,
+    /// Closed loop: callers of this many sessions each, making their calls with
+    /// `Pipeline::call_many` (answered per batch); open loop: the calls due at once handed over
+    /// with one `call_many` (at most this many). `None`: one `Pipeline::call` per call.
+    pub batch: Option<usize>,
 }
 
 /// Runs `plan` through hookline. Returns what was measured and the plugins per call.
@@ -114,8 +120,17 @@ async fn run_pipeline(plan: &Plan) -> Result<(Measured, usize), String> {
     }
     let pipeline = builder.start().map_err(|e| e.to_string())?;
     let run = match plan.rate {
-        Some(rate) => run_open_loop(&pipeline, plan.hook, plan.sessions, rate, plan.duration).await,
-        None => run_closed_loop(&pipeline, plan.hook, plan.sessions, plan.duration).await,
+        Some(rate) => {
+            let (hook, sessions, duration) = (plan.hook, plan.sessions, plan.duration);
+            run_open_loop(&pipeline, hook, sessions, rate, duration, plan.batch).await
+        }
+        None => match plan.batch {
+            Some(batch) => {
+                let (hook, sessions, duration) = (plan.hook, plan.sessions, plan.duration);
+                run_closed_loop_batched(&pipeline, hook, sessions, batch, duration).await
+            }
+            None => run_closed_loop(&pipeline, plan.hook, plan.sessions, plan.duration).await,
+        },
     };
     pipeline.stop().await;
     plugins.shutdown().await;

@@ -30,17 +30,6 @@ impl Appender {
 }
 
 impl Appender {
-    /// The user message with the suffix appended: one allocation, the size it needs.
-    pub fn appended(&self, message: &UserMessage) -> UserMessage {
-        let mut text = String::with_capacity(message.text.len() + self.suffix.len());
-        text.push_str(&message.text);
-        text.push_str(&self.suffix);
-        UserMessage {
-            text,
-            side_question: message.side_question,
-        }
-    }
-
     /// The tool call with the suffix appended to its name.
     pub fn renamed(&self, call: &ToolCall) -> ToolCall {
         ToolCall {
@@ -49,14 +38,16 @@ impl Appender {
         }
     }
 
-    /// The registration of this appender on the fast path: `on_user_message`, `on_prompt` and
-    /// `on_tool_call`, each answering at once with a replacement.
+    /// The registration of this appender on the fast paths: `on_user_message` edits the message
+    /// in place (`PluginRegistration::edit`: the append is the hook's only work); `on_prompt` and
+    /// `on_tool_call` answer at once with a replacement.
     pub fn registration(self, name: impl Into<Arc<str>>) -> PluginRegistration {
         let me = Arc::new(self);
         let (prompt, tool) = (me.clone(), me.clone());
         PluginRegistration::new(name)
-            .on(OnUserMessage, move |_, message| {
-                Ok(Reply::Replace(me.appended(message)))
+            .edit(OnUserMessage, move |_, message| {
+                message.text.push_str(&me.suffix);
+                Ok(())
             })
             .on(OnPrompt, move |_, p| {
                 Ok(Reply::Replace(p.clone().append(prompt.suffix.as_str())))

@@ -72,7 +72,14 @@ pub(super) struct BenchArgs {
     /// The pipeline's admission bound per shard (default: the pipeline's).
     #[arg(long)]
     max_pending: Option<usize>,
-    /// Skip the actor peers (naive chain, relay chain) of in-process closed-loop runs.
+    /// Closed loop: callers of this many sessions each make their calls with one
+    /// `Pipeline::call_many`, answered per batch (as a server holding many sessions' calls would);
+    /// open loop: the calls due at once go out with one `call_many` (at most this many). Without
+    /// it, one `Pipeline::call` per call.
+    #[arg(long)]
+    call_many: Option<usize>,
+    /// Skip the actor peers (naive chain, relay chain, batched relay) of in-process closed-loop
+    /// runs.
     #[arg(long)]
     no_peers: bool,
     /// How long to run, in seconds.
@@ -156,7 +163,7 @@ fn with_peers(args: &BenchArgs, plan: &Plan) -> Result<Vec<(Peer, Measured)>, St
     if !comparable {
         return Ok(Vec::new());
     }
-    [Peer::Naive, Peer::Relay]
+    Peer::ALL
         .into_iter()
         .map(|peer| run_peers(peer, plan).map(|m| (peer, m)))
         .collect()
@@ -183,6 +190,7 @@ fn plan(args: &BenchArgs) -> Plan {
             .arbiters
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
         max_pending: args.max_pending,
+        batch: args.call_many.map(|n| n.max(1)),
         // Absolute: each plugin process starts in its own directory.
         examples_dir: std::path::absolute(&args.examples_dir)
             .unwrap_or_else(|_| args.examples_dir.clone()),

@@ -36,13 +36,20 @@ impl Guards {
     }
 
     /// The first plugin among `failed` (in load order) that is fail-closed on `hook`.
-    pub(crate) fn tripped(&self, hook: HookKind, failed: &[Arc<str>]) -> Option<Arc<str>> {
+    pub(crate) fn tripped<'a>(
+        &self,
+        hook: HookKind,
+        failed: impl IntoIterator<Item = &'a Arc<str>>,
+    ) -> Option<Arc<str>> {
         let marked = match hook {
             HookKind::OnToolCall => &self.tool_call,
             HookKind::OnApproval => &self.approval,
             _ => return None,
         };
-        failed.iter().find(|name| marked.contains(*name)).cloned()
+        failed
+            .into_iter()
+            .find(|name| marked.contains(*name))
+            .cloned()
     }
 }
 

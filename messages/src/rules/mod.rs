@@ -16,3 +16,24 @@ pub mod transform;
 pub mod user_message;
 
 mod append;
+
+use crate::note::Note;
+
+/// A replacement that a rule accepted, possibly with a host note about what was left out.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Applied<T> {
+    /// The value the next hook sees.
+    pub value: T,
+    /// A host note about part of the replacement that was ignored (SPEC P3.2).
+    pub notice: Option<Note>,
+}
+
+impl<T> Applied<T> {
+    /// An accepted value with no note.
+    pub fn plain(value: T) -> Self {
+        Self {
+            value,
+            notice: None,
+        }
+    }
+}

@@ -1,9 +1,19 @@
 //! `on_tool_call` replaces a call's name or arguments (SPEC P2.7); `on_tool_result` replaces a
 //! result's text, and its images on image-capable turns (SPEC P2.8, P3.2).
 
-use crate::hook::{Applied, ToolResultContext};
+use super::Applied;
+use crate::model::HeldImages;
 use crate::note::{Note, Refusal};
 use crate::tool::{ApprovalState, ToolCall, ToolResult};
+
+/// The facts the `on_tool_result` rule needs (SPEC P2.8, P3.2).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ToolResultContext {
+    /// Whether this turn returns images; false on text-only turns.
+    pub images_allowed: bool,
+    /// The images the session holds; a result may only name these.
+    pub held: HeldImages,
+}
 
 /// Admits an `on_tool_call` replacement. The provider in the replacement is not used: the host
 /// resolves it again from the (possibly new) name, then classifies and approves the call again

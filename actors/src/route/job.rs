@@ -1,0 +1,197 @@
+//! [`Job`]: one hook call, the same value from admission to answer (the caller's session, the
+//! rule's facts, the value moving through the plugins, the notes, and where the answer goes),
+//! and the [`Outcome`] it ends in.
+
+use std::sync::Arc;
+
+use hookline_messages::hook::{Hook, HookContext, Reply};
+use hookline_messages::note::{Note, SkipReason};
+use hookline_messages::session::SessionId;
+
+use super::answer::ReplyTo;
+use super::draft::Draft;
+use super::steps::{Marks, Steps};
+
+/// One hook call on its way: admitted by the coordinator, carried through the plugin actors in
+/// batches (moved, never copied), answered by the last one (or by the coordinator when it has
+/// notes to filter).
+pub(crate) struct Job<H: Hook> {
+    pub(crate) cx: HookContext,
+    pub(crate) facts: H::Context,
+    pub(crate) value: H::Value,
+    /// A buffer the size of the value, reused by in-place hooks to keep the value before them
+    /// (see [`Draft`]); made at the first write of the call.
+    spare: Option<H::Value>,
+    pub(crate) reply: ReplyTo<H::Value>,
+    pub(crate) notes: Vec<Note>,
+    /// Steps (indexes into the hook's step list) whose replacement changed the value.
+    pub(crate) changed: Marks,
+    /// Steps skipped on this call.
+    pub(crate) failed: Marks,
+    /// The caller's span, so a plugin's logs stay under the call that caused them.
+    pub(crate) span: tracing::Span,
+}
+
+impl<H: Hook> Job<H> {
+    /// A call for `session` on `value`.
+    pub(crate) fn new(
+        session: SessionId,
+        facts: H::Context,
+        value: H::Value,
+        reply: ReplyTo<H::Value>,
+    ) -> Self {
+        Self {
+            cx: HookContext {
+                session_id: session,
+            },
+            facts,
+            value,
+            spare: None,
+            reply,
+            notes: Vec::new(),
+            changed: Marks::default(),
+            failed: Marks::default(),
+            span: tracing::Span::current(),
+        }
+    }
+
+    pub(crate) fn session(&self) -> &SessionId {
+        &self.cx.session_id
+    }
+
+    /// Takes step `step`'s reply: applies an admitted replacement or records why the step is
+    /// skipped (SPEC P1.4, P1.5). The value before it stands when it is skipped.
+    pub(crate) fn absorb(
+        &mut self,
+        step: usize,
+        name: &str,
+        result: Result<Reply<H::Value>, SkipReason>,
+    ) {
+        let reason = match result {
+            Ok(Reply::Keep) => return,
+            // SPEC P2.1, P2.4, P2.6: whatever a read-only hook returns changes nothing.
+            Ok(Reply::Replace(_)) if H::READ_ONLY => return,
+            Ok(Reply::Replace(proposed)) => match H::admit(&self.facts, &self.value, proposed) {
+                Ok(applied) => {
+                    if applied.value != self.value {
+                        self.changed.insert(step);
+                        self.value = applied.value;
+                    }
+                    self.notes.extend(applied.notice);
+                    return;
+                }
+                Err(refusal) => SkipReason::Refused(refusal),
+            },
+            Err(reason) => reason,
+        };
+        self.skip(step, name, reason);
+    }
+
+    /// Runs an in-place hook on the value through a [`Draft`] (`run` is the hook under its panic
+    /// guard). A hook that wrote has its result checked by the rule against the value before it,
+    /// which the draft saved; a refused, failed or panicked one leaves the value before it
+    /// (SPEC P1.4, P1.5), and so does any write to a read-only hook's value (SPEC P2.1, P2.4,
+    /// P2.6).
+    pub(crate) fn edit(
+        &mut self,
+        step: usize,
+        name: &str,
+        run: impl FnOnce(&HookContext, &mut Draft<'_, H::Value>) -> Result<(), SkipReason>,
+    ) {
+        let mut draft = Draft::new(&mut self.value, &mut self.spare);
+        let result = run(&self.cx, &mut draft);
+        let written = draft.written();
+        // A draft that was written holds the value before it in the spare.
+        let before = if written { self.spare.take() } else { None };
+        let Some(before) = before else {
+            if let Err(reason) = result {
+                self.skip(step, name, reason);
+            }
+            return;
+        };
+        let edited = std::mem::replace(&mut self.value, before);
+        let reason = match result {
+            Ok(()) if H::READ_ONLY => {
+                self.spare = Some(edited);
+                return;
+            }
+            Ok(()) => match H::admit(&self.facts, &self.value, edited) {
+                Ok(applied) => {
+                    if applied.value != self.value {
+                        self.changed.insert(step);
+                    }
+                    let before = std::mem::replace(&mut self.value, applied.value);
+                    self.spare = Some(before);
+                    self.notes.extend(applied.notice);
+                    return;
+                }
+                Err(refusal) => SkipReason::Refused(refusal),
+            },
+            Err(reason) => {
+                self.spare = Some(edited);
+                reason
+            }
+        };
+        self.skip(step, name, reason);
+    }
+
+    /// Records why step `step` is skipped: a metric, a log line, a note and a mark.
+    fn skip(&mut self, step: usize, name: &str, reason: SkipReason) {
+        crate::metrics::skipped(name, H::KIND, &reason);
+        let note = Note::skipped(name, H::KIND, reason);
+        tracing::warn!(parent: &self.span, session = %self.cx.session_id, "{note}");
+        self.notes.push(note);
+        // Every skip, noted or not yet: fail-closed guards decide on this list, not on the
+        // deduplicated notes.
+        self.failed.insert(step);
+    }
+
+    /// The outcome, with `notes` (the ones the session has not seen) and the marked steps named.
+    pub(crate) fn answer(self, notes: Vec<Note>, names: &Arc<[Arc<str>]>) {
+        let outcome = Outcome {
+            value: self.value,
+            notes,
+            changed_by: Steps::new(self.changed, names),
+            failed: Steps::new(self.failed, names),
+        };
+        // The caller may have stopped waiting; the call still counted, so a closed channel is fine.
+        self.reply.send(Ok(outcome));
+    }
+}
+
+/// What a hook call produced: the final value, the notes new to this session, and which plugins
+/// changed the value (in load order).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome<T> {
+    /// The value after every plugin that implements the hook.
+    pub value: T,
+    /// Notes recorded by this call that the session has not seen before (SPEC P1.4: once per
+    /// session, not once per call).
+    pub notes: Vec<Note>,
+    /// Plugins whose accepted replacement changed the value (SPEC R5.7 needs this for raw hooks).
+    /// A step mask named on demand: no vector per call.
+    pub changed_by: Steps,
+    /// Plugins skipped on this call (error, panic, timeout, undecodable or refused reply), in
+    /// load order, whether or not the session had seen the note before. Fail-closed guards
+    /// decide on it.
+    pub failed: Steps,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::sync::oneshot;
+
+    #[test]
+    fn a_job_that_keeps_its_value_names_no_step() {
+        let (reply, _answer) = oneshot::channel();
+        let mut job = Job::<hookline_messages::hook::OnUserMessage>::new(
+            SessionId::new("s"),
+            (),
+            hookline_messages::user::UserMessage::new("hi"),
+            ReplyTo::One(reply),
+        );
+        job.absorb(0, "keep", Ok(Reply::Keep));
+        assert!(job.changed.is_empty() && job.failed.is_empty());
+    }
+}

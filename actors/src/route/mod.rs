@@ -1,0 +1,117 @@
+//! The messages the coordinator and the plugin actors exchange, in a module of their own that
+//! both import (as actix's examples keep two actors' shared messages apart from either actor):
+//! the call itself ([`Job`]), one hook's way through the plugins ([`Route`]), a batch on that way
+//! ([`Relay`]), a batch's report back to its coordinator ([`Completed`]), and the caller's
+//! [`Outcome`].
+//!
+//! A route names its plugin actors and its coordinator by [`Recipient`]s of these messages, so
+//! this module imports neither actor: the coordinator (which builds routes) and the plugin actor
+//! (which handles [`Relay`]) both sit above it.
+
+mod answer;
+mod draft;
+mod job;
+mod steps;
+
+use std::sync::Arc;
+
+use actix::dev::SendError;
+use actix::{Message, Recipient};
+use hookline_messages::hook::Hook;
+use hookline_messages::note::SkipReason;
+
+pub use answer::Submitted;
+pub(crate) use answer::{Gather, ReplyTo, Slot};
+pub use draft::Draft;
+pub(crate) use job::Job;
+pub use job::Outcome;
+pub use steps::Steps;
+
+/// One hook's way through the plugins: a recipient per plugin actor that implements it, in load
+/// order, their names (indexed like the steps), and the coordinator told when a batch is through.
+pub(crate) struct Route<H: Hook> {
+    pub(crate) steps: Box<[Recipient<Relay<H>>]>,
+    pub(crate) names: Arc<[Arc<str>]>,
+    pub(crate) coordinator: Recipient<Completed<H>>,
+}
+
+/// Carries a batch of hook `H` calls (usually one per session) to the plugin at step `at` of the
+/// hook's route; that plugin hands it on to the next.
+///
+/// The value of each call moves with it: plugins see it by reference and a replacement that the
+/// hook's rule admits takes its place.
+pub(crate) struct Relay<H: Hook> {
+    pub(crate) jobs: Vec<Job<H>>,
+    pub(crate) route: Arc<Route<H>>,
+    pub(crate) at: usize,
+}
+
+impl<H: Hook> Message for Relay<H> {
+    type Result = ();
+}
+
+/// A batch's report from the last plugin: the sessions whose calls it answered, and the calls
+/// with notes, which the coordinator answers (it keeps each session's seen notes).
+pub(crate) struct Completed<H: Hook> {
+    pub(crate) done: Vec<hookline_messages::session::SessionId>,
+    pub(crate) noted: Vec<Job<H>>,
+    pub(crate) route: Arc<Route<H>>,
+}
+
+impl<H: Hook> Message for Completed<H> {
+    type Result = ();
+}
+
+/// Hands `jobs` to the plugin at step `next` of their route, or finishes them after the last.
+/// A plugin actor that has stopped is skipped for each call with a note, like a failing plugin.
+pub(crate) fn forward<H: Hook>(jobs: Vec<Job<H>>, route: Arc<Route<H>>, next: usize) {
+    if jobs.is_empty() {
+        return;
+    }
+    let Some(step) = route.steps.get(next) else {
+        return finish_batch(jobs, route);
+    };
+    let relay = Relay {
+        jobs,
+        route: route.clone(),
+        at: next,
+    };
+    match step.try_send(relay) {
+        Ok(()) => {}
+        // The batches in flight are bounded by admission (`max_pending`), so a full mailbox may
+        // take one more; waiting here could deadlock two actors that feed each other.
+        Err(SendError::Full(relay)) => step.do_send(relay),
+        Err(SendError::Closed(mut relay)) => {
+            for job in &mut relay.jobs {
+                job.absorb(next, &route.names[next], Err(SkipReason::Unavailable));
+            }
+            forward(relay.jobs, route, next + 1);
+        }
+    }
+}
+
+/// After the last plugin: calls without notes are answered here at once; calls with notes go to
+/// the coordinator, which keeps each session's seen notes (SPEC P1.4). The callers are answered
+/// before the coordinator's report is handled (it is queued right after), so the report is not on
+/// a lone call's path; a caller on the shard's thread still finds its session free for its next
+/// call (the report is ahead of it in the mailbox), and one elsewhere that is quicker waits in its
+/// session's queue for the report, in order.
+fn finish_batch<H: Hook>(mut jobs: Vec<Job<H>>, route: Arc<Route<H>>) {
+    // Most batches have no notes at all: no second `Vec` then.
+    let noted = if jobs.iter().all(|job| job.notes.is_empty()) {
+        Vec::new()
+    } else {
+        let (quiet, noted) = jobs.into_iter().partition(|job| job.notes.is_empty());
+        jobs = quiet;
+        noted
+    };
+    let done = jobs.iter().map(|job| job.session().clone()).collect();
+    for job in jobs {
+        job.answer(Vec::new(), &route.names);
+    }
+    route.coordinator.do_send(Completed::<H> {
+        done,
+        noted,
+        route: route.clone(),
+    });
+}
