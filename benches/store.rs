@@ -36,6 +36,8 @@ fn new_session() -> NewSession {
     NewSession {
         workspace_root: "/bench".into(),
         approval_mode: ApprovalMode::AskAboveRead,
+        model: None,
+        mode: None,
     }
 }
 

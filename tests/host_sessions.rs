@@ -186,3 +186,53 @@ fn a_store_reopened_after_a_restart_resumes_the_session() {
         );
     });
 }
+
+/// Issue 26: `/resume` in a one-conversation host (what `hookline run` and `chat` use) restores
+/// the session's approval mode as last set, its model and turn mode, although this host's own
+/// default is looser; a `/new` afterwards keeps them.
+#[test]
+fn a_host_resume_restores_the_policy_the_operator_set() {
+    use hookline::messages::prompt::PromptMode;
+    let dir = tempfile::tempdir().unwrap();
+    let start = || {
+        hookline::host::Host::builder()
+            .provider(Arc::new(hookline::host::provider::EchoProvider::new()))
+            .approval_mode(ApprovalMode::AllowWorkspace)
+            .workspace(dir.path())
+            .start()
+            .unwrap()
+    };
+    let id = actix::System::new().block_on(async {
+        let mut host = start();
+        let id = host.open().await.unwrap();
+        host.command(SessionCommand::Approvals(ApprovalMode::AskAll))
+            .await
+            .unwrap();
+        host.command(SessionCommand::Model("claude".into()))
+            .await
+            .unwrap();
+        host.command(SessionCommand::Mode(PromptMode::Plan))
+            .await
+            .unwrap();
+        host.user_turn(UserInput::work("one")).await.unwrap();
+        host.close().await.unwrap();
+        id
+    });
+    actix::System::new().block_on(async {
+        let mut host = start();
+        host.open().await.unwrap();
+        assert_eq!(host.approval_mode(), ApprovalMode::AllowWorkspace);
+        host.command(SessionCommand::Resume(id.clone()))
+            .await
+            .unwrap();
+        assert_eq!(host.approval_mode(), ApprovalMode::AskAll);
+        assert_eq!(host.model(), Some("claude"));
+        assert_eq!(host.session_mode(), PromptMode::Plan);
+        assert_eq!(host.user_turns(), 1);
+        host.command(SessionCommand::New).await.unwrap();
+        assert_ne!(host.active().map(|s| &s.session_id), Some(&id));
+        assert_eq!(host.approval_mode(), ApprovalMode::AskAll);
+        assert_eq!(host.model(), Some("claude"));
+        host.close().await.unwrap();
+    });
+}

@@ -22,6 +22,8 @@ fn new_session() -> NewSession {
     NewSession {
         workspace_root: "/w".into(),
         approval_mode: ApprovalMode::AskAboveRead,
+        model: None,
+        mode: None,
     }
 }
 
@@ -96,15 +98,19 @@ async fn round_trip(b: &Backend) -> (Vec<Record>, Vec<ArchiveEntry>) {
     w.append(&[assistant("a1")], &[finished()]).await.unwrap();
     let started = ArchiveEntry::SessionStarted(SessionInfo {
         session_id: SessionId::from("fixed"),
-        ..info.clone()
+        ..info.info()
     });
     w.append(&[], std::slice::from_ref(&started)).await.unwrap();
     w.append(&[user("second"), assistant("a2")], &[])
         .await
         .unwrap();
+    // Issue 26: the facts a resume restores (approval mode as last set, model, turn mode)
+    // read back as written, on this store and on another process or node.
     let mut changed = info.clone();
     changed.approval_mode = ApprovalMode::AskAll;
-    w.set_info(&changed).await.unwrap();
+    changed.model = Some("claude".into());
+    changed.mode = Some(hookline::messages::prompt::PromptMode::Plan);
+    w.set_facts(&changed).await.unwrap();
     let expect_records = vec![
         user("first"),
         assistant("a1"),
@@ -113,12 +119,12 @@ async fn round_trip(b: &Backend) -> (Vec<Record>, Vec<ArchiveEntry>) {
     ];
     let expect_archive = vec![finished(), started];
     let read = b.store.read(&info.session_id).await.unwrap().unwrap();
-    assert_eq!(read.info, changed);
+    assert_eq!(read.facts, changed);
     assert_eq!(read.records, expect_records);
     assert_eq!(read.archive, expect_archive);
     w.release().await.unwrap();
     let (opened, w) = b.other.open(&info.session_id).await.unwrap().unwrap();
-    assert_eq!(opened.info, changed);
+    assert_eq!(opened.facts, changed);
     assert_eq!(opened.records, expect_records);
     assert_eq!(opened.archive, expect_archive);
     assert!(opened.repaired.is_empty(), "{:?}", opened.repaired);
@@ -348,7 +354,7 @@ async fn a_lease_is_renewed_then_expires_and_is_taken_over_with_a_new_token() {
         Err(StoreError::LeaseLost { .. })
     ));
     assert!(matches!(
-        wa.set_info(&before.info).await,
+        wa.set_facts(&before.facts).await,
         Err(StoreError::LeaseLost { .. })
     ));
     assert_eq!(a.read(&id).await.unwrap().unwrap(), before);

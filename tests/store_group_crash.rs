@@ -104,6 +104,8 @@ async fn crash_child() {
     let new = || NewSession {
         workspace_root: "/w".into(),
         approval_mode: ApprovalMode::AskAll,
+        model: None,
+        mode: None,
     };
     let store: Box<dyn SessionStore> = if let Some(dir) = spec.strip_prefix("files:") {
         let store = FileStore::open(dir, FileStoreOptions::default()).unwrap();

@@ -68,6 +68,17 @@ impl ApprovalMode {
             Self::AllowWorkspace => "allow-workspace",
         }
     }
+
+    /// The strictest mode: what a session gets when its stored mode cannot be read (a policy
+    /// is never relaxed by a value nobody set).
+    pub const STRICTEST: Self = Self::AskAll;
+
+    /// A mode by its wire name; `None` for a name this version does not know.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::AskAboveRead, Self::AskAll, Self::AllowWorkspace]
+            .into_iter()
+            .find(|mode| mode.as_str() == name)
+    }
 }
 
 /// What `on_session_started` and `on_session_ended` may read (SPEC P2.1).

@@ -27,14 +27,14 @@ use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use hookline_messages::record::{ArchiveEntry, Record};
-use hookline_messages::session::{SessionId, SessionInfo};
+use hookline_messages::session::SessionId;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
 use tokio_postgres::NoTls;
 
 use hookline_host::store::{
-    fresh_session_id, NewSession, SessionStore, SessionWriter, StoredSession, ID_TRIES,
+    fresh_session_id, NewSession, SessionFacts, SessionStore, SessionWriter, StoredSession, ID_TRIES,
 };
 use hookline_host::store::{CommitStats, MAX_BATCH};
 use hookline_host::store::{StoreError, MAX_RECORD_BYTES};
@@ -544,7 +544,7 @@ async fn read_body(
     else {
         return Ok(None);
     };
-    let info: SessionInfo = decode(session, "facts", info.get::<_, &str>(0))?;
+    let facts: SessionFacts = decode(session, "facts", info.get::<_, &str>(0))?;
     let records = read_rows(
         &tx,
         "SELECT body FROM hookline_records WHERE session_id = $1 ORDER BY seq",
@@ -563,7 +563,7 @@ async fn read_body(
         .await
         .map_err(|e| StoreError::db("end a read", e))?;
     Ok(Some(StoredSession {
-        info,
+        facts,
         records,
         archive,
         repaired: Vec::new(),
@@ -576,16 +576,12 @@ impl SessionStore for PgStore {
         &self,
         new: NewSession,
         records: &[Record],
-    ) -> Result<(SessionInfo, Box<dyn SessionWriter>), StoreError> {
+    ) -> Result<(SessionFacts, Box<dyn SessionWriter>), StoreError> {
         let inner = &self.inner;
         let mut client = inner.client().await?;
         for _ in 0..ID_TRIES {
             let id = fresh_session_id();
-            let info = SessionInfo {
-                workspace_root: new.workspace_root.clone(),
-                session_id: id.clone(),
-                approval_mode: new.approval_mode,
-            };
+            let info = SessionFacts::new(id.clone(), new.clone());
             let text = encode(&id, std::slice::from_ref(&info))?.concat();
             let bodies = encode(&id, records)?;
             let tx = client
@@ -815,8 +811,8 @@ impl SessionWriter for PgWriter {
         Ok(())
     }
 
-    async fn set_info(&mut self, info: &SessionInfo) -> Result<(), StoreError> {
-        let text = encode(&self.id, std::slice::from_ref(info))?.concat();
+    async fn set_facts(&mut self, facts: &SessionFacts) -> Result<(), StoreError> {
+        let text = encode(&self.id, std::slice::from_ref(facts))?.concat();
         let id = self.id.clone();
         self.fenced_tx("update facts", move |tx| {
             Box::pin(async move {

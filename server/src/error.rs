@@ -12,7 +12,7 @@ use axum::Json;
 use hookline_actors::PipelineError;
 
 use hookline_host::gateway::{NotWaiting, RequestError};
-use hookline_host::state::HostError;
+use hookline_host::state::{HostError, Unrestorable};
 use hookline_host::store::StoreError;
 
 /// Seconds a client is told to wait before retrying a 503 or 429.
@@ -48,6 +48,10 @@ pub enum ApiError {
     /// The workspace named lies outside `--workspace-root` (403 `workspace-outside-root`).
     #[error("workspace '{0}' is outside the server's workspace root")]
     OutsideRoot(String),
+    /// A stored session's workspace lies outside `--workspace-root` (403
+    /// `workspace-outside-root`): it is not resumed here.
+    #[error("{0}")]
+    OutsideRootResume(String),
     /// The body is larger than the cap (413 `body-too-large`).
     #[error("the request body is larger than {0} bytes")]
     TooLarge(usize),
@@ -86,6 +90,10 @@ pub enum ApiError {
     /// is lost: the session keeps what the request did and stores it with its next write.
     #[error("the server is out of file descriptors ({0}); nothing stored is lost, and an open session keeps what this request did and stores it with its next write; retry later")]
     OutOfDescriptors(String),
+    /// A stored session cannot be resumed as it was (409 `cannot-restore`): its model is not
+    /// configured here, or its workspace is gone. Nothing ran; the session stays as stored.
+    #[error("{0}")]
+    CannotRestore(String),
     /// The host failed (500 `internal`): not the client's doing.
     #[error("the host failed: {0}")]
     Internal(String),
@@ -101,14 +109,14 @@ impl ApiError {
             Self::SessionEnded(_) => StatusCode::GONE,
             Self::BadJson(_) | Self::BadQuery(_) | Self::Invalid(_) => StatusCode::BAD_REQUEST,
             Self::NotJson => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Self::OutsideRoot(_) => StatusCode::FORBIDDEN,
+            Self::OutsideRoot(_) | Self::OutsideRootResume(_) => StatusCode::FORBIDDEN,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::Full(_) | Self::Overloaded | Self::Draining | Self::OutOfDescriptors(_) => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
             Self::Busy(_) => StatusCode::TOO_MANY_REQUESTS,
-            Self::Leased(_) | Self::LeaseLost(_) => StatusCode::CONFLICT,
+            Self::Leased(_) | Self::LeaseLost(_) | Self::CannotRestore(_) => StatusCode::CONFLICT,
             Self::Timeout => StatusCode::REQUEST_TIMEOUT,
             Self::Status(status, _) => *status,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -126,7 +134,7 @@ impl ApiError {
             Self::NotJson => "unsupported-media-type",
             Self::BadQuery(_) => "bad-query",
             Self::Invalid(_) => "invalid-request",
-            Self::OutsideRoot(_) => "workspace-outside-root",
+            Self::OutsideRoot(_) | Self::OutsideRootResume(_) => "workspace-outside-root",
             Self::TooLarge(_) => "body-too-large",
             Self::Unauthorized => "unauthorized",
             Self::Full(_) => "full",
@@ -135,6 +143,7 @@ impl ApiError {
             Self::Busy(_) => "session-busy",
             Self::Leased(_) => "session-leased",
             Self::LeaseLost(_) => "lease-lost",
+            Self::CannotRestore(_) => "cannot-restore",
             Self::Draining => "draining",
             Self::Timeout => "timeout",
             Self::Status(StatusCode::METHOD_NOT_ALLOWED, _) => "method-not-allowed",
@@ -225,6 +234,13 @@ impl From<HostError> for ApiError {
                 Self::Invalid(format!("cannot use workspace {path}: {source}"))
             }
             HostError::Gateway(_) => Self::Draining,
+            // A session whose stored workspace the fence now refuses: the same 403 as opening
+            // one there (issue 26: never resumed elsewhere with a looser default).
+            error @ HostError::Unrestorable {
+                reason: Unrestorable::WorkspaceOutsideFence(_),
+                ..
+            } => Self::OutsideRootResume(format!("{error}.")),
+            error @ HostError::Unrestorable { .. } => Self::CannotRestore(format!("{error}.")),
             HostError::Store(StoreError::Leased { session, holder }) => {
                 Self::Leased(format!("session '{session}' is held by {holder}"))
             }

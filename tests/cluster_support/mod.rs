@@ -25,7 +25,9 @@ pub const REQUEST_DEADLINE: Duration = Duration::from_secs(20);
 pub struct Node {
     pub name: String,
     pub url: String,
-    /// Its workspace root (the file store, when it has no `--store`, is `.hookline` in it).
+    /// Its workspace root, `DIR/root`, shared by every node started in the same `DIR` as a
+    /// deployment shares it (a node refuses to resume a session whose workspace lies outside its
+    /// root); the file store, when it has no `--store`, is `.hookline` in it.
     pub root: PathBuf,
     child: Child,
     log: PathBuf,
@@ -51,10 +53,10 @@ impl Node {
     }
 
     /// Starts `command` (the binary, or a shell that ends in `exec` of it) with `serve --listen
-    /// 127.0.0.1:0 --workspace-root DIR/root-NAME` and then `args`, its plugins home in `dir`
-    /// and its stderr in `dir/NAME.log`.
+    /// 127.0.0.1:0 --workspace-root DIR/root` and then `args`, its plugins home in `dir` and its
+    /// stderr in `dir/NAME.log`.
     pub fn spawn(name: &str, dir: &Path, mut command: Command, args: &[&str]) -> Node {
-        let root = dir.join(format!("root-{name}"));
+        let root = dir.join("root");
         let home = dir.join(format!("home-{name}"));
         std::fs::create_dir_all(&root).unwrap();
         std::fs::create_dir_all(&home).unwrap();

@@ -163,6 +163,7 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
     let mut builder = plugin_builder(report, None, false)
         .provider(Arc::new(EchoProvider::new()))
         .workspace(&root)
+        .workspace_fence(&root)
         .spaces_root(&root);
     if let Some(store) = args.store.store_dir() {
         builder = builder.store(store);

@@ -258,6 +258,15 @@ impl HostBuilder {
         self
     }
 
+    /// Refuses to resume a stored session whose workspace lies outside `root` (a server's
+    /// workspace root): [`HostError::Unrestorable`] instead of running it there. The root is
+    /// canonicalized when the host starts.
+    #[must_use]
+    pub fn workspace_fence(mut self, root: impl Into<PathBuf>) -> Self {
+        self.gateway.workspace_fence = Some(root.into());
+        self
+    }
+
     /// Compact before a turn once the stored records exceed `records`.
     #[must_use]
     pub fn compact_after(mut self, records: usize) -> Self {
@@ -459,6 +468,10 @@ impl HostBuilder {
         let provider = self
             .provider
             .unwrap_or_else(|| Arc::new(ScriptedProvider::default()));
+        let mut settings = self.gateway;
+        if let Some(fence) = settings.workspace_fence.take() {
+            settings.workspace_fence = Some(existing_dir(&fence)?);
+        }
         Ok(Shared::new(Services {
             pipeline,
             tools,
@@ -472,7 +485,7 @@ impl HostBuilder {
             spaces_root,
             approval_mode: self.approval_mode,
             compact_after: self.compact_after,
-            settings: self.gateway,
+            settings,
             processes,
             load_notes,
         }))

@@ -37,6 +37,7 @@ use actix::ArbiterHandle;
 use hookline_actors::lifecycle::SharedStateClosed;
 use hookline_actors::Pipeline;
 use hookline_messages::note::Note;
+use hookline_messages::prompt::PromptMode;
 use hookline_messages::session::{ApprovalMode, SessionId, SessionInfo};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
@@ -368,7 +369,15 @@ impl Gateway {
             Some(id) => (None, self.arbiter(id)),
             None => {
                 let created = shared
-                    .fresh_session(workspace.clone(), approval_mode, &[])
+                    .fresh_session(
+                        workspace.clone(),
+                        Choices {
+                            approval_mode,
+                            model: request.model.clone(),
+                            mode: Some(PromptMode::Work),
+                        },
+                        &[],
+                    )
                     .await?;
                 let arbiter = self.arbiter(&created.state.info.session_id);
                 (Some(created), arbiter)
@@ -552,12 +561,12 @@ impl Boot {
                 return;
             }
         };
+        // Everything the status shows comes from the conversation as it now is: a resumed
+        // session's stored approval mode, model and turn count, never the open defaults.
         self.status.send_modify(|s| {
             s.key = key.clone();
-            s.session_id = conversation.active().map(|i| i.session_id.clone());
-            s.workspace = conversation.workspace().display().to_string();
             s.activity = Activity::Idle;
-            s.records = conversation.records().len();
+            session::refresh_status(s, &conversation);
         });
         let events = conversation.take_events();
         let stop = conversation.stop_signal();

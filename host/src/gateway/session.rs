@@ -246,7 +246,7 @@ pub(super) async fn serve(
         if !matches!(request, Request::Records { .. }) {
             status.send_modify(|s| s.activity = Activity::Turn);
         }
-        let done = handle(&mut conversation, request).await;
+        let done = handle(&mut conversation, request, &status).await;
         let now = clock.now_ms();
         status.send_modify(|s| {
             s.activity = if done {
@@ -255,14 +255,7 @@ pub(super) async fn serve(
                 Activity::Idle
             };
             s.last_activity_ms = now;
-            s.session_id = conversation.active().map(|i| i.session_id.clone());
-            s.workspace = conversation.workspace().display().to_string();
-            if let Some(info) = conversation.active() {
-                s.approval_mode = info.approval_mode;
-            }
-            s.model = conversation.model().map(str::to_owned);
-            s.records = conversation.records().len();
-            s.turns += u64::from(turn);
+            refresh_status(s, &conversation);
         });
         if done {
             return;
@@ -270,6 +263,17 @@ pub(super) async fn serve(
     }
     // Every handle is gone (the gateway dropped it): end the session like a close.
     let _ = conversation.close().await;
+}
+
+/// Copies what the status shows of the conversation: its active session, workspace, approval
+/// mode, model, records and user turns (a resumed session's stored ones included).
+pub(super) fn refresh_status(status: &mut SessionStatus, conversation: &Conversation) {
+    status.session_id = conversation.active().map(|i| i.session_id.clone());
+    status.workspace = conversation.workspace().display().to_string();
+    status.approval_mode = conversation.approval_mode();
+    status.model = conversation.model().map(str::to_owned);
+    status.records = conversation.records().len();
+    status.turns = conversation.user_turns();
 }
 
 /// Whether a request failed because another node took the session over: the database refused
@@ -281,8 +285,12 @@ fn lease_lost<T>(result: &Result<T, HostError>) -> bool {
 
 /// Answers `reply`; when the lease was lost, drops the session (nothing of it is written here
 /// again) and says the task is done.
+///
+/// The status shows the request's effect before the answer goes out: a client that reads the
+/// status right after its turn or command sees the turn counted and the setting changed.
 async fn answer<T>(
     conversation: &mut Conversation,
+    status: &watch::Sender<SessionStatus>,
     reply: Reply<T>,
     result: Result<T, HostError>,
 ) -> bool {
@@ -290,12 +298,17 @@ async fn answer<T>(
     if lost {
         conversation.abandon().await;
     }
+    status.send_modify(|s| refresh_status(s, conversation));
     let _ = reply.send(result);
     lost
 }
 
 /// Handles one request; true when the session has ended.
-async fn handle(conversation: &mut Conversation, request: Request) -> bool {
+async fn handle(
+    conversation: &mut Conversation,
+    request: Request,
+    status: &watch::Sender<SessionStatus>,
+) -> bool {
     match request {
         Request::Turn(input, reply) => {
             let result = conversation
@@ -306,7 +319,7 @@ async fn handle(conversation: &mut Conversation, request: Request) -> bool {
                     stop_reason,
                     events: conversation.take_events(),
                 });
-            return answer(conversation, reply, result).await;
+            return answer(conversation, status, reply, result).await;
         }
         Request::Command(command, origin, reply) => {
             let result = match origin {
@@ -314,13 +327,13 @@ async fn handle(conversation: &mut Conversation, request: Request) -> bool {
                 None => conversation.command(command).await,
             };
             let result = result.map(|()| conversation.take_events());
-            return answer(conversation, reply, result).await;
+            return answer(conversation, status, reply, result).await;
         }
         Request::Inbound(message, reply) => {
             conversation.inbound(*message);
             let result = conversation.record_event_notes().await;
             let result = result.map(|()| conversation.take_events());
-            return answer(conversation, reply, result).await;
+            return answer(conversation, status, reply, result).await;
         }
         Request::Records {
             offset,

@@ -31,11 +31,13 @@ pub struct SessionStatus {
     pub workspace: String,
     /// The active session's approval mode.
     pub approval_mode: ApprovalMode,
-    /// The model `/model` chose, if any.
+    /// The model the session asks for (`"model"` at open, `/model`), if any; restored on resume.
     pub model: Option<String>,
     /// What it is doing now.
     pub activity: Activity,
-    /// User turns run so far.
+    /// User turns the active session has run: its stored user messages, so a resumed session
+    /// counts the turns it ran before (issue 26); a fresh session (`/new`, `/reset`, ...) starts
+    /// at 0.
     pub turns: u64,
     /// When it last did something, in milliseconds since the Unix epoch.
     pub last_activity_ms: u64,

@@ -32,6 +32,15 @@ pub trait Provider: Send + Sync + 'static {
     /// Whether the current model takes images (SPEC R5.6).
     fn takes_images(&self) -> bool;
 
+    /// Whether this provider can answer for the model called `name` (what `/model` and a
+    /// session's stored model ask for). A resume refuses a session whose stored model is not
+    /// served here rather than running it on another (issue 26). The default serves any name:
+    /// a provider with one model treats the name as a label.
+    fn serves_model(&self, name: &str) -> bool {
+        let _ = name;
+        true
+    }
+
     /// Sends one request, already prepared for the provider
     /// ([`ModelRequest::prepared_for_provider`]).
     ///

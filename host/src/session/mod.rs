@@ -42,8 +42,8 @@ pub(crate) use shutdown::shut_down;
 // paths here, where conversations use them.
 pub use crate::shared::{Clock, CommandOrigin, ManualClock, SystemClock};
 
-use crate::shared::Shared;
-use crate::state::Opened;
+use crate::shared::{Choices, Shared};
+use crate::state::{Opened, Unrestorable};
 use crate::store::Store;
 use crate::turn::{Engine, Turn, UserInput};
 use gateway_events::CommandKind;
@@ -158,10 +158,16 @@ impl Conversation {
         Ok(id)
     }
 
-    /// Resumes a stored session, e.g. after a restart (SPEC P3.10, P3.12).
+    /// Resumes a stored session, e.g. after a restart (SPEC P3.10, P3.12): everything the
+    /// session was comes back from its stored facts (issue 26): its approval mode as last set,
+    /// its workspace, its model and turn mode, its turn count. The conversation takes them on,
+    /// so sessions it opens later (`/new`, `/fork`, `/cd`) keep the operator's policy.
     ///
     /// # Errors
-    /// [`HostError::UnknownSession`] when the store does not have it.
+    /// [`HostError::UnknownSession`] when the store does not have it;
+    /// [`HostError::Unrestorable`] when a stored value cannot be restored here (a workspace that
+    /// is gone or outside the fence, a model the provider does not serve): the session is left
+    /// as stored, its lease given back, and nothing runs with a looser default.
     pub async fn resume(&mut self, id: &SessionId) -> Result<(), HostError> {
         if self.active().is_some_and(|info| &info.session_id == id) {
             return Ok(());
@@ -170,9 +176,47 @@ impl Conversation {
         let opened = SessionState::resume(&*self.shared.sessions, id)
             .await?
             .ok_or_else(|| HostError::UnknownSession(id.to_string()))?;
-        self.workspace = PathBuf::from(&opened.state.info.workspace_root);
+        let workspace = match self.restorable(&opened.state) {
+            Ok(workspace) => workspace,
+            Err(error) => {
+                if let Err(release) = opened.state.release().await {
+                    tracing::warn!(session = %id, %release, "could not give a refused session's lease back");
+                }
+                return Err(error);
+            }
+        };
+        self.workspace = workspace;
+        self.approval_mode = opened.state.info.approval_mode;
+        self.wiring.model = opened.state.model.clone();
+        if let Some(mode) = opened.state.mode {
+            self.wiring.mode = mode;
+        }
         self.activate(Cause::Resume, opened).await?;
         self.flush().await
+    }
+
+    /// The workspace a stored session resumes in, or why it cannot be restored here.
+    fn restorable(&self, state: &SessionState) -> Result<PathBuf, HostError> {
+        let refuse = |reason| HostError::Unrestorable {
+            session: state.info.session_id.to_string(),
+            reason,
+        };
+        let stored = &state.info.workspace_root;
+        let workspace = std::fs::canonicalize(stored)
+            .ok()
+            .filter(|dir| dir.is_dir())
+            .ok_or_else(|| refuse(Unrestorable::WorkspaceMissing(stored.clone())))?;
+        if let Some(fence) = &self.shared.settings.workspace_fence {
+            if !workspace.starts_with(fence) {
+                return Err(refuse(Unrestorable::WorkspaceOutsideFence(stored.clone())));
+            }
+        }
+        if let Some(model) = &state.model {
+            if !self.shared.provider.serves_model(model) {
+                return Err(refuse(Unrestorable::UnknownModel(model.clone())));
+            }
+        }
+        Ok(workspace)
     }
 
     /// Runs one user turn on the active session: first an automatic reset when the reset
@@ -285,14 +329,8 @@ impl Conversation {
                 self.activate(Cause::Clear, opened).await
             }
             SessionCommand::Stop => self.stop_event(origin).await,
-            SessionCommand::Model(name) => {
-                self.set_model(name);
-                Ok(())
-            }
-            SessionCommand::Mode(mode) => {
-                self.set_mode(mode);
-                Ok(())
-            }
+            SessionCommand::Model(name) => self.set_model(name).await,
+            SessionCommand::Mode(mode) => self.set_mode(mode).await,
             SessionCommand::Approvals(mode) => self.set_approval_mode(mode).await,
             SessionCommand::Fork => {
                 let records = self
@@ -449,6 +487,13 @@ impl Conversation {
         self.session.as_ref().map_or(&[], |s| s.records())
     }
 
+    /// The approval mode in force: the active session's (as stored and last set), else the
+    /// mode sessions opened next start with.
+    pub fn approval_mode(&self) -> ApprovalMode {
+        self.active()
+            .map_or(self.approval_mode, |info| info.approval_mode)
+    }
+
     /// The model `/model` chose for this conversation, if any.
     pub fn model(&self) -> Option<&str> {
         self.wiring.model.as_deref()
@@ -462,15 +507,31 @@ impl Conversation {
         })
     }
 
-    /// A fresh session with a new id in `workspace`, holding `records`.
+    /// A fresh session with a new id in `workspace`, holding `records`, with the
+    /// conversation's choices (approval mode, model, turn mode).
     async fn fresh(
         &mut self,
         workspace: PathBuf,
         records: &[hookline_messages::record::Record],
     ) -> Result<Opened, HostError> {
         self.shared
-            .fresh_session(workspace, self.approval_mode, records)
+            .fresh_session(workspace, self.choices(), records)
             .await
+    }
+
+    /// What sessions this conversation opens start with.
+    pub(crate) fn choices(&self) -> Choices {
+        Choices {
+            approval_mode: self.approval_mode,
+            model: self.wiring.model.clone(),
+            mode: Some(self.wiring.mode),
+        }
+    }
+
+    /// User turns the active session has run (0 with none active); a resumed session counts
+    /// the ones it ran before.
+    pub fn user_turns(&self) -> u64 {
+        self.session.as_ref().map_or(0, SessionState::user_turns)
     }
 
     /// `/cd` and `/space`: the session is left before the reload, and a fresh session starts in

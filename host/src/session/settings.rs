@@ -67,22 +67,37 @@ impl Conversation {
         }
     }
 
-    /// `/model <name>`: the session's model; emits `session:patch` even when it already held.
-    pub(crate) fn set_model(&mut self, name: String) {
+    /// `/model <name>`: the session's model, stored with its facts so a resume restores it;
+    /// emits `session:patch` even when it already held.
+    pub(crate) async fn set_model(&mut self, name: String) -> Result<(), HostError> {
         self.wiring.model = Some(name.clone());
+        self.store_choices().await?;
         self.patch_event(SessionPatch {
             model: Some(name),
             ..SessionPatch::default()
         });
+        Ok(())
     }
 
-    /// `/mode <work|plan>`: the session's default turn mode; emits `session:patch`.
-    pub(crate) fn set_mode(&mut self, mode: PromptMode) {
+    /// `/mode <work|plan>`: the session's default turn mode, stored with its facts; emits
+    /// `session:patch`.
+    pub(crate) async fn set_mode(&mut self, mode: PromptMode) -> Result<(), HostError> {
         self.wiring.mode = mode;
+        self.store_choices().await?;
         self.patch_event(SessionPatch {
             mode: Some(mode.as_str().to_owned()),
             ..SessionPatch::default()
         });
+        Ok(())
+    }
+
+    /// Writes the conversation's model and turn mode into the active session's facts.
+    async fn store_choices(&mut self) -> Result<(), HostError> {
+        let (model, mode) = (self.wiring.model.clone(), Some(self.wiring.mode));
+        match self.session.as_mut() {
+            Some(session) => session.set_choices(model, mode).await,
+            None => Ok(()),
+        }
     }
 
     /// `/approvals <mode>`: the active session's approval mode (and that of sessions opened

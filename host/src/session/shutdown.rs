@@ -68,7 +68,9 @@ impl Conversation {
         }
         if let Some(mut session) = session {
             session.flush().await?;
-            self.shared.resources.park(session);
+            if let Some(late) = self.shared.resources.park(session) {
+                late.release().await?;
+            }
         }
         Ok(())
     }

@@ -24,6 +24,7 @@ use async_trait::async_trait;
 use hookline_actors::lifecycle::{Lifecycle, SharedState};
 use hookline_actors::Pipeline;
 use hookline_messages::note::Note;
+use hookline_messages::prompt::PromptMode;
 use hookline_messages::record::Record;
 use hookline_messages::session::ApprovalMode;
 
@@ -31,7 +32,7 @@ use crate::approval::Operator;
 use crate::external::ExternalPlugin;
 use crate::provider::Provider;
 use crate::state::{HostError, Opened, SessionState};
-use crate::store::{SessionStore, Store};
+use crate::store::{NewSession, SessionStore, Store};
 use crate::tools::ToolRegistry;
 
 /// The services and settings of one gateway.
@@ -162,12 +163,29 @@ impl Shared {
     pub(crate) async fn fresh_session(
         &self,
         workspace: PathBuf,
-        approval_mode: ApprovalMode,
+        choices: Choices,
         records: &[Record],
     ) -> Result<Opened, HostError> {
-        let workspace_root = workspace.display().to_string();
-        SessionState::create(&*self.sessions, workspace_root, approval_mode, records).await
+        let new = NewSession {
+            workspace_root: workspace.display().to_string(),
+            approval_mode: choices.approval_mode,
+            model: choices.model,
+            mode: choices.mode,
+        };
+        SessionState::create(&*self.sessions, new, records).await
     }
+}
+
+/// What a conversation chose for the sessions it opens: each fresh session starts with them and
+/// stores them with its facts; a resume takes them back from the stored facts (issue 26).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Choices {
+    /// The approval mode (`/approvals`, `"approvalMode"` at open).
+    pub(crate) approval_mode: ApprovalMode,
+    /// The model (`/model`, `"model"` at open).
+    pub(crate) model: Option<String>,
+    /// The default turn mode (`/mode`).
+    pub(crate) mode: Option<PromptMode>,
 }
 
 /// What the lifecycle closes once every shutdown handler has finished (SPEC G2.3): the pipeline,
@@ -185,13 +203,16 @@ struct Parked {
 }
 
 impl Resources {
-    /// Hands an ended session's open files over; they close with the shared state (or now, when
-    /// it is already closed).
-    pub(crate) fn park(&self, session: SessionState) {
+    /// Hands an ended session's open files over; they close with the shared state. When it has
+    /// closed already the session comes back, for the caller to release now (a PostgreSQL
+    /// lease dropped unreleased would hold until it expired).
+    pub(crate) fn park(&self, session: SessionState) -> Option<SessionState> {
         let mut parked = self.parked.lock().unwrap_or_else(PoisonError::into_inner);
-        if !parked.closed {
-            parked.sessions.push(session);
+        if parked.closed {
+            return Some(session);
         }
+        parked.sessions.push(session);
+        None
     }
 }
 

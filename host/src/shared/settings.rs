@@ -3,6 +3,7 @@
 //! lifecycle bounds. What one conversation adds is the session's `Wiring`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use hookline_actors::lifecycle::GatewayConfig;
@@ -102,6 +103,9 @@ pub(crate) struct GatewaySettings {
     pub(crate) bootstrap_policy: BootstrapPolicy,
     pub(crate) bootstrap_files: Vec<String>,
     pub(crate) lifecycle: GatewayConfig,
+    /// The canonical directory every resumed session's workspace must lie in (`hookline
+    /// serve`'s `--workspace-root`); none: any existing directory.
+    pub(crate) workspace_fence: Option<PathBuf>,
 }
 
 impl Default for GatewaySettings {
@@ -115,6 +119,7 @@ impl Default for GatewaySettings {
             bootstrap_policy: BootstrapPolicy::default(),
             bootstrap_files: DEFAULT_BOOTSTRAP_FILES.map(String::from).to_vec(),
             lifecycle: GatewayConfig::default(),
+            workspace_fence: None,
         }
     }
 }

@@ -44,4 +44,27 @@ pub enum HostError {
         /// Why.
         source: std::io::Error,
     },
+    /// A stored session cannot be resumed as it was (issue 26): the resume is refused rather
+    /// than completed with a looser default.
+    #[error("session '{session}' cannot be resumed: {reason}")]
+    Unrestorable {
+        /// The session.
+        session: String,
+        /// Which stored value cannot be restored.
+        reason: Unrestorable,
+    },
+}
+
+/// A stored value a resume cannot restore.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Unrestorable {
+    /// The stored workspace is no longer an existing directory.
+    #[error("its workspace '{0}' is no longer a directory")]
+    WorkspaceMissing(String),
+    /// The stored workspace lies outside the workspace root this host serves.
+    #[error("its workspace '{0}' is outside this server's workspace root")]
+    WorkspaceOutsideFence(String),
+    /// The stored model is not one the provider serves.
+    #[error("its model '{0}' is not configured here")]
+    UnknownModel(String),
 }

@@ -11,19 +11,29 @@
 mod error;
 mod events;
 
-pub use error::HostError;
+pub use error::{HostError, Unrestorable};
 pub use events::{EventLog, HostEvent, LiveSink};
 
 use hookline_messages::model::{HeldImages, ImageRef, MediaType};
 use hookline_messages::note::Note;
+use hookline_messages::prompt::PromptMode;
 use hookline_messages::record::{ArchiveEntry, Record};
 use hookline_messages::session::{ApprovalMode, SessionId, SessionInfo};
 
-use crate::store::{NewSession, SessionStore, SessionWriter, StoreError};
+use crate::store::{
+    NewSession, SessionFacts, SessionStore, SessionWriter, StoreError, StoredSession,
+};
 
 /// An open session: its facts, its records, and the store's writer (which holds its lease).
 pub(crate) struct SessionState {
     pub(crate) info: SessionInfo,
+    /// The model the session asks for (`/model`), stored with its facts.
+    pub(crate) model: Option<String>,
+    /// The session's default turn mode (`/mode`), stored with its facts.
+    pub(crate) mode: Option<PromptMode>,
+    /// User turns run in this session, counted from its archive (see
+    /// [`StoredSession::user_turns`]).
+    user_turns: u64,
     records: Vec<Record>,
     /// `None` once the lease was given up ([`SessionState::release`]).
     writer: Option<Box<dyn SessionWriter>>,
@@ -57,17 +67,12 @@ impl SessionState {
     /// A new session in `store` (which allocates its id), holding `records`.
     pub(crate) async fn create(
         store: &dyn SessionStore,
-        workspace_root: String,
-        approval_mode: ApprovalMode,
+        new: NewSession,
         records: &[Record],
     ) -> Result<Opened, HostError> {
-        let new = NewSession {
-            workspace_root,
-            approval_mode,
-        };
-        let (info, writer) = store.create(new, records).await?;
+        let (facts, writer) = store.create(new, records).await?;
         Ok(Opened {
-            state: Self::new(info, records.to_vec(), writer),
+            state: Self::new(facts, records.to_vec(), 0, writer),
             repaired: Vec::new(),
         })
     }
@@ -81,15 +86,31 @@ impl SessionState {
         let Some((stored, writer)) = store.open(id).await? else {
             return Ok(None);
         };
+        let user_turns = stored.user_turns();
+        let StoredSession {
+            facts,
+            records,
+            repaired,
+            ..
+        } = stored;
         Ok(Some(Opened {
-            state: Self::new(stored.info, stored.records, writer),
-            repaired: stored.repaired,
+            state: Self::new(facts, records, user_turns, writer),
+            repaired,
         }))
     }
 
-    fn new(info: SessionInfo, records: Vec<Record>, writer: Box<dyn SessionWriter>) -> Self {
+    fn new(
+        facts: SessionFacts,
+        records: Vec<Record>,
+        user_turns: u64,
+        writer: Box<dyn SessionWriter>,
+    ) -> Self {
+        let info = facts.info();
         Self {
             info,
+            model: facts.model,
+            mode: facts.mode,
+            user_turns,
             records,
             writer: Some(writer),
             bootstrap: None,
@@ -121,8 +142,27 @@ impl SessionState {
 
     /// Appends one archive entry; durable at the next [`SessionState::flush`].
     pub(crate) fn archive(&mut self, entry: &ArchiveEntry) -> Result<(), HostError> {
+        if matches!(entry, ArchiveEntry::UserMessage { .. }) {
+            self.user_turns += 1;
+        }
         self.unflushed.archive.push(entry.clone());
         Ok(())
+    }
+
+    /// User turns run in this session (its archive's user messages, stored ones included).
+    pub(crate) fn user_turns(&self) -> u64 {
+        self.user_turns
+    }
+
+    /// The facts the store keeps for this session.
+    pub(crate) fn facts(&self) -> SessionFacts {
+        SessionFacts {
+            workspace_root: self.info.workspace_root.clone(),
+            session_id: self.info.session_id.clone(),
+            approval_mode: self.info.approval_mode,
+            model: self.model.clone(),
+            mode: self.mode,
+        }
     }
 
     /// Makes every write since the last flush durable, in one atomic append (or, after a
@@ -203,8 +243,31 @@ impl SessionState {
     /// [`HostError::Store`].
     pub(crate) async fn set_approval_mode(&mut self, mode: ApprovalMode) -> Result<(), HostError> {
         self.info.approval_mode = mode;
+        self.write_facts().await
+    }
+
+    /// Changes the model and the default turn mode the session asks for, and rewrites its
+    /// stored facts when either changed.
+    ///
+    /// # Errors
+    /// [`HostError::Store`].
+    pub(crate) async fn set_choices(
+        &mut self,
+        model: Option<String>,
+        mode: Option<PromptMode>,
+    ) -> Result<(), HostError> {
+        if self.model == model && self.mode == mode {
+            return Ok(());
+        }
+        self.model = model;
+        self.mode = mode;
+        self.write_facts().await
+    }
+
+    async fn write_facts(&mut self) -> Result<(), HostError> {
+        let facts = self.facts();
         let writer = self.writer.as_mut().ok_or(StoreError::Closed)?;
-        writer.set_info(&self.info).await?;
+        writer.set_facts(&facts).await?;
         Ok(())
     }
 

@@ -13,8 +13,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
+use hookline_messages::prompt::PromptMode;
 use hookline_messages::record::{ArchiveEntry, Record};
 use hookline_messages::session::{ApprovalMode, SessionId, SessionInfo};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use super::StoreError;
 
@@ -26,13 +28,78 @@ pub struct NewSession {
     pub workspace_root: String,
     /// The session's approval mode.
     pub approval_mode: ApprovalMode,
+    /// The model the session asks for (`/model`, `"model"` at open), if one was chosen.
+    pub model: Option<String>,
+    /// The session's default turn mode (`/mode`), if one was chosen.
+    pub mode: Option<PromptMode>,
+}
+
+/// What a session is, beyond its records: the facts a resume restores (issue 26), on any node.
+/// Stored as JSON with the same keys as [`SessionInfo`] plus the optional ones, so facts written
+/// before `model` and `mode` existed still read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionFacts {
+    /// The workspace root directory, as the host resolved it.
+    pub workspace_root: String,
+    /// The session's id.
+    pub session_id: SessionId,
+    /// The approval mode as last set (at open or by `/approvals`). A stored value this version
+    /// cannot read, or none at all, reads as [`ApprovalMode::STRICTEST`]: a policy is never
+    /// relaxed by what nobody set.
+    #[serde(default = "strictest", deserialize_with = "approval_mode_or_strictest")]
+    pub approval_mode: ApprovalMode,
+    /// The model the session asks for, if one was chosen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The session's default turn mode, if one was chosen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<PromptMode>,
+}
+
+impl SessionFacts {
+    /// The facts of a session just created as `new` with id `session_id`.
+    pub fn new(session_id: SessionId, new: NewSession) -> Self {
+        Self {
+            workspace_root: new.workspace_root,
+            session_id,
+            approval_mode: new.approval_mode,
+            model: new.model,
+            mode: new.mode,
+        }
+    }
+
+    /// What session hooks see of the session (SPEC P2.1).
+    pub fn info(&self) -> SessionInfo {
+        SessionInfo {
+            workspace_root: self.workspace_root.clone(),
+            session_id: self.session_id.clone(),
+            approval_mode: self.approval_mode,
+        }
+    }
+}
+
+fn strictest() -> ApprovalMode {
+    ApprovalMode::STRICTEST
+}
+
+/// Any string: a name this version does not know is the strictest mode, never an error that
+/// would leave the session unreadable and never a looser default.
+fn approval_mode_or_strictest<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<ApprovalMode, D::Error> {
+    let name = Option::<String>::deserialize(deserializer)?;
+    Ok(name
+        .as_deref()
+        .and_then(ApprovalMode::from_name)
+        .unwrap_or(ApprovalMode::STRICTEST))
 }
 
 /// A session as stored: facts, records, archive, and any torn tail repaired on open.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StoredSession {
     /// The session's facts (the latest written).
-    pub info: SessionInfo,
+    pub facts: SessionFacts,
     /// The stored records, in order (what the next request is built from).
     pub records: Vec<Record>,
     /// The archive, in order.
@@ -40,6 +107,22 @@ pub struct StoredSession {
     /// One English sentence per torn or uncommitted tail cut off when the session was opened
     /// (always empty for PostgreSQL, whose transactions leave no tails).
     pub repaired: Vec<String>,
+}
+
+impl StoredSession {
+    /// User turns the session has run: the user messages in its archive (compaction folds
+    /// records, never the archive, so the count survives it).
+    pub fn user_turns(&self) -> u64 {
+        count_user_turns(&self.archive)
+    }
+}
+
+/// User messages among `archive`'s entries.
+pub(crate) fn count_user_turns(archive: &[ArchiveEntry]) -> u64 {
+    archive
+        .iter()
+        .filter(|e| matches!(e, ArchiveEntry::UserMessage { .. }))
+        .count() as u64
 }
 
 /// A store of sessions. Cheap to share (`Arc<dyn SessionStore>`); every method may be called
@@ -55,7 +138,7 @@ pub trait SessionStore: Send + Sync + 'static {
         &self,
         new: NewSession,
         records: &[Record],
-    ) -> Result<(SessionInfo, Box<dyn SessionWriter>), StoreError>;
+    ) -> Result<(SessionFacts, Box<dyn SessionWriter>), StoreError>;
 
     /// Opens a stored session for writing: takes its lease (at once when it was released or has
     /// expired, else [`StoreError::Leased`]); `None` when the store does not know the id.
@@ -123,12 +206,12 @@ pub trait SessionWriter: Send + 'static {
         archive: &[ArchiveEntry],
     ) -> Result<(), StoreError>;
 
-    /// Updates the session's facts (approval mode changes). The id in `info` must be this
-    /// writer's session.
+    /// Updates the session's facts (`/approvals`, `/model`, `/mode`). The id in `facts` must be
+    /// this writer's session.
     ///
     /// # Errors
     /// As [`SessionWriter::append`].
-    async fn set_info(&mut self, info: &SessionInfo) -> Result<(), StoreError>;
+    async fn set_facts(&mut self, facts: &SessionFacts) -> Result<(), StoreError>;
 
     /// Gives the lease up (drain); the writer is gone after.
     ///

@@ -48,7 +48,10 @@ use std::path::{Path, PathBuf};
 
 use hookline_messages::session::SessionId;
 
-pub use api::{fresh_session_id, NewSession, SessionStore, SessionWriter, StoredSession, ID_TRIES};
+pub use api::{
+    fresh_session_id, NewSession, SessionFacts, SessionStore, SessionWriter, StoredSession,
+    ID_TRIES,
+};
 pub use error::StoreError;
 pub use files::{CommitStats, FileStore, FileStoreOptions, MAX_BATCH};
 pub use frame::{TornReason, MAX_RECORD_BYTES};

@@ -30,12 +30,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use hookline_messages::record::{ArchiveEntry, Record};
-use hookline_messages::session::{SessionId, SessionInfo};
+use hookline_messages::session::SessionId;
 use rustix::fs::{flock, FlockOperation};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
-use super::api::{NewSession, SessionStore, SessionWriter, StoredSession, ID_TRIES};
+use super::api::{NewSession, SessionFacts, SessionStore, SessionWriter, StoredSession, ID_TRIES};
 use super::log::{
     encode_records, remove_stale_rewrite, rewrite_path, scan, sync_dir, write_new_file, Scan,
 };
@@ -238,7 +238,7 @@ impl SessionStore for FileStore {
         &self,
         new: NewSession,
         records: &[Record],
-    ) -> Result<(SessionInfo, Box<dyn SessionWriter>), StoreError> {
+    ) -> Result<(SessionFacts, Box<dyn SessionWriter>), StoreError> {
         let sessions = self.inner.sessions.clone();
         let records = encode_records(Path::new(RECORDS), records)?;
         let store = Arc::clone(&self.inner);
@@ -333,9 +333,9 @@ impl SessionWriter for FileWriter {
         .await
     }
 
-    async fn set_info(&mut self, info: &SessionInfo) -> Result<(), StoreError> {
+    async fn set_facts(&mut self, facts: &SessionFacts) -> Result<(), StoreError> {
         let files = Arc::clone(&self.files);
-        let bytes = encode_records(Path::new(META), std::slice::from_ref(info))?;
+        let bytes = encode_records(Path::new(META), std::slice::from_ref(facts))?;
         blocking(self.store.inline, move || {
             let dir = lock(&files).dir.clone();
             replace_file(&dir.join(META), &bytes)

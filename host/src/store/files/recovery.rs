@@ -68,7 +68,7 @@ pub(super) fn create_session(
     new: NewSession,
     records: &[u8],
     next_id: &AtomicU64,
-) -> Result<(SessionInfo, SessionFiles), StoreError> {
+) -> Result<(SessionFacts, SessionFiles), StoreError> {
     let mut claimed = None;
     for _ in 0..ID_TRIES {
         // `s1`, `s2`, ...: short, ordered ids for a store one machine owns. Another process
@@ -92,11 +92,7 @@ pub(super) fn create_session(
     };
     sync_dir(sessions)?;
     let lock = take_lock(&dir, &id)?;
-    let info = SessionInfo {
-        workspace_root: new.workspace_root,
-        session_id: id,
-        approval_mode: new.approval_mode,
-    };
+    let info = SessionFacts::new(id, new);
     let point = CommitPoint {
         records: records.len() as u64,
         archive: 0,
@@ -123,7 +119,7 @@ pub(super) fn create_session(
 
 /// A session's files as they stand, cut to the last commit point they satisfy.
 pub(super) struct Reading {
-    info: SessionInfo,
+    info: SessionFacts,
     records: Vec<Record>,
     archive: Vec<ArchiveEntry>,
     /// Where the committed bytes end, and what each file holds beyond that.
@@ -142,7 +138,7 @@ pub(super) struct Reading {
 
 /// Reads a session without changing anything; `None` when it has no facts.
 pub(super) fn read_files(dir: &Path) -> Result<Option<Reading>, StoreError> {
-    let Some(meta) = scan::<SessionInfo>(&dir.join(META))? else {
+    let Some(meta) = scan::<SessionFacts>(&dir.join(META))? else {
         return Ok(None);
     };
     let Some(info) = meta.records.last().cloned() else {
@@ -244,7 +240,7 @@ pub(super) fn rewrite_matches(path: &Path, expected: Rewrite) -> Result<bool, St
 
 pub(super) fn read_session(dir: &Path) -> Result<Option<StoredSession>, StoreError> {
     Ok(read_files(dir)?.map(|r| StoredSession {
-        info: r.info,
+        facts: r.info,
         records: r.records,
         archive: r.archive,
         repaired: Vec::new(),
@@ -364,7 +360,7 @@ pub(super) fn open_session(
         lock,
     };
     let stored = StoredSession {
-        info: reading.info,
+        facts: reading.info,
         records: reading.records,
         archive: reading.archive,
         repaired,

@@ -15,12 +15,14 @@ fn new() -> NewSession {
     NewSession {
         workspace_root: "/w".into(),
         approval_mode: ApprovalMode::AskAll,
+        model: None,
+        mode: None,
     }
 }
 
 async fn one_session(store: &FileStore) -> (SessionId, PathBuf) {
     let (info, mut w) = store.create(new(), &[user("a")]).await.unwrap();
-    w.append(&[user("b")], &[ArchiveEntry::SessionStarted(info.clone())])
+    w.append(&[user("b")], &[ArchiveEntry::SessionStarted(info.info())])
         .await
         .unwrap();
     w.release().await.unwrap();
@@ -137,7 +139,7 @@ async fn an_idle_open_session_holds_only_its_lock_open() {
         let (info, mut w) = store.create(new(), &[user("a")]).await.unwrap();
         w.append(
             &[user(&n.to_string())],
-            &[ArchiveEntry::SessionStarted(info)],
+            &[ArchiveEntry::SessionStarted(info.info())],
         )
         .await
         .unwrap();
