@@ -34,7 +34,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_postgres::NoTls;
 
 use hookline_host::store::{
-    fresh_session_id, NewSession, SessionFacts, SessionStore, SessionWriter, StoredSession, ID_TRIES,
+    fresh_session_id, NewSession, SessionFacts, SessionStore, SessionWriter, StoredSession,
+    ID_TRIES,
 };
 use hookline_host::store::{CommitStats, MAX_BATCH};
 use hookline_host::store::{StoreError, MAX_RECORD_BYTES};

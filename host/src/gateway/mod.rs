@@ -42,7 +42,7 @@ use hookline_messages::session::{ApprovalMode, SessionId, SessionInfo};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::session::{shut_down, Conversation, SessionCommand};
-use crate::shared::Shared;
+use crate::shared::{Choices, Shared};
 use crate::state::{HostError, HostEvent, LiveSink};
 use crate::turn::StopSignal;
 use approvals::RemoteOperator;

@@ -2,8 +2,8 @@
 //! configuration, chat path ([`CommandOrigin`]), reset policy, [`Clock`], bootstrap policy and
 //! lifecycle bounds. What one conversation adds is the session's `Wiring`.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use hookline_actors::lifecycle::GatewayConfig;
