@@ -9,6 +9,7 @@
 //! `on_turn_finished` with the stop reason.
 
 mod compaction;
+mod cut_off;
 mod hooks;
 mod model_call;
 mod prompt;
@@ -185,6 +186,9 @@ impl Turn<'_> {
             Purpose::Work
         };
         for _ in 0..self.engine.max_model_calls {
+            // Durable step: the user message, the composed system text and every tool result
+            // so far are stored before the model is called (issue 22).
+            self.session.flush().await?;
             let request = self.request(purpose, None);
             let accepts_images = request.accepts_images;
             let response = match self.model_call(request).await? {
