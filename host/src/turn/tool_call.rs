@@ -73,7 +73,7 @@ impl Turn<'_> {
             None => self.approve(&call).await?,
         };
         // Durable step: the call, as approved, is stored before the tool runs (issue 22).
-        self.session.flush().await?;
+        self.durable_step().await?;
         let result = self.run_tool(&call, decision).await;
         let mut held = self.session.held_images();
         result
@@ -170,7 +170,7 @@ impl Turn<'_> {
             Verdict::Ask => {
                 // Durable step: the call is stored before the operator is asked, however long
                 // the answer takes (issue 22).
-                self.session.flush().await?;
+                self.durable_step().await?;
                 let answer = self.engine.operator.answer(call, classification).await;
                 if let Some(note) = answer.note {
                     self.note(note)?;
