@@ -6,6 +6,13 @@
 //! cut-off marker, and the session runs another turn, which the echo model answers.
 //! (The model-streaming case, where the echo model is too quick to be caught, is in-process in
 //! `tests/turn_cut_off.rs`.)
+//!
+//! Then a crash loop on the file store: one long session whose turns each read a file (a tool
+//! call, its result, the answer) runs on a server killed at a random point, again and again
+//! (`HOOKLINE_SERVE_CRASH_KILLS`, default 8; `HOOKLINE_SERVE_CRASH_SEED` replays one run; the seed
+//! is printed). After every restart and resume: every acknowledged turn is stored once and in
+//! order, whole; at most the one turn in flight is beyond them, closed; no tool call or result is
+//! stored twice.
 #![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -234,4 +241,140 @@ async fn a_killed_server_s_turns_are_closed_on_resume_on_the_file_store() {
 async fn a_killed_server_s_turns_are_closed_on_resume_on_postgres() {
     let dir = tempfile::tempdir().unwrap();
     killed_mid_turn_then_resumed(Backend::Postgres(pg::database_url()), dir.path()).await;
+}
+
+/// splitmix64: a tiny deterministic generator, so a seed replays the same kill points.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+/// Kills in the crash loop.
+fn kills() -> usize {
+    std::env::var("HOOKLINE_SERVE_CRASH_KILLS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(8)
+}
+
+/// Checks the long session after a restart: acknowledged turns once each and in order, then at
+/// most the turn in flight; every turn closed; no call or result stored twice.
+fn check_loop(records: &[Record], acked: &[String], in_flight: Option<&String>) {
+    let texts = cluster::user_texts(records);
+    assert!(
+        texts.starts_with(acked),
+        "acknowledged turns lost or reordered: stored {texts:?}, acknowledged {acked:?}"
+    );
+    let extra = &texts[acked.len()..];
+    assert!(
+        extra.is_empty() || (extra.len() == 1 && Some(&extra[0]) == in_flight),
+        "beyond the acknowledged turns: {extra:?} (in flight: {in_flight:?})"
+    );
+    cluster::assert_turns_whole("loop", records);
+    let mut calls = std::collections::HashSet::new();
+    let mut results = std::collections::HashSet::new();
+    for record in records {
+        match record {
+            Record::ToolCall { call_id, .. } => {
+                assert!(calls.insert(call_id.clone()), "call {call_id} stored twice")
+            }
+            Record::ToolResult { call_id, .. } => {
+                assert!(
+                    results.insert(call_id.clone()),
+                    "result {call_id} stored twice"
+                )
+            }
+            _ => {}
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_server_killed_again_and_again_loses_no_acknowledged_step_and_stores_none_twice() {
+    let seed = std::env::var("HOOKLINE_SERVE_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        });
+    eprintln!("HOOKLINE_SERVE_CRASH_SEED={seed}");
+    let mut rng = Rng(seed);
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("root/.hookline");
+    let backend = Backend::Files(store);
+    std::fs::create_dir_all(dir.path().join("root")).unwrap();
+    std::fs::write(dir.path().join("root/notes.txt"), "three little words").unwrap();
+    let client = Client::new();
+    let mut acked: Vec<String> = Vec::new();
+    let mut key: Option<String> = None;
+    for kill in 0..kills() {
+        let mut node = Node::start(&format!("n{kill}"), dir.path(), &backend.store_arg(), &[]);
+        let key = match &key {
+            Some(key) => {
+                let deadline = Instant::now() + DEADLINE;
+                client.resume(&node.url, key, deadline).await;
+                key.clone()
+            }
+            None => key.insert(client.open(&node.url).await).clone(),
+        };
+        let in_flight = std::sync::Arc::new(std::sync::Mutex::new(None::<String>));
+        let done = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let runner = {
+            let (client, base, key) = (client.clone(), node.url.clone(), key.clone());
+            let (in_flight, done) = (in_flight.clone(), done.clone());
+            tokio::spawn(async move {
+                for turn in 0.. {
+                    let text = format!(
+                        "kill {kill} turn {turn}\ncall read_file {{\"path\":\"notes.txt\"}}"
+                    );
+                    *in_flight.lock().unwrap() = Some(text.clone());
+                    match client.turn(&base, &key, &text).await {
+                        Ok((200, _)) => done.lock().unwrap().push(text),
+                        Ok((status, body)) => panic!("turn refused: {status} {body}"),
+                        Err(_) => return,
+                    }
+                }
+            })
+        };
+        // A random point: anywhere from before the first turn to several turns in.
+        tokio::time::sleep(Duration::from_millis(rng.next() % 400)).await;
+        node.kill();
+        tokio::time::timeout(DEADLINE, runner)
+            .await
+            .expect("the client hung after the kill")
+            .unwrap();
+        let flight = in_flight.lock().unwrap().clone();
+        acked.extend(done.lock().unwrap().drain(..));
+        // The next server resumes it (and closes a cut-off turn); the check reads after that.
+        let node = Node::start(&format!("r{kill}"), dir.path(), &backend.store_arg(), &[]);
+        let deadline = Instant::now() + DEADLINE;
+        client.resume(&node.url, &key, deadline).await;
+        let records = backend.records(&key).await;
+        check_loop(&records, &acked, flight.as_ref());
+        // A turn stored but not acknowledged counts from now on as stored: it is in the records.
+        let texts = cluster::user_texts(&records);
+        acked = texts;
+        drop(node);
+    }
+    let key = key.unwrap();
+    let records = backend.records(&key).await;
+    let cut = records
+        .iter()
+        .filter(|r| matches!(r, Record::CutOff { .. }))
+        .count();
+    eprintln!(
+        "{} kills: {} turns stored, {cut} of them cut off and closed on resume",
+        kills(),
+        acked.len()
+    );
+    assert!(acked.len() >= kills(), "too few turns ran: {}", acked.len());
 }
