@@ -256,6 +256,13 @@ mod tests {
         })
     }
 
+    fn opened(records: &[Record], archive: &[ArchiveEntry]) -> OpenTurn {
+        match open_turn(records, archive) {
+            Some(open) => open,
+            None => panic!("no open turn in {records:?} / {archive:?}"),
+        }
+    }
+
     fn finished() -> ArchiveEntry {
         ArchiveEntry::TurnFinished {
             stop_reason: crate::user::StopReason::Completed,
@@ -273,7 +280,7 @@ mod tests {
     fn a_turn_cut_off_while_the_model_answered_is_closed_by_the_marker_alone() {
         let records = [user("a"), Record::Assistant { text: "x".into() }, user("b")];
         let archive = [typed("a"), finished(), typed("b")];
-        let open = open_turn(&records, &archive).unwrap();
+        let open = opened(&records, &archive);
         assert_eq!(open.user_text, "b");
         assert_eq!(open.at, CutOff::ModelCall);
         assert_eq!(
@@ -291,7 +298,7 @@ mod tests {
     #[test]
     fn a_call_waiting_for_approval_did_not_run_and_gets_a_failed_result() {
         let records = [user("a"), call("c1")];
-        let open = open_turn(&records, &[typed("a")]).unwrap();
+        let open = opened(&records, &[typed("a")]);
         let at = CutOff::BeforeTool {
             call_id: "c1".into(),
             name: "write_file".into(),
@@ -324,7 +331,7 @@ mod tests {
             approval("c1", Decision::Allow),
             approval("c2", Decision::Allow),
         ];
-        let open = open_turn(&records, &archive).unwrap();
+        let open = opened(&records, &archive);
         assert_eq!(
             open.note().text(),
             "The turn was cut off after tool call 'c2' (write_file) had started; its result was \
@@ -340,7 +347,7 @@ mod tests {
     fn a_refused_call_without_result_did_not_run() {
         let records = [user("a"), call("c1")];
         let archive = [typed("a"), approval("c1", Decision::Deny)];
-        let open = open_turn(&records, &archive).unwrap();
+        let open = opened(&records, &archive);
         assert!(matches!(open.at, CutOff::BeforeTool { .. }));
         assert_eq!(open.open_calls[0].2, CutOffCall::NotRun);
     }
@@ -355,7 +362,7 @@ mod tests {
                 text: "done".into(),
             },
         ];
-        let open = open_turn(&records, &[typed("a")]).unwrap();
+        let open = opened(&records, &[typed("a")]);
         assert_eq!(open.at, CutOff::AfterAnswer);
         assert!(open.open_calls.is_empty());
     }
@@ -369,13 +376,7 @@ mod tests {
             },
             user("a"),
         ];
-        assert_eq!(
-            open_turn(&records, &[typed("a")]).unwrap().mode,
-            PromptMode::Plan
-        );
-        assert_eq!(
-            open_turn(&[user("a")], &[typed("a")]).unwrap().mode,
-            PromptMode::Work
-        );
+        assert_eq!(opened(&records, &[typed("a")]).mode, PromptMode::Plan);
+        assert_eq!(opened(&[user("a")], &[typed("a")]).mode, PromptMode::Work);
     }
 }
