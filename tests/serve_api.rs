@@ -264,6 +264,86 @@ async fn stop_cancels_the_turn_in_flight() {
     served.shutdown().await;
 }
 
+// Issue 22 item 4: after `/stop` ends a turn that waited for an approval, the next turn's echo
+// model answers the new message, not the stopped turn's refused result.
+#[actix_rt::test]
+async fn after_stop_ends_a_turn_waiting_for_approval_the_next_turn_is_answered() {
+    let served = serve(Arc::new(EchoProvider::with_demo_call()), |_| {}, |_| {}).await;
+    let key = served.open().await;
+    let turn = {
+        let (client, url) = (
+            served.client.clone(),
+            served.url(&format!("/v1/sessions/{key}/turns")),
+        );
+        tokio::spawn(async move {
+            let response = client
+                .post(url)
+                .json(&json!({ "text": "first" }))
+                .send()
+                .await
+                .unwrap();
+            response.json::<serde_json::Value>().await.unwrap()
+        })
+    };
+    until_activity(&served, &key, Activity::Approval).await;
+    let (status, stopped) = served
+        .post(
+            &format!("/v1/sessions/{key}/commands"),
+            json!({ "command": "/stop" }),
+        )
+        .await;
+    assert_eq!(status, 200, "{stopped}");
+    let report = tokio::time::timeout(DEADLINE, turn)
+        .await
+        .expect("the turn did not stop")
+        .unwrap();
+    assert_eq!(report["stopReason"], "cancelled", "{report}");
+    let second = tokio::spawn({
+        let (client, url) = (
+            served.client.clone(),
+            served.url(&format!("/v1/sessions/{key}/turns")),
+        );
+        async move {
+            client
+                .post(url)
+                .json(&json!({ "text": "second" }))
+                .send()
+                .await
+                .unwrap()
+                .json::<serde_json::Value>()
+                .await
+                .unwrap()
+        }
+    });
+    // The new message asks for its own demo call; refuse it so the turn ends.
+    until_activity(&served, &key, Activity::Approval).await;
+    let (_, status) = served.get(&format!("/v1/sessions/{key}")).await;
+    let call = status["pendingApprovals"][0].as_str().unwrap().to_owned();
+    let (denied, body) = served
+        .post(
+            &format!("/v1/sessions/{key}/approvals/{call}"),
+            json!({ "decision": "deny" }),
+        )
+        .await;
+    assert_eq!(denied, 200, "{body}");
+    let answer = tokio::time::timeout(DEADLINE, second)
+        .await
+        .expect("the second turn did not end")
+        .unwrap();
+    let said: Vec<&str> = answer["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "assistant")
+        .filter_map(|e| e["text"].as_str())
+        .collect();
+    assert!(
+        said.first().is_some_and(|t| t.starts_with("echo: second")),
+        "the next turn answered {said:?}"
+    );
+    served.shutdown().await;
+}
+
 async fn error_of(response: reqwest::Response) -> (u16, String, Option<String>) {
     let status = response.status().as_u16();
     let retry = response

@@ -1,7 +1,8 @@
 //! Two `hookline serve` nodes on one PostgreSQL store (issue 14 item 4): sessions run turns on
 //! node A, A is killed with SIGKILL mid-turn, and node B resumes every session: each turn A
-//! acknowledged is there, a turn cut off by the kill is wholly present or wholly absent, and the
-//! sessions go on. Then a third node that held some of those sessions' leases while frozen with
+//! acknowledged is there, a turn cut off by the kill keeps the steps A stored and is closed by
+//! B's resume (issue 22: an answer or a cut-off marker ends every turn, every call has its
+//! result), and the sessions go on. Then a third node that held some of those sessions' leases while frozen with
 //! SIGSTOP (B took them over when they expired) is continued with SIGCONT and tries to write:
 //! its writes are refused (409 `lease-lost`), it drops the sessions, and nothing stored changes.
 //! And a node given a bad database URL, or one that does not answer, stops with a sentence.

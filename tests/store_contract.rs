@@ -14,6 +14,7 @@ use futures::future::join_all;
 use hookline::host::store::{
     CommitStats, FileStore, FileStoreOptions, NewSession, SessionStore, StoreError,
 };
+use hookline::messages::cut_off::{open_turn, CutOff};
 use hookline::messages::record::{ArchiveEntry, Record};
 use hookline::messages::session::{ApprovalMode, SessionId, SessionInfo};
 use hookline::postgres::{migrate_url, PgStore, PgStoreOptions};
@@ -42,6 +43,90 @@ fn finished() -> ArchiveEntry {
     ArchiveEntry::TurnFinished {
         stop_reason: hookline::messages::user::StopReason::Completed,
     }
+}
+
+fn typed(text: &str) -> ArchiveEntry {
+    ArchiveEntry::UserMessage {
+        text: text.into(),
+        original: None,
+        images: Vec::new(),
+    }
+}
+
+fn tool_call(id: &str) -> Record {
+    Record::ToolCall {
+        call_id: id.into(),
+        name: "write_file".into(),
+        arguments: serde_json::json!({"path": "a.txt"}),
+    }
+}
+
+fn allowed(id: &str) -> ArchiveEntry {
+    use hookline::messages::approval::{Authority, Classification, Risk};
+    use hookline::messages::record::{ApprovalRecord, Decider, Decision};
+    ArchiveEntry::Approval(ApprovalRecord {
+        call_id: id.into(),
+        tool: "write_file".into(),
+        classification: Classification {
+            risk: Risk::Write,
+            authority: Authority::Workspace,
+            summary: "write_file a.txt".into(),
+            requires_prompt: false,
+        },
+        decision: Decision::Allow,
+        decided_by: Decider::Policy,
+    })
+}
+
+fn result(id: &str) -> Record {
+    Record::ToolResult {
+        call_id: id.into(),
+        name: "write_file".into(),
+        text: "wrote a.txt".into(),
+        images: Vec::new(),
+        success: true,
+    }
+}
+
+/// A turn's durable steps as the host appends them (issue 22): the user message, then the call
+/// with its approval before the tool runs.
+async fn turn_steps(w: &mut Box<dyn hookline::host::store::SessionWriter>) {
+    w.append(&[user("write it")], &[typed("write it")])
+        .await
+        .unwrap();
+    w.append(&[tool_call("call-1")], &[allowed("call-1")])
+        .await
+        .unwrap();
+}
+
+/// Issue 22: the steps of a turn cut off after its tool started are kept as appended, on another
+/// process or node too, and say where it was cut off; the closing the host appends reads back.
+async fn cut_off_turn(b: &Backend) {
+    let (info, mut w) = b.store.create(new_session(), &[]).await.unwrap();
+    turn_steps(&mut w).await;
+    // The process dies here: nothing more is written (released, so another can open it now).
+    w.release().await.unwrap();
+    let (opened, mut w) = b.other.open(&info.session_id).await.unwrap().unwrap();
+    assert_eq!(opened.records, vec![user("write it"), tool_call("call-1")]);
+    let open = open_turn(&opened.records, &opened.archive).expect("the turn is open");
+    assert_eq!(
+        open.at,
+        CutOff::ToolStarted {
+            call_id: "call-1".into(),
+            name: "write_file".into(),
+        }
+    );
+    let stop = ArchiveEntry::TurnFinished {
+        stop_reason: hookline::messages::user::StopReason::Interrupted,
+    };
+    w.append(&open.closing(), std::slice::from_ref(&stop))
+        .await
+        .unwrap();
+    let read = b.store.read(&info.session_id).await.unwrap().unwrap();
+    assert_eq!(read.records.len(), 4, "{:?}", read.records);
+    assert!(matches!(read.records[3], Record::CutOff { .. }));
+    assert_eq!(open_turn(&read.records, &read.archive), None, "closed");
+    w.release().await.unwrap();
 }
 
 /// A store under test, a second independent store on the same data (another process or node),
@@ -255,6 +340,11 @@ macro_rules! contract {
             #[tokio::test]
             async fn appends_arriving_together_share_commits() {
                 group_commit(&$make).await;
+            }
+
+            #[tokio::test]
+            async fn a_cut_off_turn_keeps_its_steps_and_says_where_it_stopped() {
+                cut_off_turn(&$make).await;
             }
         }
     };
@@ -492,4 +582,47 @@ async fn renewals_and_group_commits_of_many_sessions_never_deadlock() {
         };
         tokio::join!(appends, renewals);
     }
+}
+
+/// Issue 22 with fencing: node a's turn stored its call and approval, then a lost its lease;
+/// b takes the session over and sees where the turn was cut off; a's result (the next step) is
+/// refused and changes nothing; b closes the turn.
+#[tokio::test]
+async fn a_cut_off_turn_taken_over_is_fenced_and_closed_by_the_new_holder() {
+    let url = pg::database_url();
+    let a = PgStore::connect(&url, short_lease("a", None))
+        .await
+        .unwrap();
+    let b = PgStore::connect(&url, short_lease("b", None))
+        .await
+        .unwrap();
+    let (info, mut wa) = a.create(new_session(), &[]).await.unwrap();
+    let id = info.session_id;
+    turn_steps(&mut wa).await;
+    let mut taken = None;
+    assert!(
+        eventually(Duration::from_secs(10), async || {
+            taken = b.open(&id).await.ok().flatten();
+            taken.is_some()
+        })
+        .await,
+        "the expired lease was not taken over"
+    );
+    let (opened, mut wb) = taken.unwrap();
+    let open = open_turn(&opened.records, &opened.archive).expect("the turn is open");
+    assert!(matches!(open.at, CutOff::ToolStarted { .. }));
+    assert!(matches!(
+        wa.append(&[result("call-1")], &[]).await,
+        Err(StoreError::LeaseLost { .. })
+    ));
+    let stop = ArchiveEntry::TurnFinished {
+        stop_reason: hookline::messages::user::StopReason::Interrupted,
+    };
+    wb.append(&open.closing(), std::slice::from_ref(&stop))
+        .await
+        .unwrap();
+    let read = b.read(&id).await.unwrap().unwrap();
+    assert!(!read.records.contains(&result("call-1")), "a's late result");
+    assert!(matches!(read.records.last(), Some(Record::CutOff { .. })));
+    wb.release().await.unwrap();
 }

@@ -24,6 +24,7 @@
 
 pub mod approval;
 pub mod compaction;
+pub mod cut_off;
 pub mod event;
 pub mod hook;
 pub mod kind;

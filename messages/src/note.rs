@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::cut_off::{CutOff, CutOffCall};
 use crate::event::EventKey;
 use crate::kind::HookKind;
 use crate::prompt::PromptMode;
@@ -127,6 +128,12 @@ pub enum Note {
     ExternalToolSkipped {
         /// The whole English sentence, naming the tool's directory and the problem.
         problem: String,
+    },
+    /// A crash or a lost lease cut a turn off; it was closed when the session was opened again
+    /// (issue 22, [`crate::cut_off`]).
+    TurnCutOff {
+        /// Where it was cut off.
+        at: CutOff,
     },
 }
 
@@ -260,7 +267,41 @@ impl fmt::Display for Note {
                 write!(f, "Plugin '{plugin}' broke the protocol: {reason}")
             }
             Self::ExternalToolSkipped { problem } => f.write_str(problem),
+            Self::TurnCutOff { at } => write!(f, "{at}"),
         }
+    }
+}
+
+/// The sentence a cut-off marker and its note carry (issue 22).
+impl fmt::Display for CutOff {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::ModelCall => f.write_str(
+                "The turn was cut off while the model was answering; its answer was not stored.",
+            ),
+            Self::BeforeTool { call_id, name } => write!(
+                f,
+                "The turn was cut off before tool call '{call_id}' ({name}) ran; it did not run."
+            ),
+            Self::ToolStarted { call_id, name } => write!(
+                f,
+                "The turn was cut off after tool call '{call_id}' ({name}) had started; its \
+                 result was not stored."
+            ),
+            Self::AfterAnswer => {
+                f.write_str("The turn was cut off after the model answered; it did not finish.")
+            }
+        }
+    }
+}
+
+/// The text of a made-up result for a call a cut-off turn left without one (issue 22).
+impl fmt::Display for CutOffCall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Started => "The turn was cut off while this call ran; its result was not stored.",
+            Self::NotRun => "The turn was cut off before this call ran; it did not run.",
+        })
     }
 }
 

@@ -71,6 +71,13 @@ pub enum Record {
         /// The summary body, as stored (after `on_compaction` and `rewrite_compaction`).
         text: String,
     },
+    /// The marker that closes a turn a crash or a lost lease cut off (issue 22): stored when the
+    /// session is opened again, after a made-up result for every call left without one, so the
+    /// next request says what had happened. Sent as a user message with the note's text.
+    CutOff {
+        /// Where the turn was cut off.
+        at: crate::cut_off::CutOff,
+    },
 }
 
 impl Record {
@@ -229,6 +236,12 @@ mod tests {
             },
             Record::Summary {
                 text: String::new(),
+            },
+            Record::CutOff {
+                at: crate::cut_off::CutOff::ToolStarted {
+                    call_id: "c1".into(),
+                    name: "write_file".into(),
+                },
             },
         ];
         let json = serde_json::to_string(&records).unwrap_or_default();

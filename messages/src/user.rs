@@ -53,6 +53,9 @@ pub enum StopReason {
     Failed,
     /// The host's limit on model calls per turn was reached.
     LimitReached,
+    /// A crash or a lost lease cut the turn off; it was closed when the session was opened
+    /// again (issue 22, [`crate::cut_off`]).
+    Interrupted,
 }
 
 /// What `on_turn_started` and `on_turn_finished` may read (SPEC P2.4).

@@ -269,11 +269,13 @@ pub fn user_texts(records: &[Record]) -> Vec<String> {
         .collect()
 }
 
-/// Checks that every turn in `records` is whole: each user record is answered by an assistant
-/// record before the next user record (a turn is one atomic append, SPEC-free but issue 14
-/// item 3: "wholly present or wholly absent, never half").
+/// Checks that every turn in `records` is closed: each user record is answered by an assistant
+/// record, or closed by a cut-off marker (issue 22: a turn a crash cut off keeps its durable
+/// steps and is closed when its session is opened again), before the next user record; and each
+/// tool call is followed by its result.
 pub fn assert_turns_whole(key: &str, records: &[Record]) {
     let mut open_user: Option<&str> = None;
+    let mut open_calls: Vec<&str> = Vec::new();
     for record in records {
         match record {
             Record::User { text, .. } => {
@@ -284,8 +286,22 @@ pub fn assert_turns_whole(key: &str, records: &[Record]) {
                 );
                 open_user = Some(text);
             }
-            Record::Assistant { .. } => open_user = None,
+            Record::Assistant { .. } | Record::CutOff { .. } => open_user = None,
+            Record::ToolCall { call_id, .. } => open_calls.push(call_id),
+            Record::ToolResult { call_id, .. } => {
+                assert!(
+                    open_calls.contains(&call_id.as_str()),
+                    "session {key}: a result for '{call_id}', which is not open"
+                );
+                open_calls.retain(|c| c != call_id);
+            }
             _ => {}
+        }
+        if matches!(record, Record::User { .. }) {
+            assert!(
+                open_calls.is_empty(),
+                "session {key}: calls {open_calls:?} have no result"
+            );
         }
     }
     assert!(

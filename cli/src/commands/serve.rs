@@ -74,6 +74,10 @@ pub(crate) struct ServeArgs {
     /// Arbiters (threads) sessions are spread over (default: one per core).
     #[arg(long)]
     arbiters: Option<usize>,
+    /// Store each turn in one append at its end instead of step by step (for measuring what
+    /// durable steps cost; a crash then loses a running turn whole).
+    #[arg(long)]
+    commit_per_turn: bool,
 }
 
 /// Why the server could not run.
@@ -162,6 +166,7 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
     }
     let mut builder = plugin_builder(report, None, false)
         .provider(Arc::new(EchoProvider::new()))
+        .durable_steps(!args.commit_per_turn)
         .workspace(&root)
         .workspace_fence(&root)
         .spaces_root(&root);

@@ -51,6 +51,7 @@ pub struct HostBuilder {
     approval_mode: ApprovalMode,
     compact_after: Option<usize>,
     max_model_calls: usize,
+    durable_steps: bool,
     gateway: GatewaySettings,
     pipeline: PipelineBounds,
 }
@@ -81,6 +82,7 @@ impl Default for HostBuilder {
             approval_mode: ApprovalMode::default(),
             compact_after: None,
             max_model_calls: DEFAULT_MAX_MODEL_CALLS,
+            durable_steps: true,
             gateway: GatewaySettings::default(),
             pipeline: PipelineBounds::default(),
         }
@@ -281,6 +283,15 @@ impl HostBuilder {
         self
     }
 
+    /// Whether each step of a turn is stored before the next one (default: yes, issue 22;
+    /// `docs/turn.md`). Off, a turn is stored in one append at its end, and a crash loses it
+    /// whole: only for measuring what the steps cost (`hookline serve --commit-per-turn`).
+    #[must_use]
+    pub fn durable_steps(mut self, on: bool) -> Self {
+        self.durable_steps = on;
+        self
+    }
+
     /// The agent's id in gateway event contexts (`agentId`, default `main`).
     #[must_use]
     pub fn agent_id(mut self, agent_id: impl Into<String>) -> Self {
@@ -478,6 +489,7 @@ impl HostBuilder {
             provider,
             operator: self.operator,
             max_model_calls: self.max_model_calls,
+            durable_steps: self.durable_steps,
             guards,
             store,
             sessions,

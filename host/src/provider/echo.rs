@@ -3,8 +3,10 @@
 //! the request it is sent:
 //!
 //! - compaction calls get `summary: <n> items`;
-//! - a tool result after the model's last answer is reported: `The tool did it: <its first
-//!   line>` (or `did not` when the tool failed), ending the turn;
+//! - the turn starts at the last stored user message (item `r<n>`) or the model's last answer,
+//!   whichever is later, so a stopped or cut-off turn's leftover results are not this turn's;
+//! - a tool result since then is reported: `The tool did it: <its first line>` (or `did not`
+//!   when the tool failed), ending the turn;
 //! - a user message since the last answer whose last line is `call <tool> <json arguments>` asks
 //!   for that tool call (id `call-<n>`, n counting the request's items, so it is stable per turn);
 //! - otherwise it answers `echo: <the message typed this turn>`, and, when made
@@ -73,18 +75,26 @@ impl EchoProvider {
         let items = &request.items;
         // What came since the model last answered: plugins may add items after the user's
         // message (a reminder, a note), so the model looks at all of them.
-        let since = items
+        let mut since = items
             .iter()
             .rposition(|i| matches!(i.body, ItemBody::Assistant { .. }))
             .map_or(0, |answer| answer + 1);
-        let fresh = &items[since..];
-        let typed = fresh.iter().find_map(|i| match &i.body {
-            ItemBody::User { text, .. } => Some(text.as_str()),
-            _ => None,
-        });
+        let first_user = |from: usize| {
+            items[from..].iter().find_map(|i| match &i.body {
+                ItemBody::User { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+        };
         if !request.purpose.is_turn_call() {
-            return Reply::Text(echo(typed));
+            return Reply::Text(echo(first_user(since)));
         }
+        // A turn starts at the last stored user message (an item `r<n>`, docs/turn.md): what
+        // came before it, a stopped or cut-off turn's results included, is not this turn's.
+        if let Some(turn) = items.iter().rposition(is_stored_user) {
+            since = since.max(turn);
+        }
+        let fresh = &items[since..];
+        let typed = first_user(since);
         let result = fresh.iter().rev().find_map(|i| match &i.body {
             ItemBody::ToolResult { text, success, .. } => Some((text.as_str(), *success)),
             _ => None,
@@ -123,6 +133,16 @@ enum Reply {
     Text(String),
     Call(Item),
     TextAndCall(String, Item),
+}
+
+/// A user message the host built from a stored record (id `r<n>`), not one a plugin added.
+fn is_stored_user(item: &Item) -> bool {
+    let stored = item
+        .id
+        .0
+        .strip_prefix('r')
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    stored && matches!(item.body, ItemBody::User { .. })
 }
 
 fn echo(typed: Option<&str>) -> String {
@@ -340,5 +360,72 @@ mod tests {
         request.purpose = Purpose::Compaction;
         let summary = EchoProvider::with_demo_call().answer(&request);
         assert_eq!(text_of(&summary), "summary: 1 items");
+    }
+
+    /// Items as the host builds them from stored records (`r<n>`), then a plugin's reminder.
+    fn stored(bodies: Vec<ItemBody>) -> ModelRequest {
+        let mut items: Vec<Item> = bodies
+            .into_iter()
+            .enumerate()
+            .map(|(n, body)| Item::new(format!("r{n}"), body))
+            .collect();
+        items.push(Item::new(
+            "operator-reminder",
+            user("Reminder: cite file names."),
+        ));
+        ModelRequest {
+            purpose: Purpose::Work,
+            accepts_images: false,
+            items,
+        }
+    }
+
+    fn demo_call(id: &str) -> ItemBody {
+        ItemBody::ToolCall {
+            call_id: id.into(),
+            name: "write_file".into(),
+            arguments: serde_json::json!({"path": ECHO_FILE}),
+        }
+    }
+
+    // Issue 22 item 4: after `/stop` ended a turn that waited for an approval, the next turn
+    // is answered, not the stopped turn's refused result.
+    #[test]
+    fn a_stopped_turn_s_leftover_result_is_not_the_next_turn_s() {
+        let model = EchoProvider::with_demo_call();
+        let reply = model.answer(&stored(vec![
+            user("first"),
+            ItemBody::Assistant {
+                text: "echo: first".into(),
+                images: Vec::new(),
+            },
+            demo_call("echo-1"),
+            result("The call was refused; it did not run.", false),
+            user("second"),
+        ]));
+        assert_eq!(text_of(&reply), "echo: second");
+        // Within a turn the result is still reported, reminder or not.
+        let reply = model.answer(&stored(vec![
+            user("first"),
+            ItemBody::Assistant {
+                text: "echo: first".into(),
+                images: Vec::new(),
+            },
+            demo_call("echo-1"),
+            result("ok", true),
+        ]));
+        assert_eq!(text_of(&reply), "The tool did it: ok");
+    }
+
+    #[test]
+    fn a_cut_off_turn_s_marker_and_made_up_result_are_not_the_next_turn_s() {
+        let reply = EchoProvider::new().answer(&stored(vec![
+            user(r#"call write_file {"path":"a.txt"}"#),
+            demo_call("call-1"),
+            result("The turn was cut off while this call ran; its result was not stored.", false),
+            user("The turn was cut off after tool call 'call-1' (write_file) had started; its result was not stored."),
+            user("next"),
+        ]));
+        assert_eq!(text_of(&reply), "echo: next");
     }
 }

@@ -173,7 +173,7 @@ impl Conversation {
             return Ok(());
         }
         self.startup().await?;
-        let opened = SessionState::resume(&*self.shared.sessions, id)
+        let mut opened = SessionState::resume(&*self.shared.sessions, id)
             .await?
             .ok_or_else(|| HostError::UnknownSession(id.to_string()))?;
         let workspace = match self.restorable(&opened.state) {
@@ -191,7 +191,12 @@ impl Conversation {
         if let Some(mode) = opened.state.mode {
             self.wiring.mode = mode;
         }
+        let open_turn = opened.open_turn.take();
         self.activate(Cause::Resume, opened).await?;
+        if let Some(open) = open_turn {
+            // Issue 22: a turn a crash or a lost lease cut off is closed before anything else.
+            self.turn()?.close_cut_off(open).await?;
+        }
         self.flush().await
     }
 
@@ -544,7 +549,9 @@ impl Conversation {
 
     /// Makes `opened` the active session through the lifecycle actor and archives what ran.
     async fn activate(&mut self, cause: Cause, opened: Opened) -> Result<(), HostError> {
-        let Opened { state, repaired } = opened;
+        let Opened {
+            state, repaired, ..
+        } = opened;
         let ran = self
             .change(SessionEvent::Activate {
                 cause,

@@ -43,6 +43,8 @@ pub(crate) struct Shared {
     /// The operator of conversations that do not bring their own.
     pub(crate) operator: Arc<dyn Operator>,
     pub(crate) max_model_calls: usize,
+    /// Each step of a turn is stored before the next (issue 22); off only for measuring.
+    pub(crate) durable_steps: bool,
     pub(crate) guards: Guards,
     /// Where the store lives (its root directory, for the file store).
     pub(crate) store: Store,
@@ -73,6 +75,7 @@ pub(crate) struct Services {
     pub(crate) provider: Arc<dyn Provider>,
     pub(crate) operator: Option<Arc<dyn Operator>>,
     pub(crate) max_model_calls: usize,
+    pub(crate) durable_steps: bool,
     pub(crate) guards: Guards,
     pub(crate) store: Store,
     pub(crate) sessions: Arc<dyn SessionStore>,
@@ -106,6 +109,7 @@ impl Shared {
                 .operator
                 .unwrap_or_else(|| Arc::new(crate::approval::RefuseAll)),
             max_model_calls: services.max_model_calls,
+            durable_steps: services.durable_steps,
             guards: services.guards,
             store: services.store,
             sessions: services.sessions,

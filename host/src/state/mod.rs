@@ -3,10 +3,12 @@
 //! and archive), [`HostEvent`] and the [`EventLog`] a conversation reports into, and
 //! [`HostError`].
 //!
-//! Every write goes through [`SessionState`], which keeps it until the end of the request (a
-//! turn, a command, a close) and then hands them to the store's writer in one atomic, durable
-//! append ([`SessionState::flush`]): what a request reports done is stored, and a request cut
-//! off by a crash is wholly absent, never half there.
+//! Every write goes through [`SessionState`], which keeps it until the next durable step and then
+//! hands what waits to the store's writer in one atomic, durable append
+//! ([`SessionState::flush`]). A turn flushes at each of its steps (issue 22: before every model
+//! call, before the operator is asked, before a tool runs) and every request at its end, so what
+//! a request reports done is stored, and a turn cut off by a crash keeps its durable steps and
+//! is closed with a marker when the session is opened again ([`Opened::open_turn`]).
 
 mod error;
 mod events;
@@ -14,6 +16,7 @@ mod events;
 pub use error::{HostError, Unrestorable};
 pub use events::{EventLog, HostEvent, LiveSink};
 
+use hookline_messages::cut_off::{open_turn, OpenTurn};
 use hookline_messages::model::{HeldImages, ImageRef, MediaType};
 use hookline_messages::note::Note;
 use hookline_messages::prompt::PromptMode;
@@ -57,10 +60,12 @@ impl Unflushed {
     }
 }
 
-/// A session opened from the store, with any torn tail the store repaired.
+/// A session opened from the store, with any torn tail the store repaired and the turn a crash
+/// or a lost lease cut off, if any (closed by the conversation that opened it).
 pub(crate) struct Opened {
     pub(crate) state: SessionState,
     pub(crate) repaired: Vec<String>,
+    pub(crate) open_turn: Option<OpenTurn>,
 }
 
 impl SessionState {
@@ -74,6 +79,7 @@ impl SessionState {
         Ok(Opened {
             state: Self::new(facts, records.to_vec(), 0, writer),
             repaired: Vec::new(),
+            open_turn: None,
         })
     }
 
@@ -87,6 +93,7 @@ impl SessionState {
             return Ok(None);
         };
         let user_turns = stored.user_turns();
+        let open_turn = open_turn(&stored.records, &stored.archive);
         let StoredSession {
             facts,
             records,
@@ -96,6 +103,7 @@ impl SessionState {
         Ok(Some(Opened {
             state: Self::new(facts, records, user_turns, writer),
             repaired,
+            open_turn,
         }))
     }
 
@@ -167,7 +175,8 @@ impl SessionState {
 
     /// Makes every write since the last flush durable, in one atomic append (or, after a
     /// compaction, one atomic replacement of every record with the archive entries). The host
-    /// flushes at the end of every request (a turn, a command, a close).
+    /// flushes at each durable step of a turn and at the end of every request (a turn, a
+    /// command, a close).
     ///
     /// # Errors
     /// [`HostError::Store`] (a lost lease among them); the writes stay waiting, and the next
@@ -298,8 +307,8 @@ impl SessionState {
 }
 
 impl Drop for SessionState {
-    /// The host flushes at the end of every request; writes still waiting here belong to a
-    /// request that failed before its end, and are lost with it (never half of them).
+    /// The host flushes at every durable step and at the end of every request; writes still
+    /// waiting here belong to a step that failed before it was stored, and are lost with it.
     fn drop(&mut self) {
         if !self.unflushed.is_empty() {
             tracing::warn!(

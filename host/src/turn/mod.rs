@@ -9,6 +9,7 @@
 //! `on_turn_finished` with the stop reason.
 
 mod compaction;
+mod cut_off;
 mod hooks;
 mod model_call;
 mod prompt;
@@ -45,6 +46,8 @@ pub(crate) struct Engine {
     pub(crate) provider: Arc<dyn Provider>,
     pub(crate) operator: Arc<dyn Operator>,
     pub(crate) max_model_calls: usize,
+    /// Each step of a turn is stored before the next (issue 22).
+    pub(crate) durable_steps: bool,
     pub(crate) events: EventLog,
     /// Fail-closed guard hooks (operator opt-in).
     pub(crate) guards: Guards,
@@ -101,6 +104,7 @@ impl Engine {
             provider: shared.provider.clone(),
             operator: shared.operator.clone(),
             max_model_calls: shared.max_model_calls,
+            durable_steps: shared.durable_steps,
             events: EventLog::default(),
             guards: shared.guards.clone(),
             stop: Arc::new(StopSignal::default()),
@@ -185,6 +189,9 @@ impl Turn<'_> {
             Purpose::Work
         };
         for _ in 0..self.engine.max_model_calls {
+            // Durable step: the user message, the composed system text and every tool result
+            // so far are stored before the model is called (issue 22).
+            self.durable_step().await?;
             let request = self.request(purpose, None);
             let accepts_images = request.accepts_images;
             let response = match self.model_call(request).await? {
@@ -259,6 +266,15 @@ impl Turn<'_> {
             answer: answer.clone(),
         });
         Ok(Some(answer))
+    }
+
+    /// Stores what the turn has done so far in one atomic append, before the step that could
+    /// have an effect (issue 22; `docs/turn.md`, "Storage: durable steps").
+    async fn durable_step(&mut self) -> Result<(), HostError> {
+        if self.engine.durable_steps {
+            self.session.flush().await?;
+        }
+        Ok(())
     }
 
     fn archive(&mut self, entry: ArchiveEntry) -> Result<(), HostError> {

@@ -108,5 +108,10 @@ fn item(record: &Record) -> Option<ItemBody> {
             text,
             images: Vec::new(),
         },
+        // A cut-off turn's marker tells the model what happened, as a user message (issue 22).
+        Record::CutOff { at } => ItemBody::User {
+            text: at.to_string(),
+            images: Vec::new(),
+        },
     })
 }

@@ -72,6 +72,8 @@ impl Turn<'_> {
             }
             None => self.approve(&call).await?,
         };
+        // Durable step: the call, as approved, is stored before the tool runs (issue 22).
+        self.durable_step().await?;
         let result = self.run_tool(&call, decision).await;
         let mut held = self.session.held_images();
         result
@@ -166,6 +168,9 @@ impl Turn<'_> {
         match verdict(self.session.info.approval_mode, classification) {
             Verdict::Allow => Ok((Decision::Allow, Decider::Policy)),
             Verdict::Ask => {
+                // Durable step: the call is stored before the operator is asked, however long
+                // the answer takes (issue 22).
+                self.durable_step().await?;
                 let answer = self.engine.operator.answer(call, classification).await;
                 if let Some(note) = answer.note {
                     self.note(note)?;
