@@ -205,6 +205,12 @@ impl Config {
             // Relative paths are the file's, not the current directory's.
             *dir = base.join(&*dir);
         }
+        if let Some(store) = &mut serve.store {
+            let lower = store.to_ascii_lowercase();
+            if !lower.starts_with("postgres://") && !lower.starts_with("postgresql://") {
+                *store = base.join(&*store).display().to_string();
+            }
+        }
         Ok(Self {
             path: path.to_path_buf(),
             models: shape.models,

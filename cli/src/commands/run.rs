@@ -34,7 +34,7 @@ use super::render::{human, report, Report};
 use hookline_host::approval::ScriptedOperator;
 use hookline_host::demo::{example_plugins, WordCount, DEMO_NAME, DEMO_SCENARIO};
 use hookline_host::producers::ResetPolicy;
-use hookline_host::provider::{Provider, ProviderError, ScriptedProvider};
+use hookline_host::provider::{Provider, ScriptedProvider};
 use hookline_host::scenario::{first_model, load, parse, play, Played, ScenarioError, Script};
 use hookline_host::session::{Clock as _, HostError, ManualClock, SystemClock};
 use hookline_host::tools::fence::resolve;

@@ -76,7 +76,7 @@ pub(crate) struct ServeArgs {
     /// Announce a restart this many milliseconds away at shutdown (`gateway:pre-restart`).
     #[arg(long, value_name = "MS")]
     restart_expected_ms: Option<u64>,
-    /// The cap on a request body, in bytes (default 1 MiB).
+    /// The cap on a request body, in bytes (default 262144).
     #[arg(long)]
     body_limit: Option<usize>,
     /// The bound on one request (a JSON turn waiting for approvals), in milliseconds (default
