@@ -161,8 +161,10 @@ fn serve_takes_the_provider_flags_of_run_and_chat() {
         Some(json!({"text": "hi"})),
     );
     assert!(answer.contains("hello from the stub"), "{answer}");
-    assert!(
-        answer.contains(r#""usage":{"inputTokens":7,"outputTokens":3,"modelCalls":1}"#),
+    let parsed: serde_json::Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(
+        parsed["usage"],
+        json!({"inputTokens": 7, "outputTokens": 3, "modelCalls": 1}),
         "{answer}"
     );
     let metrics = http(&format!("{}/metrics", node.url), None);

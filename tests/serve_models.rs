@@ -161,8 +161,9 @@ async fn sessions_pick_a_configured_model_switch_with_slash_model_and_sum_their_
     );
     assert_eq!((anthropic.received().len(), openai.received().len()), (1, 1));
     assert_eq!(openai.received()[0].body["model"], "gpt-stub");
-    let (_, status) = served.get(&format!("/v1/sessions/{key}")).await;
-    seen.push_str(&status.to_string());
+    let (_, shown) = served.get(&format!("/v1/sessions/{key}")).await;
+    seen.push_str(&shown.to_string());
+    let status = &shown["session"];
     assert_eq!(status["model"], "gpt");
     assert_eq!(
         status["usage"],
@@ -173,8 +174,8 @@ async fn sessions_pick_a_configured_model_switch_with_slash_model_and_sum_their_
     let (status, refused) = command(&served, &key, "/model llama").await;
     assert_eq!(status, 400, "{refused}");
     assert_eq!(refused["error"]["code"], "unknown-model");
-    let (_, status) = served.get(&format!("/v1/sessions/{key}")).await;
-    assert_eq!(status["model"], "gpt");
+    let (_, shown) = served.get(&format!("/v1/sessions/{key}")).await;
+    assert_eq!(shown["session"]["model"], "gpt");
 
     // A session that asks for nothing runs on the default, and its status says which.
     let (_, plain) = served.post("/v1/sessions", json!({})).await;
@@ -227,7 +228,9 @@ async fn the_echo_model_reports_no_usage_rather_than_zero() {
     let key = served.open().await;
     let answer = turn(&served, &key, "hello").await;
     assert!(answer.get("usage").is_none(), "{answer}");
-    let (_, status) = served.get(&format!("/v1/sessions/{key}")).await;
+    let (_, shown) = served.get(&format!("/v1/sessions/{key}")).await;
+    let status = &shown["session"];
+    assert!(status.is_object(), "{shown}");
     assert!(status.get("usage").is_none(), "{status}");
     assert!(status["model"].is_null(), "{status}");
     // With nothing configured any name is a label, as before.

@@ -148,7 +148,17 @@ impl ProviderArgs {
                 max_tokens: self.max_tokens,
                 takes_images: false,
             };
-            return Ok(Some(spec.build(tools)?));
+            // One model, named as the server knows it: sessions that ask for another are
+            // refused as with a config file's models.
+            let name = spec.model.clone();
+            let routed = Routed::new(
+                vec![RoutedModel {
+                    name: name.clone(),
+                    provider: spec.build(tools)?,
+                }],
+                &name,
+            )?;
+            return Ok(Some(Arc::new(routed)));
         }
         let Some(config) = config.filter(|c| !c.models.is_empty()) else {
             return Ok(None);
