@@ -14,9 +14,7 @@ use hookline::host::provider::{Provider, ProviderError};
 use hookline::host::tools::ToolRegistry;
 use hookline::host::turn::UserInput;
 use hookline::host::{Host, HostEvent};
-use hookline::messages::model::{
-    FinishReason, Item, ItemBody, ModelRequest, Purpose, Usage,
-};
+use hookline::messages::model::{FinishReason, Item, ItemBody, ModelRequest, Purpose, Usage};
 use hookline::messages::session::ApprovalMode;
 use hookline::messages::user::StopReason;
 use hookline::providers::{AnthropicConfig, AnthropicProvider, KeySource, RetryPolicy};
@@ -132,7 +130,10 @@ async fn a_turn_with_a_tool_call_sends_the_exact_messages_request() {
         .with_tools(&ToolRegistry::with_builtins());
     let (mut host, _dir) = host(Arc::new(provider));
     host.open().await.unwrap();
-    let stop = host.user_turn(UserInput::work("count the words")).await.unwrap();
+    let stop = host
+        .user_turn(UserInput::work("count the words"))
+        .await
+        .unwrap();
     assert_eq!(stop, StopReason::Completed);
     let events = host.take_events();
     assert!(events.contains(&HostEvent::Assistant {
@@ -187,7 +188,10 @@ async fn a_turn_with_a_tool_call_sends_the_exact_messages_request() {
 
 #[tokio::test]
 async fn streamed_text_and_input_json_deltas_split_anywhere_assemble_to_the_whole_answer() {
-    let events = streamed_events(&["Let me ", "read ", "it."], &["{\"pa", "th\": \"no", "tes.txt\"}"]);
+    let events = streamed_events(
+        &["Let me ", "read ", "it."],
+        &["{\"pa", "th\": \"no", "tes.txt\"}"],
+    );
     for split in [1, 7, 64, 100_000] {
         let stub = Stub::start(vec![Canned::anthropic_sse(&events, split)]).await;
         let provider = AnthropicProvider::new(config(&stub, true)).unwrap();
@@ -201,7 +205,11 @@ async fn streamed_text_and_input_json_deltas_split_anywhere_assemble_to_the_whol
         assert_eq!(response.finish_reason, FinishReason::ToolCalls);
         assert_eq!(response.usage, Usage::reported(40, 22));
         assert_eq!(
-            response.items.iter().map(|i| i.body.clone()).collect::<Vec<_>>(),
+            response
+                .items
+                .iter()
+                .map(|i| i.body.clone())
+                .collect::<Vec<_>>(),
             vec![
                 ItemBody::Assistant {
                     text: "Let me read it.".into(),
@@ -226,15 +234,20 @@ async fn a_429_storm_is_retried_honouring_retry_after_and_then_gives_up() {
             ("content-type", "application/json".into()),
             ("retry-after", "0.2".into()),
         ],
-        body: json!({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}})
-            .to_string(),
+        body:
+            json!({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}})
+                .to_string(),
     };
     // Two 429s, then an answer: three attempts, each wait the 200 ms the server asked for.
     let stub = Stub::start(vec![limited(), limited(), answer("fine")]).await;
     let provider = AnthropicProvider::new(config(&stub, false)).unwrap();
     let started = Instant::now();
     let response = provider.complete(&work_request("hi")).await.unwrap();
-    assert!(started.elapsed() >= Duration::from_millis(400), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() >= Duration::from_millis(400),
+        "{:?}",
+        started.elapsed()
+    );
     assert_eq!(response.usage, Usage::reported(3, 1));
     assert_eq!(stub.received().len(), 3);
     // A storm longer than the attempts: the last 429 is the error, in English.
@@ -257,7 +270,9 @@ async fn a_529_overloaded_is_retried() {
     .await;
     let provider = AnthropicProvider::new(config(&stub, false)).unwrap();
     let response = provider.complete(&work_request("hi")).await.unwrap();
-    assert!(matches!(&response.items[0].body, ItemBody::Assistant { text, .. } if text == "made it"));
+    assert!(
+        matches!(&response.items[0].body, ItemBody::Assistant { text, .. } if text == "made it")
+    );
     assert_eq!(stub.received().len(), 2);
     // A 400 is final: one attempt, the server's message.
     let stub = Stub::start(vec![Canned::anthropic_status(

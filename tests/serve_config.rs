@@ -43,7 +43,9 @@ fn documented_example() -> String {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/configuration.md"),
     )
     .unwrap();
-    let from = doc.find("## A complete example").expect("no complete example");
+    let from = doc
+        .find("## A complete example")
+        .expect("no complete example");
     let rest = &doc[from..];
     let start = rest.find("```toml\n").unwrap() + "```toml\n".len();
     let end = rest[start..].find("```").unwrap();
@@ -74,7 +76,12 @@ fn the_documented_example_starts_a_server() {
         .env("OPENAI_API_KEY", KEY)
         .env("ANTHROPIC_API_KEY", KEY);
     // The node's own flags (--listen, --workspace-root) override the file's.
-    let node = Node::spawn("doc", dir.path(), command, &["--config", file.to_str().unwrap()]);
+    let node = Node::spawn(
+        "doc",
+        dir.path(),
+        command,
+        &["--config", file.to_str().unwrap()],
+    );
     let status: serde_json::Value =
         serde_json::from_str(&http(&format!("{}/v1/sessions", node.url), None)).unwrap();
     assert!(status["sessions"].is_array(), "{status}");

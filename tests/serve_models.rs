@@ -96,7 +96,10 @@ fn anthropic_answer(text: &str) -> Canned {
 
 async fn turn(served: &Served, key: &str, text: &str) -> Value {
     let (status, body) = served
-        .post(&format!("/v1/sessions/{key}/turns"), json!({ "text": text }))
+        .post(
+            &format!("/v1/sessions/{key}/turns"),
+            json!({ "text": text }),
+        )
         .await;
     assert_eq!(status, 200, "{body}");
     body
@@ -104,13 +107,19 @@ async fn turn(served: &Served, key: &str, text: &str) -> Value {
 
 async fn command(served: &Served, key: &str, line: &str) -> (u16, Value) {
     served
-        .post(&format!("/v1/sessions/{key}/commands"), json!({ "command": line }))
+        .post(
+            &format!("/v1/sessions/{key}/commands"),
+            json!({ "command": line }),
+        )
         .await
 }
 
 fn assert_no_key(text: &str) {
     assert!(!text.contains(OPENAI_KEY), "the OpenAI key leaked: {text}");
-    assert!(!text.contains(ANTHROPIC_KEY), "the Anthropic key leaked: {text}");
+    assert!(
+        !text.contains(ANTHROPIC_KEY),
+        "the Anthropic key leaked: {text}"
+    );
 }
 
 #[actix_rt::test]
@@ -146,7 +155,10 @@ async fn sessions_pick_a_configured_model_switch_with_slash_model_and_sum_their_
         answer["usage"],
         json!({"inputTokens": 3, "outputTokens": 4, "modelCalls": 1})
     );
-    assert_eq!((anthropic.received().len(), openai.received().len()), (1, 0));
+    assert_eq!(
+        (anthropic.received().len(), openai.received().len()),
+        (1, 0)
+    );
     assert_eq!(anthropic.received()[0].body["model"], "claude-stub");
 
     // `/model gpt`: the next call goes to the OpenAI API; usage keeps summing.
@@ -159,7 +171,10 @@ async fn sessions_pick_a_configured_model_switch_with_slash_model_and_sum_their_
         answer["usage"],
         json!({"inputTokens": 5, "outputTokens": 2, "modelCalls": 1})
     );
-    assert_eq!((anthropic.received().len(), openai.received().len()), (1, 1));
+    assert_eq!(
+        (anthropic.received().len(), openai.received().len()),
+        (1, 1)
+    );
     assert_eq!(openai.received()[0].body["model"], "gpt-stub");
     let (_, shown) = served.get(&format!("/v1/sessions/{key}")).await;
     seen.push_str(&shown.to_string());
@@ -287,7 +302,10 @@ async fn the_first_delta_reaches_sse_and_websocket_clients_before_the_model_stre
     assert_eq!(status, 200);
     let done = events.until("done").await;
     assert_eq!(done["stopReason"], "cancelled");
-    assert!(anthropic.client_went_away().await, "the request was not closed");
+    assert!(
+        anthropic.client_went_away().await,
+        "the request was not closed"
+    );
 
     // WebSocket, on the OpenAI model.
     let (_, opened) = served.post("/v1/sessions", json!({})).await;
@@ -319,7 +337,10 @@ async fn the_first_delta_reaches_sse_and_websocket_clients_before_the_model_stre
     until_activity(&served, &key, Activity::Turn).await;
     let (status, _) = command(&served, &key, "/stop").await;
     assert_eq!(status, 200);
-    assert!(openai.client_went_away().await, "the request was not closed");
+    assert!(
+        openai.client_went_away().await,
+        "the request was not closed"
+    );
     socket.close(None).await.unwrap();
     served.shutdown().await;
 }

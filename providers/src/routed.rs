@@ -137,7 +137,9 @@ impl Provider for Routed {
         request: &ModelRequest,
         on_text: OnText<'_>,
     ) -> Result<ModelResponse, ProviderError> {
-        self.route(model)?.complete_streaming(request, on_text).await
+        self.route(model)?
+            .complete_streaming(request, on_text)
+            .await
     }
 }
 
@@ -170,7 +172,11 @@ mod tests {
             name: name.into(),
             provider: Arc::new(Named(p)),
         };
-        Routed::new(vec![model("gpt", "from gpt"), model("claude", "from claude")], "gpt").unwrap()
+        Routed::new(
+            vec![model("gpt", "from gpt"), model("claude", "from claude")],
+            "gpt",
+        )
+        .unwrap()
     }
 
     fn text(response: &ModelResponse) -> &str {

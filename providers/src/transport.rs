@@ -149,13 +149,11 @@ impl Transport {
                     tokio::time::sleep(wait).await;
                 }
                 Next::GiveUp => return Err(error),
-                Next::TooLong(wait) => {
-                    return Err(ProviderError::Unreachable(format!(
-                        "the server asked to retry after {} s, longer than the {} s limit ({error})",
-                        wait.as_secs(),
-                        self.retry.max_retry_after.as_secs(),
-                    )))
-                }
+                Next::TooLong(wait) => return Err(ProviderError::Unreachable(format!(
+                    "the server asked to retry after {} s, longer than the {} s limit ({error})",
+                    wait.as_secs(),
+                    self.retry.max_retry_after.as_secs(),
+                ))),
             }
         }
     }
@@ -181,10 +179,7 @@ impl Transport {
     }
 
     pub(crate) fn timed_out(&self) -> ProviderError {
-        ProviderError::Unreachable(format!(
-            "no answer within {} s",
-            self.timeout.as_secs_f64()
-        ))
+        ProviderError::Unreachable(format!("no answer within {} s", self.timeout.as_secs_f64()))
     }
 
     /// The server's explanation of an error status: its `error.message` (both families nest it

@@ -178,7 +178,10 @@ pub(crate) fn turn_finished(stop_reason: Option<StopReason>, took: Duration) {
 /// A turn's reported token usage, by the session's model and direction (issue 21). Counts the
 /// provider did not report add nothing.
 pub(crate) fn model_tokens(model: &str, usage: &UsageTotals) {
-    for (direction, count) in [("input", usage.input_tokens), ("output", usage.output_tokens)] {
+    for (direction, count) in [
+        ("input", usage.input_tokens),
+        ("output", usage.output_tokens),
+    ] {
         if let Some(count) = count {
             metrics::counter!(
                 "hookline_model_tokens_total",

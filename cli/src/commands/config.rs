@@ -267,7 +267,9 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
-        Config::parse(Path::new("/etc/hl/hookline.toml"), text, &|var| var == "SET_KEY")
+        Config::parse(Path::new("/etc/hl/hookline.toml"), text, &|var| {
+            var == "SET_KEY"
+        })
     }
 
     const GOOD: &str = r#"default_model = "claude"

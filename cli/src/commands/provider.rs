@@ -121,10 +121,7 @@ impl ProviderArgs {
     ) -> Result<Option<Arc<dyn Provider>>, ModelSetupError> {
         if let Some(kind) = self.provider {
             let missing = |flag: &str| {
-                ProviderError::Config(format!(
-                    "--provider {} needs {flag}",
-                    kind_name(kind)
-                ))
+                ProviderError::Config(format!("--provider {} needs {flag}", kind_name(kind)))
             };
             let base_url = self
                 .base_url

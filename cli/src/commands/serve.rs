@@ -25,10 +25,10 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::plugin_dirs::PluginDirs;
-use super::run::plugin_builder;
 use super::config::{Config, ConfigError};
+use super::plugin_dirs::PluginDirs;
 use super::provider::{ModelSetupError, ProviderArgs};
+use super::run::plugin_builder;
 use super::serve_store::{parse_store, StoreArgs, StoreSetupError};
 use hookline_host::demo::example_plugins;
 use hookline_host::gateway::GatewayLimits;
@@ -189,7 +189,10 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().map_err(ServeCliError::Cwd)?,
     };
-    for dir in [Some(&root), settings.plugins.as_ref()].into_iter().flatten() {
+    for dir in [Some(&root), settings.plugins.as_ref()]
+        .into_iter()
+        .flatten()
+    {
         if !dir.is_dir() {
             return Err(ServeCliError::NotADirectory(dir.clone()));
         }

@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use hookline_messages::model::UsageTotals;
 use hookline_messages::note::Note;
 use hookline_messages::record::{Decision, Record};
 use hookline_messages::session::SessionId;
-use hookline_messages::model::UsageTotals;
 use hookline_messages::user::StopReason;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 

@@ -334,7 +334,10 @@ mod tests {
             images: Some(&Bytes),
         };
         let mapped = request(&all_kinds(), &model).unwrap();
-        assert_eq!(mapped.system.as_deref(), Some("be brief\n\na plugin's note"));
+        assert_eq!(
+            mapped.system.as_deref(),
+            Some("be brief\n\na plugin's note")
+        );
         let image = json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "cG5n"}});
         assert_eq!(
             serde_json::to_value(&mapped.messages).unwrap(),
@@ -364,8 +367,8 @@ mod tests {
             takes_images: false,
             images: None,
         };
-        let json = serde_json::to_string(&request(&all_kinds(), &text_only).unwrap().messages)
-            .unwrap();
+        let json =
+            serde_json::to_string(&request(&all_kinds(), &text_only).unwrap().messages).unwrap();
         assert!(!json.contains("image"), "{json}");
         let mut request_two = all_kinds();
         request_two.items[1].body = ItemBody::User {
@@ -446,6 +449,8 @@ mod tests {
             .into_response(Purpose::Work)
             .unwrap_err()
             .to_string()
-            .starts_with("the provider's reply cannot be represented: tool call 1 has input that is not JSON"));
+            .starts_with(
+            "the provider's reply cannot be represented: tool call 1 has input that is not JSON"
+        ));
     }
 }

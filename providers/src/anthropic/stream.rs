@@ -88,7 +88,9 @@ impl State<'_> {
             ProviderError::Malformed(format!("a stream event is not the JSON expected ({e})"))
         })?;
         match event {
-            Event::Error { error } => return Err(ProviderError::Failed(error.message().to_owned())),
+            Event::Error { error } => {
+                return Err(ProviderError::Failed(error.message().to_owned()))
+            }
             Event::Ping => {}
             Event::MessageStart { message } => {
                 *self.started = true;
@@ -163,9 +165,16 @@ impl State<'_> {
         Ok(())
     }
 
-    fn delta(&mut self, index: usize, delta: Delta, on_text: OnText<'_>) -> Result<(), ProviderError> {
+    fn delta(
+        &mut self,
+        index: usize,
+        delta: Delta,
+        on_text: OnText<'_>,
+    ) -> Result<(), ProviderError> {
         let slot = self.slots.get(index).copied().ok_or_else(|| {
-            ProviderError::Malformed(format!("a delta came for block {index}, which never started"))
+            ProviderError::Malformed(format!(
+                "a delta came for block {index}, which never started"
+            ))
         })?;
         match (slot, delta) {
             (Slot::Text, Delta::TextDelta { text }) => {
@@ -240,7 +249,10 @@ data: {\"type\":\"message_stop\"}\n\n";
             assert_eq!(answer.tool_calls[0].partial_json, "{\"path\": \"a\"}");
             assert_eq!(answer.stop_reason.as_deref(), Some("tool_use"));
             let usage = answer.usage.unwrap();
-            assert_eq!((usage.input_tokens, usage.output_tokens), (Some(25), Some(15)));
+            assert_eq!(
+                (usage.input_tokens, usage.output_tokens),
+                (Some(25), Some(15))
+            );
         }
     }
 
@@ -265,6 +277,9 @@ data: {\"type\":\"message_stop\"}\n\n";
     fn an_error_event_fails_the_call_with_its_message() {
         let body = "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
         let (answer, _) = assemble(body, 9);
-        assert_eq!(answer.unwrap_err(), ProviderError::Failed("Overloaded".into()));
+        assert_eq!(
+            answer.unwrap_err(),
+            ProviderError::Failed("Overloaded".into())
+        );
     }
 }

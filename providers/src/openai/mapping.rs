@@ -443,10 +443,7 @@ mod tests {
         };
         let response = answer.into_response(Purpose::Work).unwrap();
         assert_eq!(response.finish_reason, FinishReason::ToolCalls);
-        assert_eq!(
-            response.usage,
-            Usage::reported(7, 3)
-        );
+        assert_eq!(response.usage, Usage::reported(7, 3));
         let kinds: Vec<_> = response
             .items
             .iter()

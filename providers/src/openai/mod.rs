@@ -31,12 +31,12 @@ use hookline_messages::model::{ImageRef, ModelRequest, ModelResponse};
 use reqwest::header::AUTHORIZATION;
 use reqwest::Response;
 
-use crate::transport::{endpoint, secret_header, Transport};
+pub use crate::retry::RetryPolicy;
 pub use crate::transport::KeySource;
+use crate::transport::{endpoint, secret_header, Transport};
 use hookline_host::provider::{OnText, Provider, ProviderError};
 use hookline_host::tools::ToolRegistry;
 use mapping::{Answer, Model};
-pub use crate::retry::RetryPolicy;
 use stream::Assembler;
 use wire::{ChatRequest, ChatResponse, FunctionDef, StreamOptions, ToolDef};
 
