@@ -149,11 +149,13 @@ impl Transport {
                     tokio::time::sleep(wait).await;
                 }
                 Next::GiveUp => return Err(error),
-                Next::TooLong(wait) => return Err(ProviderError::Unreachable(format!(
+                Next::TooLong(wait) => {
+                    return Err(ProviderError::Unreachable(format!(
                     "the server asked to retry after {} s, longer than the {} s limit ({error})",
                     wait.as_secs(),
                     self.retry.max_retry_after.as_secs(),
-                ))),
+                )))
+                }
             }
         }
     }
