@@ -177,16 +177,16 @@ impl State<'_> {
             ))
         })?;
         match (slot, delta) {
-            (Slot::Text, Delta::TextDelta { text }) => {
+            (Slot::Text, Delta::Text { text }) => {
                 if !text.is_empty() {
                     on_text(&text);
                     self.answer.text.push_str(&text);
                 }
             }
-            (Slot::Thinking, Delta::ThinkingDelta { thinking }) => {
+            (Slot::Thinking, Delta::Thinking { thinking }) => {
                 self.answer.reasoning.push_str(&thinking);
             }
-            (Slot::Call(at), Delta::InputJsonDelta { partial_json }) => {
+            (Slot::Call(at), Delta::InputJson { partial_json }) => {
                 if let Some(call) = self.answer.tool_calls.get_mut(at) {
                     call.partial_json.push_str(&partial_json);
                 }
