@@ -101,10 +101,7 @@ async fn model_response_is_read_only() {
         purpose: Purpose::Compaction,
         finish_reason: FinishReason::Length,
         items: vec![model::assistant("a", "summary", &[])],
-        usage: Usage {
-            input_tokens: 100,
-            output_tokens: 20,
-        },
+        usage: Usage::reported(100, 20),
     };
     let forge = |r: ModelResponse| ModelResponse {
         items: vec![],

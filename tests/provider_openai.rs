@@ -253,13 +253,7 @@ async fn a_streamed_answer_split_across_many_chunks_assembles_text_and_split_too
         .unwrap();
     assert_eq!(*seen.lock().unwrap(), ["The ", "answer", " is ✓"]);
     assert_eq!(response.finish_reason, FinishReason::ToolCalls);
-    assert_eq!(
-        response.usage,
-        Usage {
-            input_tokens: 42,
-            output_tokens: 9
-        }
-    );
+    assert_eq!(response.usage, Usage::reported(42, 9));
     let bodies: Vec<ItemBody> = response.items.into_iter().map(|i| i.body).collect();
     assert_eq!(
         bodies,

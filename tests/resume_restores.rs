@@ -40,8 +40,12 @@ enum Backend {
     Postgres,
 }
 
-/// The echo model, serving every model name but `retired`.
-struct Models;
+/// The echo model, serving every model name but `retired` (unless it still serves it: `/model`
+/// refuses a name that is not served, so the session that later cannot be restored is stored
+/// while `retired` was still configured).
+struct Models {
+    serves_retired: bool,
+}
 
 #[async_trait]
 impl Provider for Models {
@@ -49,7 +53,7 @@ impl Provider for Models {
         false
     }
     fn serves_model(&self, name: &str) -> bool {
-        name != "retired"
+        self.serves_retired || name != "retired"
     }
     async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
         EchoProvider::new().complete(request).await
@@ -85,10 +89,20 @@ async fn gateway_on(
     fence: Option<&std::path::Path>,
     limits: GatewayLimits,
 ) -> Gateway {
+    gateway_with(workspace, backend, fence, limits, false).await
+}
+
+async fn gateway_with(
+    workspace: &std::path::Path,
+    backend: Backend,
+    fence: Option<&std::path::Path>,
+    limits: GatewayLimits,
+    serves_retired: bool,
+) -> Gateway {
     let mut builder = Host::builder()
         .plugins(hookline::host::demo::example_plugins())
         .tools(ToolRegistry::with_builtins())
-        .provider(Arc::new(Models))
+        .provider(Arc::new(Models { serves_retired }))
         .approval_mode(ApprovalMode::AllowWorkspace)
         .workspace(workspace);
     if let Some(fence) = fence {
@@ -216,7 +230,8 @@ async fn a_stored_value_that_cannot_be_restored_refuses_the_resume() {
     let elsewhere = dir.path().join("elsewhere");
     std::fs::create_dir_all(work.join("sub")).unwrap();
     std::fs::create_dir_all(&elsewhere).unwrap();
-    let first = gateway(&work, Backend::Files, None).await;
+    // `retired` is configured when the session is stored, and no longer when it is resumed.
+    let first = gateway_with(&work, Backend::Files, None, GatewayLimits::default(), true).await;
     let retired = first
         .open(OpenSession {
             model: Some("retired-soon".into()),

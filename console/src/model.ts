@@ -16,6 +16,15 @@ export interface SessionStatus {
   turns: number;
   lastActivityMs: number;
   records: number;
+  /** Token usage summed over the session's model calls; absent when the provider reported none. */
+  usage?: Usage;
+}
+
+/** Token usage (Rust `UsageTotals`): a count the provider did not report is absent, not 0. */
+export interface Usage {
+  inputTokens?: number;
+  outputTokens?: number;
+  modelCalls: number;
 }
 
 /** The approval classification (Rust `Classification`). */

@@ -20,6 +20,13 @@ async function load(name) {
 const { SseParser } = await load("sse.ts");
 const { parseMetrics, hookStats, hooksOf, totalSkips, formatSeconds } = await load("metrics.ts");
 const { diffWords, valueTexts } = await load("diff.ts");
+const { usageText } = await load("usage.ts");
+
+test("usage: reported counts are shown, unreported ones left out, none said so", () => {
+  assert.equal(usageText({ inputTokens: 1234, outputTokens: 56, modelCalls: 3 }), "1,234 in · 56 out · 3 model calls");
+  assert.equal(usageText({ inputTokens: 7, modelCalls: 1 }), "7 in · 1 model call");
+  assert.equal(usageText(undefined), "not reported by the model");
+});
 
 test("sse: events split across chunks and line endings are put together", () => {
   const parser = new SseParser();

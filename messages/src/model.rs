@@ -325,14 +325,85 @@ pub enum FinishReason {
     ContentFilter,
 }
 
-/// Token usage of one call.
+/// Token usage of one call, as the provider reported it: a count the provider did not report is
+/// `None` (absent on the wire), never a made-up zero (issue 21).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
-    /// Tokens sent.
-    pub input_tokens: u64,
-    /// Tokens received.
-    pub output_tokens: u64,
+    /// Tokens sent, if reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    /// Tokens received, if reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+}
+
+impl Usage {
+    /// Usage with both counts reported.
+    #[must_use]
+    pub const fn reported(input_tokens: u64, output_tokens: u64) -> Self {
+        Self {
+            input_tokens: Some(input_tokens),
+            output_tokens: Some(output_tokens),
+        }
+    }
+
+    /// Whether the provider reported anything.
+    #[must_use]
+    pub const fn is_reported(&self) -> bool {
+        self.input_tokens.is_some() || self.output_tokens.is_some()
+    }
+}
+
+/// Token usage summed over a session's model calls (issue 21): what the session status, a
+/// turn's answer and the metrics report. A count no call reported stays `None` (absent on the
+/// wire), never a made-up zero.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageTotals {
+    /// Input tokens over the calls that reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u64>,
+    /// Output tokens over the calls that reported them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+    /// Model calls answered.
+    pub model_calls: u64,
+}
+
+impl UsageTotals {
+    /// Adds one answered call's usage.
+    pub fn add(&mut self, usage: &Usage) {
+        fn sum(total: &mut Option<u64>, more: Option<u64>) {
+            if let Some(more) = more {
+                *total = Some(total.unwrap_or(0).saturating_add(more));
+            }
+        }
+        sum(&mut self.input_tokens, usage.input_tokens);
+        sum(&mut self.output_tokens, usage.output_tokens);
+        self.model_calls += 1;
+    }
+
+    /// What was added since `earlier` (totals of the same session taken before).
+    #[must_use]
+    pub fn since(&self, earlier: &Self) -> Self {
+        let minus = |now: Option<u64>, then: Option<u64>| {
+            now.map(|now| now.saturating_sub(then.unwrap_or(0)))
+                .filter(|_| now != then)
+        };
+        Self {
+            input_tokens: minus(self.input_tokens, earlier.input_tokens),
+            output_tokens: minus(self.output_tokens, earlier.output_tokens),
+            model_calls: self.model_calls.saturating_sub(earlier.model_calls),
+        }
+    }
+
+    /// The totals when any call reported usage; `None` when none did (the provider reports
+    /// none, or no call was answered).
+    #[must_use]
+    pub fn reported(self) -> Option<Self> {
+        (self.input_tokens.is_some() || self.output_tokens.is_some()).then_some(self)
+    }
 }
 
 /// A finished model call, as `on_model_response` reads it (SPEC P2.6).
@@ -347,4 +418,52 @@ pub struct ModelResponse {
     pub items: Vec<Item>,
     /// Token usage.
     pub usage: Usage,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usage_sums_what_was_reported_and_leaves_the_rest_absent() {
+        let mut totals = UsageTotals::default();
+        totals.add(&Usage::default());
+        assert_eq!(totals.reported(), None);
+        assert_eq!(totals.model_calls, 1);
+        totals.add(&Usage::reported(10, 2));
+        totals.add(&Usage {
+            input_tokens: Some(5),
+            output_tokens: None,
+        });
+        let reported = totals.reported();
+        assert_eq!(
+            reported,
+            Some(UsageTotals {
+                input_tokens: Some(15),
+                output_tokens: Some(2),
+                model_calls: 3
+            })
+        );
+        let before = UsageTotals {
+            input_tokens: Some(10),
+            output_tokens: Some(2),
+            model_calls: 2,
+        };
+        assert_eq!(
+            totals.since(&before),
+            UsageTotals {
+                input_tokens: Some(5),
+                output_tokens: None,
+                model_calls: 1
+            }
+        );
+        let json = serde_json::to_value(UsageTotals {
+            output_tokens: None,
+            ..totals
+        });
+        assert_eq!(
+            json.ok(),
+            Some(serde_json::json!({"inputTokens": 15, "modelCalls": 3}))
+        );
+    }
 }

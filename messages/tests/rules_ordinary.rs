@@ -82,10 +82,7 @@ fn read_only_hooks_keep_the_value_whatever_is_returned() {
         purpose: Purpose::Side,
         finish_reason: FinishReason::Stop,
         items: vec![assistant("a", "answer", &[])],
-        usage: Usage {
-            input_tokens: 10,
-            output_tokens: 2,
-        },
+        usage: Usage::reported(10, 2),
     };
     let forged = ModelResponse {
         items: vec![],

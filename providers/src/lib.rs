@@ -6,9 +6,23 @@
 //! - [`openai`]: [`OpenAiProvider`], any server that speaks the OpenAI chat-completions API
 //!   (hosted services, vLLM, llama.cpp's server, Ollama, LM Studio, ...), streaming or not, with
 //!   retries (`docs/providers.md`).
+//! - [`anthropic`]: [`AnthropicProvider`], Anthropic's Messages API, built the same way.
+//! - [`routed`]: [`Routed`], several named models behind one provider; each call goes to the
+//!   model its session asks for (issue 21).
+//!
+//! Both families share the key handling, the retries and the bounded reads (`transport`).
 //!
 //! In the facade crate this is `hookline::providers`, behind the `providers` feature.
 
+pub mod anthropic;
 pub mod openai;
+mod retry;
+pub mod routed;
+mod sse;
+mod transport;
 
-pub use openai::{ImageSource, KeySource, OpenAiConfig, OpenAiProvider, RetryPolicy};
+pub use anthropic::{AnthropicConfig, AnthropicProvider};
+pub use openai::{ImageSource, OpenAiConfig, OpenAiProvider};
+pub use retry::RetryPolicy;
+pub use routed::{Routed, RoutedModel};
+pub use transport::KeySource;

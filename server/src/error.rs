@@ -90,6 +90,10 @@ pub enum ApiError {
     /// is lost: the session keeps what the request did and stores it with its next write.
     #[error("the server is out of file descriptors ({0}); nothing stored is lost, and an open session keeps what this request did and stores it with its next write; retry later")]
     OutOfDescriptors(String),
+    /// A session asked for a model that is not configured (400 `unknown-model`); the message
+    /// names the configured ones.
+    #[error("{0}")]
+    UnknownModel(String),
     /// A stored session cannot be resumed as it was (409 `cannot-restore`): its model is not
     /// configured here, or its workspace is gone. Nothing ran; the session stays as stored.
     #[error("{0}")]
@@ -107,7 +111,9 @@ impl ApiError {
                 StatusCode::NOT_FOUND
             }
             Self::SessionEnded(_) => StatusCode::GONE,
-            Self::BadJson(_) | Self::BadQuery(_) | Self::Invalid(_) => StatusCode::BAD_REQUEST,
+            Self::BadJson(_) | Self::BadQuery(_) | Self::Invalid(_) | Self::UnknownModel(_) => {
+                StatusCode::BAD_REQUEST
+            }
             Self::NotJson => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::OutsideRoot(_) | Self::OutsideRootResume(_) => StatusCode::FORBIDDEN,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -144,6 +150,7 @@ impl ApiError {
             Self::Leased(_) => "session-leased",
             Self::LeaseLost(_) => "lease-lost",
             Self::CannotRestore(_) => "cannot-restore",
+            Self::UnknownModel(_) => "unknown-model",
             Self::Draining => "draining",
             Self::Timeout => "timeout",
             Self::Status(StatusCode::METHOD_NOT_ALLOWED, _) => "method-not-allowed",
@@ -234,6 +241,7 @@ impl From<HostError> for ApiError {
                 Self::Invalid(format!("cannot use workspace {path}: {source}"))
             }
             HostError::Gateway(_) => Self::Draining,
+            error @ HostError::UnknownModel { .. } => Self::UnknownModel(format!("{error}.")),
             // A session whose stored workspace the fence now refuses: the same 403 as opening
             // one there (issue 26: never resumed elsewhere with a looser default).
             error @ HostError::Unrestorable {

@@ -14,6 +14,7 @@ use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tokio::sync::watch;
 
 use hookline_host::gateway::{Activity, Gateway};
+use hookline_messages::model::UsageTotals;
 use hookline_messages::user::StopReason;
 
 /// How often histograms are drained and the gauges refreshed.
@@ -84,6 +85,10 @@ fn describe() {
     metrics::describe_gauge!(
         "hookline_process_resident_bytes",
         "Resident memory of the server process."
+    );
+    metrics::describe_counter!(
+        "hookline_model_tokens_total",
+        "Model tokens the provider reported, by model and direction (input, output)."
     );
     metrics::describe_counter!(
         "hookline_turns_total",
@@ -168,6 +173,24 @@ pub(crate) fn turn_finished(stop_reason: Option<StopReason>, took: Duration) {
         .unwrap_or_else(|| "refused".to_owned());
     metrics::counter!("hookline_turns_total", "stop_reason" => reason).increment(1);
     metrics::histogram!("hookline_turn_latency_seconds").record(took.as_secs_f64());
+}
+
+/// A turn's reported token usage, by the session's model and direction (issue 21). Counts the
+/// provider did not report add nothing.
+pub(crate) fn model_tokens(model: &str, usage: &UsageTotals) {
+    for (direction, count) in [
+        ("input", usage.input_tokens),
+        ("output", usage.output_tokens),
+    ] {
+        if let Some(count) = count {
+            metrics::counter!(
+                "hookline_model_tokens_total",
+                "model" => model.to_owned(),
+                "direction" => direction
+            )
+            .increment(count);
+        }
+    }
 }
 
 /// Counts every request by its route (the pattern, not the path: ids stay out of labels) and

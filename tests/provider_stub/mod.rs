@@ -1,6 +1,7 @@
-//! A local OpenAI-compatible stub server for the provider tests: it answers
-//! `POST /v1/chat/completions` from a queue of canned replies, on an ephemeral loopback port,
-//! and records every request it received (headers and JSON body). Nothing leaves the machine.
+//! A local stub server of both provider families for the provider tests: it answers
+//! `POST /v1/chat/completions` (OpenAI-compatible) and `POST /v1/messages` (Anthropic) from one
+//! queue of canned replies, on an ephemeral loopback port, and records every request it received
+//! (headers and JSON body). Nothing leaves the machine.
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::VecDeque;
@@ -29,7 +30,8 @@ pub enum Canned {
     Stream { pieces: Vec<String>, hang: bool },
     /// A stream that breaks the connection after its pieces (no clean end).
     Broken { pieces: Vec<String> },
-    /// Echoes the request's `Authorization` header in a 401 error message (a careless server).
+    /// Echoes the request's `Authorization` (or `x-api-key`) header in a 401 error message (a
+    /// careless server).
     EchoAuth,
 }
 
@@ -64,6 +66,37 @@ impl Canned {
             hang: false,
         }
     }
+}
+
+impl Canned {
+    /// An Anthropic error status with its error body (`{"type":"error","error":{...}}`).
+    pub fn anthropic_status(status: u16, kind: &str, message: &str) -> Self {
+        Self::Whole {
+            status,
+            headers: vec![("content-type", "application/json".into())],
+            body: serde_json::json!({"type": "error", "error": {"type": kind, "message": message}})
+                .to_string(),
+        }
+    }
+
+    /// An Anthropic stream: each event as `event: <type>` and `data: <json>`, split into pieces
+    /// of `split` bytes (no `[DONE]`: the stream ends with `message_stop`).
+    pub fn anthropic_sse(events: &[serde_json::Value], split: usize) -> Self {
+        Self::Stream {
+            pieces: pieces(&anthropic_events(events), split),
+            hang: false,
+        }
+    }
+}
+
+/// The SSE text of Anthropic `events`.
+pub fn anthropic_events(events: &[serde_json::Value]) -> String {
+    let mut text = String::new();
+    for event in events {
+        let kind = event["type"].as_str().unwrap_or("message");
+        text.push_str(&format!("event: {kind}\ndata: {event}\n\n"));
+    }
+    text
 }
 
 /// `text` in pieces of at most `split` bytes, cut at character boundaries.
@@ -103,8 +136,10 @@ struct Inner {
 #[derive(Clone)]
 pub struct Stub {
     inner: Arc<Inner>,
-    /// `http://127.0.0.1:<port>/v1`
+    /// `http://127.0.0.1:<port>/v1` (the OpenAI family's base URL)
     pub base_url: String,
+    /// `http://127.0.0.1:<port>` (the Anthropic family's base URL)
+    pub root_url: String,
 }
 
 impl Stub {
@@ -114,6 +149,7 @@ impl Stub {
         inner.replies.lock().unwrap().extend(replies);
         let app = Router::new()
             .route("/v1/chat/completions", post(answer))
+            .route("/v1/messages", post(answer))
             .with_state(inner.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
@@ -123,6 +159,7 @@ impl Stub {
         Self {
             inner,
             base_url: format!("http://127.0.0.1:{port}/v1"),
+            root_url: format!("http://127.0.0.1:{port}"),
         }
     }
 
@@ -232,6 +269,7 @@ async fn answer(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes
         Canned::EchoAuth => {
             let auth = headers
                 .get("authorization")
+                .or_else(|| headers.get("x-api-key"))
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("none")
                 .to_owned();

@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod chat;
+mod config;
 mod hooks;
 mod load;
 mod new;

@@ -34,7 +34,7 @@ use super::render::{human, report, Report};
 use hookline_host::approval::ScriptedOperator;
 use hookline_host::demo::{example_plugins, WordCount, DEMO_NAME, DEMO_SCENARIO};
 use hookline_host::producers::ResetPolicy;
-use hookline_host::provider::{Provider, ProviderError, ScriptedProvider};
+use hookline_host::provider::{Provider, ScriptedProvider};
 use hookline_host::scenario::{first_model, load, parse, play, Played, ScenarioError, Script};
 use hookline_host::session::{Clock as _, HostError, ManualClock, SystemClock};
 use hookline_host::tools::fence::resolve;
@@ -76,7 +76,9 @@ enum RunError {
     #[error("'{}' is not a directory", .0.display())]
     NotADirectory(PathBuf),
     #[error(transparent)]
-    Provider(#[from] ProviderError),
+    Model(#[from] super::provider::ModelSetupError),
+    #[error(transparent)]
+    Config(#[from] super::config::ConfigError),
     #[error("{0}")]
     Options(String),
     #[error("{file}: cannot prepare the workspace {dir}: {source}")]
@@ -185,10 +187,8 @@ fn prepare(args: &RunArgs, builder: &HostBuilder) -> Result<Prepared, RunError> 
             None,
         ),
     };
-    let model = args
-        .provider
-        .build(&tools)?
-        .map(|p| Arc::new(p) as Arc<dyn Provider>);
+    let config = args.provider.config()?;
+    let model = args.provider.build(config.as_ref(), &tools)?;
     let mut scenario = scenario;
     if model.is_some() {
         // A real model answers: the scripted replies are not used (issue 12 item 6).

@@ -4,8 +4,11 @@
 //! many live sessions in one process over HTTP and WebSocket (issue 11, docs/serve.md); with a
 //! PostgreSQL store, one node of several (issue 14, docs/deploy.md).
 //!
-//! Plugins load as `hookline run` loads them (the bundled demo plugins when none is on disk); the
-//! model is the offline [`EchoProvider`]. Sessions are spread over one arbiter per core.
+//! Plugins load as `hookline run` loads them (the bundled demo plugins when none is on disk). The
+//! model comes from the provider flags `run` and `chat` share, or the `[[model]]`s of
+//! `--config FILE` (issue 21: each session picks one by name), else the offline
+//! [`EchoProvider`]. The config file's `[serve]`, `[limits]` and `[timeouts]` set what the flags
+//! of the same names set; a flag given wins. Sessions are spread over one arbiter per core.
 //!
 //! SIGTERM or SIGINT drains (SPEC G2): `/readyz` turns 503, new sessions and turns are refused
 //! with 503, running turns get the drain budget and are then stopped like `/stop`,
@@ -22,9 +25,11 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::config::{Config, ConfigError};
 use super::plugin_dirs::PluginDirs;
+use super::provider::{ModelSetupError, ProviderArgs};
 use super::run::plugin_builder;
-use super::serve_store::{StoreArgs, StoreSetupError};
+use super::serve_store::{parse_store, StoreArgs, StoreSetupError};
 use hookline_host::demo::example_plugins;
 use hookline_host::gateway::GatewayLimits;
 use hookline_host::provider::EchoProvider;
@@ -34,12 +39,17 @@ use hookline_server::{install_recorder, start, PluginsView, ServeConfig, DEFAULT
 /// drain's bounded waits.
 const CLOSE_WAIT: Duration = Duration::from_secs(5);
 
-/// Arguments of `hookline serve`.
+/// The address served unless `--listen` or the config file says otherwise.
+const DEFAULT_LISTEN: &str = "127.0.0.1:7878";
+
+/// Arguments of `hookline serve`. Settings the config file may also give are `Option`s here: a
+/// flag given wins over the file, the file over the default.
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
-    /// The address to listen on. Without --token-file only loopback addresses are allowed.
-    #[arg(long, default_value = "127.0.0.1:7878")]
-    listen: SocketAddr,
+    /// The address to listen on (default 127.0.0.1:7878). Without --token-file only loopback
+    /// addresses are allowed.
+    #[arg(long)]
+    listen: Option<SocketAddr>,
     /// The user plugins directory (default `$HOOKLINE_HOME/plugins` or `~/.hookline/plugins`);
     /// the bundled demo plugins run when no plugin is found.
     #[arg(long, value_name = "DIR")]
@@ -53,24 +63,26 @@ pub(crate) struct ServeArgs {
     /// A file holding the bearer token every route but /healthz needs.
     #[arg(long, value_name = "FILE")]
     token_file: Option<PathBuf>,
-    /// Sessions open at once; one more is refused with 503.
-    #[arg(long, default_value_t = 10_000)]
-    max_sessions: usize,
-    /// How long an operator approval waits before the call is denied, in milliseconds.
-    #[arg(long, default_value_t = 60_000)]
-    approval_timeout_ms: u64,
-    /// How long running turns get to finish at shutdown, in milliseconds.
-    #[arg(long, default_value_t = 10_000)]
-    drain_budget_ms: u64,
+    /// Sessions open at once (default 10000); one more is refused with 503.
+    #[arg(long)]
+    max_sessions: Option<usize>,
+    /// How long an operator approval waits before the call is denied, in milliseconds (default
+    /// 60000).
+    #[arg(long)]
+    approval_timeout_ms: Option<u64>,
+    /// How long running turns get to finish at shutdown, in milliseconds (default 10000).
+    #[arg(long)]
+    drain_budget_ms: Option<u64>,
     /// Announce a restart this many milliseconds away at shutdown (`gateway:pre-restart`).
     #[arg(long, value_name = "MS")]
     restart_expected_ms: Option<u64>,
-    /// The cap on a request body, in bytes.
-    #[arg(long, default_value_t = DEFAULT_BODY_LIMIT)]
-    body_limit: usize,
-    /// The bound on one request (a JSON turn waiting for approvals), in milliseconds.
-    #[arg(long, default_value_t = 120_000)]
-    request_timeout_ms: u64,
+    /// The cap on a request body, in bytes (default 262144).
+    #[arg(long)]
+    body_limit: Option<usize>,
+    /// The bound on one request (a JSON turn waiting for approvals), in milliseconds (default
+    /// 120000).
+    #[arg(long)]
+    request_timeout_ms: Option<u64>,
     /// Arbiters (threads) sessions are spread over (default: one per core).
     #[arg(long)]
     arbiters: Option<usize>,
@@ -78,6 +90,58 @@ pub(crate) struct ServeArgs {
     /// durable steps cost; a crash then loses a running turn whole).
     #[arg(long)]
     commit_per_turn: bool,
+    /// The model: `--provider openai|anthropic ...` or `--config FILE` (as `run` and `chat`).
+    #[command(flatten)]
+    provider: ProviderArgs,
+}
+
+/// What serve runs with: each setting from its flag, else the config file, else the default.
+struct Settings {
+    listen: SocketAddr,
+    plugins: Option<PathBuf>,
+    workspace_root: Option<PathBuf>,
+    token_file: Option<PathBuf>,
+    max_sessions: usize,
+    approval_timeout_ms: u64,
+    drain_budget_ms: u64,
+    body_limit: usize,
+    request_timeout_ms: u64,
+    arbiters: Option<usize>,
+}
+
+impl Settings {
+    fn new(args: &ServeArgs, config: Option<&Config>) -> Result<Self, ServeCliError> {
+        let serve = config.map(|c| c.serve.clone()).unwrap_or_default();
+        let limits = config.map(|c| c.limits.clone()).unwrap_or_default();
+        let timeouts = config.map(|c| c.timeouts.clone()).unwrap_or_default();
+        let default_listen: SocketAddr = DEFAULT_LISTEN
+            .parse()
+            .map_err(|_| ServeCliError::Options("the default address is not one".into()))?;
+        Ok(Self {
+            listen: args.listen.or(serve.listen).unwrap_or(default_listen),
+            plugins: args.plugins.clone().or(serve.plugins),
+            workspace_root: args.workspace_root.clone().or(serve.workspace_root),
+            token_file: args.token_file.clone().or(serve.token_file),
+            max_sessions: args.max_sessions.or(limits.max_sessions).unwrap_or(10_000),
+            approval_timeout_ms: args
+                .approval_timeout_ms
+                .or(timeouts.approval_ms)
+                .unwrap_or(60_000),
+            drain_budget_ms: args
+                .drain_budget_ms
+                .or(timeouts.drain_budget_ms)
+                .unwrap_or(10_000),
+            body_limit: args
+                .body_limit
+                .or(limits.body_limit)
+                .unwrap_or(DEFAULT_BODY_LIMIT),
+            request_timeout_ms: args
+                .request_timeout_ms
+                .or(timeouts.request_ms)
+                .unwrap_or(120_000),
+            arbiters: args.arbiters.or(serve.arbiters),
+        })
+    }
 }
 
 /// Why the server could not run.
@@ -102,6 +166,10 @@ enum ServeCliError {
     Options(String),
     #[error(transparent)]
     Store(#[from] StoreSetupError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Model(#[from] ModelSetupError),
 }
 
 /// Runs the command.
@@ -119,16 +187,21 @@ pub(crate) fn run(args: &ServeArgs) -> ExitCode {
 }
 
 async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
-    let root = match &args.workspace_root {
+    let config = args.provider.config()?;
+    let settings = Settings::new(args, config.as_ref())?;
+    let root = match &settings.workspace_root {
         Some(dir) => dir.clone(),
         None => std::env::current_dir().map_err(ServeCliError::Cwd)?,
     };
-    for dir in [Some(&root), args.plugins.as_ref()].into_iter().flatten() {
+    for dir in [Some(&root), settings.plugins.as_ref()]
+        .into_iter()
+        .flatten()
+    {
         if !dir.is_dir() {
             return Err(ServeCliError::NotADirectory(dir.clone()));
         }
     }
-    let token = match &args.token_file {
+    let token = match &settings.token_file {
         Some(file) => {
             Some(
                 std::fs::read_to_string(file).map_err(|source| ServeCliError::Token {
@@ -142,10 +215,17 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
     let mut terminate = signals()?;
     // The database first: a bad URL or an unreachable database ends the start before any
     // plugin process is spawned.
-    let sessions = args.store.connect().await?;
+    let store_from_file = config
+        .as_ref()
+        .and_then(|c| c.serve.store.as_deref())
+        .map(parse_store)
+        .transpose()
+        .map_err(|why| ServeCliError::Options(format!("the config file's [serve] store: {why}")))?;
+    let store = args.store.or_store(store_from_file);
+    let sessions = store.connect().await?;
     // The same load options as `run` and `hooks` (one place builds them).
     let dirs = PluginDirs {
-        user_dir: args.plugins.clone(),
+        user_dir: settings.plugins.clone(),
         workspace: Some(root.clone()),
         order: Vec::new(),
         trust_file: None,
@@ -164,27 +244,40 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
             .map(|p| p.name().to_string())
             .collect();
     }
-    let mut builder = plugin_builder(report, None, false)
-        .provider(Arc::new(EchoProvider::new()))
+    let builder = plugin_builder(report, None, false);
+    // One code path with `run` and `chat`: flags, else the config file's models, else echo.
+    let model = match builder
+        .tool_registry()
+        .map_err(ServeCliError::from)
+        .and_then(|(tools, _)| Ok(args.provider.build(config.as_ref(), &tools)?))
+    {
+        Ok(model) => model.unwrap_or_else(|| Arc::new(EchoProvider::new())),
+        Err(error) => {
+            builder.shutdown_plugins().await;
+            return Err(error);
+        }
+    };
+    let mut builder = builder
+        .provider(model)
         .durable_steps(!args.commit_per_turn)
         .workspace(&root)
         .workspace_fence(&root)
         .spaces_root(&root);
-    if let Some(store) = args.store.store_dir() {
+    if let Some(store) = store.store_dir() {
         builder = builder.store(store);
     }
     if let Some(sessions) = sessions {
         builder = builder.session_store(sessions);
     }
-    let threads = args.arbiters.unwrap_or_else(|| {
+    let threads = settings.arbiters.unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
     });
     let arbiters: Vec<actix::Arbiter> =
         (0..threads.max(1)).map(|_| actix::Arbiter::new()).collect();
     let limits = GatewayLimits {
-        max_sessions: args.max_sessions,
-        approval_timeout: Duration::from_millis(args.approval_timeout_ms),
-        drain_budget: Duration::from_millis(args.drain_budget_ms),
+        max_sessions: settings.max_sessions,
+        approval_timeout: Duration::from_millis(settings.approval_timeout_ms),
+        drain_budget: Duration::from_millis(settings.drain_budget_ms),
         arbiters: arbiters.iter().map(actix::Arbiter::handle).collect(),
         ..GatewayLimits::default()
     };
@@ -197,10 +290,10 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
             .map(ToString::to_string),
     );
     let config = ServeConfig {
-        listen: args.listen,
+        listen: settings.listen,
         token,
-        body_limit: args.body_limit,
-        request_timeout: Duration::from_millis(args.request_timeout_ms),
+        body_limit: settings.body_limit,
+        request_timeout: Duration::from_millis(settings.request_timeout_ms),
         plugins: view,
         ..ServeConfig::new(&root)
     };
@@ -219,7 +312,7 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
     let signal = terminate.next().await;
     eprintln!(
         "hookline serve: {signal}; draining (budget {} ms)",
-        args.drain_budget_ms
+        settings.drain_budget_ms
     );
     // A second signal exits at once: every acknowledged record is already synced.
     actix_rt::spawn(async move {

@@ -42,7 +42,7 @@ pub(crate) fn parse_store(text: &str) -> Result<StoreChoice, String> {
 }
 
 /// The store options of `hookline serve`.
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub(crate) struct StoreArgs {
     /// The store: a directory (default: `.hookline` under the workspace root) or a PostgreSQL
     /// URL (`postgres://user:password@host:5432/db`) that several nodes share.
@@ -97,6 +97,14 @@ pub(crate) enum StoreSetupError {
 }
 
 impl StoreArgs {
+    /// These options, with `store` (the config file's) when `--store` was not given.
+    pub(crate) fn or_store(&self, store: Option<StoreChoice>) -> Self {
+        Self {
+            store: self.store.clone().or(store),
+            ..self.clone()
+        }
+    }
+
     /// The directory of the file store when one was given.
     pub(crate) fn store_dir(&self) -> Option<&PathBuf> {
         match &self.store {

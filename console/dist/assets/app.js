@@ -1302,6 +1302,17 @@ ${v}` : `${key}: ${v}`;
   }).join("\n");
 }
 
+// src/usage.ts
+function usageText(usage) {
+  if (!usage) return "not reported by the model";
+  const parts = [];
+  if (usage.inputTokens !== void 0) parts.push(`${usage.inputTokens.toLocaleString("en-US")} in`);
+  if (usage.outputTokens !== void 0) parts.push(`${usage.outputTokens.toLocaleString("en-US")} out`);
+  const calls = usage.modelCalls;
+  parts.push(`${calls.toLocaleString("en-US")} model ${calls === 1 ? "call" : "calls"}`);
+  return parts.join(" · ");
+}
+
 // src/views/timeline.ts
 var CONTEXT_LINES = 2;
 function same(text, first, last) {
@@ -1569,8 +1580,12 @@ function timelineView(app2, key) {
       h("dd", { class: "mono" }, s.sessionId ?? "–"),
       h("dt", {}, "Approval mode"),
       h("dd", {}, s.approvalMode || "–"),
+      h("dt", {}, "Model"),
+      h("dd", { class: "mono" }, s.model ?? "–"),
       h("dt", {}, "Turns"),
       h("dd", {}, s.turns),
+      h("dt", {}, "Tokens"),
+      h("dd", { "data-key": "usage" }, usageText(s.usage)),
       h("dt", {}, "Last activity"),
       h("dd", {}, clock(s.lastActivityMs))
     ));

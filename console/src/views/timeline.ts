@@ -7,6 +7,7 @@ import { diffWords, valueTexts } from "../diff";
 import { button, clock, h, json, type Child } from "../dom";
 import type { HostEvent, StoredRecord, ToolCall } from "../model";
 import type { Entry, SessionView, Turn } from "../state";
+import { usageText } from "../usage";
 import { activityLabel, errorText, rebuild, type App, type View } from "../view";
 import { approvalCard, approvalsOf } from "./approvals";
 
@@ -197,7 +198,9 @@ export function timelineView(app: App, key: string): View {
       h("dt", {}, "Workspace"), h("dd", { class: "mono" }, s.workspace || "–"),
       h("dt", {}, "Active session"), h("dd", { class: "mono" }, s.sessionId ?? "–"),
       h("dt", {}, "Approval mode"), h("dd", {}, s.approvalMode || "–"),
+      h("dt", {}, "Model"), h("dd", { class: "mono" }, s.model ?? "–"),
       h("dt", {}, "Turns"), h("dd", {}, s.turns),
+      h("dt", {}, "Tokens"), h("dd", { "data-key": "usage" }, usageText(s.usage)),
       h("dt", {}, "Last activity"), h("dd", {}, clock(s.lastActivityMs))));
   };
   const drawTimeline = (view: SessionView | undefined): void => {

@@ -331,6 +331,16 @@ impl Gateway {
         if self.is_draining() {
             return Err(RequestError::Draining);
         }
+        if let Some(model) = &request.model {
+            // Issue 21: a session asks for one of the configured models, or none.
+            let provider = &self.inner.shared.provider;
+            if !provider.serves_model(model) {
+                return Err(RequestError::Host(HostError::UnknownModel {
+                    name: model.clone(),
+                    configured: provider.model_names(),
+                }));
+            }
+        }
         let _slot = self.reserve()?;
         let shared = self.inner.shared.clone();
         let limits = &self.inner.limits;
@@ -354,6 +364,7 @@ impl Gateway {
             turns: 0,
             last_activity_ms: shared.settings.clock.now_ms(),
             records: 0,
+            usage: None,
         }));
         let stop = Arc::new(StopSignal::default());
         let operator = Arc::new(RemoteOperator {

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use hookline_messages::model::UsageTotals;
 use hookline_messages::note::Note;
 use hookline_messages::record::{Decision, Record};
 use hookline_messages::session::SessionId;
@@ -32,6 +33,8 @@ pub struct TurnReport {
     pub stop_reason: StopReason,
     /// Everything it reported, in order.
     pub events: Vec<HostEvent>,
+    /// Token usage of this turn's answered model calls, when the provider reported any.
+    pub usage: Option<UsageTotals>,
 }
 
 /// A page of a session's stored records.
@@ -266,14 +269,16 @@ pub(super) async fn serve(
 }
 
 /// Copies what the status shows of the conversation: its active session, workspace, approval
-/// mode, model, records and user turns (a resumed session's stored ones included).
+/// mode, model (the provider's default when the session chose none), records, user turns (a
+/// resumed session's stored ones included) and token usage.
 pub(super) fn refresh_status(status: &mut SessionStatus, conversation: &Conversation) {
     status.session_id = conversation.active().map(|i| i.session_id.clone());
     status.workspace = conversation.workspace().display().to_string();
     status.approval_mode = conversation.approval_mode();
-    status.model = conversation.model().map(str::to_owned);
+    status.model = conversation.model_name();
     status.records = conversation.records().len();
     status.turns = conversation.user_turns();
+    status.usage = conversation.usage();
 }
 
 /// Whether a request failed because another node took the session over: the database refused
@@ -311,6 +316,7 @@ async fn handle(
 ) -> bool {
     match request {
         Request::Turn(input, reply) => {
+            let before = conversation.usage_totals();
             let result = conversation
                 .run_user_turn(input)
                 .await
@@ -318,6 +324,7 @@ async fn handle(
                     session_id: conversation.active().map(|i| i.session_id.clone()),
                     stop_reason,
                     events: conversation.take_events(),
+                    usage: conversation.usage_totals().since(&before).reported(),
                 });
             return answer(conversation, status, reply, result).await;
         }

@@ -1,6 +1,7 @@
 //! What a gateway session looks like from outside: [`SessionStatus`], kept current by the
 //! session's task on a `watch` channel, so readers never wait for a turn to finish.
 
+use hookline_messages::model::UsageTotals;
 use hookline_messages::session::{ApprovalMode, SessionId};
 use serde::Serialize;
 
@@ -43,6 +44,10 @@ pub struct SessionStatus {
     pub last_activity_ms: u64,
     /// Stored records of the active session.
     pub records: usize,
+    /// Token usage summed over the active session's answered model calls, when the provider
+    /// reported any (absent, not zero, when it reported none: the echo model; issue 21).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<UsageTotals>,
 }
 
 /// Requests waiting in the sessions' inboxes (each bounded by [`GatewayLimits::inbox`]), not

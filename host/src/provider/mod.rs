@@ -41,6 +41,17 @@ pub trait Provider: Send + Sync + 'static {
         true
     }
 
+    /// The model calls go to when a session chose none, if this provider names its models.
+    fn default_model(&self) -> Option<String> {
+        None
+    }
+
+    /// The names of the models this provider serves, when it serves a fixed set (a server lists
+    /// them when a session asks for another). Empty: any name, as a label (the default).
+    fn model_names(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Sends one request, already prepared for the provider
     /// ([`ModelRequest::prepared_for_provider`]).
     ///
@@ -66,5 +77,22 @@ pub trait Provider: Send + Sync + 'static {
     ) -> Result<ModelResponse, ProviderError> {
         let _ = on_text;
         self.complete(request).await
+    }
+
+    /// Sends one request for the model called `model` (the session's choice, `/model`; `None`:
+    /// the provider's default), text offered as in [`Provider::complete_streaming`]. The turn
+    /// engine calls this, so a session's model reaches the provider on every call (issue 21). A
+    /// provider with one model ignores the name (the default).
+    ///
+    /// # Errors
+    /// [`ProviderError`] when the call fails.
+    async fn complete_for(
+        &self,
+        model: Option<&str>,
+        request: &ModelRequest,
+        on_text: OnText<'_>,
+    ) -> Result<ModelResponse, ProviderError> {
+        let _ = model;
+        self.complete_streaming(request, on_text).await
     }
 }

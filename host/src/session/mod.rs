@@ -28,6 +28,7 @@ use std::sync::Arc;
 use actix::{Actor, Addr};
 use hookline_actors::session::{ChangeSession, Ran, SessionLifecycle};
 use hookline_actors::Pipeline;
+use hookline_messages::model::UsageTotals;
 use hookline_messages::note::Note;
 use hookline_messages::prompt::PromptMode;
 use hookline_messages::record::ArchiveEntry;
@@ -502,6 +503,28 @@ impl Conversation {
     /// The model `/model` chose for this conversation, if any.
     pub fn model(&self) -> Option<&str> {
         self.wiring.model.as_deref()
+    }
+
+    /// The model this conversation's calls go to: the one it chose, else the provider's
+    /// default, if the provider names one.
+    pub fn model_name(&self) -> Option<String> {
+        self.wiring
+            .model
+            .clone()
+            .or_else(|| self.shared.provider.default_model())
+    }
+
+    /// Token usage over the active session's answered model calls, when the provider reported
+    /// any (issue 21).
+    pub fn usage(&self) -> Option<UsageTotals> {
+        self.usage_totals().reported()
+    }
+
+    /// Token usage over the active session's answered model calls, reported or not.
+    pub fn usage_totals(&self) -> UsageTotals {
+        self.session
+            .as_ref()
+            .map_or_else(UsageTotals::default, SessionState::usage)
     }
 
     fn turn(&mut self) -> Result<Turn<'_>, HostError> {

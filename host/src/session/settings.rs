@@ -69,7 +69,17 @@ impl Conversation {
 
     /// `/model <name>`: the session's model, stored with its facts so a resume restores it;
     /// emits `session:patch` even when it already held.
+    ///
+    /// # Errors
+    /// [`HostError::UnknownModel`] for a model the provider does not serve (issue 21); nothing
+    /// changes then.
     pub(crate) async fn set_model(&mut self, name: String) -> Result<(), HostError> {
+        if !self.shared.provider.serves_model(&name) {
+            return Err(HostError::UnknownModel {
+                configured: self.shared.provider.model_names(),
+                name,
+            });
+        }
         self.wiring.model = Some(name.clone());
         self.store_choices().await?;
         self.patch_event(SessionPatch {

@@ -44,6 +44,15 @@ pub enum HostError {
         /// Why.
         source: std::io::Error,
     },
+    /// A session asked for a model the provider does not serve (`"model"` at open, `/model`;
+    /// issue 21).
+    #[error("the model '{name}' is not configured here (configured: {})", configured.join(", "))]
+    UnknownModel {
+        /// The name asked for.
+        name: String,
+        /// The names the provider serves.
+        configured: Vec<String>,
+    },
     /// A stored session cannot be resumed as it was (issue 26): the resume is refused rather
     /// than completed with a looser default.
     #[error("session '{session}' cannot be resumed: {reason}")]

@@ -17,7 +17,7 @@ pub use error::{HostError, Unrestorable};
 pub use events::{EventLog, HostEvent, LiveSink};
 
 use hookline_messages::cut_off::{open_turn, OpenTurn};
-use hookline_messages::model::{HeldImages, ImageRef, MediaType};
+use hookline_messages::model::{HeldImages, ImageRef, MediaType, UsageTotals};
 use hookline_messages::note::Note;
 use hookline_messages::prompt::PromptMode;
 use hookline_messages::record::{ArchiveEntry, Record};
@@ -37,6 +37,8 @@ pub(crate) struct SessionState {
     /// User turns run in this session, counted from its archive (see
     /// [`StoredSession::user_turns`]).
     user_turns: u64,
+    /// Token usage over the session's answered model calls, counted from its archive too.
+    usage: UsageTotals,
     records: Vec<Record>,
     /// `None` once the lease was given up ([`SessionState::release`]).
     writer: Option<Box<dyn SessionWriter>>,
@@ -94,6 +96,7 @@ impl SessionState {
         };
         let user_turns = stored.user_turns();
         let open_turn = open_turn(&stored.records, &stored.archive);
+        let usage = stored.usage();
         let StoredSession {
             facts,
             records,
@@ -101,7 +104,7 @@ impl SessionState {
             ..
         } = stored;
         Ok(Some(Opened {
-            state: Self::new(facts, records, user_turns, writer),
+            state: Self::new(facts, records, user_turns, writer).with_usage(usage),
             repaired,
             open_turn,
         }))
@@ -119,11 +122,22 @@ impl SessionState {
             model: facts.model,
             mode: facts.mode,
             user_turns,
+            usage: UsageTotals::default(),
             records,
             writer: Some(writer),
             bootstrap: None,
             unflushed: Unflushed::default(),
         }
+    }
+
+    fn with_usage(mut self, usage: UsageTotals) -> Self {
+        self.usage = usage;
+        self
+    }
+
+    /// Token usage over the session's answered model calls.
+    pub(crate) fn usage(&self) -> UsageTotals {
+        self.usage
     }
 
     /// The stored records, in order.
@@ -150,8 +164,10 @@ impl SessionState {
 
     /// Appends one archive entry; durable at the next [`SessionState::flush`].
     pub(crate) fn archive(&mut self, entry: &ArchiveEntry) -> Result<(), HostError> {
-        if matches!(entry, ArchiveEntry::UserMessage { .. }) {
-            self.user_turns += 1;
+        match entry {
+            ArchiveEntry::UserMessage { .. } => self.user_turns += 1,
+            ArchiveEntry::ModelResponse { usage, .. } => self.usage.add(usage),
+            _ => {}
         }
         self.unflushed.archive.push(entry.clone());
         Ok(())

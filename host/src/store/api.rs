@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
+use hookline_messages::model::UsageTotals;
 use hookline_messages::prompt::PromptMode;
 use hookline_messages::record::{ArchiveEntry, Record};
 use hookline_messages::session::{ApprovalMode, SessionId, SessionInfo};
@@ -114,6 +115,17 @@ impl StoredSession {
     /// records, never the archive, so the count survives it).
     pub fn user_turns(&self) -> u64 {
         count_user_turns(&self.archive)
+    }
+
+    /// Token usage over the model calls in its archive.
+    pub fn usage(&self) -> UsageTotals {
+        let mut totals = UsageTotals::default();
+        for entry in &self.archive {
+            if let ArchiveEntry::ModelResponse { usage, .. } = entry {
+                totals.add(usage);
+            }
+        }
+        totals
     }
 }
 

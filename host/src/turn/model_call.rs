@@ -35,6 +35,9 @@ impl Turn<'_> {
             items: sent.items.len(),
         });
         let provider = self.engine.provider.clone();
+        // The session's model reaches the provider on every call: `/model` switches it from the
+        // next call on (issue 21).
+        let model = self.session.model.clone();
         let stop = self.engine.stop.clone();
         // Streamed text goes to the live feed only (a server's clients, a terminal); the whole
         // answer is reported once it is complete.
@@ -51,7 +54,7 @@ impl Turn<'_> {
             // provider that answers at once.
             biased;
             () = stop.raised() => Err(ProviderError::Stopped),
-            answer = provider.complete_streaming(&sent, &on_text) => answer,
+            answer = provider.complete_for(model.as_deref(), &sent, &on_text) => answer,
         };
         match answer {
             Ok(response) => {

@@ -192,15 +192,14 @@ impl Answer {
             let body = tool_call(n, call)?;
             items.push(Item::new(id(&items), body));
         }
-        let usage = self.usage.unwrap_or_default();
         Ok(ModelResponse {
             purpose,
             finish_reason: finish_reason(self.finish_reason.as_deref(), has_calls)?,
             items,
-            usage: Usage {
+            usage: self.usage.map_or_else(Usage::default, |usage| Usage {
                 input_tokens: usage.prompt_tokens,
                 output_tokens: usage.completion_tokens,
-            },
+            }),
         })
     }
 }
@@ -438,19 +437,13 @@ mod tests {
             }],
             finish_reason: Some("tool_calls".into()),
             usage: Some(UsageIn {
-                prompt_tokens: 7,
-                completion_tokens: 3,
+                prompt_tokens: Some(7),
+                completion_tokens: Some(3),
             }),
         };
         let response = answer.into_response(Purpose::Work).unwrap();
         assert_eq!(response.finish_reason, FinishReason::ToolCalls);
-        assert_eq!(
-            response.usage,
-            Usage {
-                input_tokens: 7,
-                output_tokens: 3
-            }
-        );
+        assert_eq!(response.usage, Usage::reported(7, 3));
         let kinds: Vec<_> = response
             .items
             .iter()

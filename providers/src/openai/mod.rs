@@ -18,7 +18,6 @@
 //! ```
 
 mod mapping;
-mod retry;
 mod stream;
 mod wire;
 
@@ -29,32 +28,17 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::StreamExt as _;
 use hookline_messages::model::{ImageRef, ModelRequest, ModelResponse};
-use reqwest::header::{HeaderValue, AUTHORIZATION, CONTENT_TYPE};
-use reqwest::{Response, Url};
+use reqwest::header::AUTHORIZATION;
+use reqwest::Response;
 
+pub use crate::retry::RetryPolicy;
+pub use crate::transport::KeySource;
+use crate::transport::{endpoint, secret_header, Transport};
 use hookline_host::provider::{OnText, Provider, ProviderError};
 use hookline_host::tools::ToolRegistry;
 use mapping::{Answer, Model};
-use retry::Next;
-pub use retry::RetryPolicy;
 use stream::Assembler;
-use wire::{ChatRequest, ChatResponse, ErrorEnvelope, FunctionDef, StreamOptions, ToolDef};
-
-/// The longest whole answer (or error body) read; past it the reply is refused.
-const MAX_BODY: usize = 16 * 1024 * 1024;
-/// How much of a server's error text an error keeps.
-const MAX_MESSAGE: usize = 300;
-
-/// Where the API key comes from. The key itself never appears in a configuration.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum KeySource {
-    /// No key: no `Authorization` header (most local servers).
-    None,
-    /// The named environment variable, which must be set.
-    Env(String),
-    /// The named environment variable if it is set, else no key.
-    EnvIfSet(String),
-}
+use wire::{ChatRequest, ChatResponse, FunctionDef, StreamOptions, ToolDef};
 
 /// Where the bytes of an image marker come from. The host refers to images by marker (SPEC
 /// R5.4); a provider that sends images needs their bytes.
@@ -104,12 +88,7 @@ impl OpenAiConfig {
 /// A model behind an OpenAI-compatible chat-completions API.
 pub struct OpenAiProvider {
     config: OpenAiConfig,
-    url: Url,
-    http: reqwest::Client,
-    /// The `Authorization` header, marked sensitive; `None` without a key.
-    auth: Option<HeaderValue>,
-    /// The key's text, only to remove it from what servers send back.
-    key: Option<String>,
+    transport: Transport,
     tools: Vec<ToolDef>,
     images: Option<Arc<dyn ImageSource>>,
 }
@@ -117,9 +96,8 @@ pub struct OpenAiProvider {
 impl fmt::Debug for OpenAiProvider {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OpenAiProvider")
-            .field("url", &self.url.as_str())
+            .field("url", &self.transport.url.as_str())
             .field("model", &self.config.model)
-            .field("key", &self.key.as_ref().map(|_| "[redacted]"))
             .field("tools", &self.tools.len())
             .finish_non_exhaustive()
     }
@@ -133,37 +111,16 @@ impl OpenAiProvider {
     /// must be set and is not (the error names the variable, never a value), or a key that
     /// cannot be a header.
     pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
-        let key = match &config.key {
-            KeySource::None => None,
-            KeySource::Env(var) => Some(std::env::var(var).map_err(|_| {
-                ProviderError::Config(format!(
-                    "the environment variable {var} (the API key) is not set"
-                ))
-            })?),
-            KeySource::EnvIfSet(var) => std::env::var(var).ok(),
+        let key = config.key.read()?;
+        let mut headers = Vec::new();
+        if let Some(key) = &key {
+            headers.push((AUTHORIZATION, secret_header(&format!("Bearer {key}"))?));
         }
-        .filter(|key| !key.is_empty());
-        let auth = key
-            .as_ref()
-            .map(|key| {
-                let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                    ProviderError::Config("the API key holds characters a header cannot".into())
-                })?;
-                value.set_sensitive(true);
-                Ok::<_, ProviderError>(value)
-            })
-            .transpose()?;
-        let url = endpoint(&config.base_url)?;
-        let http = reqwest::Client::builder()
-            .connect_timeout(config.timeout)
-            .build()
-            .map_err(|e| ProviderError::Config(format!("the HTTP client cannot start ({e})")))?;
+        let url = endpoint(&config.base_url, &["chat", "completions"])?;
+        let transport = Transport::new(url, headers, key, config.timeout, config.retry.clone())?;
         Ok(Self {
             config,
-            url,
-            http,
-            auth,
-            key,
+            transport,
             tools: Vec::new(),
             images: None,
         })
@@ -226,127 +183,9 @@ impl OpenAiProvider {
             .map_err(|e| ProviderError::Unsendable(format!("the request cannot be encoded ({e})")))
     }
 
-    /// Sends `body`, retrying as the policy says, and returns the first successful answer.
-    async fn send(&self, body: Vec<u8>) -> Result<Response, ProviderError> {
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            // The error of this attempt, and the headers that may say when to retry.
-            let (error, headers) = match self.attempt(body.clone()).await {
-                Ok(response) if response.status().is_success() => return Ok(response),
-                Ok(response) => {
-                    let status = response.status();
-                    let headers = response.headers().clone();
-                    let error = ProviderError::Status {
-                        status: status.as_u16(),
-                        attempts: attempt,
-                        message: self.error_message(response).await,
-                    };
-                    if !retry::retryable(status) {
-                        return Err(error);
-                    }
-                    (error, Some(headers))
-                }
-                Err(error) => (error, None),
-            };
-            let jitter = fastrand::f64();
-            match self.config.retry.next(attempt, headers.as_ref(), jitter) {
-                Next::Wait(wait) => {
-                    tracing::debug!(attempt, ?wait, "retrying the model call");
-                    tokio::time::sleep(wait).await;
-                }
-                Next::GiveUp => return Err(error),
-                Next::TooLong(wait) => {
-                    return Err(ProviderError::Unreachable(format!(
-                    "the server asked to retry after {} s, longer than the {} s limit ({error})",
-                    wait.as_secs(),
-                    self.config.retry.max_retry_after.as_secs(),
-                )))
-                }
-            }
-        }
-    }
-
-    /// One attempt: the answer's status and headers, within the timeout. Transport failures
-    /// (no connection, no answer in time) may be retried.
-    async fn attempt(&self, body: Vec<u8>) -> Result<Response, ProviderError> {
-        let mut request = self
-            .http
-            .post(self.url.clone())
-            .header(CONTENT_TYPE, "application/json")
-            .body(body);
-        if let Some(auth) = &self.auth {
-            request = request.header(AUTHORIZATION, auth.clone());
-        }
-        match tokio::time::timeout(self.config.timeout, request.send()).await {
-            Ok(Ok(response)) => Ok(response),
-            Ok(Err(error)) => Err(ProviderError::Unreachable(
-                self.redact(&error.without_url_ref()),
-            )),
-            Err(_) => Err(self.timed_out()),
-        }
-    }
-
-    fn timed_out(&self) -> ProviderError {
-        ProviderError::Unreachable(format!(
-            "no answer within {} s",
-            self.config.timeout.as_secs_f64()
-        ))
-    }
-
-    /// The server's explanation of an error status: its `error.message`, else the body's
-    /// start, shortened and without the key.
-    async fn error_message(&self, response: Response) -> String {
-        let status = response.status();
-        let body = self.read_body(response).await.unwrap_or_default();
-        let text = match serde_json::from_slice::<ErrorEnvelope>(&body) {
-            Ok(envelope) => envelope.error.message().to_owned(),
-            Err(_) => String::from_utf8_lossy(&body).trim().to_owned(),
-        };
-        let text = if text.is_empty() {
-            status
-                .canonical_reason()
-                .unwrap_or("no explanation")
-                .to_owned()
-        } else {
-            text
-        };
-        shorten(&self.redact(&text))
-    }
-
-    /// The whole body, within the timeout and [`MAX_BODY`].
-    async fn read_body(&self, response: Response) -> Result<Vec<u8>, ProviderError> {
-        let mut body = Vec::new();
-        let mut pieces = response.bytes_stream();
-        loop {
-            let piece = tokio::time::timeout(self.config.timeout, pieces.next())
-                .await
-                .map_err(|_| self.timed_out())?;
-            match piece {
-                None => return Ok(body),
-                Some(Ok(bytes)) if body.len() + bytes.len() <= MAX_BODY => {
-                    body.extend_from_slice(&bytes)
-                }
-                Some(Ok(_)) => {
-                    return Err(ProviderError::Malformed(format!(
-                        "the reply is longer than {MAX_BODY} bytes"
-                    )))
-                }
-                Some(Err(e)) => return Err(self.cut(&e)),
-            }
-        }
-    }
-
-    fn cut(&self, error: &reqwest::Error) -> ProviderError {
-        ProviderError::Malformed(format!(
-            "the reply was cut off ({})",
-            self.redact(&error.without_url_ref())
-        ))
-    }
-
     /// A whole answer, parsed.
     async fn whole(&self, response: Response) -> Result<Answer, ProviderError> {
-        let body = self.read_body(response).await?;
+        let body = self.transport.read_body(response).await?;
         let reply: ChatResponse = serde_json::from_slice(&body).map_err(|e| {
             ProviderError::Malformed(format!("the reply is not the JSON expected ({e})"))
         })?;
@@ -385,12 +224,7 @@ impl OpenAiProvider {
         response: Response,
         on_text: OnText<'_>,
     ) -> Result<Answer, ProviderError> {
-        let is_json = response
-            .headers()
-            .get(CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("application/json"));
-        if is_json {
+        if Transport::is_json(&response) {
             let answer = self.whole(response).await?;
             if !answer.text.is_empty() {
                 on_text(&answer.text);
@@ -400,24 +234,16 @@ impl OpenAiProvider {
         let mut assembler = Assembler::default();
         let mut pieces = response.bytes_stream();
         loop {
-            let piece = tokio::time::timeout(self.config.timeout, pieces.next())
+            let piece = tokio::time::timeout(self.transport.timeout, pieces.next())
                 .await
-                .map_err(|_| self.timed_out())?;
+                .map_err(|_| self.transport.timed_out())?;
             match piece {
                 None => return assembler.finish(on_text),
                 Some(Ok(bytes)) => assembler.feed(&bytes, on_text)?,
                 // A connection lost after the answer completed costs nothing.
                 Some(Err(_)) if assembler.is_done() => return assembler.finish(on_text),
-                Some(Err(e)) => return Err(self.cut(&e)),
+                Some(Err(e)) => return Err(self.transport.cut(&e)),
             }
-        }
-    }
-
-    /// Removes the key from a text a server (or the HTTP client) produced.
-    fn redact(&self, text: &str) -> String {
-        match &self.key {
-            Some(key) if !key.is_empty() => text.replace(key.as_str(), "[redacted]"),
-            _ => text.to_owned(),
         }
     }
 
@@ -429,7 +255,7 @@ impl OpenAiProvider {
         on_text: Option<OnText<'_>>,
     ) -> Result<ModelResponse, ProviderError> {
         let stream = self.config.stream;
-        let response = self.send(self.body(request, stream)?).await?;
+        let response = self.transport.send(self.body(request, stream)?).await?;
         let answer = if stream {
             self.streamed(response, on_text.unwrap_or(&|_| {})).await?
         } else {
@@ -440,58 +266,6 @@ impl OpenAiProvider {
             answer
         };
         answer.into_response(request.purpose)
-    }
-}
-
-/// `{base}/chat/completions`, for an `http` or `https` base.
-fn endpoint(base: &str) -> Result<Url, ProviderError> {
-    let bad = |why: String| ProviderError::Config(format!("the base URL {base:?} {why}"));
-    let base =
-        Url::parse(base.trim_end_matches('/')).map_err(|e| bad(format!("is not a URL ({e})")))?;
-    if !matches!(base.scheme(), "http" | "https") {
-        return Err(bad("is not http or https".into()));
-    }
-    if !base.username().is_empty() || base.password().is_some() {
-        // A key in the URL would be printed wherever the URL is: not even this error repeats it.
-        return Err(ProviderError::Config(
-            "the base URL holds credentials; give the key by environment variable".into(),
-        ));
-    }
-    let mut url = base;
-    url.path_segments_mut()
-        .map_err(|()| bad("cannot take a path".into()))?
-        .pop_if_empty()
-        .extend(["chat", "completions"]);
-    Ok(url)
-}
-
-/// At most [`MAX_MESSAGE`] characters, cut at a character boundary.
-fn shorten(text: &str) -> String {
-    match text.char_indices().nth(MAX_MESSAGE) {
-        Some((at, _)) => format!("{}...", &text[..at]),
-        None => text.to_owned(),
-    }
-}
-
-/// A reqwest error's text without the URL (which carries no key, but adds nothing), with its
-/// causes, so "connection refused" is said.
-trait WithoutUrlRef {
-    fn without_url_ref(&self) -> String;
-}
-
-impl WithoutUrlRef for reqwest::Error {
-    fn without_url_ref(&self) -> String {
-        let mut text = self.to_string();
-        if let Some(url) = self.url() {
-            text = text.replace(&format!(" ({url})"), "");
-        }
-        let mut source = std::error::Error::source(self);
-        while let Some(cause) = source {
-            text.push_str(": ");
-            text.push_str(&cause.to_string());
-            source = cause.source();
-        }
-        text
     }
 }
 
@@ -511,40 +285,5 @@ impl Provider for OpenAiProvider {
         on_text: OnText<'_>,
     ) -> Result<ModelResponse, ProviderError> {
         self.call(request, Some(on_text)).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    #[test]
-    fn the_endpoint_follows_the_base_url() {
-        let url = |base: &str| endpoint(base).map(|u| u.to_string());
-        assert_eq!(
-            url("http://127.0.0.1:8080/v1").unwrap(),
-            "http://127.0.0.1:8080/v1/chat/completions"
-        );
-        assert_eq!(
-            url("http://127.0.0.1:8080/v1/").unwrap(),
-            "http://127.0.0.1:8080/v1/chat/completions"
-        );
-        assert_eq!(
-            url("https://host").unwrap(),
-            "https://host/chat/completions"
-        );
-        assert!(url("ftp://host").is_err());
-        let error = url("https://user:sk-secret@host/v1")
-            .unwrap_err()
-            .to_string();
-        assert!(!error.contains("sk-secret"), "{error}");
-    }
-
-    #[test]
-    fn long_server_texts_are_shortened_at_a_character_boundary() {
-        let text = "é".repeat(MAX_MESSAGE + 5);
-        let short = shorten(&text);
-        assert_eq!(short.chars().count(), MAX_MESSAGE + 3);
     }
 }

@@ -198,7 +198,7 @@ data: [DONE]\n\n";
             assert_eq!(answer.tool_calls.len(), 1);
             assert_eq!(answer.tool_calls[0].arguments, "{\"path\": \"a\"}");
             assert_eq!(answer.finish_reason.as_deref(), Some("tool_calls"));
-            assert_eq!(answer.usage.unwrap().prompt_tokens, 5);
+            assert_eq!(answer.usage.unwrap().prompt_tokens, Some(5));
         }
     }
 

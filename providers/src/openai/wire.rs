@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub(crate) use crate::transport::ErrorBody;
+
 /// One `POST {base}/chat/completions` body.
 #[derive(Debug, Serialize)]
 pub(crate) struct ChatRequest<'a> {
@@ -150,9 +152,9 @@ pub(crate) struct FunctionIn {
 #[derive(Clone, Copy, Debug, Default, Deserialize)]
 pub(crate) struct UsageIn {
     #[serde(default)]
-    pub(crate) prompt_tokens: u64,
+    pub(crate) prompt_tokens: Option<u64>,
     #[serde(default)]
-    pub(crate) completion_tokens: u64,
+    pub(crate) completion_tokens: Option<u64>,
 }
 
 /// One streamed chunk (`data: {...}`).
@@ -198,34 +200,4 @@ pub(crate) struct ToolCallDelta {
     pub(crate) id: Option<String>,
     #[serde(default)]
     pub(crate) function: Option<FunctionIn>,
-}
-
-/// `{"error": {...}}`, in an error body or a stream.
-#[derive(Debug, Deserialize)]
-pub(crate) struct ErrorEnvelope {
-    pub(crate) error: ErrorBody,
-}
-
-/// An API error: its message is what the operator reads.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-pub(crate) enum ErrorBody {
-    Object {
-        #[serde(default)]
-        message: Option<String>,
-    },
-    Text(String),
-}
-
-impl ErrorBody {
-    /// The error's message, or a stand-in when it has none.
-    pub(crate) fn message(&self) -> &str {
-        match self {
-            Self::Object {
-                message: Some(message),
-            }
-            | Self::Text(message) => message,
-            Self::Object { message: None } => "no message",
-        }
-    }
 }

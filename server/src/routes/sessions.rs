@@ -20,7 +20,7 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use tokio::sync::broadcast;
 
-use crate::metrics::turn_finished;
+use crate::metrics::{model_tokens, turn_finished};
 use crate::{resolve_workspace, ApiError, AppState, WorkspaceRoot};
 use hookline_host::gateway::{Activity, OpenSession, SessionHandle, TurnReport};
 use hookline_host::session::SessionCommand;
@@ -211,11 +211,16 @@ impl TurnBody {
 
 /// The JSON answer to a finished turn.
 pub(crate) fn turn_json(report: &TurnReport) -> serde_json::Value {
-    serde_json::json!({
+    let mut json = serde_json::json!({
         "stopReason": report.stop_reason,
         "sessionId": report.session_id,
         "events": report.events,
-    })
+    });
+    // Absent, not zero, when the provider reported no usage (issue 21).
+    if let Some(usage) = report.usage {
+        json["usage"] = serde_json::to_value(usage).unwrap_or_default();
+    }
+    json
 }
 
 /// Runs one turn and records its metrics.
@@ -229,6 +234,10 @@ pub(crate) async fn run_turn(
         result.as_ref().ok().map(|r| r.stop_reason),
         started.elapsed(),
     );
+    if let Some(usage) = result.as_ref().ok().and_then(|r| r.usage) {
+        let model = handle.status().model.unwrap_or_else(|| "default".into());
+        model_tokens(&model, &usage);
+    }
     result
 }
 
@@ -293,13 +302,16 @@ fn sse_event(event: &HostEvent) -> Event {
 
 fn done_event(result: &Result<TurnReport, ApiError>) -> Event {
     match result {
-        Ok(report) => Event::default().event("done").data(
-            serde_json::json!({
+        Ok(report) => {
+            let mut json = serde_json::json!({
                 "stopReason": report.stop_reason,
                 "sessionId": report.session_id,
-            })
-            .to_string(),
-        ),
+            });
+            if let Some(usage) = report.usage {
+                json["usage"] = serde_json::to_value(usage).unwrap_or_default();
+            }
+            Event::default().event("done").data(json.to_string())
+        }
         Err(error) => Event::default()
             .event("error")
             .data(error.body().to_string()),

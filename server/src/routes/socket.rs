@@ -242,10 +242,15 @@ async fn turn(
     state.admit()?;
     let input = TurnBody { text, mode }.input()?;
     let report = run_turn(handle, input).await?;
-    Ok(serde_json::json!({
+    let mut json = serde_json::json!({
         "stopReason": report.stop_reason,
         "sessionId": report.session_id,
-    }))
+    });
+    // Absent, not zero, when the provider reported no usage (issue 21).
+    if let Some(usage) = report.usage {
+        json["usage"] = serde_json::to_value(usage).unwrap_or_default();
+    }
+    Ok(json)
 }
 
 /// Sends the session's events to the socket until the session closes.

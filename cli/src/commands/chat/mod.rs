@@ -78,7 +78,9 @@ enum ChatError {
     #[error(transparent)]
     Host(#[from] HostError),
     #[error(transparent)]
-    Provider(#[from] hookline_host::provider::ProviderError),
+    Model(#[from] super::provider::ModelSetupError),
+    #[error(transparent)]
+    Config(#[from] super::config::ConfigError),
     #[error("{0}")]
     Options(String),
 }
@@ -112,6 +114,7 @@ struct Chat {
 }
 
 async fn chat(args: &ChatArgs) -> Result<(), ChatError> {
+    let config = args.provider.config()?;
     for dir in [&args.plugins, &args.workspace, &args.tools]
         .into_iter()
         .flatten()
@@ -133,7 +136,7 @@ async fn chat(args: &ChatArgs) -> Result<(), ChatError> {
     let model = match builder
         .tool_registry()
         .map_err(ChatError::from)
-        .and_then(|(tools, _)| Ok(args.provider.build(&tools)?))
+        .and_then(|(tools, _)| Ok(args.provider.build(config.as_ref(), &tools)?))
     {
         Ok(model) => model,
         Err(error) => {
@@ -144,7 +147,7 @@ async fn chat(args: &ChatArgs) -> Result<(), ChatError> {
     let (live, feed) = broadcast::channel(LIVE_CAPACITY);
     let console = Arc::new(Console::new(feed, args.verbose));
     let inner: Arc<dyn Provider> = match model {
-        Some(model) => Arc::new(model),
+        Some(model) => model,
         None => Arc::new(EchoProvider::with_demo_call()),
     };
     let provider = Streamed::new(inner, console.clone());
@@ -170,7 +173,7 @@ async fn chat(args: &ChatArgs) -> Result<(), ChatError> {
     let stop = host.stop_signal();
     let model_name = args
         .provider
-        .describe()
+        .describe(config.as_ref())
         .unwrap_or_else(|| "the built-in offline model (an echo and a demo tool call)".into());
     console.say(&format!(
         "hookline chat with {model_name}, in {}.\nType a message. /help lists the commands; \

@@ -30,6 +30,18 @@ impl Provider for Streamed {
         self.inner.takes_images()
     }
 
+    fn serves_model(&self, name: &str) -> bool {
+        self.inner.serves_model(name)
+    }
+
+    fn default_model(&self) -> Option<String> {
+        self.inner.default_model()
+    }
+
+    fn model_names(&self) -> Vec<String> {
+        self.inner.model_names()
+    }
+
     async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
         self.complete_streaming(request, &|_| {}).await
     }
@@ -39,13 +51,22 @@ impl Provider for Streamed {
         request: &ModelRequest,
         on_text: OnText<'_>,
     ) -> Result<ModelResponse, ProviderError> {
+        self.complete_for(None, request, on_text).await
+    }
+
+    async fn complete_for(
+        &self,
+        model: Option<&str>,
+        request: &ModelRequest,
+        on_text: OnText<'_>,
+    ) -> Result<ModelResponse, ProviderError> {
         let started = AtomicBool::new(false);
         let show = |piece: &str| {
             let first = !started.swap(true, Ordering::Relaxed);
             self.console.text(piece, first);
             on_text(piece);
         };
-        let result = self.inner.complete_streaming(request, &show).await;
+        let result = self.inner.complete_for(model, request, &show).await;
         if started.load(Ordering::Relaxed) {
             self.console.end_text();
         }

@@ -1,6 +1,7 @@
-//! When to try a call again, and how long to wait first (issue 12 item 4): 429 and 5xx are
-//! retried with exponential back-off and jitter, a `Retry-After` the server sends is honoured up
-//! to a limit, other 4xx are final. The waits are pure functions of the policy, the attempt and
+//! When to try a call again, and how long to wait first (issue 12 item 4, issue 21), for every
+//! provider family: 429, 529 (Anthropic's "overloaded") and the other 5xx are retried with
+//! exponential back-off and jitter, a `Retry-After` the server sends is honoured up to a limit,
+//! other 4xx are final. The waits are pure functions of the policy, the attempt and
 //! the headers, tested without a clock.
 
 use std::time::Duration;
@@ -165,6 +166,7 @@ mod tests {
         assert!(retryable(StatusCode::TOO_MANY_REQUESTS));
         assert!(retryable(StatusCode::INTERNAL_SERVER_ERROR));
         assert!(retryable(StatusCode::SERVICE_UNAVAILABLE));
+        assert!(retryable(StatusCode::from_u16(529).unwrap()));
         assert!(!retryable(StatusCode::BAD_REQUEST));
         assert!(!retryable(StatusCode::UNAUTHORIZED));
         assert!(!retryable(StatusCode::NOT_FOUND));
