@@ -22,6 +22,8 @@ pub(crate) struct Job<H: Dispatch> {
     pub(crate) cx: HookContext,
     pub(crate) facts: H::Context,
     pub(crate) value: H::Value,
+    /// The value the call was admitted with, once a replacement changed it (moved, not copied).
+    pub(crate) original: Option<H::Value>,
     pub(crate) reply: ReplyTo<H>,
     pub(crate) notes: Vec<Note>,
     /// Steps (indexes into the hook's step list) whose replacement changed the value.
@@ -46,6 +48,7 @@ impl<H: Dispatch> Job<H> {
             },
             facts,
             value,
+            original: None,
             reply,
             notes: Vec::new(),
             changed: Marks::default(),
@@ -74,7 +77,10 @@ impl<H: Dispatch> Job<H> {
                 Ok(applied) => {
                     if applied.value != self.value {
                         self.changed.insert(step);
-                        self.value = applied.value;
+                        let replaced = std::mem::replace(&mut self.value, applied.value);
+                        // The first change keeps what the call was given, for whoever reports
+                        // the change; later ones drop the intermediate value.
+                        self.original.get_or_insert(replaced);
                     }
                     self.notes.extend(applied.notice);
                     return;
@@ -98,6 +104,7 @@ impl<H: Dispatch> Job<H> {
             value: self.value,
             notes,
             changed_by: self.changed.names(names),
+            before: self.original,
             failed: self.failed.names(names),
         };
         // The caller may have stopped waiting; the call still counted, so a closed channel is fine.

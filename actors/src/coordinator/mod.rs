@@ -224,6 +224,9 @@ pub struct Outcome<T> {
     pub notes: Vec<Note>,
     /// Plugins whose accepted replacement changed the value (SPEC R5.7 needs this for raw hooks).
     pub changed_by: Vec<Arc<str>>,
+    /// The value the hook was given, when a replacement changed it: moved aside by the first
+    /// change, never copied (`None` when no plugin changed the value).
+    pub before: Option<T>,
     /// Plugins skipped on this call (error, panic, timeout, undecodable or refused reply), in
     /// load order, whether or not the session had seen the note before. Fail-closed guards
     /// decide on it.

@@ -10,9 +10,13 @@
 
 mod error;
 mod events;
+mod patch;
+mod transcript;
 
 pub use error::{HostError, Unrestorable};
 pub use events::{EventLog, HostEvent, LiveSink};
+pub use patch::{Changes, Detail, Patch};
+pub(crate) use patch::json as patch_json;
 
 use hookline_messages::model::{HeldImages, ImageRef, MediaType};
 use hookline_messages::note::Note;
@@ -35,6 +39,8 @@ pub(crate) struct SessionState {
     /// [`StoredSession::user_turns`]).
     user_turns: u64,
     records: Vec<Record>,
+    /// The records as request items, kept in step with `records`.
+    transcript: transcript::Transcript,
     /// `None` once the lease was given up ([`SessionState::release`]).
     writer: Option<Box<dyn SessionWriter>>,
     bootstrap: Option<String>,
@@ -111,6 +117,7 @@ impl SessionState {
             model: facts.model,
             mode: facts.mode,
             user_turns,
+            transcript: transcript::Transcript::of(&records),
             records,
             writer: Some(writer),
             bootstrap: None,
@@ -123,9 +130,20 @@ impl SessionState {
         &self.records
     }
 
+    /// The stored records as model request items (system records excepted), in order.
+    pub(crate) fn items(&self) -> &[hookline_messages::model::Item] {
+        self.transcript.items()
+    }
+
+    /// The latest stored work or plan text, with its mode.
+    pub(crate) fn active_system(&self) -> Option<(PromptMode, &str)> {
+        self.transcript.active_system()
+    }
+
     /// Appends stored records; durable at the next [`SessionState::flush`].
     pub(crate) fn store(&mut self, records: &[Record]) -> Result<(), HostError> {
         self.records.extend_from_slice(records);
+        self.transcript.extend(records);
         if !self.unflushed.replaced {
             self.unflushed.records.extend_from_slice(records);
         }
@@ -134,6 +152,7 @@ impl SessionState {
 
     /// Replaces every stored record (compaction); atomic, and durable at the next flush.
     pub(crate) fn replace_records(&mut self, records: Vec<Record>) -> Result<(), HostError> {
+        self.transcript = transcript::Transcript::of(&records);
         self.records = records;
         self.unflushed.records.clear();
         self.unflushed.replaced = true;
