@@ -52,12 +52,16 @@ async fn a_json_turn_answers_with_its_own_events_and_patches_only() {
     assert_eq!(ops.len(), 1, "{rebuild}");
     assert_eq!(ops[0]["op"], "add");
     assert_eq!(ops[0]["value"]["id"], "operator-reminder");
-    // `transform_model` asks this turn's message to be brief, at its index in the request.
+    // `transform_model` asks this turn's message to be brief, at its index in the request: the
+    // old text is tested first, so the change can be shown from the patch alone.
     let transform = changes.iter().find(|e| e["hook"] == "transform_model").unwrap();
     let ops = transform["patch"].as_array().unwrap();
-    assert_eq!(ops.len(), 1, "{transform}");
-    assert_eq!(ops[0]["op"], "replace");
-    assert_eq!(ops[0]["value"], "beta-second (be brief)");
+    assert_eq!(ops.len(), 2, "{transform}");
+    assert_eq!(ops[0]["op"], "test");
+    assert_eq!(ops[0]["value"], "beta-second");
+    assert_eq!(ops[1]["op"], "replace");
+    assert_eq!(ops[1]["path"], ops[0]["path"]);
+    assert_eq!(ops[1]["value"], "beta-second (be brief)");
     served.shutdown().await;
 }
 

@@ -30,10 +30,41 @@ pub enum Detail {
 
 /// A value whose change a `hook-changed` event reports.
 pub trait Changes: Serialize {
-    /// The JSON Patch that turns `before` (as JSON) into `after`.
+    /// The JSON Patch that turns `before` (as JSON) into `after`. Each `replace` and `remove`
+    /// follows a `test` op holding the value it replaces or removes (RFC 6902 section 4.6), so a
+    /// client can show what changed (a word diff of a text) from the patch alone, and applying
+    /// the patch to anything but `before` fails instead of doing something else.
     fn patch(before: &Self, after: &Self) -> Patch {
-        json_patch::diff(&json(before), &json(after))
+        let before = json(before);
+        let ops = tested(&json_patch::diff(&before, &json(after)), &before);
+        read_back(ops)
     }
+}
+
+/// The ops of `patch` as JSON, each `replace` and `remove` after a `test` of the value it
+/// replaces or removes at that point of the patch (`before` with the ops before it applied).
+fn tested(patch: &Patch, before: &serde_json::Value) -> Vec<serde_json::Value> {
+    let mut doc = before.clone();
+    let mut ops = Vec::with_capacity(patch.0.len() * 2);
+    for op in &patch.0 {
+        let written = json(op);
+        let path = written["path"].as_str().unwrap_or_default();
+        let old = matches!(written["op"].as_str(), Some("replace" | "remove"))
+            .then(|| doc.pointer(path).cloned())
+            .flatten();
+        if let Some(old) = old {
+            ops.push(serde_json::json!({ "op": "test", "path": path, "value": old }));
+        }
+        // The diff's own ops apply to the value they were made from.
+        let _ = json_patch::patch(&mut doc, std::slice::from_ref(op));
+        ops.push(written);
+    }
+    ops
+}
+
+/// `ops` as a patch (they were just written from one: reading them back cannot fail).
+fn read_back(ops: Vec<serde_json::Value>) -> Patch {
+    serde_json::from_value(serde_json::Value::Array(ops)).unwrap_or_else(|_| Patch(Vec::new()))
 }
 
 /// `value` as JSON (`null` if it cannot be: every hook value is plain data, so never in practice).
@@ -77,18 +108,18 @@ impl Changes for ModelRequest {
                 "items": &request.items[shared..],
             })
         };
-        let patch = json_patch::diff(&tail(before), &tail(after));
-        if shared == 0 {
-            return patch;
+        let before = tail(before);
+        let mut ops = tested(&json_patch::diff(&before, &tail(after)), &before);
+        if shared > 0 {
+            shift_item_paths(&mut ops, shared);
         }
-        shift_item_paths(patch, shared)
+        read_back(ops)
     }
 }
 
 /// Adds `by` to the item index of every path (and `from`) under `/items/`.
-fn shift_item_paths(patch: Patch, by: usize) -> Patch {
-    let mut ops = json(&patch);
-    for op in ops.as_array_mut().into_iter().flatten() {
+fn shift_item_paths(ops: &mut [serde_json::Value], by: usize) {
+    for op in ops {
         for key in ["path", "from"] {
             let Some(path) = op.get(key).and_then(|p| p.as_str()) else {
                 continue;
@@ -98,8 +129,6 @@ fn shift_item_paths(patch: Patch, by: usize) -> Patch {
             }
         }
     }
-    // The ops were just written by `json_patch`; reading them back cannot fail.
-    serde_json::from_value(ops).unwrap_or_else(|_| Patch(Vec::new()))
 }
 
 /// `/items/<i>/rest` as `/items/<i + by>/rest`; `None` for any other path (and `/items/-`).
@@ -152,7 +181,7 @@ mod tests {
         let mut after = before.clone();
         after.items.push(user("extra", "reminder"));
         let patch = applies(&before, &after);
-        assert_eq!(patch.0.len(), 1);
+        assert_eq!(patch.0.len(), 1, "an add tests nothing");
         let op = json(&patch.0[0]);
         assert_eq!(op["op"], "add");
         assert!(op["path"] == "/items/3" || op["path"] == "/items/-", "{op}");
@@ -166,7 +195,17 @@ mod tests {
             text.push_str(" (be brief)");
         }
         let patch = applies(&before, &after);
-        assert_eq!(json(&patch)[0]["path"], "/items/2/text");
+        // The old text is tested first, so the change can be shown from the patch alone.
+        let ops = json(&patch);
+        assert_eq!(ops[0]["op"], "test");
+        assert_eq!(ops[0]["path"], "/items/2/text");
+        assert_eq!(ops[0]["value"], "c");
+        assert_eq!(ops[1]["op"], "replace");
+        assert_eq!(ops[1]["path"], "/items/2/text");
+        assert_eq!(ops[1]["value"], "c (be brief)");
+        // Applied to another value, the test fails rather than patching the wrong thing.
+        let mut other = json(&request(&["a", "b", "x", "d"]));
+        assert!(json_patch::patch(&mut other, &patch).is_err());
     }
 
     #[test]
