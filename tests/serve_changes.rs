@@ -12,7 +12,9 @@ use serde_json::{json, Value};
 use serve_support::serve;
 
 fn events(body: &Value) -> &[Value] {
-    body["events"].as_array().expect("a turn answers with events")
+    body["events"]
+        .as_array()
+        .expect("a turn answers with events")
 }
 
 fn of_kind<'a>(body: &'a Value, kind: &str) -> Vec<&'a Value> {
@@ -38,23 +40,35 @@ async fn a_json_turn_answers_with_its_own_events_and_patches_only() {
 
     // Each change is a patch; the whole values are not sent.
     let changes = of_kind(&second, "hook-changed");
-    let hooks: Vec<&str> = changes.iter().map(|e| e["hook"].as_str().unwrap()).collect();
+    let hooks: Vec<&str> = changes
+        .iter()
+        .map(|e| e["hook"].as_str().unwrap())
+        .collect();
     for hook in ["on_prompt", "rebuild_model", "transform_model"] {
         assert!(hooks.contains(&hook), "{hook} missing from {hooks:?}");
     }
     for change in &changes {
         assert!(change["patch"].is_array(), "{change}");
-        assert!(change.get("before").is_none() && change.get("after").is_none(), "{change}");
+        assert!(
+            change.get("before").is_none() && change.get("after").is_none(),
+            "{change}"
+        );
     }
     // The demo's raw hook appends one reminder item: one `add`, at the request's end.
-    let rebuild = changes.iter().find(|e| e["hook"] == "rebuild_model").unwrap();
+    let rebuild = changes
+        .iter()
+        .find(|e| e["hook"] == "rebuild_model")
+        .unwrap();
     let ops = rebuild["patch"].as_array().unwrap();
     assert_eq!(ops.len(), 1, "{rebuild}");
     assert_eq!(ops[0]["op"], "add");
     assert_eq!(ops[0]["value"]["id"], "operator-reminder");
     // `transform_model` asks this turn's message to be brief, at its index in the request: the
     // old text is tested first, so the change can be shown from the patch alone.
-    let transform = changes.iter().find(|e| e["hook"] == "transform_model").unwrap();
+    let transform = changes
+        .iter()
+        .find(|e| e["hook"] == "transform_model")
+        .unwrap();
     let ops = transform["patch"].as_array().unwrap();
     assert_eq!(ops.len(), 2, "{transform}");
     assert_eq!(ops[0]["op"], "test");
@@ -89,7 +103,10 @@ async fn detail_full_adds_the_values_and_each_patch_turns_before_into_after() {
         .iter()
         .all(|e| e.get("before").is_none()));
     let (status, _) = served
-        .post(&format!("{turns}?detail=everything"), json!({ "text": "x" }))
+        .post(
+            &format!("{turns}?detail=everything"),
+            json!({ "text": "x" }),
+        )
         .await;
     assert_eq!(status, 400);
     served.shutdown().await;
@@ -110,6 +127,9 @@ async fn a_turn_answers_no_more_at_turn_60_than_at_turn_10() {
     }
     // Only the item indexes in the paths grow (a digit or two), not the conversation.
     let (early, late) = (sizes[9], sizes[59]);
-    assert!(late <= early + 16, "turn 10 answered {early} bytes, turn 60 {late}");
+    assert!(
+        late <= early + 16,
+        "turn 10 answered {early} bytes, turn 60 {late}"
+    );
     served.shutdown().await;
 }

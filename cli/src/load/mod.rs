@@ -532,9 +532,9 @@ mod tests {
             per_turn.record(turn, turn as u64 * 1000, turn as u64 * 10);
             per_turn.record(turn, turn as u64 * 2000, turn as u64 * 20);
         }
-        let (early, last) = per_turn.windows();
-        let early = early.expect("300 turns have turns 51-100");
-        let last = last.expect("300 turns have a last 50");
+        let (Some(early), Some(last)) = per_turn.windows() else {
+            panic!("300 turns have turns 51-100 and a last 50");
+        };
         assert_eq!((early.first, early.last), (51, 100));
         assert_eq!((last.first, last.last), (251, 300));
         // Turns 51-100 are numbers 50..100 (0-based): mean 74.5, times 1.5 over both sessions.

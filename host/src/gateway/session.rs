@@ -328,12 +328,11 @@ async fn handle(
             let result = conversation.run_user_turn(input).await;
             // The detail is the request's: the next one starts from the default again.
             conversation.set_detail(Detail::Changes);
-            let result = result
-                .map(|stop_reason| TurnReport {
-                    session_id: conversation.active().map(|i| i.session_id.clone()),
-                    stop_reason,
-                    events: conversation.take_events(),
-                });
+            let result = result.map(|stop_reason| TurnReport {
+                session_id: conversation.active().map(|i| i.session_id.clone()),
+                stop_reason,
+                events: conversation.take_events(),
+            });
             return answer(conversation, status, reply, result).await;
         }
         Request::Command(command, origin, reply) => {

@@ -15,8 +15,8 @@ mod transcript;
 
 pub use error::{HostError, Unrestorable};
 pub use events::{EventLog, HostEvent, LiveSink};
-pub use patch::{Changes, Detail, Patch};
 pub(crate) use patch::json as patch_json;
+pub use patch::{Changes, Detail, Patch};
 
 use hookline_messages::model::{HeldImages, ImageRef, MediaType};
 use hookline_messages::note::Note;

@@ -231,7 +231,10 @@ mod tests {
 
     #[test]
     fn only_item_paths_shift() {
-        assert_eq!(shifted("/items/2/text", 5).as_deref(), Some("/items/7/text"));
+        assert_eq!(
+            shifted("/items/2/text", 5).as_deref(),
+            Some("/items/7/text")
+        );
         assert_eq!(shifted("/items/0", 3).as_deref(), Some("/items/3"));
         assert_eq!(shifted("/items/-", 3), None);
         assert_eq!(shifted("/purpose", 3), None);

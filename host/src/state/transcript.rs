@@ -47,7 +47,9 @@ impl Transcript {
 
     /// The latest stored work or plan text, with its mode.
     pub(crate) fn active_system(&self) -> Option<(PromptMode, &str)> {
-        self.system.as_ref().map(|(mode, text)| (*mode, text.as_str()))
+        self.system
+            .as_ref()
+            .map(|(mode, text)| (*mode, text.as_str()))
     }
 }
 

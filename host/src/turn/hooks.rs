@@ -40,7 +40,11 @@ impl Turn<'_> {
             .pipeline
             .call_with::<H>(&id, context, value)
             .await?;
-        if let Some(before) = outcome.before.as_ref().filter(|_| !outcome.changed_by.is_empty()) {
+        if let Some(before) = outcome
+            .before
+            .as_ref()
+            .filter(|_| !outcome.changed_by.is_empty())
+        {
             let full = self.engine.events.detail() == Detail::Full;
             self.engine.events.push(HostEvent::HookChanged {
                 hook: H::KIND,
