@@ -2,6 +2,8 @@
 // over words and the whitespace between them, after trimming the common prefix and suffix; past a
 // size bound the middle is shown as one removal and one insertion (bounded time and memory).
 
+import type { PatchOp } from "./model";
+
 /** One run of the diff. */
 export interface DiffPart {
   kind: "same" | "removed" | "added";
@@ -134,4 +136,51 @@ function fields(value: unknown): string {
       return `${key}: ${JSON.stringify(v, null, 2)}`;
     })
     .join("\n");
+}
+
+/** One change a patch makes at `path`: the value before (absent when added), after (absent when
+ * removed), or where a moved or copied value came `from`. */
+export interface PatchChange {
+  path: string;
+  before?: unknown;
+  after?: unknown;
+  from?: string;
+}
+
+/**
+ * The changes of a `hook-changed` patch. The host tests the old value before each `replace` and
+ * `remove`, so a replaced text shows as a word diff from the patch alone.
+ */
+export function patchChanges(patch: PatchOp[]): PatchChange[] {
+  const out: PatchChange[] = [];
+  let tested: { path: string; value: unknown } | null = null;
+  for (const op of patch) {
+    const old = tested !== null && tested.path === op.path ? { before: tested.value } : {};
+    tested = null;
+    switch (op.op) {
+      case "test":
+        tested = { path: op.path, value: op.value };
+        break;
+      case "replace":
+        out.push({ path: op.path, ...old, after: op.value });
+        break;
+      case "remove":
+        out.push({ path: op.path, ...old });
+        break;
+      case "add":
+        out.push({ path: op.path, after: op.value });
+        break;
+      case "move":
+      case "copy":
+        out.push({ path: op.path, from: op.from ?? "" });
+        break;
+    }
+  }
+  return out;
+}
+
+/** A value of a patch as text: a string as it is, anything else as JSON; absent as nothing. */
+export function patchText(value: unknown): string {
+  if (value === undefined) return "";
+  return typeof value === "string" ? value : JSON.stringify(value, null, 2) ?? String(value);
 }

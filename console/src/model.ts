@@ -49,11 +49,19 @@ export interface Note {
   [field: string]: unknown;
 }
 
+/** One op of an RFC 6902 JSON Patch (a `hook-changed` event's change). */
+export interface PatchOp {
+  op: "add" | "remove" | "replace" | "move" | "copy" | "test";
+  path: string;
+  value?: unknown;
+  from?: string;
+}
+
 /** One HostEvent, tagged by `event` (kebab-case). Only the fields the console reads are typed. */
 export type HostEvent =
   | { event: "session-started" | "session-ended"; workspaceRoot: string; sessionId: string; approvalMode: string }
   | { event: "user"; session: string; text: string; original: string | null }
-  | { event: "hook-changed"; hook: string; changedBy: string[]; before: unknown; after: unknown }
+  | { event: "hook-changed"; hook: string; changedBy: string[]; patch: PatchOp[]; before?: unknown; after?: unknown }
   | { event: "system-text"; mode: string; text: string }
   | { event: "model-call"; purpose: string; items: number }
   | { event: "assistant"; text: string }

@@ -19,7 +19,7 @@ async function load(name) {
 
 const { SseParser } = await load("sse.ts");
 const { parseMetrics, hookStats, hooksOf, totalSkips, formatSeconds } = await load("metrics.ts");
-const { diffWords, valueTexts } = await load("diff.ts");
+const { diffWords, valueTexts, patchChanges, patchText } = await load("diff.ts");
 const { usageText } = await load("usage.ts");
 
 test("usage: reported counts are shown, unreported ones left out, none said so", () => {
@@ -190,4 +190,24 @@ test("diff: a value whose text alone changed shows its text; others show field b
   assert.equal(after, 'appended: [\n  "House style."\n]\nmode: work\ntext:\nline one\nline two');
   const [call] = valueTexts({ callId: "c1", arguments: { path: "../x" } }, { callId: "c1", arguments: { path: "x" } });
   assert.equal(call, 'callId: c1\narguments: {\n  "path": "../x"\n}');
+});
+
+test("diff: a patch's changes pair each tested old value with its replacement", () => {
+  const changes = patchChanges([
+    { op: "test", path: "/items/3/text", value: "hello" },
+    { op: "replace", path: "/items/3/text", value: "hello (be brief)" },
+    { op: "add", path: "/items/4", value: { id: "operator-reminder", kind: "user", text: "Reminder" } },
+    { op: "test", path: "/images/0", value: { number: 1 } },
+    { op: "remove", path: "/images/0" },
+    { op: "replace", path: "/mode", value: "plan" },
+  ]);
+  assert.deepEqual(changes, [
+    { path: "/items/3/text", before: "hello", after: "hello (be brief)" },
+    { path: "/items/4", after: { id: "operator-reminder", kind: "user", text: "Reminder" } },
+    { path: "/images/0", before: { number: 1 } },
+    { path: "/mode", after: "plan" },
+  ]);
+  assert.equal(patchText("x"), "x");
+  assert.equal(patchText(undefined), "");
+  assert.equal(patchText({ a: 1 }), '{\n  "a": 1\n}');
 });

@@ -22,6 +22,9 @@ pub(crate) struct Job<H: Hook> {
     /// A buffer the size of the value, reused by in-place hooks to keep the value before them
     /// (see [`Draft`]); made at the first write of the call.
     spare: Option<H::Value>,
+    /// The value the call was admitted with, once a plugin changed it: moved aside by the first
+    /// change, never copied (the caller reports the change from it).
+    original: Option<H::Value>,
     pub(crate) reply: ReplyTo<H::Value>,
     pub(crate) notes: Vec<Note>,
     /// Steps (indexes into the hook's step list) whose replacement changed the value.
@@ -47,6 +50,7 @@ impl<H: Hook> Job<H> {
             facts,
             value,
             spare: None,
+            original: None,
             reply,
             notes: Vec::new(),
             changed: Marks::default(),
@@ -75,7 +79,10 @@ impl<H: Hook> Job<H> {
                 Ok(applied) => {
                     if applied.value != self.value {
                         self.changed.insert(step);
-                        self.value = applied.value;
+                        let replaced = std::mem::replace(&mut self.value, applied.value);
+                        // The first change keeps what the call was given; later ones drop the
+                        // value in between.
+                        self.original.get_or_insert(replaced);
                     }
                     self.notes.extend(applied.notice);
                     return;
@@ -117,11 +124,18 @@ impl<H: Hook> Job<H> {
             }
             Ok(()) => match H::admit(&self.facts, &self.value, edited) {
                 Ok(applied) => {
-                    if applied.value != self.value {
+                    let changed = applied.value != self.value;
+                    let before = std::mem::replace(&mut self.value, applied.value);
+                    if changed {
                         self.changed.insert(step);
                     }
-                    let before = std::mem::replace(&mut self.value, applied.value);
-                    self.spare = Some(before);
+                    // The first change keeps what the call was given; otherwise the value before
+                    // is the next edit's spare.
+                    if changed && self.original.is_none() {
+                        self.original = Some(before);
+                    } else {
+                        self.spare = Some(before);
+                    }
                     self.notes.extend(applied.notice);
                     return;
                 }
@@ -152,6 +166,7 @@ impl<H: Hook> Job<H> {
             value: self.value,
             notes,
             changed_by: Steps::new(self.changed, names),
+            before: self.original,
             failed: Steps::new(self.failed, names),
         };
         // The caller may have stopped waiting; the call still counted, so a closed channel is fine.
@@ -171,6 +186,9 @@ pub struct Outcome<T> {
     /// Plugins whose accepted replacement changed the value (SPEC R5.7 needs this for raw hooks).
     /// A step mask named on demand: no vector per call.
     pub changed_by: Steps,
+    /// The value the hook was given, when a plugin changed it: moved aside by the first change,
+    /// never copied (`None` when no plugin changed the value).
+    pub before: Option<T>,
     /// Plugins skipped on this call (error, panic, timeout, undecodable or refused reply), in
     /// load order, whether or not the session had seen the note before. Fail-closed guards
     /// decide on it.

@@ -1,7 +1,8 @@
 //! `hookline load --url URL --sessions N --turns M [--ws] [--token-file FILE] [--keep] [--json]`:
 //! drives a running `hookline serve` over real HTTP (or one WebSocket per session) with a
 //! progress bar, then prints turns/s, hook calls/s, turn latency p50/p99, errors and the server's
-//! resident memory (issue 11 item 5). Exit status 1 when any request failed.
+//! resident memory (issue 11 item 5); with 100 turns or more per session also the mean time and
+//! answer size of turns 51-100 and of the last 50, and memory per session (issue 22). Exit status 1 when any request failed.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -114,6 +115,31 @@ fn human(report: &LoadReport) -> String {
             "\nserver resident {:.1} MiB",
             bytes as f64 / (1024.0 * 1024.0)
         ));
+    }
+    if let Some(bytes) = report.resident_bytes_per_session {
+        out.push_str(&format!(
+            "\n  per session   {:.1} KiB",
+            bytes as f64 / 1024.0
+        ));
+    }
+    for window in [&report.early, &report.last].into_iter().flatten() {
+        out.push_str(&format!(
+            "\nturns {}-{}{}{:.2} ms, {:.1} KB answered per turn",
+            window.first,
+            window.last,
+            " ".repeat(10usize.saturating_sub(format!("{}-{}", window.first, window.last).len())),
+            window.mean_ms,
+            window.mean_answer_bytes / 1000.0,
+        ));
+    }
+    if let (Some(early), Some(last)) = (&report.early, &report.last) {
+        if early.mean_ms > 0.0 && early.mean_answer_bytes > 0.0 {
+            out.push_str(&format!(
+                "\n  last / early  {:.2}x time, {:.2}x answer size",
+                last.mean_ms / early.mean_ms,
+                last.mean_answer_bytes / early.mean_answer_bytes,
+            ));
+        }
     }
     out
 }

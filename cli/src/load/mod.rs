@@ -1,7 +1,9 @@
 //! The load driver of `hookline load` and `benches/serve.rs` (issue 11 item 5): opens sessions on
 //! a running `hookline serve` over real HTTP on loopback, runs turns in every session at once
 //! (each session's turns one after another, over HTTP or a WebSocket per session), and measures
-//! turns/s, hook calls/s (from `/metrics` before and after), turn latency and errors.
+//! turns/s, hook calls/s (from `/metrics` before and after), turn latency and errors; and, for
+//! long conversations (issue 22), the mean time and answer size of turns 51-100 and of the last
+//! 50 turns, and the server's resident memory per session.
 //!
 //! Bounded: each request has a timeout; sessions are opened at most [`OPENING`] at a time.
 
@@ -72,6 +74,82 @@ pub struct LoadReport {
     pub p99_ms: f64,
     /// The server's resident memory after the run, when it reports it.
     pub server_resident_bytes: Option<u64>,
+    /// What the server's resident memory grew by from before the sessions opened to the end of
+    /// the run, per session, when it reports it.
+    pub resident_bytes_per_session: Option<u64>,
+    /// Turns 51-100 of every session (when each runs at least 100).
+    pub early: Option<TurnWindow>,
+    /// The last 50 turns of every session (when each runs at least 100).
+    pub last: Option<TurnWindow>,
+}
+
+/// The mean cost of a range of turns (by their number within a session), over every session.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnWindow {
+    /// The first turn, counting from 1.
+    pub first: usize,
+    /// The last turn, counting from 1.
+    pub last: usize,
+    /// Mean time per turn as the client saw it, milliseconds.
+    pub mean_ms: f64,
+    /// Mean answer size, bytes (the JSON answer; on a WebSocket every message of the turn).
+    pub mean_answer_bytes: f64,
+}
+
+/// The window size of [`LoadReport::early`] and [`LoadReport::last`].
+pub const WINDOW: usize = 50;
+
+/// Sums of time and answer size per turn number, over the sessions.
+#[derive(Clone, Debug, Default)]
+struct PerTurn {
+    micros: Vec<u64>,
+    bytes: Vec<u64>,
+    count: Vec<u64>,
+}
+
+impl PerTurn {
+    fn new(turns: usize) -> Self {
+        Self {
+            micros: vec![0; turns],
+            bytes: vec![0; turns],
+            count: vec![0; turns],
+        }
+    }
+
+    fn record(&mut self, turn: usize, micros: u64, bytes: u64) {
+        if turn < self.count.len() {
+            self.micros[turn] += micros;
+            self.bytes[turn] += bytes;
+            self.count[turn] += 1;
+        }
+    }
+
+    /// The mean over turns `first..first + WINDOW` (0-based), if each of them was answered.
+    fn window(&self, first: usize) -> Option<TurnWindow> {
+        let range = first..first + WINDOW;
+        let count: u64 = self.count.get(range.clone())?.iter().sum();
+        if count == 0 {
+            return None;
+        }
+        let micros: u64 = self.micros[range.clone()].iter().sum();
+        let bytes: u64 = self.bytes[range].iter().sum();
+        Some(TurnWindow {
+            first: first + 1,
+            last: first + WINDOW,
+            mean_ms: micros as f64 / count as f64 / 1000.0,
+            mean_answer_bytes: bytes as f64 / count as f64,
+        })
+    }
+
+    /// Turns 51-100 and the last 50, when there are at least 100 turns.
+    fn windows(&self) -> (Option<TurnWindow>, Option<TurnWindow>) {
+        let turns = self.count.len();
+        if turns < 2 * WINDOW {
+            return (None, None);
+        }
+        (self.window(WINDOW), self.window(turns - WINDOW))
+    }
 }
 
 impl LoadReport {
@@ -114,6 +192,7 @@ struct Shared {
     http: reqwest::Client,
     options: LoadOptions,
     latencies: Mutex<Histogram<u64>>,
+    per_turn: Mutex<PerTurn>,
     errors: Mutex<BTreeMap<String, u64>>,
     done: AtomicU64,
     progress: Arc<dyn LoadProgress>,
@@ -129,8 +208,13 @@ impl Shared {
             .or_default() += 1;
     }
 
-    fn turn(&self, took: Duration) {
+    /// Turn number `turn` (0-based) of a session took `took` and answered `bytes` bytes.
+    fn turn(&self, turn: usize, took: Duration, bytes: usize) {
         let micros = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+        self.per_turn
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .record(turn, micros, bytes as u64);
         let _ = self
             .latencies
             .lock()
@@ -171,10 +255,12 @@ pub async fn run(
             ..options
         },
         latencies: Mutex::new(Histogram::new(3).map_err(|e| LoadError::Histogram(e.to_string()))?),
+        per_turn: Mutex::new(PerTurn::new(options.turns)),
         errors: Mutex::default(),
         done: AtomicU64::new(0),
         progress,
     });
+    let empty = metrics(&shared).await?;
     let keys = open_sessions(&shared).await;
     let before = metrics(&shared).await?;
     let started = Instant::now();
@@ -210,6 +296,17 @@ pub async fn run(
         .unwrap_or_else(PoisonError::into_inner)
         .clone();
     let per_second = |n: f64| if seconds > 0.0 { n / seconds } else { 0.0 };
+    let (early, last) = shared
+        .per_turn
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .windows();
+    let resident_bytes_per_session = match (empty.resident_bytes, after.resident_bytes) {
+        (Some(empty), Some(after)) if !keys.is_empty() => {
+            Some(after.saturating_sub(empty) / keys.len() as u64)
+        }
+        _ => None,
+    };
     Ok(LoadReport {
         sessions: keys.len(),
         turns,
@@ -220,6 +317,9 @@ pub async fn run(
         p50_ms: latencies.value_at_quantile(0.5) as f64 / 1000.0,
         p99_ms: latencies.value_at_quantile(0.99) as f64 / 1000.0,
         server_resident_bytes: after.resident_bytes,
+        resident_bytes_per_session,
+        early,
+        last,
     })
 }
 
@@ -268,11 +368,20 @@ async fn close_sessions(shared: &Arc<Shared>, keys: &[String]) {
 
 /// The JSON answer of a 2xx, or the error code of anything else.
 async fn answer(request: reqwest::RequestBuilder) -> Result<serde_json::Value, String> {
+    sized_answer(request).await.map(|(body, _)| body)
+}
+
+/// As [`answer`], with the answer's size in bytes.
+async fn sized_answer(
+    request: reqwest::RequestBuilder,
+) -> Result<(serde_json::Value, usize), String> {
     let response = request.send().await.map_err(|_| "transport".to_owned())?;
     let ok = response.status().is_success();
-    let body: serde_json::Value = response.json().await.map_err(|_| "bad-answer".to_owned())?;
+    let bytes = response.bytes().await.map_err(|_| "transport".to_owned())?;
+    let body: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|_| "bad-answer".to_owned())?;
     if ok {
-        Ok(body)
+        Ok((body, bytes.len()))
     } else {
         Err(body["error"]["code"]
             .as_str()
@@ -288,8 +397,8 @@ async fn http_turns(shared: &Shared, i: usize, key: &str) {
         let request = shared
             .request(shared.http.post(&url))
             .json(&serde_json::json!({ "text": format!("load {i} turn {turn}") }));
-        match answer(request).await {
-            Ok(_) => shared.turn(started.elapsed()),
+        match sized_answer(request).await {
+            Ok((_, bytes)) => shared.turn(turn, started.elapsed(), bytes),
             Err(code) => shared.error(code),
         }
     }
@@ -326,6 +435,7 @@ async fn ws_turns(shared: &Shared, i: usize, key: &str) {
             return;
         }
         // The session's events come first; the turn's answer ends it.
+        let mut bytes = 0;
         loop {
             let next = tokio::time::timeout(REQUEST_TIMEOUT, socket.next()).await;
             let Ok(Some(Ok(Message::Text(text)))) = next else {
@@ -335,12 +445,13 @@ async fn ws_turns(shared: &Shared, i: usize, key: &str) {
                 shared.error("transport");
                 return;
             };
+            bytes += text.len();
             let Ok(reply) = serde_json::from_str::<serde_json::Value>(text.as_str()) else {
                 continue;
             };
             match (reply["type"].as_str(), reply["request"].as_str()) {
                 (Some("done"), Some("turn")) => {
-                    shared.turn(started.elapsed());
+                    shared.turn(turn, started.elapsed(), bytes);
                     break;
                 }
                 (Some("error"), _) => {
@@ -411,5 +522,24 @@ mod tests {
         let scrape = parse_scrape(text);
         assert!((scrape.hook_calls - 7.0).abs() < f64::EPSILON);
         assert_eq!(scrape.resident_bytes, Some(1_048_576));
+    }
+
+    #[test]
+    fn windows_are_turns_51_to_100_and_the_last_50() {
+        let mut per_turn = PerTurn::new(300);
+        for turn in 0..300 {
+            // Two sessions: turn n costs n ms and n * 10 bytes in one, twice that in the other.
+            per_turn.record(turn, turn as u64 * 1000, turn as u64 * 10);
+            per_turn.record(turn, turn as u64 * 2000, turn as u64 * 20);
+        }
+        let (Some(early), Some(last)) = per_turn.windows() else {
+            panic!("300 turns have turns 51-100 and a last 50");
+        };
+        assert_eq!((early.first, early.last), (51, 100));
+        assert_eq!((last.first, last.last), (251, 300));
+        // Turns 51-100 are numbers 50..100 (0-based): mean 74.5, times 1.5 over both sessions.
+        assert!((early.mean_ms - 74.5 * 1.5).abs() < 1e-9);
+        assert!((last.mean_answer_bytes - 274.5 * 15.0).abs() < 1e-9);
+        assert_eq!(PerTurn::new(99).windows(), (None, None));
     }
 }

@@ -1301,6 +1301,37 @@ ${v}` : `${key}: ${v}`;
     return `${key}: ${JSON.stringify(v, null, 2)}`;
   }).join("\n");
 }
+function patchChanges(patch) {
+  const out = [];
+  let tested = null;
+  for (const op of patch) {
+    const old = tested !== null && tested.path === op.path ? { before: tested.value } : {};
+    tested = null;
+    switch (op.op) {
+      case "test":
+        tested = { path: op.path, value: op.value };
+        break;
+      case "replace":
+        out.push({ path: op.path, ...old, after: op.value });
+        break;
+      case "remove":
+        out.push({ path: op.path, ...old });
+        break;
+      case "add":
+        out.push({ path: op.path, after: op.value });
+        break;
+      case "move":
+      case "copy":
+        out.push({ path: op.path, from: op.from ?? "" });
+        break;
+    }
+  }
+  return out;
+}
+function patchText(value) {
+  if (value === void 0) return "";
+  return typeof value === "string" ? value : JSON.stringify(value, null, 2) ?? String(value);
+}
 
 // src/usage.ts
 function usageText(usage) {
@@ -1349,6 +1380,15 @@ function diffBlock(before, after, label, key) {
     )
   );
 }
+function patchBlock(patch, hook, key) {
+  const changes2 = patchChanges(patch);
+  return h("div", { class: "patch" }, ...changes2.map((change, i) => h(
+    "div",
+    { class: "patch-change" },
+    h("p", { class: "sub mono" }, change.from !== void 0 ? `${change.path} from ${change.from}` : change.path),
+    change.from !== void 0 ? null : diffBlock(patchText(change.before), patchText(change.after), `what ${hook} changed at ${change.path}`, `${key}:${i}`)
+  )));
+}
 function item(kind, title, ...body) {
   return h(
     "li",
@@ -1384,7 +1424,7 @@ function renderEvent(event, key) {
           " changed by ",
           h("span", { class: "mono" }, event.changedBy.join(", "))
         ],
-        diffBlock(...valueTexts(event.before, event.after), `what ${event.hook} changed`, key)
+        event.before !== void 0 && event.after !== void 0 ? diffBlock(...valueTexts(event.before, event.after), `what ${event.hook} changed`, key) : patchBlock(event.patch ?? [], event.hook, key)
       );
     case "note":
       return item("note", h("span", { class: "mono" }, event.note.kind), h("p", { class: "note-text" }, event.text));

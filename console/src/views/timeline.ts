@@ -3,9 +3,9 @@
 // approvals, tool runs and results, the model's answer, and the stop reason. Fed by the live
 // events; the stored records (what the server keeps) can be loaded below it.
 
-import { diffWords, valueTexts } from "../diff";
+import { diffWords, patchChanges, patchText, valueTexts } from "../diff";
 import { button, clock, h, json, type Child } from "../dom";
-import type { HostEvent, StoredRecord, ToolCall } from "../model";
+import type { HostEvent, PatchOp, StoredRecord, ToolCall } from "../model";
 import type { Entry, SessionView, Turn } from "../state";
 import { usageText } from "../usage";
 import { activityLabel, errorText, rebuild, type App, type View } from "../view";
@@ -44,6 +44,17 @@ export function diffBlock(before: string, after: string, label: string, key: str
         h("div", {}, h("h5", {}, "After"), h("pre", { class: "code" }, after)))));
 }
 
+/** A hook's change from its JSON Patch: each changed place by its path, as a word diff. */
+function patchBlock(patch: PatchOp[], hook: string, key: string): HTMLElement {
+  const changes = patchChanges(patch);
+  return h("div", { class: "patch" }, ...changes.map((change, i) =>
+    h("div", { class: "patch-change" },
+      h("p", { class: "sub mono" }, change.from !== undefined ? `${change.path} from ${change.from}` : change.path),
+      change.from !== undefined
+        ? null
+        : diffBlock(patchText(change.before), patchText(change.after), `what ${hook} changed at ${change.path}`, `${key}:${i}`))));
+}
+
 function item(kind: string, title: Child, ...body: Child[]): HTMLLIElement {
   return h("li", { class: `event ev-${kind}`, "data-event": kind },
     h("div", { class: "event-title" }, h("span", { class: "kind" }, kind), " ", title),
@@ -68,7 +79,9 @@ export function renderEvent(event: HostEvent, key: string): HTMLLIElement {
     case "hook-changed":
       return item("hook-changed", [h("span", { class: "mono" }, event.hook), " changed by ",
         h("span", { class: "mono" }, event.changedBy.join(", "))],
-        diffBlock(...valueTexts(event.before, event.after), `what ${event.hook} changed`, key));
+        event.before !== undefined && event.after !== undefined
+          ? diffBlock(...valueTexts(event.before, event.after), `what ${event.hook} changed`, key)
+          : patchBlock(event.patch ?? [], event.hook, key));
     case "note":
       return item("note", h("span", { class: "mono" }, event.note.kind), h("p", { class: "note-text" }, event.text));
     case "tool-call":

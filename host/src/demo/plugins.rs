@@ -75,12 +75,25 @@ fn redact_passwords(_: &HookContext, m: &UserMessage) -> HookResult<Reply<UserMe
 }
 
 fn be_brief(_: &HookContext, r: &ModelRequest) -> HookResult<Reply<ModelRequest>> {
-    // Only this outbound call sees the change; the stored message stays (SPEC P3.8).
+    // Only this outbound call sees the change; the stored message stays (SPEC P3.8). Only the
+    // message not answered yet (the first user item after the last answer) is asked for
+    // brevity: the earlier ones were answered already, and changing each of them would make
+    // every call's change grow with the conversation.
+    let since = r
+        .items
+        .iter()
+        .rposition(|item| matches!(item.body, ItemBody::Assistant { .. }))
+        .map_or(0, |answer| answer + 1);
+    let Some(latest) = r.items[since..]
+        .iter()
+        .position(|item| matches!(item.body, ItemBody::User { .. }))
+        .map(|at| since + at)
+    else {
+        return Ok(Reply::Keep);
+    };
     let mut r = r.clone();
-    for item in &mut r.items {
-        if let ItemBody::User { text, .. } = &mut item.body {
-            text.push_str(" (be brief)");
-        }
+    if let ItemBody::User { text, .. } = &mut r.items[latest].body {
+        text.push_str(" (be brief)");
     }
     Ok(Reply::Replace(r))
 }

@@ -20,7 +20,7 @@ use super::status::{Activity, SessionStatus};
 use super::RequestError;
 use crate::producers::InboundMessage;
 use crate::session::{CommandOrigin, Conversation, SessionCommand};
-use crate::state::{HostError, HostEvent};
+use crate::state::{Detail, HostError, HostEvent};
 use crate::store::StoreError;
 use crate::turn::{StopSignal, UserInput};
 
@@ -52,7 +52,7 @@ pub(super) type Reply<T> = oneshot::Sender<Result<T, HostError>>;
 
 /// A request to a session's task.
 pub(super) enum Request {
-    Turn(UserInput, Reply<TurnReport>),
+    Turn(UserInput, Detail, Reply<TurnReport>),
     Command(SessionCommand, Option<CommandOrigin>, Reply<Vec<HostEvent>>),
     Inbound(Box<InboundMessage>, Reply<Vec<HostEvent>>),
     Records {
@@ -119,8 +119,21 @@ impl SessionHandle {
     /// # Errors
     /// [`RequestError`]: the session's queue is full, it has ended, or the host failed.
     pub async fn turn(&self, input: UserInput) -> Result<TurnReport, RequestError> {
+        self.turn_with(input, Detail::Changes).await
+    }
+
+    /// As [`SessionHandle::turn`], with `hook-changed` events saying as much as `detail` asks
+    /// (the full values before and after only with [`Detail::Full`]).
+    ///
+    /// # Errors
+    /// As [`SessionHandle::turn`].
+    pub async fn turn_with(
+        &self,
+        input: UserInput,
+        detail: Detail,
+    ) -> Result<TurnReport, RequestError> {
         self.admit()?;
-        self.ask(|reply| Request::Turn(input, reply)).await
+        self.ask(|reply| Request::Turn(input, detail, reply)).await
     }
 
     /// Runs a session command; `origin` defaults to the gateway's chat path.
@@ -315,17 +328,18 @@ async fn handle(
     status: &watch::Sender<SessionStatus>,
 ) -> bool {
     match request {
-        Request::Turn(input, reply) => {
+        Request::Turn(input, detail, reply) => {
             let before = conversation.usage_totals();
-            let result = conversation
-                .run_user_turn(input)
-                .await
-                .map(|stop_reason| TurnReport {
-                    session_id: conversation.active().map(|i| i.session_id.clone()),
-                    stop_reason,
-                    events: conversation.take_events(),
-                    usage: conversation.usage_totals().since(&before).reported(),
-                });
+            conversation.set_detail(detail);
+            let result = conversation.run_user_turn(input).await;
+            // The detail is the request's: the next one starts from the default again.
+            conversation.set_detail(Detail::Changes);
+            let result = result.map(|stop_reason| TurnReport {
+                session_id: conversation.active().map(|i| i.session_id.clone()),
+                stop_reason,
+                events: conversation.take_events(),
+                usage: conversation.usage_totals().since(&before).reported(),
+            });
             return answer(conversation, status, reply, result).await;
         }
         Request::Command(command, origin, reply) => {

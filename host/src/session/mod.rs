@@ -466,6 +466,12 @@ impl Conversation {
         self.engine.events.attach(live);
     }
 
+    /// Sets how much `hook-changed` events say from now on (the patch only, by default; the
+    /// full values too with [`Detail::Full`](crate::state::Detail::Full)).
+    pub fn set_detail(&mut self, detail: crate::state::Detail) {
+        self.engine.events.set_detail(detail);
+    }
+
     /// Records `note` in the active session's archive (or keeps it for the next session).
     ///
     /// # Errors

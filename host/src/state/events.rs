@@ -14,6 +14,8 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use super::patch::{Detail, Patch};
+
 /// One thing that happened, in the order it happened.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "kebab-case")]
@@ -32,17 +34,21 @@ pub enum HostEvent {
         /// What the operator typed, when a hook replaced it.
         original: Option<String>,
     },
-    /// A hook changed the value it was given.
+    /// A hook changed the value it was given: what changed, not the whole value (issue 22).
     #[serde(rename_all = "camelCase")]
     HookChanged {
         /// The hook.
         hook: HookKind,
         /// The plugins whose replacement changed the value, in load order.
         changed_by: Vec<String>,
-        /// The value the hook was given, as JSON.
-        before: serde_json::Value,
-        /// The value it handed on, as JSON.
-        after: serde_json::Value,
+        /// The change, as an RFC 6902 JSON Patch from the value given to the value handed on.
+        patch: Patch,
+        /// The value the hook was given, as JSON: only with [`Detail::Full`].
+        #[serde(skip_serializing_if = "Option::is_none")]
+        before: Option<serde_json::Value>,
+        /// The value it handed on, as JSON: only with [`Detail::Full`].
+        #[serde(skip_serializing_if = "Option::is_none")]
+        after: Option<serde_json::Value>,
     },
     /// The system text a call uses (after `on_prompt` and `rewrite_prompt`).
     SystemText {
@@ -191,6 +197,7 @@ pub type LiveSink = Arc<dyn Fn(&HostEvent) + Send + Sync>;
 pub struct EventLog {
     buffer: Vec<HostEvent>,
     live: Option<LiveSink>,
+    detail: Detail,
 }
 
 impl std::fmt::Debug for EventLog {
@@ -198,6 +205,7 @@ impl std::fmt::Debug for EventLog {
         f.debug_struct("EventLog")
             .field("buffer", &self.buffer)
             .field("live", &self.live.is_some())
+            .field("detail", &self.detail)
             .finish()
     }
 }
@@ -219,6 +227,16 @@ impl EventLog {
     /// Attaches a live sink; events reported from now on are also handed to it.
     pub fn attach(&mut self, live: LiveSink) {
         self.live = Some(live);
+    }
+
+    /// How much `hook-changed` events say (for the request being handled).
+    pub fn detail(&self) -> Detail {
+        self.detail
+    }
+
+    /// Sets how much `hook-changed` events say from now on.
+    pub fn set_detail(&mut self, detail: Detail) {
+        self.detail = detail;
     }
 
     /// The live sink, if one is attached (for reports from outside the turn, e.g. model text).

@@ -12,9 +12,13 @@
 
 mod error;
 mod events;
+mod patch;
+mod transcript;
 
 pub use error::{HostError, Unrestorable};
 pub use events::{EventLog, HostEvent, LiveSink};
+pub(crate) use patch::json as patch_json;
+pub use patch::{Changes, Detail, Patch};
 
 use hookline_messages::cut_off::{open_turn, OpenTurn};
 use hookline_messages::model::{HeldImages, ImageRef, MediaType, UsageTotals};
@@ -40,6 +44,8 @@ pub(crate) struct SessionState {
     /// Token usage over the session's answered model calls, counted from its archive too.
     usage: UsageTotals,
     records: Vec<Record>,
+    /// The records as request items, kept in step with `records`.
+    transcript: transcript::Transcript,
     /// `None` once the lease was given up ([`SessionState::release`]).
     writer: Option<Box<dyn SessionWriter>>,
     bootstrap: Option<String>,
@@ -123,6 +129,7 @@ impl SessionState {
             mode: facts.mode,
             user_turns,
             usage: UsageTotals::default(),
+            transcript: transcript::Transcript::of(&records),
             records,
             writer: Some(writer),
             bootstrap: None,
@@ -145,9 +152,20 @@ impl SessionState {
         &self.records
     }
 
+    /// The stored records as model request items (system records excepted), in order.
+    pub(crate) fn items(&self) -> &[hookline_messages::model::Item] {
+        self.transcript.items()
+    }
+
+    /// The latest stored work or plan text, with its mode.
+    pub(crate) fn active_system(&self) -> Option<(PromptMode, &str)> {
+        self.transcript.active_system()
+    }
+
     /// Appends stored records; durable at the next [`SessionState::flush`].
     pub(crate) fn store(&mut self, records: &[Record]) -> Result<(), HostError> {
         self.records.extend_from_slice(records);
+        self.transcript.extend(records);
         if !self.unflushed.replaced {
             self.unflushed.records.extend_from_slice(records);
         }
@@ -156,6 +174,7 @@ impl SessionState {
 
     /// Replaces every stored record (compaction); atomic, and durable at the next flush.
     pub(crate) fn replace_records(&mut self, records: Vec<Record>) -> Result<(), HostError> {
+        self.transcript = transcript::Transcript::of(&records);
         self.records = records;
         self.unflushed.records.clear();
         self.unflushed.replaced = true;

@@ -6,37 +6,52 @@ use hookline_actors::Outcome;
 use hookline_messages::note::Note;
 
 use super::Turn;
-use crate::state::{record_note, HostError, HostEvent};
+use crate::state::{record_note, Changes, Detail, HostError, HostEvent};
 
 impl Turn<'_> {
     /// Runs hook `H` (whose rule needs no context) and returns the value it produced.
     pub(crate) async fn hook<H: Dispatch<Context = ()>>(
         &mut self,
         value: H::Value,
-    ) -> Result<H::Value, HostError> {
+    ) -> Result<H::Value, HostError>
+    where
+        H::Value: Changes,
+    {
         Ok(self.hook_with::<H>((), value).await?.value)
     }
 
     /// Runs hook `H` with the facts its rule needs, and returns the whole outcome.
+    ///
+    /// The value moves into the pipeline: nothing is copied to report the change. When a plugin
+    /// changed it, the pipeline hands the value it was given back beside the new one
+    /// ([`Outcome::before`]), and the event carries the patch between them (the full values too
+    /// only with [`Detail::Full`]).
     pub(crate) async fn hook_with<H: Dispatch>(
         &mut self,
         context: H::Context,
         value: H::Value,
-    ) -> Result<Outcome<H::Value>, HostError> {
+    ) -> Result<Outcome<H::Value>, HostError>
+    where
+        H::Value: Changes,
+    {
         let id = self.session.info.session_id.clone();
-        // Kept to report the change: what the hook was given and what it made of it.
-        let before = value.clone();
         let outcome = self
             .engine
             .pipeline
             .call_with::<H>(&id, context, value)
             .await?;
-        if !outcome.changed_by.is_empty() {
+        if let Some(before) = outcome
+            .before
+            .as_ref()
+            .filter(|_| !outcome.changed_by.is_empty())
+        {
+            let full = self.engine.events.detail() == Detail::Full;
             self.engine.events.push(HostEvent::HookChanged {
                 hook: H::KIND,
                 changed_by: outcome.changed_by.iter().map(ToString::to_string).collect(),
-                before: serde_json::to_value(&before).unwrap_or_default(),
-                after: serde_json::to_value(&outcome.value).unwrap_or_default(),
+                patch: H::Value::patch(before, &outcome.value),
+                before: full.then(|| crate::state::patch_json(before)),
+                after: full.then(|| crate::state::patch_json(&outcome.value)),
             });
         }
         for note in &outcome.notes {

@@ -22,12 +22,16 @@ impl Turn<'_> {
     ) -> Result<Result<ModelResponse, ProviderError>, HostError> {
         let purpose = request.purpose;
         let held = self.session.held_images();
-        let rebuilt = self
-            .hook_with::<RebuildModel>(held, request.clone())
-            .await?;
+        // The request moves through the raw hooks; the pipeline hands the one it was given back
+        // only when a hook changed it (nothing is copied for a call no raw hook changes).
+        let rebuilt = self.hook_with::<RebuildModel>(held, request).await?;
         // SPEC R5.7 names the raw hooks only when the request really changed: one raw hook may
         // undo another's change.
-        let raw_changed = rebuilt.value != request;
+        let raw_changed = rebuilt
+            .before
+            .as_ref()
+            .is_some_and(|before| *before != rebuilt.value);
+        let rebuilt_by = rebuilt.changed_by;
         let transformed = self.hook::<TransformModel>(rebuilt.value).await?;
         let sent = transformed.prepared_for_provider();
         self.engine.events.push(HostEvent::ModelCall {
@@ -75,7 +79,7 @@ impl Turn<'_> {
                 // SPEC R5.7: a hint for work and plan calls whose request a raw hook changed;
                 // one note per failure. A `/stop` is not a failure.
                 if purpose.is_turn_call() && raw_changed && error != ProviderError::Stopped {
-                    let plugins = rebuilt.changed_by.iter().map(ToString::to_string).collect();
+                    let plugins = rebuilt_by.iter().map(ToString::to_string).collect();
                     self.note(Note::RawChangeFailure { plugins })?;
                 }
                 Ok(Err(error))

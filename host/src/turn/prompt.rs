@@ -47,11 +47,7 @@ impl Turn<'_> {
     /// archived as used (SPEC R2, R5.8).
     pub(crate) async fn compose_turn_prompt(&mut self, mode: PromptMode) -> Result<(), HostError> {
         let text = self.compose(mode).await?;
-        let current = self.session.records().iter().rev().find_map(|r| match r {
-            Record::System { mode, text } => Some((*mode, text.as_str())),
-            _ => None,
-        });
-        if current != Some((mode, text.as_str())) {
+        if self.session.active_system() != Some((mode, text.as_str())) {
             self.session.store(&[Record::System {
                 mode,
                 text: text.clone(),

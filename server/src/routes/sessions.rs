@@ -24,7 +24,7 @@ use crate::metrics::{model_tokens, turn_finished};
 use crate::{resolve_workspace, ApiError, AppState, WorkspaceRoot};
 use hookline_host::gateway::{Activity, OpenSession, SessionHandle, TurnReport};
 use hookline_host::session::SessionCommand;
-use hookline_host::state::HostEvent;
+use hookline_host::state::{Detail, HostEvent};
 use hookline_host::turn::UserInput;
 
 /// The most records one page holds.
@@ -223,13 +223,25 @@ pub(crate) fn turn_json(report: &TurnReport) -> serde_json::Value {
     json
 }
 
+/// The query of `POST /v1/sessions/{id}/turns`.
+#[derive(Debug, Default, Deserialize)]
+pub(crate) struct TurnQuery {
+    /// `full`: `hook-changed` events carry the whole values before and after besides the patch.
+    #[serde(default)]
+    detail: Detail,
+}
+
 /// Runs one turn and records its metrics.
 pub(crate) async fn run_turn(
     handle: &SessionHandle,
     input: UserInput,
+    detail: Detail,
 ) -> Result<TurnReport, ApiError> {
     let started = Instant::now();
-    let result = handle.turn(input).await.map_err(ApiError::from);
+    let result = handle
+        .turn_with(input, detail)
+        .await
+        .map_err(ApiError::from);
     turn_finished(
         result.as_ref().ok().map(|r| r.stop_reason),
         started.elapsed(),
@@ -242,13 +254,16 @@ pub(crate) async fn run_turn(
 }
 
 /// `POST /v1/sessions/{id}/turns`: one JSON document at the end, or with
-/// `Accept: text/event-stream` the turn's events as they happen.
+/// `Accept: text/event-stream` the turn's events as they happen. `?detail=full` adds the whole
+/// values to `hook-changed` events.
 pub(crate) async fn turn(
     State(state): State<AppState>,
     UrlPath(id): UrlPath<String>,
+    query: Result<Query<TurnQuery>, axum::extract::rejection::QueryRejection>,
     headers: HeaderMap,
     Body(body): Body<TurnBody>,
 ) -> Result<Response, ApiError> {
+    let Query(TurnQuery { detail }) = query?;
     state.admit()?;
     let handle = session(&state, &id)?;
     let input = body.input()?;
@@ -257,11 +272,11 @@ pub(crate) async fn turn(
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.contains("text/event-stream"));
     if !streaming {
-        let report = run_turn(&handle, input).await?;
+        let report = run_turn(&handle, input, detail).await?;
         return Ok(Json(turn_json(&report)).into_response());
     }
     let live = handle.subscribe();
-    let mut running = Box::pin(async move { run_turn(&handle, input).await });
+    let mut running = Box::pin(async move { run_turn(&handle, input, detail).await });
     // A refusal (busy, draining, ended) comes at once: answer it with its status, not a stream.
     if let Some(result) = (&mut running).now_or_never() {
         let report = result?;

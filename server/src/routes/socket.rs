@@ -241,7 +241,8 @@ async fn turn(
 ) -> Result<serde_json::Value, ApiError> {
     state.admit()?;
     let input = TurnBody { text, mode }.input()?;
-    let report = run_turn(handle, input).await?;
+    // A WebSocket turn streams its events: `hook-changed` carries the patch only.
+    let report = run_turn(handle, input, hookline_host::state::Detail::Changes).await?;
     let mut json = serde_json::json!({
         "stopReason": report.stop_reason,
         "sessionId": report.session_id,

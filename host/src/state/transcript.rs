@@ -1,0 +1,141 @@
+//! [`Transcript`]: the stored records as model request items, kept up to date as records are
+//! stored, so a model call does not rebuild the conversation from every record (issue 22). Item
+//! ids are the record's position (`r<n>`), so they are unique in a request and stable across
+//! calls; the active system record (the latest work or plan text) is tracked, not searched for.
+
+use hookline_messages::model::{Item, ItemBody};
+use hookline_messages::prompt::PromptMode;
+use hookline_messages::record::Record;
+
+/// The request items of a session's stored records, in order.
+#[derive(Debug, Default)]
+pub(crate) struct Transcript {
+    items: Vec<Item>,
+    /// How many records the items stand for.
+    records: usize,
+    /// The latest system record: its mode and text.
+    system: Option<(PromptMode, String)>,
+}
+
+impl Transcript {
+    /// The transcript of `records`.
+    pub(crate) fn of(records: &[Record]) -> Self {
+        let mut transcript = Self::default();
+        transcript.extend(records);
+        transcript
+    }
+
+    /// Adds `records`, stored after the ones it already stands for.
+    pub(crate) fn extend(&mut self, records: &[Record]) {
+        for record in records {
+            let n = self.records;
+            self.records += 1;
+            if let Record::System { mode, text } = record {
+                self.system = Some((*mode, text.clone()));
+            }
+            if let Some(body) = item(record) {
+                self.items.push(Item::new(format!("r{n}"), body));
+            }
+        }
+    }
+
+    /// The items, in order (system records are not items: the active one is the request's
+    /// system item).
+    pub(crate) fn items(&self) -> &[Item] {
+        &self.items
+    }
+
+    /// The latest stored work or plan text, with its mode.
+    pub(crate) fn active_system(&self) -> Option<(PromptMode, &str)> {
+        self.system
+            .as_ref()
+            .map(|(mode, text)| (*mode, text.as_str()))
+    }
+}
+
+/// The item a stored record becomes; system records are not items.
+fn item(record: &Record) -> Option<ItemBody> {
+    Some(match record.clone() {
+        Record::System { .. } => return None,
+        Record::User { text, images } => ItemBody::User { text, images },
+        Record::Assistant { text } => ItemBody::Assistant {
+            text,
+            images: Vec::new(),
+        },
+        Record::Reasoning { text } => ItemBody::Reasoning {
+            text,
+            provider_state: None,
+        },
+        Record::ToolCall {
+            call_id,
+            name,
+            arguments,
+        } => ItemBody::ToolCall {
+            call_id,
+            name,
+            arguments,
+        },
+        Record::ToolResult {
+            call_id,
+            name,
+            text,
+            images,
+            success,
+        } => ItemBody::ToolResult {
+            call_id,
+            name,
+            text,
+            images,
+            success,
+        },
+        // The summary stands in for the folded history, as a user message the model reads.
+        Record::Summary { text } => ItemBody::User {
+            text,
+            images: Vec::new(),
+        },
+        // A cut-off turn's marker tells the model what happened, as a user message (issue 22).
+        Record::CutOff { at } => ItemBody::User {
+            text: at.to_string(),
+            images: Vec::new(),
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user(text: &str) -> Record {
+        Record::User {
+            text: text.into(),
+            images: Vec::new(),
+        }
+    }
+
+    fn system(text: &str) -> Record {
+        Record::System {
+            mode: PromptMode::Work,
+            text: text.into(),
+        }
+    }
+
+    #[test]
+    fn extending_gives_what_building_from_every_record_gives() {
+        let records = vec![
+            system("one"),
+            user("a"),
+            Record::Assistant { text: "b".into() },
+            system("two"),
+            user("c"),
+        ];
+        let mut grown = Transcript::of(&records[..2]);
+        grown.extend(&records[2..4]);
+        grown.extend(&records[4..]);
+        let whole = Transcript::of(&records);
+        assert_eq!(grown.items(), whole.items());
+        let ids: Vec<&str> = whole.items().iter().map(|i| i.id.0.as_str()).collect();
+        assert_eq!(ids, ["r1", "r2", "r4"]);
+        assert_eq!(grown.active_system(), Some((PromptMode::Work, "two")));
+        assert_eq!(Transcript::of(&[user("x")]).active_system(), None);
+    }
+}
