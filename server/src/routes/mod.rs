@@ -6,6 +6,7 @@
 mod events;
 mod sessions;
 mod socket;
+mod socket_close;
 
 use std::time::Duration;
 

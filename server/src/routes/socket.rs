@@ -5,7 +5,9 @@
 //! for chat-channel adapters). See docs/serve.md, "WebSocket".
 //!
 //! Bounded: one outgoing queue per socket; a client that reads too slowly misses events (it is
-//! told how many, `{"type":"lagged","missed":n}`) rather than growing the server's memory.
+//! told how many, `{"type":"lagged","missed":n}`) rather than growing the server's memory. A
+//! message over `--body-limit` closes the socket with 1009, a text frame that is not UTF-8 with
+//! 1007 ([`socket_close`]).
 
 use std::time::Duration;
 
@@ -20,6 +22,7 @@ use serde::Deserialize;
 use tokio::sync::{broadcast, mpsc};
 
 use super::sessions::{run_command, run_turn, session, TurnBody};
+use super::socket_close;
 use crate::auth::{token_matches, WsAuth};
 use crate::{ApiError, AppState};
 use hookline_host::gateway::{Activity, SessionHandle};
@@ -107,6 +110,7 @@ pub(crate) async fn upgrade(
         .flat_map(|v| v.split(','))
         .map(|p| p.trim().to_owned())
         .find(|p| p.starts_with("bearer."));
+    let ws = socket_close::limit(ws, state.body_limit);
     let ws = match offered {
         Some(protocol) if auth == WsAuth::Done => ws.protocols([protocol]),
         _ => ws,
@@ -142,7 +146,19 @@ async fn run(state: AppState, handle: SessionHandle, auth: WsAuth, socket: WebSo
         let _ = sink.close().await;
     });
     let forwarder = tokio::spawn(forward(handle.clone(), out.clone()));
-    while let Some(Ok(message)) = incoming.next().await {
+    while let Some(read) = incoming.next().await {
+        let message = match read {
+            Ok(message) => message,
+            // Over the body cap, or text that is not UTF-8: closed with its RFC 6455 code, the
+            // message never read as a request (issue 24 item 5).
+            Err(error) => {
+                if let Some(frame) = socket_close::close_for(error, state.body_limit) {
+                    let close = out.send(Message::Close(Some(frame)));
+                    let _ = tokio::time::timeout(AUTH_WAIT, close).await;
+                }
+                break;
+            }
+        };
         let text = match message {
             Message::Text(text) => text,
             Message::Close(_) => break,
