@@ -42,19 +42,17 @@ async fn close_after(socket: &mut Socket, messages: Vec<Message>) -> (u16, Strin
             break;
         }
     }
-    loop {
-        let next = tokio::time::timeout(DEADLINE, socket.next())
-            .await
-            .expect("the server neither answered nor closed");
-        match next {
-            Some(Ok(Message::Close(Some(frame)))) => {
-                return (u16::from(frame.code), frame.reason.as_str().to_owned())
-            }
-            Some(Ok(Message::Close(None))) => panic!("the server closed without a code"),
-            Some(Ok(other)) => panic!("the server answered instead of closing: {other:?}"),
-            Some(Err(error)) => panic!("the socket broke without a close frame: {error}"),
-            None => panic!("the socket ended without a close frame"),
+    let next = tokio::time::timeout(DEADLINE, socket.next())
+        .await
+        .expect("the server neither answered nor closed");
+    match next {
+        Some(Ok(Message::Close(Some(frame)))) => {
+            (u16::from(frame.code), frame.reason.as_str().to_owned())
         }
+        Some(Ok(Message::Close(None))) => panic!("the server closed without a code"),
+        Some(Ok(other)) => panic!("the server answered instead of closing: {other:?}"),
+        Some(Err(error)) => panic!("the socket broke without a close frame: {error}"),
+        None => panic!("the socket ended without a close frame"),
     }
 }
 
