@@ -1,7 +1,8 @@
 //! The WebSocket's limits over a real socket (issue 24 item 5, docs/serve.md "WebSocket"): a
 //! message over `--body-limit`, in one frame or in several, closes with 1009 and a reason, and
 //! the session is untouched (no record, still idle, a small turn on a new socket runs); a text
-//! frame that is not UTF-8 closes with 1007 (RFC 6455).
+//! frame that is not UTF-8 closes with 1007 (RFC 6455); also as the first message of a socket
+//! that must authenticate by message.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod serve_support;
@@ -147,5 +148,48 @@ async fn a_text_frame_that_is_not_utf8_closes_with_1007() {
         (1007, "a text message must be UTF-8".to_owned())
     );
     untouched(&served, &key).await;
+    served.shutdown().await;
+}
+
+#[actix_rt::test]
+async fn an_auth_message_over_the_body_limit_closes_with_1009_not_4401() {
+    let served = serve(
+        Arc::new(EchoProvider::new()),
+        |_| {},
+        |config| {
+            config.body_limit = LIMIT;
+            config.token = Some("s3cret".into());
+        },
+    )
+    .await;
+    let response = served
+        .client
+        .post(served.url("/v1/sessions"))
+        .bearer_auth("s3cret")
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 201);
+    let opened: serde_json::Value = response.json().await.unwrap();
+    let key = opened["key"].as_str().unwrap();
+    // No header: the first message must carry the token.
+    let mut socket = connect(&served, key).await;
+    let big = json!({ "type": "auth", "token": "x".repeat(4 * LIMIT) }).to_string();
+    let (code, reason) = close_after(&mut socket, vec![Message::text(big)]).await;
+    assert_eq!(
+        (code, reason.as_str()),
+        (
+            1009,
+            "the message is larger than the server's limit of 1024 bytes"
+        )
+    );
+    // A small wrong token is still refused as unauthorized.
+    let mut socket = connect(&served, key).await;
+    let wrong = json!({ "type": "auth", "token": "wrong" }).to_string();
+    assert_eq!(
+        close_after(&mut socket, vec![Message::text(wrong)]).await,
+        (4401, "unauthorized".to_owned())
+    );
     served.shutdown().await;
 }

@@ -126,14 +126,11 @@ fn text(value: &serde_json::Value) -> Message {
 
 async fn run(state: AppState, handle: SessionHandle, auth: WsAuth, socket: WebSocket) {
     let (mut sink, mut incoming) = socket.split();
-    if auth == WsAuth::Pending && !authenticate(&state, &mut incoming).await {
-        let _ = sink
-            .send(Message::Close(Some(CloseFrame {
-                code: CLOSE_UNAUTHORIZED,
-                reason: Utf8Bytes::from_static("unauthorized"),
-            })))
-            .await;
-        return;
+    if auth == WsAuth::Pending {
+        if let Err(refusal) = authenticate(&state, &mut incoming).await {
+            let _ = sink.send(Message::Close(Some(refusal))).await;
+            return;
+        }
     }
     let (out, mut outgoing) = mpsc::channel::<Message>(OUTGOING);
     let writer = tokio::spawn(async move {
@@ -181,21 +178,31 @@ async fn run(state: AppState, handle: SessionHandle, auth: WsAuth, socket: WebSo
 }
 
 /// Reads the first message: it must be `{"type":"auth","token":...}` with the server's token.
+/// Refused: the close frame to send (4401, or the RFC 6455 code of a message over the body cap
+/// or not UTF-8).
 async fn authenticate(
     state: &AppState,
     incoming: &mut futures::stream::SplitStream<WebSocket>,
-) -> bool {
+) -> Result<(), CloseFrame> {
     let Some(expected) = state.token.clone() else {
-        return true;
+        return Ok(());
+    };
+    let unauthorized = CloseFrame {
+        code: CLOSE_UNAUTHORIZED,
+        reason: Utf8Bytes::from_static("unauthorized"),
     };
     let first = tokio::time::timeout(AUTH_WAIT, incoming.next()).await;
-    let Ok(Some(Ok(Message::Text(text)))) = first else {
-        return false;
+    let text = match first {
+        Ok(Some(Ok(Message::Text(text)))) => text,
+        Ok(Some(Err(error))) => {
+            return Err(socket_close::close_for(error, state.body_limit).unwrap_or(unauthorized))
+        }
+        _ => return Err(unauthorized),
     };
-    matches!(
-        serde_json::from_str::<ClientMessage>(text.as_str()),
-        Ok(ClientMessage::Auth { token }) if token_matches(&expected, token.as_bytes())
-    )
+    match serde_json::from_str::<ClientMessage>(text.as_str()) {
+        Ok(ClientMessage::Auth { token }) if token_matches(&expected, token.as_bytes()) => Ok(()),
+        _ => Err(unauthorized),
+    }
 }
 
 fn text_error(request: &str, error: &ApiError) -> Message {
