@@ -1,7 +1,8 @@
 // The live feed: `GET /v1/events` read with fetch() and a ReadableStream (EventSource cannot
 // send an Authorization header). No polling: the page changes only when the server says
 // something. When the connection drops, it reconnects after a growing, bounded delay and
-// re-reads the session list once, so nothing that changed meanwhile stays wrong.
+// re-reads the session list and the waiting approvals once, so nothing that changed meanwhile
+// stays wrong (and approvals asked before the page opened show).
 
 import { ApiError, type Api } from "./api";
 import { isObject, type FeedItem, type SessionStatus } from "./model";
@@ -65,6 +66,7 @@ export class Feed {
       if (!response.ok || !response.body) throw new Error(`the server answered ${response.status}`);
       // Subscribed first, then the list: a change between the two is in the stream.
       this.store.statuses(await this.api.sessions());
+      this.store.waiting(await this.api.approvals());
       this.retryMs = FIRST_RETRY_MS;
       this.onState({ kind: "live" });
       await readEvents(response.body, (message) => this.dispatch(message.event, message.data));

@@ -122,6 +122,25 @@ export interface SessionDetail {
   session: SessionStatus;
   records: { total: number; offset: number; items: StoredRecord[] };
   pendingApprovals: string[];
+  /** The same approvals in full. */
+  approvals?: PendingApproval[];
+}
+
+/** An approval the server waits for (Rust `PendingApproval`), as `GET /v1/sessions/{id}` lists it. */
+export interface PendingApproval {
+  callId: string;
+  tool: string;
+  arguments: unknown;
+  risk: string;
+  authority: string;
+  summary: string;
+  /** When it is denied unanswered (ms since the Unix epoch, the server's clock). */
+  deadlineMs: number;
+}
+
+/** A waiting approval and its session, as `GET /v1/approvals` lists it. */
+export interface ServerApproval extends PendingApproval {
+  session: string;
 }
 
 /** A plugin on disk as `hookline hooks list --json` prints it (Rust `PluginStatus`). */

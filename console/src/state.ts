@@ -2,7 +2,9 @@
 // sessions, each session's timeline (grouped by turn), the approvals waiting for an operator,
 // and the gateway's events. Every list is bounded, so a console left open for days stays small.
 
-import type { Classification, EventOf, FeedItem, HostEvent, Note, SessionStatus } from "./model";
+import type {
+  Classification, EventOf, FeedItem, HostEvent, Note, PendingApproval, ServerApproval, SessionStatus,
+} from "./model";
 
 /** Turns kept per session; older ones are dropped (and counted). */
 export const MAX_TURNS = 200;
@@ -56,6 +58,8 @@ export interface Approval {
   arguments: unknown;
   classification: Classification | null;
   timeoutMs: number | null;
+  /** When it is denied unanswered, as the server listed it (`GET /v1/approvals`). */
+  deadlineMs: number | null;
   receivedAt: number;
   state: "pending" | "sending" | "failed";
   error: string | null;
@@ -126,19 +130,49 @@ export class Store {
     this.emit({ kind: "sessions" });
   }
 
-  /** Approvals a session's detail names as waiting, which the console has no event for. */
-  pending(session: string, callIds: string[]): void {
+  /** Approvals a session's detail names as waiting, which the console has no event for: in
+   * full when the server lists them (`approvals`), else by call id only. */
+  pending(session: string, callIds: string[], full: PendingApproval[] = []): void {
     let added = false;
+    for (const approval of full) added = this.known(session, approval) || added;
     for (const callId of callIds) {
       const key = approvalKey(session, callId);
       if (this.approvals.has(key)) continue;
       this.approvals.set(key, {
         session, callId, tool: null, arguments: null, classification: null, timeoutMs: null,
-        receivedAt: Date.now(), state: "pending", error: null,
+        deadlineMs: null, receivedAt: Date.now(), state: "pending", error: null,
       });
       added = true;
     }
     if (added) this.emit({ kind: "approvals", added: null });
+  }
+
+  /** Every approval the server waits for (`GET /v1/approvals`, read after the feed was
+   * subscribed): any other the console holds was settled meanwhile. */
+  waiting(all: ServerApproval[]): void {
+    const listed = new Set(all.map((a) => approvalKey(a.session, a.callId)));
+    let changed = false;
+    for (const key of [...this.approvals.keys()]) {
+      if (!listed.has(key)) changed = this.approvals.delete(key) || changed;
+    }
+    for (const approval of all) changed = this.known(approval.session, approval) || changed;
+    if (changed) this.emit({ kind: "approvals", added: null });
+  }
+
+  /** Takes one listed approval; whether anything changed. */
+  private known(session: string, listed: PendingApproval): boolean {
+    const key = approvalKey(session, listed.callId);
+    const held = this.approvals.get(key);
+    if (held && held.tool !== null && held.deadlineMs === listed.deadlineMs) return false;
+    this.approvals.set(key, {
+      session, callId: listed.callId, tool: listed.tool, arguments: listed.arguments,
+      classification: {
+        risk: listed.risk, authority: listed.authority, summary: listed.summary, requiresPrompt: true,
+      },
+      timeoutMs: held?.timeoutMs ?? null, deadlineMs: listed.deadlineMs,
+      receivedAt: held?.receivedAt ?? Date.now(), state: held?.state ?? "pending", error: held?.error ?? null,
+    });
+    return true;
   }
 
   /** One `/v1/events` event. */
@@ -244,7 +278,7 @@ export class Store {
   private requested(session: string, event: EventOf<"approval-requested">): void {
     const approval: Approval = {
       session, callId: event.callId, tool: event.tool, arguments: event.arguments,
-      classification: event.classification, timeoutMs: event.timeoutMs,
+      classification: event.classification, timeoutMs: event.timeoutMs, deadlineMs: null,
       receivedAt: Date.now(), state: "pending", error: null,
     };
     this.approvals.set(approvalKey(session, event.callId), approval);

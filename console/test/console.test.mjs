@@ -248,6 +248,41 @@ describe("the console against hookline serve", { skip: chromiumMissing() }, () =
     await page.setViewportSize({ width: 1280, height: 800 });
   });
 
+  test("a page opened after an approval was asked shows it in full and answers it", async () => {
+    const turn = server.api("POST", `/v1/sessions/${key}/turns`, { text: WRITE_CALL.replace("x.txt", "late.txt") });
+    // Pending on the server before the page opens.
+    let listed = [];
+    for (let i = 0; i < 150 && listed.length === 0; i++) {
+      listed = (await server.api("GET", "/v1/approvals")).body.approvals;
+      if (listed.length === 0) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(listed.length, 1, "the approval was never pending");
+    assert.equal(listed[0].session, key);
+    const fresh = await browser.context.newPage();
+    try {
+      await fresh.goto(`${server.url}/#/approvals`);
+      await fresh.getByLabel("Token", { exact: true }).fill(server.token);
+      await fresh.getByRole("button", { name: "Connect" }).click();
+      const card = fresh.locator(`#approvals-list .approval[data-call="${listed[0].callId}"]`);
+      await card.waitFor();
+      const text = await card.innerText();
+      assert.doesNotMatch(await fresh.locator("#approvals-list").innerText(), /Nothing waits for an operator/);
+      assert.match(text, /write_file/);
+      assert.match(text, /late\.txt/);
+      assert.match(text, new RegExp(`${listed[0].risk} · ${listed[0].authority}`));
+      assert.match(text, /Denied unless answered by/);
+      assert.equal(await fresh.locator("#approval-count").innerText(), "1");
+      await fresh.screenshot({ path: join(artifacts, "approvals-opened-late.png"), fullPage: true });
+      await card.getByRole("button", { name: /^Allow/ }).click();
+      const answered = await turn;
+      assert.equal(answered.status, 200, JSON.stringify(answered.body));
+      assert.equal(await readFile(join(server.root, "demo", "late.txt"), "utf8"), "hi");
+      await fresh.locator("#approvals-list .empty").waitFor();
+    } finally {
+      await fresh.close();
+    }
+  });
+
   test("no script error and no policy violation happened", () => {
     // The wrong token's 401 is logged by Chromium as a failed resource; nothing else may be.
     const real = browser.problems.filter((p) => !/status of 401/.test(p));

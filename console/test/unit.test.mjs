@@ -1,5 +1,6 @@
 // The console's pure parts, loaded from their TypeScript sources (bundled in memory by esbuild:
-// nothing is written): the SSE parser, the Prometheus parser and its per hook figures, the diff.
+// nothing is written): the SSE parser, the Prometheus parser and its per hook figures, the diff,
+// and the store's approvals as the server lists them.
 
 import assert from "node:assert/strict";
 import { dirname, join } from "node:path";
@@ -20,6 +21,7 @@ async function load(name) {
 const { SseParser } = await load("sse.ts");
 const { parseMetrics, hookStats, hooksOf, totalSkips, formatSeconds } = await load("metrics.ts");
 const { diffWords, valueTexts, patchChanges, patchText } = await load("diff.ts");
+const { Store, approvalKey } = await load("state.ts");
 const { usageText } = await load("usage.ts");
 
 test("usage: reported counts are shown, unreported ones left out, none said so", () => {
@@ -210,4 +212,35 @@ test("diff: a patch's changes pair each tested old value with its replacement", 
   assert.equal(patchText("x"), "x");
   assert.equal(patchText(undefined), "");
   assert.equal(patchText({ a: 1 }), '{\n  "a": 1\n}');
+});
+
+const listed = (session, callId, deadlineMs) => ({
+  session, callId, tool: "write_file", arguments: { path: "x.txt" }, risk: "write", authority: "workspace",
+  summary: "write x.txt", deadlineMs,
+});
+
+test("approvals: the server's list is taken in full and drops what it no longer waits for", () => {
+  const store = new Store();
+  let changes = 0;
+  store.subscribe((c) => { if (c.kind === "approvals") changes++; });
+  // Known only by call id (a session's detail from an older answer), and one settled meanwhile.
+  store.pending("s1", ["c1", "gone"]);
+  store.waiting([listed("s1", "c1", 2000), listed("s2", "c9", 1000)]);
+  assert.deepEqual([...store.approvals.keys()].sort(), [approvalKey("s1", "c1"), approvalKey("s2", "c9")].sort());
+  const c1 = [...store.approvals.values()].find((a) => a.callId === "c1");
+  assert.equal(c1.tool, "write_file");
+  assert.deepEqual(c1.arguments, { path: "x.txt" });
+  assert.deepEqual(c1.classification, { risk: "write", authority: "workspace", summary: "write x.txt", requiresPrompt: true });
+  assert.equal(c1.deadlineMs, 2000);
+  const seen = changes;
+  // The same list again changes nothing.
+  store.waiting([listed("s1", "c1", 2000), listed("s2", "c9", 1000)]);
+  assert.equal(changes, seen);
+  // A session's detail in full fills an approval the console knew by id only.
+  store.pending("s3", ["c5"], [{ ...listed("s3", "c5", 3000), session: undefined }]);
+  const c5 = [...store.approvals.values()].find((a) => a.callId === "c5");
+  assert.equal(c5.session, "s3");
+  assert.equal(c5.tool, "write_file");
+  store.waiting([]);
+  assert.equal(store.approvals.size, 0);
 });

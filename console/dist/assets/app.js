@@ -72,6 +72,10 @@ var Api = class {
   session(key, offset = 0, limit = 100) {
     return this.json("GET", `/v1/sessions/${encodeURIComponent(key)}?offset=${offset}&limit=${limit}`);
   }
+  /** `GET /v1/approvals`: every approval the server waits for, in full. */
+  async approvals() {
+    return (await this.json("GET", "/v1/approvals")).approvals;
+  }
   /** `POST /v1/sessions`. */
   open(workspace) {
     return this.json("POST", "/v1/sessions", workspace ? { workspace } : {});
@@ -277,6 +281,7 @@ var Feed = class {
       }
       if (!response.ok || !response.body) throw new Error(`the server answered ${response.status}`);
       this.store.statuses(await this.api.sessions());
+      this.store.waiting(await this.api.approvals());
       this.retryMs = FIRST_RETRY_MS;
       this.onState({ kind: "live" });
       await readEvents(response.body, (message) => this.dispatch(message.event, message.data));
@@ -363,9 +368,11 @@ var Store = class {
     for (const status of all) this.status(status);
     this.emit({ kind: "sessions" });
   }
-  /** Approvals a session's detail names as waiting, which the console has no event for. */
-  pending(session, callIds) {
+  /** Approvals a session's detail names as waiting, which the console has no event for: in
+   * full when the server lists them (`approvals`), else by call id only. */
+  pending(session, callIds, full = []) {
     let added = false;
+    for (const approval of full) added = this.known(session, approval) || added;
     for (const callId of callIds) {
       const key = approvalKey(session, callId);
       if (this.approvals.has(key)) continue;
@@ -376,6 +383,7 @@ var Store = class {
         arguments: null,
         classification: null,
         timeoutMs: null,
+        deadlineMs: null,
         receivedAt: Date.now(),
         state: "pending",
         error: null
@@ -383,6 +391,41 @@ var Store = class {
       added = true;
     }
     if (added) this.emit({ kind: "approvals", added: null });
+  }
+  /** Every approval the server waits for (`GET /v1/approvals`, read after the feed was
+   * subscribed): any other the console holds was settled meanwhile. */
+  waiting(all) {
+    const listed = new Set(all.map((a) => approvalKey(a.session, a.callId)));
+    let changed = false;
+    for (const key of [...this.approvals.keys()]) {
+      if (!listed.has(key)) changed = this.approvals.delete(key) || changed;
+    }
+    for (const approval of all) changed = this.known(approval.session, approval) || changed;
+    if (changed) this.emit({ kind: "approvals", added: null });
+  }
+  /** Takes one listed approval; whether anything changed. */
+  known(session, listed) {
+    const key = approvalKey(session, listed.callId);
+    const held = this.approvals.get(key);
+    if (held && held.tool !== null && held.deadlineMs === listed.deadlineMs) return false;
+    this.approvals.set(key, {
+      session,
+      callId: listed.callId,
+      tool: listed.tool,
+      arguments: listed.arguments,
+      classification: {
+        risk: listed.risk,
+        authority: listed.authority,
+        summary: listed.summary,
+        requiresPrompt: true
+      },
+      timeoutMs: held?.timeoutMs ?? null,
+      deadlineMs: listed.deadlineMs,
+      receivedAt: held?.receivedAt ?? Date.now(),
+      state: held?.state ?? "pending",
+      error: held?.error ?? null
+    });
+    return true;
   }
   /** One `/v1/events` event. */
   event(item2) {
@@ -500,6 +543,7 @@ var Store = class {
       arguments: event.arguments,
       classification: event.classification,
       timeoutMs: event.timeoutMs,
+      deadlineMs: null,
       receivedAt: Date.now(),
       state: "pending",
       error: null
@@ -645,6 +689,7 @@ function approvalCard(app2, approval, showSession) {
   const c = approval.classification;
   const headingId = `approval-${cssId(id)}`;
   const sending = approval.state === "sending";
+  const deadline = deadlineOf(approval);
   return h(
     "article",
     { class: "approval", "aria-labelledby": headingId, "data-call": approval.callId },
@@ -666,7 +711,7 @@ function approvalCard(app2, approval, showSession) {
       )] : null,
       h("dt", {}, "Call"),
       h("dd", { class: "mono" }, approval.callId),
-      approval.timeoutMs !== null ? [h("dt", {}, "Denied unless answered by"), h("dd", {}, clock(approval.receivedAt + approval.timeoutMs))] : null
+      deadline !== null ? [h("dt", {}, "Denied unless answered by"), h("dd", {}, clock(deadline))] : null
     ),
     approval.arguments !== null && approval.arguments !== void 0 ? h("pre", { class: "code", "aria-label": "Arguments" }, json(approval.arguments)) : null,
     h(
@@ -688,6 +733,10 @@ function approvalCard(app2, approval, showSession) {
       approval.error ? h("span", { class: "error", role: "alert" }, approval.error) : null
     )
   );
+}
+function deadlineOf(approval) {
+  if (approval.deadlineMs !== null) return approval.deadlineMs;
+  return approval.timeoutMs === null ? null : approval.receivedAt + approval.timeoutMs;
 }
 function cssId(text) {
   return text.replace(/[^a-zA-Z0-9_-]/g, "_");
@@ -1576,7 +1625,7 @@ function timelineView(app2, key) {
     rebuild(stored, h("p", { class: "sub" }, "Loading…"));
     app2.api.session(key, 0, 100).then(
       (detail) => {
-        app2.store.pending(key, detail.pendingApprovals);
+        app2.store.pending(key, detail.pendingApprovals, detail.approvals);
         rebuild(
           stored,
           h("p", { class: "sub" }, `${detail.records.total} stored records${detail.records.total > detail.records.items.length ? `, the first ${detail.records.items.length} shown` : ""}.`),
@@ -1649,7 +1698,7 @@ function timelineView(app2, key) {
     drawTimeline(view2);
   };
   draw();
-  app2.api.session(key, 0, 1).then((d) => app2.store.pending(key, d.pendingApprovals), () => void 0);
+  app2.api.session(key, 0, 1).then((d) => app2.store.pending(key, d.pendingApprovals, d.approvals), () => void 0);
   return {
     element,
     title: `Session ${key}`,

@@ -35,6 +35,7 @@ export function approvalCard(app: App, approval: Approval, showSession: boolean)
   const c = approval.classification;
   const headingId = `approval-${cssId(id)}`;
   const sending = approval.state === "sending";
+  const deadline = deadlineOf(approval);
   return h("article", { class: "approval", "aria-labelledby": headingId, "data-call": approval.callId },
     h("h3", { id: headingId },
       h("span", { class: "mono" }, approval.tool ?? "a tool call"),
@@ -45,9 +46,7 @@ export function approvalCard(app: App, approval: Approval, showSession: boolean)
       showSession ? [h("dt", {}, "Session"), h("dd", {},
         h("a", { href: `#/sessions/${encodeURIComponent(approval.session)}`, class: "mono" }, approval.session))] : null,
       h("dt", {}, "Call"), h("dd", { class: "mono" }, approval.callId),
-      approval.timeoutMs !== null
-        ? [h("dt", {}, "Denied unless answered by"), h("dd", {}, clock(approval.receivedAt + approval.timeoutMs))]
-        : null),
+      deadline !== null ? [h("dt", {}, "Denied unless answered by"), h("dd", {}, clock(deadline))] : null),
     approval.arguments !== null && approval.arguments !== undefined
       ? h("pre", { class: "code", "aria-label": "Arguments" }, json(approval.arguments))
       : null,
@@ -62,6 +61,12 @@ export function approvalCard(app: App, approval: Approval, showSession: boolean)
       }),
       sending ? h("span", { class: "sub" }, "Sending…") : null,
       approval.error ? h("span", { class: "error", role: "alert" }, approval.error) : null));
+}
+
+/** When the approval is denied unanswered: as the server listed it, else from the event. */
+function deadlineOf(approval: Approval): number | null {
+  if (approval.deadlineMs !== null) return approval.deadlineMs;
+  return approval.timeoutMs === null ? null : approval.receivedAt + approval.timeoutMs;
 }
 
 function cssId(text: string): string {

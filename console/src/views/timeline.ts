@@ -183,7 +183,7 @@ export function timelineView(app: App, key: string): View {
     rebuild(stored, h("p", { class: "sub" }, "Loading…"));
     app.api.session(key, 0, 100).then(
       (detail) => {
-        app.store.pending(key, detail.pendingApprovals);
+        app.store.pending(key, detail.pendingApprovals, detail.approvals);
         rebuild(stored,
           h("p", { class: "sub" }, `${detail.records.total} stored records${detail.records.total > detail.records.items.length ? `, the first ${detail.records.items.length} shown` : ""}.`),
           records(detail.records.items));
@@ -236,7 +236,7 @@ export function timelineView(app: App, key: string): View {
   };
   draw();
   // Approvals asked before this page opened are known only from the session's detail.
-  app.api.session(key, 0, 1).then((d) => app.store.pending(key, d.pendingApprovals), () => undefined);
+  app.api.session(key, 0, 1).then((d) => app.store.pending(key, d.pendingApprovals, d.approvals), () => undefined);
   return {
     element,
     title: `Session ${key}`,

@@ -1,27 +1,56 @@
 //! The remote operator of a gateway session: an approval the policy gives to the operator becomes
 //! a [`HostEvent::ApprovalRequested`] on the session's live feed, and waits for an answer through
 //! [`Approvals::answer`] (a server's client). No answer within the timeout denies, with a note
-//! (`Note::ApprovalTimedOut`).
+//! (`Note::ApprovalTimedOut`). What waits is kept in full ([`PendingApproval`]), so a client that
+//! was not listening when an approval was asked can still show and answer it (issue 24 item 4).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use hookline_messages::approval::Classification;
+use hookline_messages::approval::{Authority, Classification, Risk};
 use hookline_messages::note::Note;
 use hookline_messages::record::Decision;
 use hookline_messages::tool::ToolCall;
+use serde::Serialize;
 use tokio::sync::{oneshot, watch};
 
 use super::status::{Activity, SessionStatus};
 use crate::approval::{Answer, Operator};
+use crate::shared::Clock;
 use crate::state::{HostEvent, LiveSink};
 
 /// The approvals a session waits for, by call id.
 #[derive(Default)]
 pub struct Approvals {
-    waiting: Mutex<HashMap<String, oneshot::Sender<Decision>>>,
+    waiting: Mutex<HashMap<String, Waiting>>,
+}
+
+/// One approval in the table: what was asked, and where its answer goes.
+struct Waiting {
+    asked: PendingApproval,
+    reply: oneshot::Sender<Decision>,
+}
+
+/// An approval that waits for an operator's answer, as `approval-requested` announced it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingApproval {
+    /// The call's id: the key the answer names.
+    pub call_id: String,
+    /// The tool.
+    pub tool: String,
+    /// The arguments it would run with.
+    pub arguments: serde_json::Value,
+    /// The call's risk, after the approval hooks.
+    pub risk: Risk,
+    /// Where the call acts.
+    pub authority: Authority,
+    /// The one-line summary shown to the operator.
+    pub summary: String,
+    /// When it is denied unanswered, in milliseconds since the Unix epoch.
+    pub deadline_ms: u64,
 }
 
 /// Why an answer was not taken.
@@ -39,7 +68,7 @@ impl Approvals {
     /// [`NotWaiting`] when none waits for it (never asked, already answered, or timed out).
     pub fn answer(&self, call_id: &str, decision: Decision) -> Result<(), NotWaiting> {
         let waiting = self.lock().remove(call_id);
-        match waiting.map(|reply| reply.send(decision)) {
+        match waiting.map(|waiting| waiting.reply.send(decision)) {
             Some(Ok(())) => Ok(()),
             _ => Err(NotWaiting {
                 call_id: call_id.to_owned(),
@@ -54,7 +83,14 @@ impl Approvals {
         ids
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<Decision>>> {
+    /// Every approval waiting for an answer, soonest deadline first (then by call id).
+    pub fn pending_in_full(&self) -> Vec<PendingApproval> {
+        let mut all: Vec<PendingApproval> = self.lock().values().map(|w| w.asked.clone()).collect();
+        all.sort_by(|a, b| (a.deadline_ms, &a.call_id).cmp(&(b.deadline_ms, &b.call_id)));
+        all
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Waiting>> {
         self.waiting.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
@@ -67,6 +103,8 @@ pub(crate) struct RemoteOperator {
     pub(crate) timeout: Duration,
     /// The session's stop signal: `/stop` (or a drain) ends the wait at once, denied.
     pub(crate) stop: Arc<crate::turn::StopSignal>,
+    /// The gateway's clock, for the deadline a waiting approval shows.
+    pub(crate) clock: Arc<dyn Clock>,
 }
 
 #[async_trait]
@@ -77,8 +115,19 @@ impl Operator for RemoteOperator {
 
     async fn answer(&self, call: &ToolCall, classification: &Classification) -> Answer {
         let (reply, answered) = oneshot::channel();
-        self.approvals.lock().insert(call.call_id.clone(), reply);
         let timeout_ms = u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX);
+        let asked = PendingApproval {
+            call_id: call.call_id.clone(),
+            tool: call.name.clone(),
+            arguments: call.arguments.clone(),
+            risk: classification.risk,
+            authority: classification.authority,
+            summary: classification.summary.clone(),
+            deadline_ms: self.clock.now_ms().saturating_add(timeout_ms),
+        };
+        self.approvals
+            .lock()
+            .insert(call.call_id.clone(), Waiting { asked, reply });
         // Waiting before it is announced: whoever sees the request sees the session waiting.
         self.status.send_modify(|s| s.activity = Activity::Approval);
         (self.live)(&HostEvent::ApprovalRequested {

@@ -22,7 +22,7 @@ mod error;
 mod session;
 mod status;
 
-pub use approvals::{Approvals, NotWaiting};
+pub use approvals::{Approvals, NotWaiting, PendingApproval};
 pub use error::RequestError;
 pub use session::{RecordsPage, SessionHandle, TurnReport, SESSION_SHUTDOWN_WAIT};
 pub use status::{Activity, QueuedRequests, SessionStatus};
@@ -373,6 +373,7 @@ impl Gateway {
             status: status.clone(),
             timeout: limits.approval_timeout,
             stop: stop.clone(),
+            clock: shared.settings.clock.clone(),
         });
         // A fresh session is created here, so its id, and with it its shard, is known before
         // the conversation is placed.

@@ -186,6 +186,12 @@ impl SessionHandle {
         self.approvals.pending()
     }
 
+    /// The approvals waiting for an answer in full (call, tool, arguments, risk, authority,
+    /// summary, deadline), soonest deadline first.
+    pub fn approvals(&self) -> Vec<super::PendingApproval> {
+        self.approvals.pending_in_full()
+    }
+
     /// A page of the active session's stored records.
     ///
     /// # Errors

@@ -3,9 +3,11 @@
 //! error answer is the JSON error shape), the request timeout, the body cap, then auth on every
 //! route but `/healthz`.
 
+mod approvals;
 mod events;
 mod sessions;
 mod socket;
+mod socket_close;
 
 use std::time::Duration;
 
@@ -43,7 +45,8 @@ pub(crate) fn router(state: AppState, request_timeout: Duration) -> Router {
         )
         .route("/sessions/{id}/commands", post(sessions::command))
         .route("/sessions/{id}/ws", get(socket::upgrade))
-        .route("/events", get(events::feed));
+        .route("/events", get(events::feed))
+        .route("/approvals", get(approvals::list));
     let protected = Router::new()
         .nest("/v1", v1)
         .route("/readyz", get(readyz))

@@ -169,6 +169,7 @@ pub(crate) async fn show(
         "session": status,
         "records": records,
         "pendingApprovals": handle.pending_approvals(),
+        "approvals": handle.approvals(),
     })))
 }
 

@@ -5,7 +5,9 @@
 //! for chat-channel adapters). See docs/serve.md, "WebSocket".
 //!
 //! Bounded: one outgoing queue per socket; a client that reads too slowly misses events (it is
-//! told how many, `{"type":"lagged","missed":n}`) rather than growing the server's memory.
+//! told how many, `{"type":"lagged","missed":n}`) rather than growing the server's memory. A
+//! message over `--body-limit` closes the socket with 1009, a text frame that is not UTF-8 with
+//! 1007 ([`socket_close`]).
 
 use std::time::Duration;
 
@@ -20,6 +22,7 @@ use serde::Deserialize;
 use tokio::sync::{broadcast, mpsc};
 
 use super::sessions::{run_command, run_turn, session, TurnBody};
+use super::socket_close;
 use crate::auth::{token_matches, WsAuth};
 use crate::{ApiError, AppState};
 use hookline_host::gateway::{Activity, SessionHandle};
@@ -107,6 +110,7 @@ pub(crate) async fn upgrade(
         .flat_map(|v| v.split(','))
         .map(|p| p.trim().to_owned())
         .find(|p| p.starts_with("bearer."));
+    let ws = socket_close::limit(ws, state.body_limit);
     let ws = match offered {
         Some(protocol) if auth == WsAuth::Done => ws.protocols([protocol]),
         _ => ws,
@@ -122,14 +126,11 @@ fn text(value: &serde_json::Value) -> Message {
 
 async fn run(state: AppState, handle: SessionHandle, auth: WsAuth, socket: WebSocket) {
     let (mut sink, mut incoming) = socket.split();
-    if auth == WsAuth::Pending && !authenticate(&state, &mut incoming).await {
-        let _ = sink
-            .send(Message::Close(Some(CloseFrame {
-                code: CLOSE_UNAUTHORIZED,
-                reason: Utf8Bytes::from_static("unauthorized"),
-            })))
-            .await;
-        return;
+    if auth == WsAuth::Pending {
+        if let Err(refusal) = authenticate(&state, &mut incoming).await {
+            let _ = sink.send(Message::Close(Some(refusal))).await;
+            return;
+        }
     }
     let (out, mut outgoing) = mpsc::channel::<Message>(OUTGOING);
     let writer = tokio::spawn(async move {
@@ -142,7 +143,19 @@ async fn run(state: AppState, handle: SessionHandle, auth: WsAuth, socket: WebSo
         let _ = sink.close().await;
     });
     let forwarder = tokio::spawn(forward(handle.clone(), out.clone()));
-    while let Some(Ok(message)) = incoming.next().await {
+    while let Some(read) = incoming.next().await {
+        let message = match read {
+            Ok(message) => message,
+            // Over the body cap, or text that is not UTF-8: closed with its RFC 6455 code, the
+            // message never read as a request (issue 24 item 5).
+            Err(error) => {
+                if let Some(frame) = socket_close::close_for(error, state.body_limit) {
+                    let close = out.send(Message::Close(Some(frame)));
+                    let _ = tokio::time::timeout(AUTH_WAIT, close).await;
+                }
+                break;
+            }
+        };
         let text = match message {
             Message::Text(text) => text,
             Message::Close(_) => break,
@@ -165,21 +178,31 @@ async fn run(state: AppState, handle: SessionHandle, auth: WsAuth, socket: WebSo
 }
 
 /// Reads the first message: it must be `{"type":"auth","token":...}` with the server's token.
+/// Refused: the close frame to send (4401, or the RFC 6455 code of a message over the body cap
+/// or not UTF-8).
 async fn authenticate(
     state: &AppState,
     incoming: &mut futures::stream::SplitStream<WebSocket>,
-) -> bool {
+) -> Result<(), CloseFrame> {
     let Some(expected) = state.token.clone() else {
-        return true;
+        return Ok(());
+    };
+    let unauthorized = CloseFrame {
+        code: CLOSE_UNAUTHORIZED,
+        reason: Utf8Bytes::from_static("unauthorized"),
     };
     let first = tokio::time::timeout(AUTH_WAIT, incoming.next()).await;
-    let Ok(Some(Ok(Message::Text(text)))) = first else {
-        return false;
+    let text = match first {
+        Ok(Some(Ok(Message::Text(text)))) => text,
+        Ok(Some(Err(error))) => {
+            return Err(socket_close::close_for(error, state.body_limit).unwrap_or(unauthorized))
+        }
+        _ => return Err(unauthorized),
     };
-    matches!(
-        serde_json::from_str::<ClientMessage>(text.as_str()),
-        Ok(ClientMessage::Auth { token }) if token_matches(&expected, token.as_bytes())
-    )
+    match serde_json::from_str::<ClientMessage>(text.as_str()) {
+        Ok(ClientMessage::Auth { token }) if token_matches(&expected, token.as_bytes()) => Ok(()),
+        _ => Err(unauthorized),
+    }
 }
 
 fn text_error(request: &str, error: &ApiError) -> Message {

@@ -1,0 +1,60 @@
+//! `GET /v1/approvals`: every approval the server's sessions wait for, in full (issue 24 item
+//! 4), so an operator's page opened after an approval was asked can still show and answer it.
+//! One session's are in `GET /v1/sessions/{id}` too (`approvals`).
+
+use axum::extract::State;
+use axum::Json;
+use serde::Serialize;
+
+use crate::AppState;
+use hookline_host::gateway::PendingApproval;
+
+/// One waiting approval and the session it belongs to.
+#[derive(Debug, Serialize)]
+pub(crate) struct ServerApproval {
+    /// The session's key: answer at `POST /v1/sessions/{session}/approvals/{callId}`.
+    session: String,
+    #[serde(flatten)]
+    approval: PendingApproval,
+}
+
+/// `GET /v1/approvals` answer.
+#[derive(Debug, Serialize)]
+pub(crate) struct ApprovalsList {
+    approvals: Vec<ServerApproval>,
+}
+
+/// Every open session's waiting approvals, soonest deadline first.
+pub(crate) fn pending(state: &AppState) -> Vec<ServerApproval> {
+    let mut all: Vec<ServerApproval> = state
+        .gateway
+        .sessions()
+        .into_iter()
+        .filter_map(|status| state.gateway.session(&status.key))
+        .flat_map(|handle| {
+            let session = handle.key().to_string();
+            handle
+                .approvals()
+                .into_iter()
+                .map(move |approval| ServerApproval {
+                    session: session.clone(),
+                    approval,
+                })
+        })
+        .collect();
+    all.sort_by(|a, b| {
+        (a.approval.deadline_ms, &a.session, &a.approval.call_id).cmp(&(
+            b.approval.deadline_ms,
+            &b.session,
+            &b.approval.call_id,
+        ))
+    });
+    all
+}
+
+/// `GET /v1/approvals`.
+pub(crate) async fn list(State(state): State<AppState>) -> Json<ApprovalsList> {
+    Json(ApprovalsList {
+        approvals: pending(&state),
+    })
+}
