@@ -65,7 +65,9 @@ async fn client(
         let Ok(answer) = answer else { return };
         if answer.status() != 200 {
             // Refused while draining (503): this client is done.
-            assert_eq!(answer.status(), 503, "only a drain may refuse a turn");
+            let status = answer.status();
+            let body = answer.text().await.unwrap_or_default();
+            assert_eq!(status, 503, "only a drain may refuse a turn: {body}");
             return;
         }
         let Ok(body) = answer.json::<serde_json::Value>().await else {

@@ -193,7 +193,11 @@ pub async fn run_soak(
 /// The soak's gateway: the demo plugins and tools, the echo model, the default file store in
 /// `workspace`, one shard (the sessions, the clock and the shutdown's timers share the arbiter
 /// the soak runs on, as the issue 8 bounds were set for; with a second shard the load's replies
-/// keep this thread busy and the shutdown's timers fire late).
+/// keep this thread busy and the shutdown's timers fire late). Turns are stored in one append at
+/// their end (`durable_steps(false)`): the soak checks memory, queue bounds, notes and the
+/// shutdown under load within seconds, and a sync per step of hundreds of sessions on one shard
+/// left its short runs with no finished turn on a loaded machine; what durable steps cost is
+/// measured with `hookline load` against `serve` and `serve --commit-per-turn` (docs/serve.md).
 fn start_gateway(config: &SoakConfig, workspace: &std::path::Path) -> Result<Gateway, SoakError> {
     let sessions = config.sessions.max(1);
     let gateway = Host::builder()
@@ -201,6 +205,7 @@ fn start_gateway(config: &SoakConfig, workspace: &std::path::Path) -> Result<Gat
         .tools(example_tools()?)
         .provider(Arc::new(EchoProvider::new()))
         .workspace(workspace)
+        .durable_steps(false)
         .shards(1)
         .max_pending(config.max_pending)
         .event_bus(EventBusConfig {
