@@ -3,9 +3,10 @@
 //! P3.7, R5.1, R5.7).
 
 use hookline_messages::hook::{OnModelResponse, RebuildModel, TransformModel};
-use hookline_messages::model::{ModelRequest, ModelResponse};
+use hookline_messages::model::{ModelRequest, ModelResponse, Purpose};
 use hookline_messages::note::Note;
 use hookline_messages::record::ArchiveEntry;
+use sha2::{Digest, Sha256};
 
 use super::Turn;
 use crate::provider::ProviderError;
@@ -30,6 +31,21 @@ impl Turn<'_> {
         let raw_changed = rebuilt.value != request;
         let transformed = self.hook::<TransformModel>(rebuilt.value).await?;
         let sent = transformed.prepared_for_provider();
+        // Issue 25: what replay compares a replayed request with. A side call is stored nowhere
+        // (SPEC P2.3).
+        if purpose != Purpose::Side {
+            if let Some(tap) = &self.engine.tap {
+                tap.lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push((request.clone(), sent.clone()));
+            }
+            self.session.archive(&ArchiveEntry::ModelRequest {
+                purpose,
+                accepts_images: sent.accepts_images,
+                sha256: request_digest(&sent),
+                changes: request_changes(&request, &sent),
+            })?;
+        }
         self.engine.events.push(HostEvent::ModelCall {
             purpose,
             items: sent.items.len(),
@@ -79,4 +95,25 @@ impl Turn<'_> {
             }
         }
     }
+}
+
+/// The SHA-256 of a request as sent (serde_json's bytes), in lowercase hex: what the archive
+/// keeps of each outbound request (issue 25).
+pub fn request_digest(request: &ModelRequest) -> String {
+    let bytes = serde_json::to_vec(request).unwrap_or_default();
+    Sha256::digest(&bytes)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// How the hooks (and the preparation for the provider) changed a request, as a JSON Patch from
+/// the request built from the stored records to the one sent; `None` when nothing changed.
+pub fn request_changes(built: &ModelRequest, sent: &ModelRequest) -> Option<json_patch::Patch> {
+    if built == sent {
+        return None;
+    }
+    let built = serde_json::to_value(built).unwrap_or_default();
+    let sent = serde_json::to_value(sent).unwrap_or_default();
+    Some(json_patch::diff(&built, &sent))
 }
