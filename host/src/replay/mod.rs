@@ -91,7 +91,7 @@ impl Replayer {
 
     /// The number of turns [`Replayer::replay`] would run for `stored`.
     pub fn turns_of(stored: &StoredSession) -> usize {
-        SessionPlan::of(stored).turn_count()
+        plan::turn_count(&stored.archive)
     }
 
     /// Replays `stored`'s turns and compares them with the recording. Writes nothing.

@@ -119,6 +119,14 @@ impl SessionPlan {
     }
 }
 
+/// The turns a replay of `archive` runs (each finished one), without reading them.
+pub(crate) fn turn_count(archive: &[ArchiveEntry]) -> usize {
+    archive
+        .iter()
+        .filter(|e| matches!(e, ArchiveEntry::TurnFinished { .. }))
+        .count()
+}
+
 /// Splits the archive into turns.
 fn turns(archive: &[ArchiveEntry]) -> Vec<TurnPlan> {
     let mut turns = Vec::new();

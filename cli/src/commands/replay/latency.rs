@@ -56,7 +56,7 @@ pub(super) fn read(table: &Table) -> Vec<HookLatency> {
         .iter()
         .filter_map(|((plugin, hook), cell)| {
             let hdr = cell.hdr();
-            (hdr.len() > 0).then(|| HookLatency {
+            (!hdr.is_empty()).then(|| HookLatency {
                 plugin: plugin.clone(),
                 hook: hook.clone(),
                 samples: hdr.len(),
