@@ -93,7 +93,12 @@ fn session(out: &mut String, result: &SessionReplay) {
     } else {
         "reproduced"
     };
-    let _ = writeln!(out, "{}: {} turns, {verdict}", result.session, result.turns);
+    let turns = if result.turns == 1 { "turn" } else { "turns" };
+    let _ = writeln!(
+        out,
+        "{}: {} {turns}, {verdict}",
+        result.session, result.turns
+    );
     for d in &result.differences {
         let turn = d
             .turn
@@ -106,7 +111,7 @@ fn session(out: &mut String, result: &SessionReplay) {
         } else {
             d.plugins.join(", ")
         };
-        let patch = serde_json::to_string(&d.patch).unwrap_or_default();
+        let patch = shorten(&serde_json::to_string(&d.patch).unwrap_or_default());
         let _ = writeln!(
             out,
             "  {turn}, {} {}: {hook} ({plugins}): {patch}",
@@ -117,3 +122,14 @@ fn session(out: &mut String, result: &SessionReplay) {
         let _ = writeln!(out, "  turn {}: {}", u.turn, u.what);
     }
 }
+
+/// A patch as shown in the summary: at most [`SHOWN`] characters (`--json` has it whole).
+fn shorten(patch: &str) -> String {
+    match patch.char_indices().nth(SHOWN) {
+        Some((end, _)) => format!("{}... (--json shows it whole)", &patch[..end]),
+        None => patch.to_owned(),
+    }
+}
+
+/// How much of a patch the summary shows.
+const SHOWN: usize = 160;
