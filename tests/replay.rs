@@ -344,3 +344,40 @@ async fn postgres_sessions_replay_with_0_differences_and_no_row_changes() {
     assert_eq!(report["differing"], 0);
     assert_eq!(rows(&url).await, before);
 }
+
+#[actix_rt::test]
+async fn sessions_a_gateway_ran_side_by_side_replay_with_0_differences() {
+    use hookline::host::gateway::{GatewayLimits, OpenSession};
+    use hookline::host::provider::EchoProvider;
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::write(ws.join("notes.txt"), "hookline notes\n").unwrap();
+    // `hookline serve`'s runtime: one gateway, many sessions at once, the offline model.
+    let gateway = demo(Vec::new())
+        .provider(Arc::new(EchoProvider::new()))
+        .workspace(&ws)
+        .start_gateway(GatewayLimits::default())
+        .unwrap();
+    let opens = (0..20).map(|_| gateway.open(OpenSession::default()));
+    let handles = futures::future::try_join_all(opens).await.unwrap();
+    let runs = handles.iter().enumerate().map(|(i, handle)| async move {
+        for turn in 0..3 {
+            let text = match turn {
+                1 => r#"call read_file {"path":"notes.txt"}"#.to_owned(),
+                _ => format!("session {i} turn {turn}, my password is hunter2"),
+            };
+            handle.turn(UserInput::work(text)).await.unwrap();
+        }
+    });
+    futures::future::join_all(runs).await;
+    gateway.shutdown("recorded", None).await.unwrap();
+    let before = snapshot(&ws);
+    let replays = replay_all(&ws, demo(Vec::new())).await;
+    assert_eq!(replays.len(), 20);
+    for replay in &replays {
+        assert_eq!(replay.turns, 3);
+        assert!(!replay.differs(), "{replay:#?}");
+    }
+    assert_eq!(snapshot(&ws), before);
+}
