@@ -21,7 +21,7 @@ mod recorded;
 
 use std::sync::Arc;
 
-use hookline_actors::Pipeline;
+use hookline_actors::{Pipeline, PipelineError};
 use hookline_messages::session::SessionId;
 use serde::Serialize;
 
@@ -187,6 +187,29 @@ impl Replayer {
             all_changes.extend(changes);
         }
         Ok((differences, all_changes))
+    }
+
+    /// [`Replayer::replay`] on the arbiter of the session's pipeline shard, as a gateway runs
+    /// its sessions: replays spread over the shards' threads (both cores), each next to the
+    /// coordinator its hook calls go to.
+    ///
+    /// # Errors
+    /// As [`Replayer::replay`]; [`PipelineError::Stopped`] when the shard's arbiter has
+    /// stopped.
+    pub async fn replay_on_shard(
+        self: &Arc<Self>,
+        stored: StoredSession,
+    ) -> Result<SessionReplay, HostError> {
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let replayer = self.clone();
+        let arbiter = self.pipeline.arbiter_for(&stored.facts.session_id);
+        let spawned = arbiter.spawn(async move {
+            let _ = answer.send(replayer.replay(&stored).await);
+        });
+        if !spawned {
+            return Err(PipelineError::Stopped.into());
+        }
+        answered.await.map_err(|_| PipelineError::Stopped)?
     }
 
     fn engine(&self, script: &Arc<Script>, tap: &RequestTap) -> Engine {

@@ -110,8 +110,9 @@ async fn replay(args: &ReplayArgs, latencies: Latencies) -> Result<Report, Repla
     if let Some(table) = &latencies {
         latency::reset(table);
     }
+    let replayer = Arc::new(replayer);
     let started = Instant::now();
-    let outcome = replay_all(&replayer, &sessions, args).await;
+    let outcome = replay_all(&replayer, sessions, args).await;
     let elapsed = started.elapsed();
     replayer.shutdown().await;
     let replays = outcome?;
@@ -119,24 +120,30 @@ async fn replay(args: &ReplayArgs, latencies: Latencies) -> Result<Report, Repla
     Ok(Report::new(replays, elapsed, latency))
 }
 
-/// Replays every session, `--jobs` at a time, in store order.
+/// Replays every session, `--jobs` at a time, each on its pipeline shard's thread; results
+/// in store order.
 async fn replay_all(
-    replayer: &Replayer,
-    sessions: &[StoredSession],
+    replayer: &Arc<Replayer>,
+    sessions: Vec<StoredSession>,
     args: &ReplayArgs,
 ) -> Result<Vec<SessionReplay>, ReplayError> {
     let turns: usize = sessions.iter().map(Replayer::turns_of).sum();
     let bar = Bar::counting("replaying turns", turns as u64, args.json);
     let done = std::cell::Cell::new(0u64);
     let replays: Vec<_> = futures::stream::iter(sessions)
-        .map(|stored| async {
-            let replay = replayer.replay(stored).await;
-            done.set(done.get() + Replayer::turns_of(stored) as u64);
-            bar.set(done.get());
-            replay.map_err(|e| {
-                let id = &stored.facts.session_id;
-                ReplayError::Input(format!("session {id} could not be replayed: {e}"))
-            })
+        .map(|stored| {
+            let turns = Replayer::turns_of(&stored) as u64;
+            let id = stored.facts.session_id.clone();
+            let replay = replayer.replay_on_shard(stored);
+            let (done, bar) = (&done, &bar);
+            async move {
+                let replay = replay.await;
+                done.set(done.get() + turns);
+                bar.set(done.get());
+                replay.map_err(|e| {
+                    ReplayError::Input(format!("session {id} could not be replayed: {e}"))
+                })
+            }
         })
         .buffered(args.jobs)
         .collect()
