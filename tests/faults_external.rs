@@ -283,8 +283,30 @@ async fn check(case: Case) {
             lines.iter().map(|line| line.replace(&mark, "")).collect()
         };
         assert_eq!(strip(&run.records), clean.records, "stored records, {at}");
-        assert_eq!(strip(&run.archive), clean.archive, "archive, {at}");
+        // A request's SHA-256 (kept for `hookline replay`) hashes the marks too: compared apart
+        // from the hash.
+        let unhashed =
+            |lines: &[String]| -> Vec<String> { lines.iter().map(|l| without_sha256(l)).collect() };
+        assert_eq!(
+            unhashed(&strip(&run.archive)),
+            unhashed(&clean.archive),
+            "archive, {at}"
+        );
     }
+}
+
+/// `line` with the hex of each `"sha256":"..."` field removed.
+fn without_sha256(line: &str) -> String {
+    const KEY: &str = "\"sha256\":\"";
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(at) = rest.find(KEY) {
+        out.push_str(&rest[..at + KEY.len()]);
+        rest = &rest[at + KEY.len()..];
+        rest = rest.trim_start_matches(|c: char| c.is_ascii_hexdigit());
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `note` with the plugin directory `'.../<name>'` it names replaced by `'<name>'`, checking

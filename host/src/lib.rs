@@ -16,6 +16,7 @@ pub mod gateway;
 pub mod loading;
 pub mod producers;
 pub mod provider;
+pub mod replay;
 pub mod scenario;
 pub mod session;
 pub mod shared;

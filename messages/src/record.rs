@@ -136,6 +136,25 @@ pub enum ArchiveEntry {
     SessionStarted(SessionInfo),
     /// The session stopped being active (SPEC P3.11).
     SessionEnded(SessionInfo),
+    /// The records a session was created with (`/fork` copies its parent's), so `hookline
+    /// replay` starts from them (issue 25).
+    Seeded {
+        /// The records, in order.
+        records: Vec<Record>,
+    },
+    /// The session's approval mode changed (`/approvals`); `hookline replay` runs later turns
+    /// under it (issue 25).
+    ApprovalsSet {
+        /// The new mode.
+        mode: crate::session::ApprovalMode,
+    },
+    /// The bootstrap text the session's work and plan system texts end with changed (SPEC
+    /// G5.4, at session start or resume): `hookline replay` composes prompts with it (issue 25).
+    Bootstrap {
+        /// The text; absent when no bootstrap file has content.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+    },
     /// A stored user message.
     #[serde(rename_all = "camelCase")]
     UserMessage {
@@ -167,6 +186,23 @@ pub enum ArchiveEntry {
         /// Token usage.
         usage: Usage,
     },
+    /// An outbound model request, as the provider was sent it (after `rebuild_model`,
+    /// `transform_model` and the preparation for the provider): what `hookline replay` compares
+    /// a replayed request with (issue 25). Kept small: the request's SHA-256, and how the hooks
+    /// changed it as a JSON Patch from the request the host built from the stored records.
+    #[serde(rename_all = "camelCase")]
+    ModelRequest {
+        /// Why the call was made.
+        purpose: Purpose,
+        /// Whether the request could carry images (the model took them, SPEC R5.6).
+        accepts_images: bool,
+        /// The SHA-256 of the request as sent (serde_json's bytes), in hex.
+        sha256: String,
+        /// From the request built from the stored records to the one sent; absent when the
+        /// hooks and the preparation changed nothing.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        changes: Option<json_patch::Patch>,
+    },
     /// A model call failed.
     ModelFailure {
         /// Why the call was made.
@@ -185,6 +221,21 @@ pub enum ArchiveEntry {
     },
     /// An approval decision.
     Approval(ApprovalRecord),
+    /// What a tool answered, when `on_tool_result` changed it before it was stored (the
+    /// stored [`ArchiveEntry::ToolResult`] is the tool's answer otherwise). `hookline replay`
+    /// answers the call with it (issue 25).
+    #[serde(rename_all = "camelCase")]
+    ToolOutput {
+        /// The call it answers.
+        call_id: String,
+        /// The tool's text.
+        text: String,
+        /// Its images.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<ImageRef>,
+        /// Whether the tool succeeded.
+        success: bool,
+    },
     /// A tool result, after `on_tool_result`.
     ToolResult(ToolResult),
     /// A compaction replaced the folded history with a summary.

@@ -18,6 +18,7 @@ mod plugin_dirs;
 mod progress;
 mod provider;
 mod render;
+mod replay;
 mod run;
 mod serve;
 mod serve_store;
@@ -49,6 +50,8 @@ enum Command {
     New(new::NewArgs),
     /// Drive a running `hookline serve` with many sessions and measure it.
     Load(load::LoadArgs),
+    /// Replay stored sessions against a plugin set with nothing real, and report what changed.
+    Replay(replay::ReplayArgs),
     /// Run a scenario (default: the bundled demo) with the plugins on disk (the bundled demo
     /// plugins when none is found).
     Run(run::RunArgs),
@@ -70,6 +73,7 @@ pub fn main() -> ExitCode {
         Command::Hooks(args) => hooks::run(args),
         Command::New(args) => new::run(args),
         Command::Load(args) => load::run(&args),
+        Command::Replay(args) => replay::run(&args),
         Command::Run(args) => run::run(args),
         Command::Serve(args) => serve::run(&args),
         Command::Soak(args) => soak::run(&args),

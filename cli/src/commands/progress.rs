@@ -1,4 +1,4 @@
-//! The progress bar `hookline bench` and `hookline soak` draw while they run.
+//! The progress bar `hookline bench`, `hookline soak` and `hookline replay` draw while they run.
 
 use std::time::Duration;
 
@@ -35,6 +35,11 @@ impl Bar {
             bar.set_style(style.progress_chars("=> "));
         }
         Self(bar)
+    }
+
+    /// Moves a counting bar to `done` items.
+    pub(super) fn set(&self, done: u64) {
+        self.0.set_position(done);
     }
 
     /// Removes the bar from the terminal.

@@ -28,6 +28,7 @@ use crate::gateway::{Gateway, GatewayLimits};
 use crate::loading::{load, LoadNote, LoadOptions, LoadReport, PluginState};
 use crate::producers::ResetPolicy;
 use crate::provider::{Provider, ScriptedProvider};
+use crate::replay::{ReplayServices, Replayer};
 use crate::session::{existing_dir, Conversation, HostError};
 use crate::shared::{shutdown_processes, Guards, Services, Shared};
 use crate::shared::{Clock, CommandOrigin, GatewaySettings};
@@ -405,6 +406,41 @@ impl HostBuilder {
         let processes = std::mem::take(&mut self.loaded.processes);
         match self.start_shared(processes.clone(), false) {
             Ok(shared) => Ok(Gateway::new(shared, limits)),
+            Err(error) => {
+                actix_rt::spawn(async move { shutdown_processes(&processes).await });
+                Err(error)
+            }
+        }
+    }
+
+    /// Starts the plugins for `hookline replay` (issue 25): the pipeline on the current actix
+    /// system and the specs of every tool, and nothing else: no store, no gateway, no
+    /// workspace. The provider, operator and tools given here are not used; a replay answers
+    /// from each session's recording.
+    ///
+    /// # Errors
+    /// As [`HostBuilder::start`] for duplicate plugin or tool names.
+    ///
+    /// # Panics
+    /// When called outside an actix system (as every actor start does).
+    pub fn start_replay(mut self) -> Result<Replayer, HostError> {
+        self.skip_name_clashes();
+        let processes = std::mem::take(&mut self.loaded.processes);
+        let started = self.tool_registry().and_then(|(tools, _)| {
+            let guards = Guards::of(&self.plugins);
+            let pipeline = self
+                .pipeline
+                .apply(Pipeline::builder().plugins(self.plugins));
+            Ok((tools, guards, pipeline.start()?))
+        });
+        match started {
+            Ok((tools, guards, pipeline)) => Ok(Replayer::new(ReplayServices {
+                pipeline,
+                tools,
+                guards,
+                processes,
+                max_model_calls: self.max_model_calls,
+            })),
             Err(error) => {
                 actix_rt::spawn(async move { shutdown_processes(&processes).await });
                 Err(error)

@@ -38,6 +38,10 @@ pub enum ProviderError {
     /// The reply is well-formed but holds something the host cannot represent.
     #[error("the provider's reply cannot be represented: {0}")]
     Unrepresentable(String),
+    /// A failure replayed from a session's archive (`hookline replay`), in the words it was
+    /// archived with.
+    #[error("{0}")]
+    Replayed(String),
     /// The request holds something this provider cannot send (an image without bytes).
     #[error("the request cannot be sent to this provider: {0}")]
     Unsendable(String),

@@ -84,8 +84,15 @@ impl SessionState {
         records: &[Record],
     ) -> Result<Opened, HostError> {
         let (facts, writer) = store.create(new, records).await?;
+        let mut state = Self::new(facts, records.to_vec(), 0, writer);
+        if !records.is_empty() {
+            // Issue 25: replay starts from the records the session was created with.
+            state.unflushed.archive.push(ArchiveEntry::Seeded {
+                records: records.to_vec(),
+            });
+        }
         Ok(Opened {
-            state: Self::new(facts, records.to_vec(), 0, writer),
+            state,
             repaired: Vec::new(),
             open_turn: None,
         })
@@ -145,6 +152,31 @@ impl SessionState {
     /// Token usage over the session's answered model calls.
     pub(crate) fn usage(&self) -> UsageTotals {
         self.usage
+    }
+
+    /// A session held in memory only, from `facts` and `records` (`hookline replay`):
+    /// nothing it writes reaches a store, and [`SessionState::take_archived`] hands its archive
+    /// entries over instead.
+    pub(crate) fn detached(facts: SessionFacts, records: Vec<Record>) -> Self {
+        Self {
+            info: facts.info(),
+            model: facts.model,
+            mode: facts.mode,
+            user_turns: 0,
+            usage: UsageTotals::default(),
+            transcript: transcript::Transcript::of(&records),
+            records,
+            writer: None,
+            bootstrap: None,
+            unflushed: Unflushed::default(),
+        }
+    }
+
+    /// Takes the archive entries written since the last call, for a session that never flushes
+    /// ([`SessionState::detached`]); the records stay readable with [`SessionState::records`].
+    pub(crate) fn take_archived(&mut self) -> Vec<ArchiveEntry> {
+        let taken = std::mem::take(&mut self.unflushed);
+        taken.archive
     }
 
     /// The stored records, in order.
@@ -260,20 +292,25 @@ impl SessionState {
     /// prompt. Otherwise every file is listed, missing ones too, so the agent learns they are
     /// absent.
     pub(crate) fn set_bootstrap(&mut self, files: &[hookline_messages::event::BootstrapFile]) {
-        if files.iter().all(|f| f.content.is_none()) {
-            self.bootstrap = None;
-            return;
+        let before = self.bootstrap.clone();
+        self.bootstrap = bootstrap_text(files);
+        if self.bootstrap != before {
+            // Issue 25: replay needs the text the session's prompts were composed with.
+            let text = self.bootstrap.clone();
+            self.unflushed
+                .archive
+                .push(ArchiveEntry::Bootstrap { text });
         }
-        let mut text = String::from("\n\nWorkspace files:");
-        for file in files {
-            match &file.content {
-                Some(content) => {
-                    text.push_str(&format!("\n## {}\n{}", file.name, content.trim_end()))
-                }
-                None => text.push_str(&format!("\n## {} (missing)", file.name)),
-            }
-        }
-        self.bootstrap = Some(text);
+    }
+
+    /// Sets the approval mode as archived (`hookline replay`); nothing is written.
+    pub(crate) fn restore_approval_mode(&mut self, mode: ApprovalMode) {
+        self.info.approval_mode = mode;
+    }
+
+    /// Sets the bootstrap text as archived (`hookline replay`).
+    pub(crate) fn restore_bootstrap(&mut self, text: Option<String>) {
+        self.bootstrap = text;
     }
 
     /// The bootstrap text the work and plan system texts end with, if any.
@@ -286,6 +323,12 @@ impl SessionState {
     /// # Errors
     /// [`HostError::Store`].
     pub(crate) async fn set_approval_mode(&mut self, mode: ApprovalMode) -> Result<(), HostError> {
+        if self.info.approval_mode != mode {
+            // Issue 25: replay runs each turn under the mode it ran under.
+            self.unflushed
+                .archive
+                .push(ArchiveEntry::ApprovalsSet { mode });
+        }
         self.info.approval_mode = mode;
         self.write_facts().await
     }
@@ -355,6 +398,22 @@ impl Drop for SessionState {
 }
 
 /// Records `note` in `session`'s archive and reports it.
+/// The text a bootstrap result adds to the work and plan system texts (SPEC G5.4): nothing when
+/// no file has content, else every file, missing ones too, so the agent learns they are absent.
+fn bootstrap_text(files: &[hookline_messages::event::BootstrapFile]) -> Option<String> {
+    if files.iter().all(|f| f.content.is_none()) {
+        return None;
+    }
+    let mut text = String::from("\n\nWorkspace files:");
+    for file in files {
+        match &file.content {
+            Some(content) => text.push_str(&format!("\n## {}\n{}", file.name, content.trim_end())),
+            None => text.push_str(&format!("\n## {} (missing)", file.name)),
+        }
+    }
+    Some(text)
+}
+
 pub(crate) fn record_note(
     events: &mut EventLog,
     session: &mut SessionState,

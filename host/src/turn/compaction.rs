@@ -41,6 +41,13 @@ pub(crate) async fn compact(turn: &mut Turn<'_>) -> Result<bool, HostError> {
         Ok(response) => response,
         Err(_) => return Ok(false),
     };
+    // Issue 25: the answer is archived like a turn's, so replay can answer the call again.
+    turn.session.archive(&ArchiveEntry::ModelResponse {
+        purpose: response.purpose,
+        finish_reason: response.finish_reason,
+        items: response.items.clone(),
+        usage: response.usage,
+    })?;
     let summary = turn
         .text(CompactionPhase::Summary, assistant_text(&response))
         .await?;

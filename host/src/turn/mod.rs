@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use hookline_actors::Pipeline;
 use hookline_messages::hook::{OnTurnFinished, OnTurnStarted, OnUserMessage};
-use hookline_messages::model::{ItemBody, MediaType, ModelResponse, Purpose};
+use hookline_messages::model::{ItemBody, MediaType, ModelRequest, ModelResponse, Purpose};
 use hookline_messages::prompt::PromptMode;
 use hookline_messages::record::{ArchiveEntry, Record};
 use hookline_messages::user::{StopReason, TurnInfo, UserMessage};
@@ -31,6 +31,7 @@ use crate::state::{EventLog, HostError, HostEvent, SessionState};
 use crate::tools::ToolRegistry;
 
 pub(crate) use compaction::compact;
+pub use model_call::{request_changes, request_digest};
 // The guards are set once per gateway (crate::shared); their hooks keep their path here.
 use crate::shared::Guards;
 pub use crate::shared::GUARD_HOOKS;
@@ -53,7 +54,14 @@ pub(crate) struct Engine {
     pub(crate) guards: Guards,
     /// Raised by `/stop` from outside the turn: the model call in flight ends as stopped.
     pub(crate) stop: Arc<StopSignal>,
+    /// Where `hookline replay` listens for each request a turn built and sent (`None` outside
+    /// a replay).
+    pub(crate) tap: Option<RequestTap>,
 }
+
+/// Each stored-path model request of a turn, as built from the stored records and as sent
+/// (after the hooks), in order: what `hookline replay` compares with the archive (issue 25).
+pub(crate) type RequestTap = Arc<std::sync::Mutex<Vec<(ModelRequest, ModelRequest)>>>;
 
 /// A stop request for the turn in flight (`/stop` typed while a turn runs, or a drain whose
 /// budget ran out). The model call in flight returns [`ProviderError::Stopped`] and the turn
@@ -108,6 +116,7 @@ impl Engine {
             events: EventLog::default(),
             guards: shared.guards.clone(),
             stop: Arc::new(StopSignal::default()),
+            tap: None,
         }
     }
 }

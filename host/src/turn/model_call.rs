@@ -3,9 +3,10 @@
 //! P3.7, R5.1, R5.7).
 
 use hookline_messages::hook::{OnModelResponse, RebuildModel, TransformModel};
-use hookline_messages::model::{ModelRequest, ModelResponse};
+use hookline_messages::model::{ModelRequest, ModelResponse, Purpose};
 use hookline_messages::note::Note;
 use hookline_messages::record::ArchiveEntry;
+use sha2::{Digest, Sha256};
 
 use super::Turn;
 use crate::provider::ProviderError;
@@ -32,8 +33,31 @@ impl Turn<'_> {
             .as_ref()
             .is_some_and(|before| *before != rebuilt.value);
         let rebuilt_by = rebuilt.changed_by;
-        let transformed = self.hook::<TransformModel>(rebuilt.value).await?;
+        let raw_before = rebuilt.before;
+        let transformed = self.hook_with::<TransformModel>((), rebuilt.value).await?;
+        // The request as built, before any hook: handed back by the first hook that changed it
+        // (a raw hook's, else `transform_model`'s), else the request sent is that one.
+        let built = raw_before.or(transformed.before);
+        let transformed = transformed.value;
+        // Unchanged by every hook: the request built is the one about to be prepared (one copy
+        // for the archive's diff and replay's tap; the hooks themselves copied nothing).
+        let built = &built.unwrap_or_else(|| transformed.clone());
         let sent = transformed.prepared_for_provider();
+        // Issue 25: what replay compares a replayed request with. A side call is stored nowhere
+        // (SPEC P2.3).
+        if purpose != Purpose::Side {
+            if let Some(tap) = &self.engine.tap {
+                tap.lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push((built.clone(), sent.clone()));
+            }
+            self.session.archive(&ArchiveEntry::ModelRequest {
+                purpose,
+                accepts_images: sent.accepts_images,
+                sha256: request_digest(&sent),
+                changes: request_changes(built, &sent),
+            })?;
+        }
         self.engine.events.push(HostEvent::ModelCall {
             purpose,
             items: sent.items.len(),
@@ -86,4 +110,25 @@ impl Turn<'_> {
             }
         }
     }
+}
+
+/// The SHA-256 of a request as sent (serde_json's bytes), in lowercase hex: what the archive
+/// keeps of each outbound request (issue 25).
+pub fn request_digest(request: &ModelRequest) -> String {
+    let bytes = serde_json::to_vec(request).unwrap_or_default();
+    Sha256::digest(&bytes)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
+/// How the hooks (and the preparation for the provider) changed a request, as a JSON Patch from
+/// the request built from the stored records to the one sent; `None` when nothing changed.
+pub fn request_changes(built: &ModelRequest, sent: &ModelRequest) -> Option<json_patch::Patch> {
+    if built == sent {
+        return None;
+    }
+    let built = serde_json::to_value(built).unwrap_or_default();
+    let sent = serde_json::to_value(sent).unwrap_or_default();
+    Some(json_patch::diff(&built, &sent))
 }

@@ -84,7 +84,17 @@ impl Turn<'_> {
             images_allowed,
             held,
         };
+        let answered = result.clone();
         let result = self.hook_with::<OnToolResult>(context, result).await?.value;
+        if answered.approval == ApprovalState::Granted && answered != result {
+            // Issue 25: replay answers the call with what the tool said, not what was stored.
+            self.session.archive(&ArchiveEntry::ToolOutput {
+                call_id: answered.call_id,
+                text: answered.text,
+                images: answered.images,
+                success: answered.success,
+            })?;
+        }
         self.session.store(&[Record::ToolResult {
             call_id: result.call_id.clone(),
             name: result.name.clone(),

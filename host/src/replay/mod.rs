@@ -1,0 +1,261 @@
+//! `hookline replay` (issue 25): run a stored session's turns again against a plugin set, with
+//! nothing real, and say what changed.
+//!
+//! A [`Replayer`] holds the plugins (a started pipeline) and the specs of the tools they run
+//! with. [`Replayer::replay`] reads one [`StoredSession`] ([`plan`]), then runs each recorded
+//! turn through the ordinary turn engine (`crate::turn`, the order of `docs/turn.md`) over a
+//! session held in memory only: the model answers each call with what it answered then, each
+//! tool call is answered with its stored result, each approval the operator was asked is
+//! answered as it was then ([`recorded`]). Nothing runs for real: no network, no tool process,
+//! nothing written to a store or a workspace. It compares what the turns produced with what was
+//! stored ([`compare`]): each turn's archive entries (notes among them), each outbound model
+//! request, and the stored records at the end.
+//!
+//! What a replay cannot reproduce is said, never guessed: a call it cannot answer from the
+//! recording is an [`Unmatched`] (and answered with a failure or a refusal). Session start and
+//! end hooks, gateway events and side questions are not replayed (see `docs/replay.md`).
+
+mod compare;
+mod plan;
+mod recorded;
+
+use std::sync::Arc;
+
+use hookline_actors::{Pipeline, PipelineError};
+use hookline_messages::session::SessionId;
+use serde::Serialize;
+
+pub use compare::Difference;
+pub use recorded::Unmatched;
+
+use crate::external::ExternalPlugin;
+use crate::shared::{shutdown_processes, Guards};
+use crate::state::{EventLog, HostError, HostEvent, SessionState};
+use crate::store::{SessionFacts, StoredSession};
+use crate::tools::ToolRegistry;
+use crate::turn::{compact, Engine, RequestTap, StopSignal, Turn};
+use compare::{Change, Changes};
+use plan::{is_compaction, SessionPlan};
+use recorded::{recorded_tools, RecordedModel, RecordedOperator, Script};
+
+/// The plugins a replay runs stored sessions against; built by
+/// [`HostBuilder::start_replay`](crate::HostBuilder::start_replay). Replays of many sessions
+/// may run at once on one replayer.
+pub struct Replayer {
+    pipeline: Pipeline,
+    tools: ToolRegistry,
+    guards: Guards,
+    processes: Vec<Arc<ExternalPlugin>>,
+    max_model_calls: usize,
+}
+
+/// What replaying one session found.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SessionReplay {
+    /// The session.
+    pub session: SessionId,
+    /// The turns replayed.
+    pub turns: usize,
+    /// Every way the replay differs from the recording.
+    pub differences: Vec<Difference>,
+    /// The calls the recording could not answer.
+    pub unmatched: Vec<Unmatched>,
+}
+
+impl SessionReplay {
+    /// Whether the replay did not reproduce the recording.
+    pub fn differs(&self) -> bool {
+        !self.differences.is_empty() || !self.unmatched.is_empty()
+    }
+}
+
+/// What [`Replayer::new`] takes.
+pub(crate) struct ReplayServices {
+    pub(crate) pipeline: Pipeline,
+    pub(crate) tools: ToolRegistry,
+    pub(crate) guards: Guards,
+    pub(crate) processes: Vec<Arc<ExternalPlugin>>,
+    pub(crate) max_model_calls: usize,
+}
+
+impl Replayer {
+    pub(crate) fn new(services: ReplayServices) -> Self {
+        Self {
+            pipeline: services.pipeline,
+            tools: services.tools,
+            guards: services.guards,
+            processes: services.processes,
+            max_model_calls: services.max_model_calls,
+        }
+    }
+
+    /// The number of turns [`Replayer::replay`] would run for `stored`.
+    pub fn turns_of(stored: &StoredSession) -> usize {
+        plan::turn_count(&stored.archive)
+    }
+
+    /// Replays `stored`'s turns and compares them with the recording. Writes nothing.
+    ///
+    /// # Errors
+    /// [`HostError::Pipeline`] when the pipeline refuses a hook call (overloaded, stopped).
+    pub async fn replay(&self, stored: &StoredSession) -> Result<SessionReplay, HostError> {
+        let plan = SessionPlan::of(stored);
+        let script = Script::new(plan.operator.clone());
+        let tap = RequestTap::default();
+        let mut engine = self.engine(&script, &tap);
+        let facts = SessionFacts {
+            workspace_root: plan.started.workspace_root.clone(),
+            session_id: plan.started.session_id.clone(),
+            approval_mode: plan.started.approval_mode,
+            model: stored.facts.model.clone(),
+            mode: stored.facts.mode,
+        };
+        let id = facts.session_id.clone();
+        let mut session = SessionState::detached(facts, plan.seed.clone());
+        let outcome = self
+            .replay_turns(&plan, &script, &tap, &mut engine, &mut session)
+            .await;
+        // The coordinator's per-session state (note dedupe) goes with the replay.
+        let _ = self.pipeline.forget_session(&id).await;
+        let (mut differences, all_changes) = outcome?;
+        differences.extend(compare::records(
+            &stored.records,
+            session.records(),
+            &all_changes,
+        ));
+        Ok(SessionReplay {
+            session: id,
+            turns: plan.turn_count(),
+            differences,
+            unmatched: script.take_unmatched(),
+        })
+    }
+
+    async fn replay_turns(
+        &self,
+        plan: &SessionPlan,
+        script: &Arc<Script>,
+        tap: &RequestTap,
+        engine: &mut Engine,
+        session: &mut SessionState,
+    ) -> Result<(Vec<Difference>, Changes), HostError> {
+        let mut differences = Vec::new();
+        let mut all_changes = Changes::new();
+        for (index, recorded) in plan.turns.iter().enumerate() {
+            let number = index + 1;
+            script.begin_turn(number, recorded);
+            if let Some(mode) = recorded.approval_mode {
+                session.restore_approval_mode(mode);
+            }
+            if let Some(text) = &recorded.bootstrap {
+                session.restore_bootstrap(text.clone());
+            }
+            let mut turn = Turn {
+                engine: &mut *engine,
+                session: &mut *session,
+            };
+            for _ in 0..recorded.compactions {
+                compact(&mut turn).await?;
+            }
+            // Compaction's hook notes are not compared (the recording mixes them with the
+            // commands and events between turns); its request, answer and summary are.
+            let mut replayed: Vec<_> = turn
+                .session
+                .take_archived()
+                .into_iter()
+                .filter(is_compaction)
+                .collect();
+            turn.user_turn(recorded.input.clone()).await?;
+            replayed.extend(session.take_archived());
+            let changes = changes_of(engine.events.take());
+            let sent = std::mem::take(
+                &mut *tap
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+            );
+            differences.extend(compare::entries(
+                number,
+                &recorded.recorded,
+                &replayed,
+                &changes,
+            ));
+            let requests = compare::recorded_requests(&recorded.recorded);
+            // A recording that predates stored requests has none to compare.
+            if !requests.is_empty() {
+                differences.extend(compare::requests(number, &requests, &sent, &changes));
+            }
+            all_changes.extend(changes);
+        }
+        Ok((differences, all_changes))
+    }
+
+    /// [`Replayer::replay`] on the arbiter of the session's pipeline shard, as a gateway runs
+    /// its sessions: replays spread over the shards' threads (both cores), each next to the
+    /// coordinator its hook calls go to.
+    ///
+    /// # Errors
+    /// As [`Replayer::replay`]; [`PipelineError::Stopped`] when the shard's arbiter has
+    /// stopped.
+    pub async fn replay_on_shard(
+        self: &Arc<Self>,
+        stored: StoredSession,
+    ) -> Result<SessionReplay, HostError> {
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let replayer = self.clone();
+        let arbiter = self.pipeline.arbiter_for(&stored.facts.session_id);
+        let spawned = arbiter.spawn(async move {
+            let _ = answer.send(replayer.replay(&stored).await);
+        });
+        if !spawned {
+            return Err(PipelineError::Stopped.into());
+        }
+        answered.await.map_err(|_| PipelineError::Stopped)?
+    }
+
+    fn engine(&self, script: &Arc<Script>, tap: &RequestTap) -> Engine {
+        Engine {
+            pipeline: self.pipeline.clone(),
+            tools: Arc::new(recorded_tools(&self.tools, script)),
+            provider: Arc::new(RecordedModel(script.clone())),
+            operator: Arc::new(RecordedOperator(script.clone())),
+            max_model_calls: self.max_model_calls,
+            // A replay compares what each hook handed on: the events carry the whole values.
+            events: {
+                let mut events = EventLog::default();
+                events.set_detail(crate::state::Detail::Full);
+                events
+            },
+            guards: self.guards.clone(),
+            stop: Arc::new(StopSignal::default()),
+            tap: Some(tap.clone()),
+            // Nothing a replay does reaches a store (its session is detached).
+            durable_steps: false,
+        }
+    }
+
+    /// Stops the pipeline and shuts the plugin processes down (each step bounded).
+    pub async fn shutdown(&self) {
+        self.pipeline.stop().await;
+        shutdown_processes(&self.processes).await;
+    }
+}
+
+/// The hooks that changed a value in a turn, from its events.
+fn changes_of(events: Vec<HostEvent>) -> Changes {
+    events
+        .into_iter()
+        .filter_map(|event| match event {
+            HostEvent::HookChanged {
+                hook,
+                changed_by,
+                after: Some(after),
+                ..
+            } => Some(Change {
+                hook,
+                by: changed_by,
+                after,
+            }),
+            _ => None,
+        })
+        .collect()
+}
