@@ -1,4 +1,4 @@
-//! Server-sent events, read line by line from byte pieces (the Anthropic family's streams):
+//! Server-sent events, read line by line from byte pieces (both families' streams):
 //! `data:` lines are joined into one event's data, a blank line ends the event; comments,
 //! `event:`, `id:` and `retry:` lines carry nothing the providers use (each event's data names
 //! its own type). Bounded: a line or a stream past its limit is refused, not buffered.

@@ -6,20 +6,20 @@
 
 use super::mapping::{Answer, CallParts, MAX_TOOL_CALLS};
 use super::wire::Chunk;
+use crate::sse::SseReader;
 use hookline_host::provider::{OnText, ProviderError};
 
-/// The longest line a stream may send (one chunk); past it the stream is refused, not buffered.
-const MAX_LINE: usize = 4 * 1024 * 1024;
-/// The most bytes one streamed answer may take; past it the stream is refused.
-const MAX_STREAM: usize = 64 * 1024 * 1024;
-
-/// Reads server-sent events from byte pieces and assembles the answer.
+/// Reads server-sent events from byte pieces (the one reader both families share, with its
+/// bounds) and assembles the answer.
 #[derive(Debug, Default)]
 pub(crate) struct Assembler {
-    line: Vec<u8>,
-    data: String,
-    /// Bytes fed so far.
-    fed: usize,
+    events: SseReader,
+    fold: Fold,
+}
+
+/// The answer so far, folded from each event's chunk.
+#[derive(Debug, Default)]
+struct Fold {
     answer: Answer,
     saw_choice: bool,
     done: bool,
@@ -28,78 +28,42 @@ pub(crate) struct Assembler {
 impl Assembler {
     /// Feeds the next piece of the body; text deltas go to `on_text`.
     pub(crate) fn feed(&mut self, bytes: &[u8], on_text: OnText<'_>) -> Result<(), ProviderError> {
-        self.fed = self.fed.saturating_add(bytes.len());
-        if self.fed > MAX_STREAM {
-            return Err(ProviderError::Malformed(format!(
-                "the stream is longer than {MAX_STREAM} bytes"
-            )));
-        }
-        for &byte in bytes {
-            if byte == b'\n' {
-                let line = std::mem::take(&mut self.line);
-                self.line_done(&line, on_text)?;
-            } else if self.line.len() >= MAX_LINE {
-                return Err(ProviderError::Malformed(format!(
-                    "a stream line is longer than {MAX_LINE} bytes"
-                )));
-            } else {
-                self.line.push(byte);
-            }
-        }
-        Ok(())
+        let fold = &mut self.fold;
+        self.events
+            .feed(bytes, &mut |data| fold.event(&data, on_text))
     }
 
     /// Whether the stream said it is complete.
     pub(crate) fn is_done(&self) -> bool {
-        self.done
+        self.fold.done
     }
 
     /// The answer, once the body has ended.
     pub(crate) fn finish(mut self, on_text: OnText<'_>) -> Result<Answer, ProviderError> {
-        let line = std::mem::take(&mut self.line);
-        self.line_done(&line, on_text)?;
-        self.dispatch(on_text)?;
-        if !self.done {
+        let fold = &mut self.fold;
+        self.events.finish(&mut |data| fold.event(&data, on_text))?;
+        if !self.fold.done {
             return Err(ProviderError::Malformed(
                 "the stream ended before the answer was complete".into(),
             ));
         }
-        if !self.saw_choice {
+        if !self.fold.saw_choice {
             return Err(ProviderError::Malformed(
                 "the stream held no choices".into(),
             ));
         }
-        Ok(self.answer)
+        Ok(self.fold.answer)
     }
+}
 
-    fn line_done(&mut self, line: &[u8], on_text: OnText<'_>) -> Result<(), ProviderError> {
-        let line = std::str::from_utf8(line)
-            .map_err(|_| ProviderError::Malformed("the stream is not UTF-8".into()))?;
-        let line = line.strip_suffix('\r').unwrap_or(line);
-        if line.is_empty() {
-            // A blank line ends one event.
-            return self.dispatch(on_text);
-        }
-        if let Some(data) = line.strip_prefix("data:") {
-            if !self.data.is_empty() {
-                self.data.push('\n');
-            }
-            self.data.push_str(data.strip_prefix(' ').unwrap_or(data));
-        }
-        // Comments (`:`), `event:`, `id:` and `retry:` lines carry nothing we use.
-        Ok(())
-    }
-
-    fn dispatch(&mut self, on_text: OnText<'_>) -> Result<(), ProviderError> {
-        let data = std::mem::take(&mut self.data);
-        if data.is_empty() || self.done && data == "[DONE]" {
-            return Ok(());
-        }
+impl Fold {
+    /// One event's data: `[DONE]`, or a chunk of the answer.
+    fn event(&mut self, data: &str, on_text: OnText<'_>) -> Result<(), ProviderError> {
         if data == "[DONE]" {
             self.done = true;
             return Ok(());
         }
-        let chunk: Chunk = serde_json::from_str(&data).map_err(|e| {
+        let chunk: Chunk = serde_json::from_str(data).map_err(|e| {
             ProviderError::Malformed(format!("a stream chunk is not the JSON expected ({e})"))
         })?;
         self.apply(chunk, on_text)
