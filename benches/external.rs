@@ -84,6 +84,7 @@ fn request_line() -> String {
         hook: HookKind::OnUserMessage,
         session: "bench".into(),
         value,
+        traceparent: None,
     });
     let mut line = serde_json::to_string(&request).expect("a request is JSON");
     line.push('\n');

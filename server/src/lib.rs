@@ -20,6 +20,7 @@ pub mod console;
 mod error;
 mod metrics;
 mod routes;
+mod trace;
 mod workspace;
 
 pub use error::{ApiError, RETRY_AFTER_SECS};

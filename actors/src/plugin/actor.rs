@@ -153,20 +153,21 @@ impl PluginActor {
         &self,
         mut job: Job<H>,
         later: BoxFuture<'static, CallResult<H::Value>>,
+        step: tracing::Span,
         route: Arc<Route<H>>,
         at: usize,
     ) {
         let latency = self.metrics.latency(H::KIND).clone();
-        let span = job.span.clone();
         actix_rt::spawn(
             async move {
                 let started = Instant::now();
                 let result = later.await;
                 latency.record(started.elapsed());
                 job.absorb(at, &route.names[at], result);
+                job.record_step(&tracing::Span::current(), at);
                 forward(vec![job], route, at + 1);
             }
-            .instrument(span),
+            .instrument(step),
         );
     }
 }
@@ -206,12 +207,20 @@ impl<H: Dispatch> Handler<Relay<H>> for PluginActor {
         let mut index = 0;
         while index < jobs.len() {
             let job = &mut jobs[index];
+            // The step's span (disabled, and nearly free, when no subscriber wants it): a plugin
+            // that logs or calls out does so under it.
+            let step = job.step_span(name);
+            let entered = step.enter();
             if let HookFn::Edit(f) = hook {
                 match self.edit(f, job, at, name) {
-                    None => index += 1,
+                    None => {
+                        job.record_step(&step, at);
+                        index += 1;
+                    }
                     Some(later) => {
                         let job = jobs.remove(index);
-                        self.resume(job, later, route.clone(), at);
+                        drop(entered);
+                        self.resume(job, later, step, route.clone(), at);
                     }
                 }
                 continue;
@@ -219,11 +228,13 @@ impl<H: Dispatch> Handler<Relay<H>> for PluginActor {
             match self.call(hook, &job.cx, &job.value) {
                 Answer::Now(result) => {
                     job.absorb(at, name, result);
+                    job.record_step(&step, at);
                     index += 1;
                 }
                 Answer::Later(later) => {
                     let job = jobs.remove(index);
-                    self.resume(job, later, route.clone(), at);
+                    drop(entered);
+                    self.resume(job, later, step, route.clone(), at);
                 }
             }
         }

@@ -31,7 +31,8 @@ pub(crate) struct Job<H: Hook> {
     pub(crate) changed: Marks,
     /// Steps skipped on this call.
     pub(crate) failed: Marks,
-    /// The caller's span, so a plugin's logs stay under the call that caused them.
+    /// The call's span (`hook call`, a child of the caller's), so a plugin's logs and steps stay
+    /// under the call that caused them. Disabled (and free) when no subscriber wants it.
     pub(crate) span: tracing::Span,
 }
 
@@ -43,6 +44,13 @@ impl<H: Hook> Job<H> {
         value: H::Value,
         reply: ReplyTo<H::Value>,
     ) -> Self {
+        let span = tracing::info_span!(
+            "hook call",
+            hook = H::KIND.wire_name(),
+            session = %session,
+            changed_by = tracing::field::Empty,
+            skipped = tracing::field::Empty,
+        );
         Self {
             cx: HookContext {
                 session_id: session,
@@ -55,7 +63,37 @@ impl<H: Hook> Job<H> {
             notes: Vec::new(),
             changed: Marks::default(),
             failed: Marks::default(),
-            span: tracing::Span::current(),
+            span,
+        }
+    }
+
+    /// The span of step `at` (plugin `name`) on this call: a child of the call's span, with the
+    /// hook and the plugin; [`Job::record_step`] adds the outcome once the step is through.
+    pub(crate) fn step_span(&self, name: &str) -> tracing::Span {
+        tracing::info_span!(
+            parent: &self.span,
+            "plugin step",
+            hook = H::KIND.wire_name(),
+            plugin = name,
+            outcome = tracing::field::Empty,
+            skip_reason = tracing::field::Empty,
+        )
+    }
+
+    /// Records on `span` how step `at` ended: `skipped` (with the reason), `changed` or `kept`.
+    pub(crate) fn record_step(&self, span: &tracing::Span, at: usize) {
+        if span.is_disabled() {
+            return;
+        }
+        if self.failed.contains(at) {
+            span.record("outcome", "skipped");
+            if let Some(Note::Skipped(skip)) = self.notes.last() {
+                span.record("skip_reason", tracing::field::display(&skip.reason));
+            }
+        } else if self.changed.contains(at) {
+            span.record("outcome", "changed");
+        } else {
+            span.record("outcome", "kept");
         }
     }
 
@@ -162,6 +200,14 @@ impl<H: Hook> Job<H> {
 
     /// The outcome, with `notes` (the ones the session has not seen) and the marked steps named.
     pub(crate) fn answer(self, notes: Vec<Note>, names: &Arc<[Arc<str>]>) {
+        if !self.span.is_disabled() {
+            let named = |marks: &Marks| {
+                let steps = Steps::new(marks.clone(), names);
+                steps.iter().map(|n| &**n).collect::<Vec<_>>().join(",")
+            };
+            self.span.record("changed_by", named(&self.changed));
+            self.span.record("skipped", named(&self.failed));
+        }
         let outcome = Outcome {
             value: self.value,
             notes,

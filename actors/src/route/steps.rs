@@ -25,7 +25,7 @@ impl Marks {
         self.high[word] |= 1 << (step % 64);
     }
 
-    fn contains(&self, step: usize) -> bool {
+    pub(crate) fn contains(&self, step: usize) -> bool {
         if step < 64 {
             return self.low & (1 << step) != 0;
         }

@@ -30,6 +30,7 @@ mod signal;
 mod stderr;
 mod supervisor;
 mod tools;
+mod trace;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -50,6 +51,7 @@ pub use codec::DEFAULT_LINE_CAP;
 pub use error::StartError;
 pub use supervisor::RestartPolicy;
 pub use tools::{PluginTool, TOOL_TIMEOUT};
+pub use trace::{set_traceparent_source, TraceparentSource};
 
 use connection::Connection;
 use supervisor::{Control, State};
@@ -282,6 +284,7 @@ impl ExternalPlugin {
                 hook,
                 session,
                 value,
+                traceparent: None,
             })
         })
         .await
@@ -302,7 +305,12 @@ impl ExternalPlugin {
     ) -> Result<ReplyBody, SkipReason> {
         let key = key.to_owned();
         self.request(limit, move |id| {
-            HostMessage::Event(EventRequest { id, key, context })
+            HostMessage::Event(EventRequest {
+                id,
+                key,
+                context,
+                traceparent: None,
+            })
         })
         .await
     }
@@ -315,13 +323,40 @@ impl ExternalPlugin {
         build: impl FnOnce(RequestId) -> HostMessage,
     ) -> Result<ReplyBody, SkipReason> {
         let deadline = Instant::now() + limit + BACKSTOP;
+        // One span per round trip (docs/observability.md); its context travels with the request
+        // so the plugin's own spans join the trace.
+        let span = tracing::info_span!(
+            "plugin round trip",
+            plugin = %self.name,
+            request = tracing::field::Empty,
+            request_id = tracing::field::Empty,
+            outcome = tracing::field::Empty,
+        );
         let call = async {
             let connection = self.connection().await?;
-            connection.request(build).await
+            let traceparent = trace::traceparent();
+            let current = tracing::Span::current();
+            connection
+                .request(|id| {
+                    let message = build(id).with_traceparent(traceparent);
+                    if !current.is_disabled() {
+                        current.record("request", message.kind());
+                        current.record("request_id", id);
+                    }
+                    message
+                })
+                .await
         };
-        tokio::time::timeout_at(deadline, call)
+        let reply = tokio::time::timeout_at(deadline, tracing::Instrument::instrument(call, span.clone()))
             .await
-            .unwrap_or(Err(SkipReason::timed_out(limit)))
+            .unwrap_or(Err(SkipReason::timed_out(limit)));
+        if !span.is_disabled() {
+            match &reply {
+                Ok(body) => span.record("outcome", body.kind()),
+                Err(reason) => span.record("outcome", tracing::field::display(reason)),
+            };
+        }
+        reply
     }
 
     /// The running connection, waiting through a restart.

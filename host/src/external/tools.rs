@@ -109,6 +109,7 @@ impl Tool for PluginTool {
                     workspace_root,
                     session,
                     approval_mode,
+                    traceparent: None,
                 })
             })
             .await;

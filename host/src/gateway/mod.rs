@@ -543,7 +543,7 @@ struct Boot {
     operator: Arc<RemoteOperator>,
     sink: LiveSink,
     status: Arc<watch::Sender<SessionStatus>>,
-    inbox: mpsc::Receiver<Request>,
+    inbox: mpsc::Receiver<(Request, tracing::Span)>,
     opened: oneshot::Sender<Result<Opened, HostError>>,
 }
 

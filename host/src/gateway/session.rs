@@ -74,7 +74,9 @@ pub(super) enum Request {
 #[derive(Clone)]
 pub struct SessionHandle {
     pub(super) key: SessionId,
-    pub(super) requests: mpsc::Sender<Request>,
+    /// Each request with the span of the caller that sent it: the session's task runs it under
+    /// that span, so a turn asked for over HTTP is a child of the request's span.
+    pub(super) requests: mpsc::Sender<(Request, tracing::Span)>,
     pub(super) status: watch::Receiver<SessionStatus>,
     pub(super) live: broadcast::Sender<Arc<HostEvent>>,
     pub(super) approvals: Arc<Approvals>,
@@ -243,7 +245,8 @@ impl SessionHandle {
     }
 
     pub(super) fn send(&self, request: Request) -> Result<(), RequestError> {
-        self.requests.try_send(request).map_err(|e| match e {
+        let caller = tracing::Span::current();
+        self.requests.try_send((request, caller)).map_err(|e| match e {
             mpsc::error::TrySendError::Full(_) => RequestError::Busy(self.key.clone()),
             mpsc::error::TrySendError::Closed(_) => RequestError::Ended(self.key.clone()),
         })
@@ -254,11 +257,11 @@ impl SessionHandle {
 /// is gone.
 pub(super) async fn serve(
     mut conversation: Conversation,
-    mut requests: mpsc::Receiver<Request>,
+    mut requests: mpsc::Receiver<(Request, tracing::Span)>,
     status: Arc<watch::Sender<SessionStatus>>,
     clock: Arc<dyn crate::session::Clock>,
 ) {
-    while let Some(request) = requests.recv().await {
+    while let Some((request, caller)) = requests.recv().await {
         let turn = matches!(request, Request::Turn(..));
         if turn {
             // Cleared before the status says a turn runs: a `/stop` from a client that saw that
@@ -268,7 +271,11 @@ pub(super) async fn serve(
         if !matches!(request, Request::Records { .. }) {
             status.send_modify(|s| s.activity = Activity::Turn);
         }
-        let done = handle(&mut conversation, request, &status).await;
+        let done = tracing::Instrument::instrument(
+            handle(&mut conversation, request, &status),
+            caller,
+        )
+        .await;
         let now = clock.now_ms();
         status.send_modify(|s| {
             s.activity = if done {

@@ -18,6 +18,8 @@ mod tool_call;
 
 use std::sync::Arc;
 
+use tracing::Instrument;
+
 use hookline_actors::Pipeline;
 use hookline_messages::hook::{OnTurnFinished, OnTurnStarted, OnUserMessage};
 use hookline_messages::model::{ItemBody, MediaType, ModelRequest, ModelResponse, Purpose};
@@ -150,8 +152,24 @@ impl UserInput {
 }
 
 impl Turn<'_> {
-    /// Runs one user turn and returns why it stopped.
+    /// Runs one user turn and returns why it stopped, under a `turn` span (a child of the
+    /// caller's; docs/observability.md).
     pub(crate) async fn user_turn(&mut self, input: UserInput) -> Result<StopReason, HostError> {
+        let span = tracing::info_span!(
+            "turn",
+            session = %self.session.info.session_id,
+            mode = ?input.mode,
+            stop_reason = tracing::field::Empty,
+        );
+        let result = self.turn_steps(input).instrument(span.clone()).await;
+        if let Ok(stop_reason) = &result {
+            span.record("stop_reason", tracing::field::debug(stop_reason));
+        }
+        result
+    }
+
+    /// The turn's steps, in the order of `docs/turn.md`.
+    async fn turn_steps(&mut self, input: UserInput) -> Result<StopReason, HostError> {
         let typed = UserMessage::new(input.text.clone());
         let stored = self.hook::<OnUserMessage>(typed).await?.text;
         let images = self.session.attach(&input.images);

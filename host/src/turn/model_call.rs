@@ -7,6 +7,7 @@ use hookline_messages::model::{ModelRequest, ModelResponse, Purpose};
 use hookline_messages::note::Note;
 use hookline_messages::record::ArchiveEntry;
 use sha2::{Digest, Sha256};
+use tracing::Instrument;
 
 use super::Turn;
 use crate::provider::ProviderError;
@@ -18,6 +19,34 @@ impl Turn<'_> {
     /// The outer error is the host's (pipeline, store); the inner one is the provider's, which
     /// the caller turns into a stop reason.
     pub(crate) async fn model_call(
+        &mut self,
+        request: ModelRequest,
+    ) -> Result<Result<ModelResponse, ProviderError>, HostError> {
+        let span = tracing::info_span!(
+            "model call",
+            purpose = ?request.purpose,
+            model = tracing::field::Empty,
+            outcome = tracing::field::Empty,
+        );
+        let result = self
+            .hooks_and_provider(request)
+            .instrument(span.clone())
+            .await;
+        if !span.is_disabled() {
+            if let Some(model) = &self.session.model {
+                span.record("model", model.as_str());
+            }
+            match &result {
+                Ok(Ok(_)) => span.record("outcome", "answered"),
+                Ok(Err(error)) => span.record("outcome", tracing::field::display(error)),
+                Err(error) => span.record("outcome", tracing::field::display(error)),
+            };
+        }
+        result
+    }
+
+    /// The model hooks, the provider call and `on_model_response`.
+    async fn hooks_and_provider(
         &mut self,
         request: ModelRequest,
     ) -> Result<Result<ModelResponse, ProviderError>, HostError> {

@@ -21,6 +21,7 @@ use super::Turn;
 use crate::approval::classify;
 use crate::state::{HostError, HostEvent};
 use crate::tools::{ToolContext, ToolOutput};
+use tracing::Instrument;
 
 /// The text a refused call's result carries.
 pub(crate) const REFUSED_TEXT: &str = "The call was refused; it did not run.";
@@ -28,6 +29,26 @@ pub(crate) const REFUSED_TEXT: &str = "The call was refused; it did not run.";
 impl Turn<'_> {
     /// Runs one stored tool call record through the hooks, the policy and the tool.
     pub(crate) async fn tool_call(
+        &mut self,
+        record: Record,
+        images_allowed: bool,
+    ) -> Result<(), HostError> {
+        let span = match &record {
+            Record::ToolCall { call_id, name, .. } => tracing::info_span!(
+                "tool call",
+                tool = name.as_str(),
+                call_id = call_id.as_str(),
+                decision = tracing::field::Empty,
+            ),
+            _ => return Ok(()),
+        };
+        self.tool_call_steps(record, images_allowed)
+            .instrument(span)
+            .await
+    }
+
+    /// The tool call's steps, in the order of the module's docs.
+    async fn tool_call_steps(
         &mut self,
         record: Record,
         images_allowed: bool,
@@ -200,13 +221,24 @@ impl Turn<'_> {
             success: false,
             approval: ApprovalState::Denied,
         };
+        tracing::Span::current().record("decision", tracing::field::debug(decision));
         if decision == Decision::Deny {
             return refused;
         }
         let output = match self.engine.tools.get(&call.name) {
             Some(tool) => {
                 let cx = ToolContext::of(&self.session.info);
-                tool.run(&cx, call.arguments.clone()).await
+                let span = tracing::info_span!(
+                    "tool run",
+                    tool = call.name.as_str(),
+                    success = tracing::field::Empty,
+                );
+                let output = tool
+                    .run(&cx, call.arguments.clone())
+                    .instrument(span.clone())
+                    .await;
+                span.record("success", output.success);
+                output
             }
             None => ToolOutput {
                 text: format!("There is no tool named '{}'.", call.name),

@@ -134,6 +134,11 @@ pub struct HookRequest {
     pub session: String,
     /// The hook's value (its JSON shape is the hook's value type in `hookline-messages`).
     pub value: serde_json::Value,
+    /// The W3C trace context of the host's span for this request (`00-<trace id>-<span id>-<flags>`),
+    /// when the host exports traces: a plugin that starts its own spans under it joins the turn's
+    /// trace. Absent otherwise; plugins may ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 /// A tool run.
@@ -154,6 +159,11 @@ pub struct ToolRequest {
     /// `allow-workspace`).
     #[schemars(schema_with = "schema::approval_mode")]
     pub approval_mode: ApprovalMode,
+    /// The W3C trace context of the host's span for this request (`00-<trace id>-<span id>-<flags>`),
+    /// when the host exports traces: a plugin that starts its own spans under it joins the turn's
+    /// trace. Absent otherwise; plugins may ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 /// What a tool run returns, as the `value` of a `replace` reply.
@@ -181,6 +191,11 @@ pub struct EventRequest {
     pub key: String,
     /// The event's context, as the producer supplies it (SPEC G5).
     pub context: serde_json::Value,
+    /// The W3C trace context of the host's span for this request (`00-<trace id>-<span id>-<flags>`),
+    /// when the host exports traces: a plugin that starts its own spans under it joins the turn's
+    /// trace. Absent otherwise; plugins may ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 /// One line a plugin writes to the host: its hello (first, once) or a reply.
@@ -222,6 +237,43 @@ pub enum ReplyBody {
     Error(String),
 }
 
+impl HostMessage {
+    /// The message with `traceparent` as its trace context (hook, tool and event requests; the
+    /// others carry none).
+    #[must_use]
+    pub fn with_traceparent(mut self, traceparent: Option<String>) -> Self {
+        match &mut self {
+            Self::Hook(HookRequest { traceparent: at, .. })
+            | Self::Tool(ToolRequest { traceparent: at, .. })
+            | Self::Event(EventRequest { traceparent: at, .. }) => *at = traceparent,
+            Self::Cancel { .. } | Self::Goodbye => {}
+        }
+        self
+    }
+
+    /// The message's `type` on the wire (`hook`, `tool`, `event`, `cancel`, `goodbye`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Hook(_) => "hook",
+            Self::Tool(_) => "tool",
+            Self::Event(_) => "event",
+            Self::Cancel { .. } => "cancel",
+            Self::Goodbye => "goodbye",
+        }
+    }
+}
+
+impl ReplyBody {
+    /// The reply's `type` on the wire (`keep`, `replace`, `error`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Keep => "keep",
+            Self::Replace(_) => "replace",
+            Self::Error(_) => "error",
+        }
+    }
+}
+
 impl PluginMessage {
     /// The reply's id and body; `None` for a hello.
     pub fn into_reply(self) -> Option<(RequestId, ReplyBody)> {
@@ -257,6 +309,7 @@ mod tests {
                 hook: HookKind::OnToolCall,
                 session: "s".into(),
                 value: serde_json::json!({"callId": "c"}),
+                traceparent: Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".into()),
             }),
             HostMessage::Tool(ToolRequest {
                 id: 2,
@@ -265,11 +318,13 @@ mod tests {
                 workspace_root: "/w".into(),
                 session: "s1".into(),
                 approval_mode: ApprovalMode::AskAll,
+                traceparent: None,
             }),
             HostMessage::Event(EventRequest {
                 id: 3,
                 key: "command:new".into(),
                 context: serde_json::json!({"agentId": "a"}),
+                traceparent: None,
             }),
             HostMessage::Cancel { id: 4 },
             HostMessage::Goodbye,
@@ -306,6 +361,38 @@ mod tests {
         for message in messages {
             assert_eq!(round_trip(&message), message);
         }
+    }
+
+    #[test]
+    fn with_traceparent_sets_the_field_of_requests_only() {
+        let traced = HostMessage::Event(EventRequest {
+            id: 9,
+            key: "command:new".into(),
+            context: serde_json::json!({}),
+            traceparent: None,
+        })
+        .with_traceparent(Some("00-a-b-01".into()));
+        let HostMessage::Event(event) = traced else {
+            panic!("an event stays an event");
+        };
+        assert_eq!(event.traceparent.as_deref(), Some("00-a-b-01"));
+        let goodbye = HostMessage::Goodbye.with_traceparent(Some("00-a-b-01".into()));
+        assert_eq!(goodbye, HostMessage::Goodbye);
+    }
+
+    #[test]
+    fn a_request_without_trace_context_has_no_traceparent_field() {
+        let request = HostMessage::Event(EventRequest {
+            id: 9,
+            key: "command:new".into(),
+            context: serde_json::json!({}),
+            traceparent: None,
+        });
+        let line = serde_json::to_string(&request).unwrap_or_default();
+        assert_eq!(
+            line,
+            r#"{"type":"event","id":9,"key":"command:new","context":{}}"#
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The router: `/healthz`, `/readyz`, `/metrics`, and the versioned API under `/v1`
-//! (docs/serve.md). Layers, outermost first: tracing, request counting, error shaping (every
+//! (docs/serve.md). Layers, outermost first: tracing (a span per request continuing the client's
+//! `traceparent`, docs/observability.md), request counting, error shaping (every
 //! error answer is the JSON error shape), the request timeout, the body cap, then auth on every
 //! route but `/healthz`.
 
@@ -71,7 +72,11 @@ pub(crate) fn router(state: AppState, request_timeout: Duration) -> Router {
             shape_errors(request, next, limit)
         }))
         .layer(middleware::from_fn(count_requests))
-        .layer(TraceLayer::new_for_http())
+        .layer(
+            TraceLayer::new_for_http()
+                .make_span_with(crate::trace::request_span)
+                .on_response(crate::trace::record_response),
+        )
 }
 
 /// `GET /healthz`: the process answers.
