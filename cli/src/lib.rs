@@ -16,5 +16,6 @@ pub mod bench;
 mod commands;
 pub mod load;
 pub mod soak;
+mod telemetry;
 
 pub use commands::{main, Cli};

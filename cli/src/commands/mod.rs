@@ -65,8 +65,25 @@ enum Command {
 }
 
 /// Parses the command line and runs the command.
+///
+/// Traces and logs are set up first from the environment (docs/observability.md) and flushed
+/// when the command returns: after `serve` has drained.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    let telemetry = match crate::telemetry::Telemetry::from_env() {
+        Ok(telemetry) => telemetry,
+        Err(error) => {
+            eprintln!("hookline: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    let code = dispatch(cli);
+    telemetry.shutdown();
+    code
+}
+
+/// Runs the parsed command.
+fn dispatch(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Bench(args) => bench::run(&args),
         Command::Chat(args) => chat::run(args),

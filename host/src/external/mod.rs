@@ -347,9 +347,12 @@ impl ExternalPlugin {
                 })
                 .await
         };
-        let reply = tokio::time::timeout_at(deadline, tracing::Instrument::instrument(call, span.clone()))
-            .await
-            .unwrap_or(Err(SkipReason::timed_out(limit)));
+        let reply = tokio::time::timeout_at(
+            deadline,
+            tracing::Instrument::instrument(call, span.clone()),
+        )
+        .await
+        .unwrap_or(Err(SkipReason::timed_out(limit)));
         if !span.is_disabled() {
             match &reply {
                 Ok(body) => span.record("outcome", body.kind()),

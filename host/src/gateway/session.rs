@@ -246,10 +246,12 @@ impl SessionHandle {
 
     pub(super) fn send(&self, request: Request) -> Result<(), RequestError> {
         let caller = tracing::Span::current();
-        self.requests.try_send((request, caller)).map_err(|e| match e {
-            mpsc::error::TrySendError::Full(_) => RequestError::Busy(self.key.clone()),
-            mpsc::error::TrySendError::Closed(_) => RequestError::Ended(self.key.clone()),
-        })
+        self.requests
+            .try_send((request, caller))
+            .map_err(|e| match e {
+                mpsc::error::TrySendError::Full(_) => RequestError::Busy(self.key.clone()),
+                mpsc::error::TrySendError::Closed(_) => RequestError::Ended(self.key.clone()),
+            })
     }
 }
 
@@ -271,11 +273,9 @@ pub(super) async fn serve(
         if !matches!(request, Request::Records { .. }) {
             status.send_modify(|s| s.activity = Activity::Turn);
         }
-        let done = tracing::Instrument::instrument(
-            handle(&mut conversation, request, &status),
-            caller,
-        )
-        .await;
+        let done =
+            tracing::Instrument::instrument(handle(&mut conversation, request, &status), caller)
+                .await;
         let now = clock.now_ms();
         status.send_modify(|s| {
             s.activity = if done {

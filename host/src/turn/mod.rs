@@ -158,12 +158,12 @@ impl Turn<'_> {
         let span = tracing::info_span!(
             "turn",
             session = %self.session.info.session_id,
-            mode = ?input.mode,
+            mode = wire_name(&input.mode),
             stop_reason = tracing::field::Empty,
         );
         let result = self.turn_steps(input).instrument(span.clone()).await;
-        if let Ok(stop_reason) = &result {
-            span.record("stop_reason", tracing::field::debug(stop_reason));
+        if let (false, Ok(stop_reason)) = (span.is_disabled(), &result) {
+            span.record("stop_reason", wire_name(stop_reason));
         }
         result
     }
@@ -306,6 +306,14 @@ impl Turn<'_> {
 
     fn archive(&mut self, entry: ArchiveEntry) -> Result<(), HostError> {
         self.session.archive(&entry)
+    }
+}
+
+/// A unit enum's name on the wire (`completed`, `plan`, `allow`), for span attributes.
+pub(crate) fn wire_name<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(name)) => name,
+        _ => String::new(),
     }
 }
 

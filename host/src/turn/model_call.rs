@@ -24,7 +24,7 @@ impl Turn<'_> {
     ) -> Result<Result<ModelResponse, ProviderError>, HostError> {
         let span = tracing::info_span!(
             "model call",
-            purpose = ?request.purpose,
+            purpose = super::wire_name(&request.purpose),
             model = tracing::field::Empty,
             outcome = tracing::field::Empty,
         );

@@ -221,7 +221,10 @@ impl Turn<'_> {
             success: false,
             approval: ApprovalState::Denied,
         };
-        tracing::Span::current().record("decision", tracing::field::debug(decision));
+        let current = tracing::Span::current();
+        if !current.is_disabled() {
+            current.record("decision", super::wire_name(&decision));
+        }
         if decision == Decision::Deny {
             return refused;
         }

@@ -243,9 +243,15 @@ impl HostMessage {
     #[must_use]
     pub fn with_traceparent(mut self, traceparent: Option<String>) -> Self {
         match &mut self {
-            Self::Hook(HookRequest { traceparent: at, .. })
-            | Self::Tool(ToolRequest { traceparent: at, .. })
-            | Self::Event(EventRequest { traceparent: at, .. }) => *at = traceparent,
+            Self::Hook(HookRequest {
+                traceparent: at, ..
+            })
+            | Self::Tool(ToolRequest {
+                traceparent: at, ..
+            })
+            | Self::Event(EventRequest {
+                traceparent: at, ..
+            }) => *at = traceparent,
             Self::Cancel { .. } | Self::Goodbye => {}
         }
         self
