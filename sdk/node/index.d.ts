@@ -25,6 +25,11 @@ export interface Context {
   name: string;
   /** The session the call belongs to ("" for events). */
   session: string;
+  /**
+   * The W3C trace context of the host's span for this call (`00-<trace>-<span>-<flags>`), when
+   * the host exports traces; start your own spans under it to join the turn's trace.
+   */
+  traceparent?: string;
   /** Aborted when the host cancels the call (or says goodbye); no reply is sent then. */
   signal: AbortSignal;
 }

@@ -164,12 +164,12 @@ export class Plugin {
     if (message.type === "hook") {
       handler = this.hooks.get(message.hook) ?? this.rawHooks.get(message.hook);
       value = message.value;
-      cx = { id, name: message.hook, session: message.session ?? "", signal };
+      cx = { id, name: message.hook, session: message.session ?? "", traceparent: message.traceparent, signal };
     } else {
       const family = message.key.split(":")[0];
       handler = this.events.get(message.key) ?? this.events.get(family);
       value = message.context;
-      cx = { id, name: message.key, session: "", signal };
+      cx = { id, name: message.key, session: "", traceparent: message.traceparent, signal };
     }
     if (!handler) return { type: "keep", id };
     const result = await handler(value, cx);
@@ -186,6 +186,7 @@ export class Plugin {
       session: message.session ?? "",
       workspaceRoot: message.workspace_root ?? "",
       approvalMode: message.approval_mode ?? "",
+      traceparent: message.traceparent,
       signal,
     };
     try {

@@ -17,6 +17,12 @@ export interface EventRequest {
    * The event key (`command:new`).
    */
   key: string;
+  /**
+   * The W3C trace context of the host's span for this request (`00-<trace id>-<span id>-<flags>`),
+   * when the host exports traces: a plugin that starts its own spans under it joins the turn's
+   * trace. Absent otherwise; plugins may ignore it.
+   */
+  traceparent?: string | null;
 }
 
 /**
@@ -35,6 +41,12 @@ export interface HookRequest {
    * The session the call belongs to.
    */
   session: string;
+  /**
+   * The W3C trace context of the host's span for this request (`00-<trace id>-<span id>-<flags>`),
+   * when the host exports traces: a plugin that starts its own spans under it joins the turn's
+   * trace. Absent otherwise; plugins may ignore it.
+   */
+  traceparent?: string | null;
   /**
    * The hook's value (its JSON shape is the hook's value type in `hookline-messages`).
    */
@@ -66,6 +78,12 @@ export interface ToolRequest {
    * The tool's name, one the plugin declared in its hello.
    */
   tool: string;
+  /**
+   * The W3C trace context of the host's span for this request (`00-<trace id>-<span id>-<flags>`),
+   * when the host exports traces: a plugin that starts its own spans under it joins the turn's
+   * trace. Absent otherwise; plugins may ignore it.
+   */
+  traceparent?: string | null;
   /**
    * The session's workspace root.
    */

@@ -6,7 +6,11 @@ import { Plugin, ToolResult } from "./hookline_plugin/index.js";
 const plugin = new Plugin();
 
 plugin
-  .hook("on_user_message", (message) => ({ ...message, text: `${message.text} [kit]` }))
+  // The trace context, when the host sends one, is the handler's to use (here: echoed).
+  .hook("on_user_message", (message, cx) => ({
+    ...message,
+    text: `${message.text} [kit]${cx.traceparent ? ` (${cx.traceparent})` : ""}`,
+  }))
   .rawHook("rewrite_prompt", async (text) => ({ ...text, text: `${text.text}\nKit rules.` }))
   .event("command:new", (_context, cx) => plugin.log(`kit saw ${cx.name}`))
   .tool({ name: "kit_echo", description: "Echoes its text with the session facts." },

@@ -84,6 +84,17 @@ test("a cancelled call gets no reply and goodbye does not wait for it", async ()
   assert.deepEqual(await host.rest(), []);
 });
 
+test("a call's traceparent reaches the handler's context", async () => {
+  const host = fakeHost();
+  await host.read();
+  const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+  host.send({ type: "hook", id: 1, hook: "on_user_message", session: "s9", value: { text: "x" }, traceparent });
+  assert.deepEqual(await host.read(), {
+    type: "replace", id: 1, value: { text: `x [kit] (${traceparent})` },
+  });
+  assert.equal(await host.goodbye(), 0);
+});
+
 test("failures become error replies and unhandled requests keep", async () => {
   const host = fakeHost();
   await host.read();

@@ -11,6 +11,9 @@ seen = []
 def tag(message, cx):
     # A sync handler: it runs on the kit's thread pool.
     message["text"] += " [kit]"
+    # The trace context, when the host sends one, is the handler's to use (here: echoed).
+    if cx.traceparent:
+        message["text"] += f" ({cx.traceparent})"
     return message
 
 

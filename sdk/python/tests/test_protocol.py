@@ -67,6 +67,15 @@ def test_many_calls_in_flight_are_answered_by_id_in_any_order(host):
     assert host.close() == 0
 
 
+def test_a_calls_traceparent_reaches_the_handlers_context(host):
+    traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    host.send(type="hook", id=1, hook="on_user_message", session="s9", value={"text": "x"},
+              traceparent=traceparent)
+    assert host.read() == {"type": "replace", "id": 1,
+                           "value": {"text": f"x [kit] ({traceparent})"}}
+    assert host.close() == 0
+
+
 def test_a_cancelled_call_gets_no_reply(host):
     tool(host, 1, "kit_sleep", seconds=30)
     host.send(type="cancel", id=1)

@@ -58,6 +58,9 @@ pub struct Context {
     pub name: String,
     /// The session the call belongs to (empty for events).
     pub session: String,
+    /// The W3C trace context of the host's span for this call (`00-<trace>-<span>-<flags>`), when
+    /// the host exports traces: start your own spans under it to join the turn's trace.
+    pub traceparent: Option<String>,
 }
 
 /// What a tool knows about its call: the session facts hooks read (SPEC P2.1).
@@ -73,6 +76,9 @@ pub struct ToolContext {
     pub workspace_root: String,
     /// The session's approval mode at the time of the call.
     pub approval_mode: ApprovalMode,
+    /// The W3C trace context of the host's span for this call (`00-<trace>-<span>-<flags>`), when
+    /// the host exports traces: start your own spans under it to join the turn's trace.
+    pub traceparent: Option<String>,
 }
 
 /// A tool a plugin declares.

@@ -102,6 +102,7 @@ async fn answer(plugin: &Plugin, message: HostMessage) -> ReplyBody {
                 id: request.id,
                 name: request.hook.wire_name().to_owned(),
                 session: request.session,
+                traceparent: request.traceparent,
             };
             match plugin.hooks.get(&request.hook) {
                 Some(handler) => handler(request.value, cx).await,
@@ -113,6 +114,7 @@ async fn answer(plugin: &Plugin, message: HostMessage) -> ReplyBody {
                 id: request.id,
                 name: request.key.clone(),
                 session: String::new(),
+                traceparent: request.traceparent,
             };
             match plugin.event_handler(&request.key) {
                 Some(handler) => handler(request.context, cx).await,
@@ -134,6 +136,7 @@ async fn tool(plugin: &Plugin, request: ToolRequest) -> ReplyBody {
         session: request.session,
         workspace_root: request.workspace_root,
         approval_mode: request.approval_mode,
+        traceparent: request.traceparent,
     };
     let output = match handler(request.arguments, cx).await {
         Ok(text) => ToolOutput {

@@ -61,8 +61,10 @@ fn tool(id: u64, name: &str, arguments: Value) -> Value {
 fn plugin() -> Plugin {
     let mut plugin = Plugin::new();
     plugin
-        .hook::<OnPrompt, _>(|mut prompt, _| async move {
+        .hook::<OnPrompt, _>(|mut prompt, cx| async move {
             prompt.appended.push("kit".into());
+            // The trace context, when the host sends one, is the handler's to use (here: echoed).
+            prompt.appended.extend(cx.traceparent);
             Ok(Some(prompt))
         })
         .event("session", |_, _| async { Ok(None) })
@@ -113,6 +115,22 @@ async fn calls_in_flight_are_answered_by_id_and_a_cancelled_call_never_is() {
         json!({"type": "replace", "id": 4, "value": {"text": "no", "success": false}})
     );
     // Nothing more: the cancelled call 3 sends no reply before or after goodbye.
+    assert_eq!(host.goodbye().await, None);
+}
+
+#[tokio::test]
+async fn a_calls_traceparent_reaches_the_handlers_context() {
+    let mut host = FakeHost::start(plugin());
+    host.read().await;
+    let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let prompt = json!({"mode": "work", "text": "base", "appended": []});
+    host.send(
+        json!({"type": "hook", "id": 1, "hook": "on_prompt", "session": "s",
+                     "value": prompt, "traceparent": traceparent}),
+    )
+    .await;
+    let reply = host.read().await;
+    assert_eq!(reply["value"]["appended"], json!(["kit", traceparent]));
     assert_eq!(host.goodbye().await, None);
 }
 
