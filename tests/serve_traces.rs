@@ -155,7 +155,8 @@ async fn one_traced_turn(dir: &std::path::Path, env: &[(&str, &str)]) -> String 
     let answer = http
         .post(format!("{}/v1/sessions/{key}/turns", server.url))
         .header("traceparent", format!("00-{TRACE_ID}-{CLIENT_SPAN}-01"))
-        .json(&json!({ "text": "hello" }))
+        // The echo model asks for this tool call, then answers with the tool's result.
+        .json(&json!({ "text": r#"call list_dir {"path": "."}"# }))
         .send()
         .await
         .unwrap();
@@ -210,8 +211,24 @@ async fn a_turn_is_traced_from_the_clients_traceparent_down_to_the_plugin_proces
         attr(&turn.attributes, "stop_reason").as_deref(),
         Some("completed")
     );
-    let model = one(&spans, "model call", &[("outcome", "answered")]);
-    assert_child(model, turn);
+    let models: Vec<&Span> = spans.iter().filter(|s| s.name == "model call").collect();
+    assert_eq!(models.len(), 2, "one call asks for the tool, one answers");
+    for model in models {
+        assert_child(model, turn);
+        assert_eq!(attr(&model.attributes, "purpose").as_deref(), Some("work"));
+        assert_eq!(
+            attr(&model.attributes, "outcome").as_deref(),
+            Some("answered")
+        );
+    }
+    let call = one(&spans, "tool call", &[("tool", "list_dir")]);
+    assert_child(call, turn);
+    assert_eq!(attr(&call.attributes, "decision").as_deref(), Some("allow"));
+    let run = one(&spans, "tool run", &[("tool", "list_dir")]);
+    assert_child(run, call);
+    assert_eq!(attr(&run.attributes, "success").as_deref(), Some("true"));
+    let tool_hook = one(&spans, "hook call", &[("hook", "on_tool_call")]);
+    assert_child(tool_hook, call);
 
     let hook = one(&spans, "hook call", &[("hook", "on_user_message")]);
     assert_child(hook, turn);

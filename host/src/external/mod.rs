@@ -332,16 +332,17 @@ impl ExternalPlugin {
             request_id = tracing::field::Empty,
             outcome = tracing::field::Empty,
         );
-        let call = async {
+        let on_span = span.clone();
+        let call = async move {
             let connection = self.connection().await?;
+            // Read inside the span: the plugin's spans become children of this round trip.
             let traceparent = trace::traceparent();
-            let current = tracing::Span::current();
             connection
                 .request(|id| {
                     let message = build(id).with_traceparent(traceparent);
-                    if !current.is_disabled() {
-                        current.record("request", message.kind());
-                        current.record("request_id", id);
+                    if !on_span.is_disabled() {
+                        on_span.record("request", message.kind());
+                        on_span.record("request_id", id);
                     }
                     message
                 })
