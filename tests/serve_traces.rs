@@ -283,3 +283,22 @@ async fn without_the_otel_variables_nothing_is_exported_and_plugins_get_no_trace
     assert!(transcript.contains(r#""hook":"on_user_message""#));
     assert!(!transcript.contains("traceparent"), "{transcript}");
 }
+
+#[test]
+fn an_otlp_protocol_other_than_http_protobuf_is_refused_at_start_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_hookline"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--workspace-root"])
+        .arg(dir.path())
+        .env("HOOKLINE_HOME", dir.path())
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "hookline: OTEL_EXPORTER_OTLP_PROTOCOL is 'grpc': hookline exports traces over OTLP \
+         with http/protobuf only\n"
+    );
+    assert!(out.stdout.is_empty(), "it never listened");
+}
