@@ -69,8 +69,12 @@ impl Telemetry {
         let traces = provider.as_ref().map(|provider| {
             tracing_opentelemetry::layer()
                 .with_tracer(provider.tracer("hookline"))
+                // What a span costs on the hook path: no busy/idle timing, thread or source
+                // location attributes, only the fields the runtime sets.
                 .with_tracked_inactivity(false)
                 .with_threads(false)
+                .with_location(false)
+                .with_target(false)
                 // The runtime's own spans: hookline_server, hookline_host, hookline_actors...
                 .with_filter(Targets::new().with_target("hookline", tracing::Level::INFO))
         });
