@@ -73,7 +73,8 @@ pub(crate) async fn claim(
     Ok(claimed)
 }
 
-/// Forgets the session's expired rows, then its oldest finished ones past `max` rows.
+/// Forgets the session's expired rows; then, past `max` rows, its oldest finished ones down to
+/// an eighth below the bound (as the file store does).
 async fn trim(
     tx: &impl GenericClient,
     id: &SessionId,
@@ -86,11 +87,14 @@ async fn trim(
     )
     .await
     .map_err(|e| StoreError::db("forget expired keys", e))?;
+    let target = max - max / 8;
     tx.execute(
-        "DELETE FROM hookline_idempotency_keys WHERE session_id = $1 AND owner IS NULL \
-         AND key IN (SELECT key FROM hookline_idempotency_keys WHERE session_id = $1 \
-                     ORDER BY created_ms DESC, key OFFSET $2)",
-        &[&id.as_str(), &max],
+        "WITH held AS (SELECT count(*) AS n FROM hookline_idempotency_keys WHERE session_id = $1) \
+         DELETE FROM hookline_idempotency_keys WHERE session_id = $1 AND key IN ( \
+             SELECT key FROM hookline_idempotency_keys WHERE session_id = $1 AND owner IS NULL \
+             ORDER BY created_ms, key \
+             LIMIT (SELECT CASE WHEN n > $2 THEN n - $3 ELSE 0 END FROM held))",
+        &[&id.as_str(), &max, &target],
     )
     .await
     .map_err(|e| StoreError::db("forget the oldest keys", e))?;

@@ -159,8 +159,7 @@ impl Ticket {
     }
 }
 
-/// Claims `key` (when given) for a request of `handle`'s active session that digests to
-/// `digest`.
+/// Claims `key` (when given) for a request to `handle`'s session that digests to `digest`.
 ///
 /// # Errors
 /// 409 `request-in-progress`, 422 `idempotency-key-reused`, or the store's failure.
@@ -174,10 +173,9 @@ pub(crate) async fn claim(
         return Ok(Claim::Run(None));
     };
     let keys = Arc::clone(&state.keys);
-    let session = handle
-        .status()
-        .session_id
-        .unwrap_or_else(|| handle.key().clone());
+    // The session the request names: its key stays across `/new` and `/reset`, so a repeated
+    // `/new` finds the key its first run stored.
+    let session = handle.key().clone();
     let claim = KeyClaim {
         key,
         digest,
