@@ -228,3 +228,47 @@ async fn a_killed_keyed_turn_is_interrupted_not_run_again_on_postgres() {
     let extra = ["--migrate", "--lease-ttl-ms", "900"];
     a_killed_turn_is_interrupted_not_run_again(dir.path(), &url, &extra).await;
 }
+
+#[actix_rt::test]
+async fn idempotency_ttl_and_keys_are_flags_and_bad_values_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let store = store.to_str().unwrap();
+    for (flag, value) in [
+        ("--idempotency-ttl", "soon"),
+        ("--idempotency-ttl", "1 fortnight"),
+        ("--idempotency-keys", "0"),
+    ] {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_hookline"))
+            .args([
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--store",
+                store,
+                flag,
+                value,
+            ])
+            .env("HOOKLINE_HOME", dir.path())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{flag} {value}: {stderr}");
+        assert!(stderr.contains(flag), "{stderr}");
+    }
+    // A short lifetime: the key is remembered, then forgotten and its request runs again.
+    let client = Client::new();
+    let node = Node::start("a", dir.path(), store, &["--idempotency-ttl", "400ms"]);
+    let key = client.open(&node.url).await;
+    let url = format!("{}/v1/sessions/{key}/turns", node.url);
+    let body = json!({ "text": "hello" });
+    let (status, replayed, ..) = keyed(&client, &url, "k", body.clone()).await;
+    assert_eq!((status, replayed), (200, false));
+    let (status, replayed, ..) = keyed(&client, &url, "k", body.clone()).await;
+    assert_eq!((status, replayed), (200, true));
+    // Waiting for the key's lifetime to pass (the store compares wall-clock times).
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (status, replayed, ..) = keyed(&client, &url, "k", body).await;
+    assert_eq!((status, replayed), (200, false));
+    assert_eq!(counts(&client, &node.url, &key).await.0, 2);
+}

@@ -170,3 +170,78 @@ pub enum Claimed {
     /// The key is taken, by this entry (which may hold another digest).
     Existing(KeyEntry),
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_printable_ascii_of_one_to_255_bytes_bare_or_quoted() {
+        assert_eq!(IdempotencyKey::parse("a b").unwrap().as_str(), "a b");
+        assert_eq!(
+            IdempotencyKey::parse(r#""say \"hi\" \\ bye""#)
+                .unwrap()
+                .as_str(),
+            r#"say "hi" \ bye"#
+        );
+        assert!(IdempotencyKey::parse(&"k".repeat(MAX_KEY_BYTES)).is_ok());
+        assert_eq!(
+            IdempotencyKey::parse(&"k".repeat(MAX_KEY_BYTES + 1)),
+            Err(BadKey::TooLong(256))
+        );
+        assert_eq!(IdempotencyKey::parse("\"\""), Err(BadKey::Empty));
+        for bad in [
+            "clé",
+            "tab\there",
+            "a\"b",
+            "back\\slash",
+            "\"a\"b\"",
+            r#""a\x""#,
+        ] {
+            assert_eq!(
+                IdempotencyKey::parse(bad),
+                Err(BadKey::BadCharacter),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_entry_expires_at_its_claim_time_plus_the_ttl() {
+        let claim = KeyClaim {
+            key: IdempotencyKey::parse("k").unwrap(),
+            digest: "d".into(),
+            owner: "o".into(),
+            now_ms: 2_000,
+            ttl_ms: 1_000,
+            max_keys: 1,
+        };
+        assert!(!claim.expired(1_001));
+        assert!(claim.expired(1_000));
+        // A TTL past the end of time never expires anything.
+        let forever = KeyClaim {
+            ttl_ms: u64::MAX,
+            ..claim
+        };
+        assert!(!forever.expired(0));
+    }
+
+    #[test]
+    fn entries_round_trip_as_json() {
+        let entry = KeyEntry {
+            key: IdempotencyKey::parse("k").unwrap(),
+            digest: "d".into(),
+            created_ms: 5,
+            state: KeyState::Done {
+                outcome: KeyOutcome {
+                    status: 200,
+                    body: serde_json::json!({"stopReason": "completed"}),
+                },
+            },
+        };
+        let json = serde_json::to_value(&entry).unwrap();
+        assert_eq!(json["state"], "done");
+        assert_eq!(json["createdMs"], 5);
+        assert_eq!(serde_json::from_value::<KeyEntry>(json).unwrap(), entry);
+    }
+}

@@ -332,3 +332,61 @@ pub(crate) fn replayed(mut response: Response) -> Response {
         .insert(REPLAYED, HeaderValue::from_static("true"));
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_and_failures_while_running_are_stored_refusals_are_not() {
+        let ok: Result<serde_json::Value, ApiError> = Ok(serde_json::json!({"events": []}));
+        assert_eq!(outcome_of(&ok).map(|o| o.status), Some(200));
+        let stored = [
+            ApiError::Internal("disk full".into()),
+            ApiError::Overloaded,
+            ApiError::OutOfDescriptors("open".into()),
+        ];
+        for error in stored {
+            let status = error.status().as_u16();
+            assert_eq!(
+                outcome_of::<serde_json::Value>(&Err(error)).map(|o| o.status),
+                Some(status)
+            );
+        }
+        let refused = [
+            ApiError::Draining,
+            ApiError::Full(1),
+            ApiError::Busy("s".into()),
+            ApiError::UnknownSession("s".into()),
+            ApiError::SessionEnded("s".into()),
+            ApiError::Invalid("no such command".into()),
+            ApiError::LeaseLost("s".into()),
+        ];
+        for error in refused {
+            assert_eq!(outcome_of::<serde_json::Value>(&Err(error)), None);
+        }
+    }
+
+    #[test]
+    fn owners_count_as_running_until_they_finish_and_differ_per_request() {
+        let keys = Keys::new(Duration::from_secs(1), 0);
+        assert_eq!(keys.max_keys, 1);
+        let (a, b) = (keys.start(), keys.start());
+        assert_ne!(a, b);
+        assert!(keys.is_running(&a) && keys.is_running(&b));
+        keys.finish(&a);
+        assert!(!keys.is_running(&a) && keys.is_running(&b));
+        // Another process's owner is never running here.
+        let other = Keys::new(Duration::from_secs(1), 1);
+        assert!(!keys.is_running(&other.start()));
+    }
+
+    #[test]
+    fn digests_differ_by_route_and_body() {
+        let turn = digest(&serde_json::json!(["turns", "hi", null]));
+        assert_eq!(turn.len(), 64);
+        assert_eq!(turn, digest(&serde_json::json!(["turns", "hi", null])));
+        assert_ne!(turn, digest(&serde_json::json!(["turns", "hi", "plan"])));
+        assert_ne!(turn, digest(&serde_json::json!(["commands", "hi"])));
+    }
+}
