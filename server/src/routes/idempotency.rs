@@ -143,8 +143,17 @@ pub(crate) struct Ticket {
     owner: String,
 }
 
+/// Dropped (settled, or its task unwound), the request no longer counts as running here: a
+/// claim finding its entry still running then answers it as interrupted, never waits forever.
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        self.keys.finish(&self.owner);
+    }
+}
+
 impl Ticket {
-    /// Stores the answer (or forgets the key), then no longer counts the request as running.
+    /// Stores the answer (or forgets the key); the request stops counting as running when the
+    /// ticket drops, after this.
     async fn settle(self, outcome: Option<KeyOutcome>) {
         let settled = self
             .store
@@ -155,7 +164,6 @@ impl Ticket {
             // as interrupted, never run twice.
             tracing::warn!(session = %self.session, key = %self.key, "could not store a keyed request's answer: {error}");
         }
-        self.keys.finish(&self.owner);
     }
 }
 
@@ -194,14 +202,9 @@ pub(crate) async fn claim(
     };
     match ticket.store.claim_key(&ticket.session, &claim).await {
         Ok(Claimed::New) => Ok(Claim::Run(Some(ticket))),
-        Ok(Claimed::Existing(entry)) => {
-            ticket.keys.finish(&ticket.owner);
-            existing(&ticket, &claim, entry).await
-        }
-        Err(error) => {
-            ticket.keys.finish(&ticket.owner);
-            Err(HostError::Store(error).into())
-        }
+        // The ticket drops at the end: this request claimed nothing.
+        Ok(Claimed::Existing(entry)) => existing(&ticket, &claim, entry).await,
+        Err(error) => Err(HostError::Store(error).into()),
     }
 }
 
