@@ -172,6 +172,7 @@ pub enum Claimed {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

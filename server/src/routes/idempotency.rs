@@ -337,6 +337,7 @@ pub(crate) fn replayed(mut response: Response) -> Response {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
