@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use hookline::host::store::{
-    CommitStats, FileStore, FileStoreOptions, NewSession, SessionStore, StoreError,
+    Claimed, CommitStats, FileStore, FileStoreOptions, IdempotencyKey, KeyClaim, KeyEntry,
+    KeyOutcome, KeyState, NewSession, SessionStore, StoreError,
 };
 use hookline::messages::cut_off::{open_turn, CutOff};
 use hookline::messages::record::{ArchiveEntry, Record};
@@ -307,6 +308,135 @@ async fn group_commit(b: &Backend) {
     }
 }
 
+fn key_claim(key: &str, digest: &str, owner: &str, now_ms: u64) -> KeyClaim {
+    KeyClaim {
+        key: IdempotencyKey::parse(key).unwrap(),
+        digest: digest.into(),
+        owner: owner.into(),
+        now_ms,
+        ttl_ms: 1_000,
+        max_keys: 4,
+    }
+}
+
+fn answer(n: u64) -> KeyOutcome {
+    KeyOutcome {
+        status: 200,
+        body: serde_json::json!({"stopReason": "completed", "turn": n}),
+    }
+}
+
+/// Issue 22 item 3: a key is claimed once; its owner settles it; the answer reads back on
+/// another store (process or node); only the owner settles; a forgotten key is free again.
+async fn idempotency_keys(b: &Backend) {
+    let (info, w) = b.store.create(new_session(), &[]).await.unwrap();
+    let id = info.session_id;
+    let first = key_claim("k-1", "d1", "a/1", 10);
+    assert_eq!(b.store.claim_key(&id, &first).await.unwrap(), Claimed::New);
+    // Claimed again (by another request, on the other store): running, with its digest.
+    let again = key_claim("k-1", "d2", "b/1", 20);
+    let Claimed::Existing(entry) = b.other.claim_key(&id, &again).await.unwrap() else {
+        panic!("the key was claimed twice");
+    };
+    assert_eq!(entry.digest, "d1");
+    assert_eq!(entry.created_ms, 10);
+    assert_eq!(
+        entry.state,
+        KeyState::Running {
+            owner: "a/1".into()
+        }
+    );
+    // Only the owner settles it.
+    let key = IdempotencyKey::parse("k-1").unwrap();
+    assert!(!b
+        .store
+        .settle_key(&id, &key, "b/1", Some(&answer(0)))
+        .await
+        .unwrap());
+    assert!(b
+        .store
+        .settle_key(&id, &key, "a/1", Some(&answer(1)))
+        .await
+        .unwrap());
+    assert!(!b.store.settle_key(&id, &key, "a/1", None).await.unwrap());
+    let Claimed::Existing(entry) = b.other.claim_key(&id, &again).await.unwrap() else {
+        panic!("the settled key was claimed again");
+    };
+    assert_eq!(entry.state, KeyState::Done { outcome: answer(1) });
+    // A key forgotten by its owner (a refused request) is free for the next claim.
+    let refused = key_claim("k-2", "d1", "a/2", 30);
+    assert_eq!(
+        b.store.claim_key(&id, &refused).await.unwrap(),
+        Claimed::New
+    );
+    let k2 = IdempotencyKey::parse("k-2").unwrap();
+    assert!(b.store.settle_key(&id, &k2, "a/2", None).await.unwrap());
+    assert_eq!(
+        b.other.claim_key(&id, &refused).await.unwrap(),
+        Claimed::New
+    );
+    // Keys are the session's own: another session has none of them.
+    let (other, w2) = b.store.create(new_session(), &[]).await.unwrap();
+    assert_eq!(
+        b.store.claim_key(&other.session_id, &first).await.unwrap(),
+        Claimed::New
+    );
+    w.release().await.unwrap();
+    w2.release().await.unwrap();
+}
+
+/// Issue 22 item 3: an entry expires `ttl_ms` after its claim; past `max_keys` the oldest
+/// finished entries are forgotten, running ones never.
+async fn idempotency_keys_expire_and_are_bounded(b: &Backend) {
+    let (info, w) = b.store.create(new_session(), &[]).await.unwrap();
+    let id = info.session_id;
+    let old = key_claim("old", "d", "a/1", 1_000);
+    assert_eq!(b.store.claim_key(&id, &old).await.unwrap(), Claimed::New);
+    let key = IdempotencyKey::parse("old").unwrap();
+    assert!(b
+        .store
+        .settle_key(&id, &key, "a/1", Some(&answer(1)))
+        .await
+        .unwrap());
+    // Just before its time it is there; at its time it is free.
+    let before = key_claim("old", "d", "a/2", 1_999);
+    assert!(matches!(
+        b.store.claim_key(&id, &before).await.unwrap(),
+        Claimed::Existing(_)
+    ));
+    let at = key_claim("old", "other", "a/3", 2_000);
+    assert_eq!(b.store.claim_key(&id, &at).await.unwrap(), Claimed::New);
+    // "old" now runs (a/3); four more finished keys push the session past its bound of four.
+    for n in 1..=4u64 {
+        let name = format!("f-{n}");
+        let claim = key_claim(&name, "d", "a/f", 2_000 + n);
+        assert_eq!(b.store.claim_key(&id, &claim).await.unwrap(), Claimed::New);
+        let key = IdempotencyKey::parse(&name).unwrap();
+        assert!(b
+            .store
+            .settle_key(&id, &key, "a/f", Some(&answer(n)))
+            .await
+            .unwrap());
+    }
+    // Five entries: the oldest finished one ("f-1") went, the running "old" stayed.
+    let f1 = key_claim("f-1", "d", "a/x", 2_100);
+    assert_eq!(b.other.claim_key(&id, &f1).await.unwrap(), Claimed::New);
+    let running = key_claim("old", "other", "a/y", 2_100);
+    assert!(matches!(
+        b.other.claim_key(&id, &running).await.unwrap(),
+        Claimed::Existing(KeyEntry {
+            state: KeyState::Running { .. },
+            ..
+        })
+    ));
+    let f4 = key_claim("f-4", "d", "a/z", 2_100);
+    let Claimed::Existing(entry) = b.other.claim_key(&id, &f4).await.unwrap() else {
+        panic!("the newest finished key was forgotten");
+    };
+    assert_eq!(entry.state, KeyState::Done { outcome: answer(4) });
+    w.release().await.unwrap();
+}
+
 macro_rules! contract {
     ($backend:ident, $make:expr) => {
         mod $backend {
@@ -345,6 +475,16 @@ macro_rules! contract {
             #[tokio::test]
             async fn a_cut_off_turn_keeps_its_steps_and_says_where_it_stopped() {
                 cut_off_turn(&$make).await;
+            }
+
+            #[tokio::test]
+            async fn an_idempotency_key_is_claimed_once_and_its_answer_kept() {
+                idempotency_keys(&$make).await;
+            }
+
+            #[tokio::test]
+            async fn idempotency_keys_expire_and_are_bounded_per_session() {
+                idempotency_keys_expire_and_are_bounded(&$make).await;
             }
         }
     };

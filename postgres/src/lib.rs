@@ -16,6 +16,7 @@
 //! them, one `INSERT` for all records, one for all archive entries. A background task renews the
 //! held leases every [`PgStoreOptions::renew_every`].
 
+mod keys;
 pub mod migrate;
 
 use std::collections::HashMap;
@@ -37,6 +38,7 @@ use hookline_host::store::{
     fresh_session_id, NewSession, SessionFacts, SessionStore, SessionWriter, StoredSession,
     ID_TRIES,
 };
+use hookline_host::store::{Claimed, IdempotencyKey, KeyClaim, KeyOutcome};
 use hookline_host::store::{CommitStats, MAX_BATCH};
 use hookline_host::store::{StoreError, MAX_RECORD_BYTES};
 
@@ -705,6 +707,22 @@ impl SessionStore for PgStore {
             .iter()
             .map(|r| SessionId::from(r.get::<_, &str>(0)))
             .collect())
+    }
+
+    async fn claim_key(&self, id: &SessionId, claim: &KeyClaim) -> Result<Claimed, StoreError> {
+        let mut client = self.inner.client().await?;
+        keys::claim(&mut client, id, claim).await
+    }
+
+    async fn settle_key(
+        &self,
+        id: &SessionId,
+        key: &IdempotencyKey,
+        owner: &str,
+        outcome: Option<&KeyOutcome>,
+    ) -> Result<bool, StoreError> {
+        let client = self.inner.client().await?;
+        keys::settle(&client, id, key, owner, outcome).await
     }
 }
 

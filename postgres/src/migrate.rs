@@ -18,11 +18,18 @@ pub struct Migration {
 }
 
 /// Every migration, in order.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "0001_sessions.sql",
-    sql: include_str!("../../migrations/0001_sessions.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "0001_sessions.sql",
+        sql: include_str!("../../migrations/0001_sessions.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "0002_idempotency_keys.sql",
+        sql: include_str!("../../migrations/0002_idempotency_keys.sql"),
+    },
+];
 
 /// The schema version this build needs.
 pub fn latest_version() -> i32 {

@@ -98,6 +98,28 @@ pub enum ApiError {
     /// configured here, or its workspace is gone. Nothing ran; the session stays as stored.
     #[error("{0}")]
     CannotRestore(String),
+    /// The `Idempotency-Key` header is malformed: empty, too long, not printable ASCII, or
+    /// given twice (400 `bad-idempotency-key`).
+    #[error("the Idempotency-Key header is not valid: {0}")]
+    BadIdempotencyKey(String),
+    /// The first request with this key still runs (409 `request-in-progress`, `Retry-After`).
+    #[error(
+        "a request with Idempotency-Key '{0}' is still running; retry later to get its answer"
+    )]
+    KeyInProgress(String),
+    /// The key was used for another request (another route or body) within its lifetime (422
+    /// `idempotency-key-reused`).
+    #[error("Idempotency-Key '{0}' was already used for another request to this session; use a new key for a new request")]
+    KeyReused(String),
+    /// The first request with this key was cut off when the process running it stopped; it is
+    /// not run again (409 `request-interrupted`, stored as its answer).
+    #[error("the request with Idempotency-Key '{key}' was cut off when the process running it stopped, and it is not run again; GET /v1/sessions/{session} shows what it stored")]
+    Interrupted {
+        /// The key.
+        key: String,
+        /// The session it ran in.
+        session: String,
+    },
     /// The host failed (500 `internal`): not the client's doing.
     #[error("the host failed: {0}")]
     Internal(String),
@@ -122,7 +144,13 @@ impl ApiError {
                 StatusCode::SERVICE_UNAVAILABLE
             }
             Self::Busy(_) => StatusCode::TOO_MANY_REQUESTS,
-            Self::Leased(_) | Self::LeaseLost(_) | Self::CannotRestore(_) => StatusCode::CONFLICT,
+            Self::Leased(_)
+            | Self::LeaseLost(_)
+            | Self::CannotRestore(_)
+            | Self::KeyInProgress(_)
+            | Self::Interrupted { .. } => StatusCode::CONFLICT,
+            Self::BadIdempotencyKey(_) => StatusCode::BAD_REQUEST,
+            Self::KeyReused(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Timeout => StatusCode::REQUEST_TIMEOUT,
             Self::Status(status, _) => *status,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -156,6 +184,10 @@ impl ApiError {
             Self::Status(StatusCode::METHOD_NOT_ALLOWED, _) => "method-not-allowed",
             Self::Status(StatusCode::PAYLOAD_TOO_LARGE, _) => "body-too-large",
             Self::Status(..) => "http",
+            Self::BadIdempotencyKey(_) => "bad-idempotency-key",
+            Self::KeyInProgress(_) => "request-in-progress",
+            Self::KeyReused(_) => "idempotency-key-reused",
+            Self::Interrupted { .. } => "request-interrupted",
             Self::Internal(_) => "internal",
         }
     }
@@ -209,6 +241,7 @@ impl IntoResponse for ApiError {
                 | Self::Draining
                 | Self::Busy(_)
                 | Self::Leased(_)
+                | Self::KeyInProgress(_)
         ) {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
         }

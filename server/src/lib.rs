@@ -47,6 +47,13 @@ pub const DEFAULT_BODY_LIMIT: usize = 256 * 1024;
 /// approval timeout).
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// How long an idempotency key lasts after its request (`--idempotency-ttl`, docs/serve.md).
+pub const DEFAULT_IDEMPOTENCY_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// The most idempotency keys one session keeps (`--idempotency-keys`): past it the oldest
+/// finished ones are forgotten.
+pub const DEFAULT_IDEMPOTENCY_KEYS: usize = 256;
+
 /// How long the listener waits for open connections (event streams, sockets) once the gateway
 /// has drained.
 const CLOSE_CONNECTIONS_WAIT: Duration = Duration::from_secs(2);
@@ -66,6 +73,10 @@ pub struct ServeConfig {
     pub request_timeout: Duration,
     /// What `GET /v1/plugins` reports.
     pub plugins: PluginsView,
+    /// How long an idempotency key lasts after its request's claim.
+    pub idempotency_ttl: Duration,
+    /// The most idempotency keys one session keeps.
+    pub idempotency_keys: usize,
 }
 
 impl ServeConfig {
@@ -78,6 +89,8 @@ impl ServeConfig {
             body_limit: DEFAULT_BODY_LIMIT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             plugins: PluginsView::default(),
+            idempotency_ttl: DEFAULT_IDEMPOTENCY_TTL,
+            idempotency_keys: DEFAULT_IDEMPOTENCY_KEYS,
         }
     }
 }
@@ -135,6 +148,8 @@ pub(crate) struct AppState {
     pub(crate) metrics: PrometheusHandle,
     pub(crate) plugins: Arc<PluginsView>,
     pub(crate) body_limit: usize,
+    /// Idempotency keys: their settings and the keyed requests running here.
+    pub(crate) keys: Arc<routes::Keys>,
 }
 
 impl AppState {
@@ -240,6 +255,10 @@ pub async fn start(
         metrics: install_recorder(),
         plugins: Arc::new(config.plugins),
         body_limit: config.body_limit,
+        keys: Arc::new(routes::Keys::new(
+            config.idempotency_ttl,
+            config.idempotency_keys,
+        )),
     };
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await

@@ -1,6 +1,7 @@
 //! `hookline serve [--listen 127.0.0.1:7878] [--plugins DIR] [--workspace-root DIR]
 //! [--store DIR|postgres://...] [--migrate] [--node NAME] [--lease-ttl-ms MS] [--token-file FILE]
-//! [--max-sessions N] [--approval-timeout-ms MS] [--drain-budget-ms MS] [--restart-expected-ms MS]`:
+//! [--max-sessions N] [--approval-timeout-ms MS] [--drain-budget-ms MS] [--restart-expected-ms MS]
+//! [--idempotency-ttl DURATION] [--idempotency-keys N]`:
 //! many live sessions in one process over HTTP and WebSocket (issue 11, docs/serve.md); with a
 //! PostgreSQL store, one node of several (issue 14, docs/deploy.md).
 //!
@@ -86,6 +87,14 @@ pub(crate) struct ServeArgs {
     /// Arbiters (threads) sessions are spread over (default: one per core).
     #[arg(long)]
     arbiters: Option<usize>,
+    /// How long an Idempotency-Key is remembered after its request (`24h`, `90m`, `30s`;
+    /// default 24h).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    idempotency_ttl: Option<Duration>,
+    /// The most Idempotency-Keys one session keeps; past it the oldest finished are forgotten
+    /// (default 256).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    idempotency_keys: Option<u64>,
     /// Store each turn in one append at its end instead of step by step (for measuring what
     /// durable steps cost; a crash then loses a running turn whole).
     #[arg(long)]
@@ -295,6 +304,14 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
         body_limit: settings.body_limit,
         request_timeout: Duration::from_millis(settings.request_timeout_ms),
         plugins: view,
+        idempotency_ttl: args
+            .idempotency_ttl
+            .unwrap_or(hookline_server::DEFAULT_IDEMPOTENCY_TTL),
+        idempotency_keys: args
+            .idempotency_keys
+            .map_or(hookline_server::DEFAULT_IDEMPOTENCY_KEYS, |n| {
+                usize::try_from(n).unwrap_or(usize::MAX)
+            }),
         ..ServeConfig::new(&root)
     };
     let (addr, handle) = match start(gateway.clone(), config).await {

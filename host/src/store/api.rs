@@ -19,6 +19,7 @@ use hookline_messages::record::{ArchiveEntry, Record};
 use hookline_messages::session::{ApprovalMode, SessionId, SessionInfo};
 use serde::{Deserialize, Deserializer, Serialize};
 
+use super::keys::{Claimed, IdempotencyKey, KeyClaim, KeyOutcome};
 use super::StoreError;
 
 /// What a new session starts with; the store allocates its id (unique in the store, across
@@ -184,6 +185,31 @@ pub trait SessionStore: Send + Sync + 'static {
     async fn ping(&self) -> Result<(), StoreError> {
         Ok(())
     }
+
+    /// Claims an idempotency key of session `id` (issue 22 item 3, [`keys`](super::keys)):
+    /// atomically, [`Claimed::New`] (the key is now `claim.owner`'s, running) when the session
+    /// has no entry for it or only an expired one, else [`Claimed::Existing`] with the entry.
+    /// A new claim forgets expired entries, and the oldest finished ones past
+    /// `claim.max_keys`. Called by the node that holds the session; not fenced (a stale node's
+    /// request fails on its first write, and then forgets its claim).
+    ///
+    /// # Errors
+    /// [`StoreError`] when the store cannot read or write the key (nothing is claimed).
+    async fn claim_key(&self, id: &SessionId, claim: &KeyClaim) -> Result<Claimed, StoreError>;
+
+    /// Settles a key `owner` claimed and still runs: stores the answer (`Some`) or forgets the
+    /// key (`None`, a request refused before it ran, so a retry runs it). Returns whether the
+    /// entry was `owner`'s; an entry another claim took (after it expired) is left alone.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the store cannot write it.
+    async fn settle_key(
+        &self,
+        id: &SessionId,
+        key: &IdempotencyKey,
+        owner: &str,
+        outcome: Option<&KeyOutcome>,
+    ) -> Result<bool, StoreError>;
 }
 
 /// The one writer of one session. Dropping it without [`SessionWriter::release`] frees the

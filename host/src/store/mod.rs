@@ -39,6 +39,7 @@ mod api;
 mod error;
 mod files;
 mod frame;
+pub mod keys;
 mod log;
 mod session_id;
 
@@ -55,6 +56,7 @@ pub use api::{
 pub use error::StoreError;
 pub use files::{CommitStats, FileStore, FileStoreOptions, MAX_BATCH};
 pub use frame::{TornReason, MAX_RECORD_BYTES};
+pub use keys::{Claimed, IdempotencyKey, KeyClaim, KeyEntry, KeyOutcome, KeyState};
 pub use log::{Log, Recovery, TornTail};
 pub use session_id::{validate_session_id, InvalidSessionId, MAX_SESSION_ID_BYTES};
 

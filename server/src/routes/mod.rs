@@ -6,6 +6,7 @@
 
 mod approvals;
 mod events;
+mod idempotency;
 mod sessions;
 mod socket;
 mod socket_close;
@@ -21,6 +22,8 @@ use axum::{Json, Router};
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
+
+pub(crate) use idempotency::Keys;
 
 use super::metrics::{count_requests, refresh};
 use super::{auth, ApiError, AppState};

@@ -20,6 +20,9 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use tokio::sync::broadcast;
 
+use super::idempotency::{
+    claim, digest, once, replay_json, replayed, Answer, Claim, IdempotencyHeader,
+};
 use crate::metrics::{model_tokens, turn_finished};
 use crate::{resolve_workspace, ApiError, AppState, WorkspaceRoot};
 use hookline_host::gateway::{Activity, OpenSession, SessionHandle, TurnReport};
@@ -224,6 +227,42 @@ pub(crate) fn turn_json(report: &TurnReport) -> serde_json::Value {
     json
 }
 
+impl Answer for TurnReport {
+    fn json(&self) -> serde_json::Value {
+        turn_json(self)
+    }
+}
+
+/// A stored turn answer as the stream a streamed request gets: its events, then `done` (an
+/// error stored is answered with its status, as a refusal is).
+fn replay_stream(outcome: hookline_host::store::KeyOutcome) -> Response {
+    if outcome.status != StatusCode::OK.as_u16() {
+        return replay_json(outcome);
+    }
+    let body = outcome.body;
+    let mut events: Vec<Event> = body["events"]
+        .as_array()
+        .map(|events| {
+            events
+                .iter()
+                .map(|event| {
+                    let kind = event["event"].as_str().unwrap_or("event");
+                    Event::default().event(kind).data(event.to_string())
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut done = serde_json::json!({
+        "stopReason": body["stopReason"],
+        "sessionId": body["sessionId"],
+    });
+    if let Some(usage) = body.get("usage") {
+        done["usage"] = usage.clone();
+    }
+    events.push(Event::default().event("done").data(done.to_string()));
+    replayed(sse(stream::iter(events).map(Ok::<_, Infallible>)))
+}
+
 /// The query of `POST /v1/sessions/{id}/turns`.
 #[derive(Debug, Default, Deserialize)]
 pub(crate) struct TurnQuery {
@@ -256,28 +295,39 @@ pub(crate) async fn run_turn(
 
 /// `POST /v1/sessions/{id}/turns`: one JSON document at the end, or with
 /// `Accept: text/event-stream` the turn's events as they happen. `?detail=full` adds the whole
-/// values to `hook-changed` events.
+/// values to `hook-changed` events. With an `Idempotency-Key`, a repeated request gets the first
+/// one's stored answer (`idempotency.rs`).
 pub(crate) async fn turn(
     State(state): State<AppState>,
     UrlPath(id): UrlPath<String>,
     query: Result<Query<TurnQuery>, axum::extract::rejection::QueryRejection>,
     headers: HeaderMap,
+    IdempotencyHeader(key): IdempotencyHeader,
     Body(body): Body<TurnBody>,
 ) -> Result<Response, ApiError> {
     let Query(TurnQuery { detail }) = query?;
     state.admit()?;
     let handle = session(&state, &id)?;
+    let digest = digest(&serde_json::json!(["turns", body.text, body.mode]));
     let input = body.input()?;
     let streaming = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.contains("text/event-stream"));
+    let ticket = match claim(&state, &handle, key, digest).await? {
+        Claim::Replay(outcome) if streaming => return Ok(replay_stream(outcome)),
+        Claim::Replay(outcome) => return Ok(replay_json(outcome)),
+        Claim::Run(ticket) => ticket,
+    };
+    let live = handle.subscribe();
+    let mut running = once(
+        ticket,
+        async move { run_turn(&handle, input, detail).await },
+    );
     if !streaming {
-        let report = run_turn(&handle, input, detail).await?;
+        let report = running.await?;
         return Ok(Json(turn_json(&report)).into_response());
     }
-    let live = handle.subscribe();
-    let mut running = Box::pin(async move { run_turn(&handle, input, detail).await });
     // A refusal (busy, draining, ended) comes at once: answer it with its status, not a stream.
     if let Some(result) = (&mut running).now_or_never() {
         let report = result?;
@@ -479,12 +529,23 @@ pub(crate) async fn run_command(
     Ok(serde_json::json!({ "events": events, "session": handle.status() }))
 }
 
-/// `POST /v1/sessions/{id}/commands`.
+/// `POST /v1/sessions/{id}/commands`. With an `Idempotency-Key`, a repeated request gets the
+/// first one's stored answer (`idempotency.rs`).
 pub(crate) async fn command(
     State(state): State<AppState>,
     UrlPath(id): UrlPath<String>,
+    IdempotencyHeader(key): IdempotencyHeader,
     Body(body): Body<CommandBody>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Response, ApiError> {
     let handle = session(&state, &id)?;
-    Ok(Json(run_command(&state, &handle, &body.command).await?))
+    let digest = digest(&serde_json::json!(["commands", body.command]));
+    let ticket = match claim(&state, &handle, key, digest).await? {
+        Claim::Replay(outcome) => return Ok(replay_json(outcome)),
+        Claim::Run(ticket) => ticket,
+    };
+    let answer = once(ticket, async move {
+        run_command(&state, &handle, &body.command).await
+    })
+    .await?;
+    Ok(Json(answer).into_response())
 }

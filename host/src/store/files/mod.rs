@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
 use super::api::{NewSession, SessionFacts, SessionStore, SessionWriter, StoredSession, ID_TRIES};
+use super::keys::{Claimed, IdempotencyKey, KeyClaim, KeyOutcome};
 use super::log::{
     encode_records, remove_stale_rewrite, rewrite_path, scan, sync_dir, write_new_file, Scan,
 };
@@ -50,6 +51,8 @@ const LOCK: &str = "lock";
 
 /// The most appends one group commit takes.
 pub const MAX_BATCH: usize = 1024;
+/// Stripes of [`Inner::key_locks`].
+const KEY_LOCKS: usize = 16;
 /// Commit points kept before `commit.log` is rewritten to one point on open.
 const MAX_COMMIT_POINTS: usize = 4096;
 
@@ -122,6 +125,8 @@ struct Inner {
     next_id: AtomicU64,
     /// [`FileStoreOptions::inline`].
     inline: bool,
+    /// Idempotency key claims and settles of one session run one at a time (striped by id).
+    key_locks: [Mutex<()>; KEY_LOCKS],
 }
 
 impl Inner {
@@ -183,6 +188,7 @@ impl FileStore {
             commits: AtomicU64::new(0),
             next_id: AtomicU64::new(highest),
             inline: options.inline,
+            key_locks: Default::default(),
         });
         let weak = Arc::downgrade(&inner);
         std::thread::Builder::new()
@@ -271,6 +277,46 @@ impl SessionStore for FileStore {
     async fn sessions(&self) -> Result<Vec<SessionId>, StoreError> {
         let sessions = self.inner.sessions.clone();
         blocking(self.inner.inline, move || list_sessions(&sessions)).await
+    }
+
+    async fn claim_key(&self, id: &SessionId, claim: &KeyClaim) -> Result<Claimed, StoreError> {
+        let dir = self.session_dir(id)?;
+        let (inner, claim, id) = (Arc::clone(&self.inner), claim.clone(), id.clone());
+        blocking(self.inner.inline, move || {
+            let _one = inner.key_lock(&id);
+            keys::claim(&dir, &claim)
+        })
+        .await
+    }
+
+    async fn settle_key(
+        &self,
+        id: &SessionId,
+        key: &IdempotencyKey,
+        owner: &str,
+        outcome: Option<&KeyOutcome>,
+    ) -> Result<bool, StoreError> {
+        let dir = self.session_dir(id)?;
+        let (inner, id, key) = (Arc::clone(&self.inner), id.clone(), key.clone());
+        let (owner, outcome) = (owner.to_owned(), outcome.cloned());
+        blocking(self.inner.inline, move || {
+            let _one = inner.key_lock(&id);
+            keys::settle(&dir, &key, &owner, outcome.as_ref())
+        })
+        .await
+    }
+}
+
+impl Inner {
+    /// The stripe of [`Inner::key_locks`] session `id` takes.
+    fn key_lock(&self, id: &SessionId) -> MutexGuard<'_, ()> {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        id.hash(&mut hasher);
+        let stripe = (hasher.finish() as usize) % KEY_LOCKS;
+        self.key_locks[stripe]
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -361,6 +407,7 @@ fn lock(files: &Mutex<SessionFiles>) -> MutexGuard<'_, SessionFiles> {
 }
 
 mod commit;
+mod keys;
 mod recovery;
 #[cfg(test)]
 mod tests;
