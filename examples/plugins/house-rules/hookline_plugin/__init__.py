@@ -97,6 +97,9 @@ class Context:
     session: str = ""
     #: Set once the host has cancelled the call; a sync handler may check it to stop early.
     cancelled: threading.Event = field(default_factory=threading.Event)
+    #: The W3C trace context of the host's span for this call (``00-<trace>-<span>-<flags>``),
+    #: when the host exports traces; start your own spans under it to join the turn's trace.
+    traceparent: Optional[str] = None
 
 
 @dataclass
@@ -289,12 +292,14 @@ class Plugin:
         if kind == "hook":
             name = message["hook"]
             handler = self._hooks.get(name) or self._raw_hooks.get(name)
-            cx = Context(request_id, name, message.get("session", ""))
+            cx = Context(
+                request_id, name, message.get("session", ""), traceparent=message.get("traceparent")
+            )
             value = message.get("value")
         else:
             name = message["key"]
             handler = self._event_handler(name)
-            cx = Context(request_id, name)
+            cx = Context(request_id, name, traceparent=message.get("traceparent"))
             value = message.get("context")
         if handler is None:
             return {"type": "keep", "id": request_id}
@@ -319,6 +324,7 @@ class Plugin:
             message.get("session", ""),
             workspace_root=message.get("workspace_root", ""),
             approval_mode=message.get("approval_mode", ""),
+            traceparent=message.get("traceparent"),
         )
         self._contexts[request_id] = cx
         try:
