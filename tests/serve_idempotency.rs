@@ -244,7 +244,7 @@ async fn a_repeated_keyed_new_opens_one_session() {
 
 #[actix_rt::test]
 async fn an_expired_key_runs_its_request_again() {
-    let ttl = Duration::from_millis(300);
+    let ttl = Duration::from_secs(2);
     let served = serve(
         Arc::new(EchoProvider::new()),
         |_| {},
@@ -258,7 +258,7 @@ async fn an_expired_key_runs_its_request_again() {
     let (status, _, replayed, _) = keyed(&served, &path, Some("k"), json!({ "text": "a" })).await;
     assert_eq!((status, replayed), (200, true));
     // Waiting for the key's lifetime to pass (the store compares wall-clock times).
-    tokio::time::sleep(ttl + Duration::from_millis(100)).await;
+    tokio::time::sleep(ttl + Duration::from_millis(200)).await;
     let (status, _, replayed, _) = keyed(&served, &path, Some("k"), json!({ "text": "a" })).await;
     assert_eq!((status, replayed), (200, false));
     assert_eq!(counts(&served, &key, "user").await, (2, 2));

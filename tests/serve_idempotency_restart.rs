@@ -258,7 +258,7 @@ async fn idempotency_ttl_and_keys_are_flags_and_bad_values_exit_2() {
     }
     // A short lifetime: the key is remembered, then forgotten and its request runs again.
     let client = Client::new();
-    let node = Node::start("a", dir.path(), store, &["--idempotency-ttl", "400ms"]);
+    let node = Node::start("a", dir.path(), store, &["--idempotency-ttl", "2s"]);
     let key = client.open(&node.url).await;
     let url = format!("{}/v1/sessions/{key}/turns", node.url);
     let body = json!({ "text": "hello" });
@@ -267,7 +267,7 @@ async fn idempotency_ttl_and_keys_are_flags_and_bad_values_exit_2() {
     let (status, replayed, ..) = keyed(&client, &url, "k", body.clone()).await;
     assert_eq!((status, replayed), (200, true));
     // Waiting for the key's lifetime to pass (the store compares wall-clock times).
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    tokio::time::sleep(Duration::from_millis(2200)).await;
     let (status, replayed, ..) = keyed(&client, &url, "k", body).await;
     assert_eq!((status, replayed), (200, false));
     assert_eq!(counts(&client, &node.url, &key).await.0, 2);
