@@ -38,8 +38,9 @@ const MAX_PAGE: usize = 1000;
 /// How long a command's answer waits for the session's status to settle.
 const STATUS_SETTLE: Duration = Duration::from_secs(1);
 
-/// A JSON body: the content type must be JSON when given; an empty body reads as `{}` (so a
-/// missing required field is named). Rejections are [`ApiError`]s (400 naming the field, 413).
+/// A JSON body: the content type must be JSON when given; an empty body or `null` reads as `{}`
+/// (so a missing required field is named). Rejections are [`ApiError`]s (400 naming the field,
+/// 413).
 pub(crate) struct Body<T>(pub(crate) T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
@@ -57,11 +58,12 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
         let bytes = axum::body::Bytes::from_request(request, state)
             .await
             .map_err(|rejection| ApiError::Status(rejection.status(), rejection.body_text()))?;
-        let bytes: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
-            b"{}"
-        } else {
-            &bytes
-        };
+        let bytes: &[u8] =
+            if bytes.iter().all(u8::is_ascii_whitespace) || bytes.trim_ascii() == b"null" {
+                b"{}"
+            } else {
+                &bytes
+            };
         axum::Json::<T>::from_bytes(bytes)
             .map(|Json(value)| Self(value))
             .map_err(ApiError::from)
@@ -183,8 +185,10 @@ pub(crate) async fn list(State(state): State<AppState>) -> Json<SessionsList> {
 pub(crate) struct Page {
     /// The index of the first record of the page (0 when absent).
     #[serde(default)]
+    #[param(maximum = 2147483647)]
     offset: usize,
-    /// How many records the page holds at most (100 when absent; at most 1000).
+    /// How many records the page holds at most (100 when absent; more than 1000 reads as 1000).
+    #[param(maximum = 2147483647)]
     limit: Option<usize>,
 }
 
@@ -270,27 +274,38 @@ pub(crate) async fn close(
 pub(crate) struct TurnBody {
     /// What the user says.
     pub(crate) text: String,
-    /// `work` (when absent) or `plan`; any other mode is refused (400 `invalid-request`).
-    pub(crate) mode: Option<PromptMode>,
+    /// `work` when absent.
+    pub(crate) mode: Option<TurnMode>,
+}
+
+/// The modes a user turn can have (the host's other prompt modes are its own: a side question,
+/// compaction); any other is refused as the body is read (400 `bad-json`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum TurnMode {
+    /// An ordinary working turn.
+    #[default]
+    Work,
+    /// A planning turn.
+    Plan,
+}
+
+impl From<TurnMode> for PromptMode {
+    fn from(mode: TurnMode) -> Self {
+        match mode {
+            TurnMode::Work => Self::Work,
+            TurnMode::Plan => Self::Plan,
+        }
+    }
 }
 
 impl TurnBody {
-    /// The user input, refusing modes a user turn cannot have.
-    pub(crate) fn input(self) -> Result<UserInput, ApiError> {
-        let mode = match self.mode {
-            None | Some(PromptMode::Work) => PromptMode::Work,
-            Some(PromptMode::Plan) => PromptMode::Plan,
-            Some(other) => {
-                return Err(ApiError::Invalid(format!(
-                    "mode must be work or plan, not {}",
-                    other.as_str()
-                )))
-            }
-        };
-        Ok(UserInput {
-            mode,
+    /// The user input.
+    pub(crate) fn input(self) -> UserInput {
+        UserInput {
+            mode: self.mode.unwrap_or_default().into(),
             ..UserInput::work(self.text)
-        })
+        }
     }
 }
 
@@ -369,7 +384,7 @@ pub(crate) async fn turn(
     let Query(TurnQuery { detail }) = query?;
     state.admit()?;
     let handle = session(&state, &id)?;
-    let input = body.input()?;
+    let input = body.input();
     let streaming = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())

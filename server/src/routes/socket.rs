@@ -22,7 +22,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio::sync::{broadcast, mpsc};
 
-use super::sessions::{run_command, run_turn, session, TurnBody};
+use super::sessions::{run_command, run_turn, session, TurnBody, TurnMode};
 use super::socket_close;
 use crate::auth::{token_matches, WsAuth};
 use crate::{ApiError, AppState, ErrorBody};
@@ -52,8 +52,8 @@ pub(crate) enum ClientMessage {
     Turn {
         /// What the user says.
         text: String,
-        /// `work` (when absent) or `plan`.
-        mode: Option<hookline_messages::prompt::PromptMode>,
+        /// `work` when absent.
+        mode: Option<TurnMode>,
     },
     /// An operator's answer to an approval.
     #[serde(rename_all = "camelCase")]
@@ -287,10 +287,10 @@ async fn turn(
     state: &AppState,
     handle: &SessionHandle,
     text: String,
-    mode: Option<hookline_messages::prompt::PromptMode>,
+    mode: Option<TurnMode>,
 ) -> Result<serde_json::Value, ApiError> {
     state.admit()?;
-    let input = TurnBody { text, mode }.input()?;
+    let input = TurnBody { text, mode }.input();
     // A WebSocket turn streams its events: `hook-changed` carries the patch only.
     let report = run_turn(handle, input, hookline_host::state::Detail::Changes).await?;
     let mut json = serde_json::json!({
