@@ -229,8 +229,11 @@ async fn real_answers_match_the_schemas_of_their_routes() {
     let finished = waiting.await.unwrap();
     check("post", "/v1/sessions/{id}/turns", 200, &finished);
 
+    // Records are read between requests: once the session is idle the page holds them.
+    until_activity(&served, &key, Activity::Idle).await;
     let (_, shown) = served.get(&format!("/v1/sessions/{key}")).await;
-    assert!(!shown["records"]["items"].as_array().unwrap().is_empty());
+    let items = shown["records"]["items"].as_array().unwrap();
+    assert!(!items.is_empty(), "{shown}");
     check("get", "/v1/sessions/{id}", 200, &shown);
     let (_, listed) = served.get("/v1/sessions").await;
     check("get", "/v1/sessions", 200, &listed);
