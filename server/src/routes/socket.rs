@@ -80,14 +80,23 @@ pub(crate) enum ClientMessage {
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 #[schemars(rename = "SocketInboundMessage")]
 pub(crate) struct WireMessage {
+    /// The sender.
     from: String,
+    /// The channel (`telegram`, ...).
     channel_id: String,
+    /// The generic body.
     body: Option<String>,
+    /// The raw body.
     raw_body: Option<String>,
+    /// The command body, when the text is a command.
     command_body: Option<String>,
+    /// When it was sent (ms since the epoch).
     timestamp: Option<u64>,
+    /// The receiving account.
     account_id: Option<String>,
+    /// The conversation.
     conversation_id: Option<String>,
+    /// The message id.
     message_id: Option<String>,
 }
 
