@@ -18,6 +18,7 @@ pub(crate) use approvals::ApprovalsList;
 pub(crate) use sessions::{ApprovalBody, CommandBody, OpenBody, TurnBody};
 pub(crate) use socket::ClientMessage as SocketRequest;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{DefaultBodyLimit, Request, State};
@@ -29,8 +30,6 @@ use axum::{Json, Router};
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
-
-use std::sync::Arc;
 
 use answers::HealthState;
 
