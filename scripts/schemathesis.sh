@@ -6,7 +6,8 @@
 # Installs Schemathesis (PyPI) in a virtual environment when it is missing, starts the server on
 # an ephemeral loopback port over a scratch workspace and home (stopped and removed on exit),
 # and bounds the run (--max-time; each request --request-timeout).
-# Usage: scripts/schemathesis.sh [HOOKLINE_BINARY]   (default: target/debug/hookline)
+# Usage: scripts/schemathesis.sh [HOOKLINE_BINARY]   (relative to the repository root; default
+# target/debug/hookline). SCHEMATHESIS_MAX_TIME (seconds, default 150) bounds the fuzzing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -57,12 +58,16 @@ if [ -z "$base" ]; then
 fi
 
 # /v1/events streams until the server drains: a request to it never ends, so it is left out.
+# Run from the scratch directory: Schemathesis keeps its cache in the working directory.
 status=0
-timeout $((max_time + 120)) "$venv/bin/schemathesis" run "$base/v1/openapi.json" \
-  --checks not_a_server_error,response_schema_conformance \
-  --exclude-path /v1/events \
-  --max-examples 30 --max-time "$max_time" --request-timeout 20 \
-  --suppress-health-check all || status=$?
+(
+  cd "$scratch"
+  timeout $((max_time + 120)) "$venv/bin/schemathesis" run "$base/v1/openapi.json" \
+    --checks not_a_server_error,response_schema_conformance \
+    --exclude-path /v1/events \
+    --max-examples 30 --max-time "$max_time" --request-timeout 20 \
+    --suppress-health-check all
+) || status=$?
 if [ "$status" -ne 0 ]; then
   echo "schemathesis failed ($status); the server's log:" >&2
   tail -n 50 "$scratch/serve.err" >&2
