@@ -327,7 +327,9 @@ pub enum FinishReason {
 
 /// Token usage of one call, as the provider reported it: a count the provider did not report is
 /// `None` (absent on the wire), never a made-up zero (issue 21).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct Usage {
     /// Tokens sent, if reported.
@@ -358,7 +360,9 @@ impl Usage {
 /// Token usage summed over a session's model calls (issue 21): what the session status, a
 /// turn's answer and the metrics report. A count no call reported stays `None` (absent on the
 /// wire), never a made-up zero.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "camelCase")]
 pub struct UsageTotals {
     /// Input tokens over the calls that reported them.

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The mode a system text is composed for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum PromptMode {
     /// An ordinary working turn.

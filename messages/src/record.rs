@@ -91,7 +91,7 @@ impl Record {
 }
 
 /// What the policy (or the operator) decided for one tool call.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Decision {
     /// The call may run.

@@ -42,7 +42,7 @@ impl Clone for UserMessage {
 }
 
 /// Why a turn ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum StopReason {
     /// The model finished without asking for more tools.

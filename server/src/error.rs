@@ -211,8 +211,35 @@ impl ApiError {
 
     /// The error as the JSON body clients read.
     pub fn body(&self) -> serde_json::Value {
-        serde_json::json!({ "error": { "code": self.code(), "message": sentence(&self.to_string()) } })
+        serde_json::to_value(self.answer()).unwrap_or_default()
     }
+
+    /// The error as the typed body ([`ErrorBody`]).
+    pub fn answer(&self) -> ErrorBody {
+        ErrorBody {
+            error: ErrorDetail {
+                code: self.code().to_owned(),
+                message: sentence(&self.to_string()),
+            },
+        }
+    }
+}
+
+/// The body of every error answer: `{"error": {"code": "...", "message": "..."}}`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct ErrorBody {
+    /// What went wrong.
+    pub error: ErrorDetail,
+}
+
+/// What went wrong, for a program and for a person.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+pub struct ErrorDetail {
+    /// A stable kebab-case code (`unknown-session`, `bad-json`, `body-too-large`, `full`, ...;
+    /// docs/serve.md, "Errors").
+    pub code: String,
+    /// An English sentence.
+    pub message: String,
 }
 
 /// An English sentence: a capital first letter and a full stop.
@@ -231,7 +258,7 @@ fn sentence(text: &str) -> String {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
-        let mut response = (status, Json(self.body())).into_response();
+        let mut response = (status, Json(self.answer())).into_response();
         let headers = response.headers_mut();
         if matches!(
             self,

@@ -19,12 +19,14 @@ mod auth;
 pub mod console;
 mod error;
 mod metrics;
+mod openapi;
 mod routes;
 mod trace;
 mod workspace;
 
-pub use error::{ApiError, RETRY_AFTER_SECS};
+pub use error::{ApiError, ErrorBody, ErrorDetail, RETRY_AFTER_SECS};
 pub use metrics::install_recorder;
+pub use openapi::openapi_json;
 pub use workspace::{resolve_workspace, WorkspaceRoot};
 
 use std::net::SocketAddr;
@@ -96,10 +98,11 @@ impl ServeConfig {
 }
 
 /// The plugins a server runs, as `GET /v1/plugins` reports them.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PluginsView {
     /// Plugins on disk, as `hookline hooks list --json` prints them.
+    #[schemars(with = "Vec<routes::PluginEntry>")]
     pub plugins: Vec<PluginStatus>,
     /// In-process plugins (the bundled demo plugins when none is on disk), in load order.
     pub in_process: Vec<String>,

@@ -34,7 +34,7 @@ struct Waiting {
 }
 
 /// An approval that waits for an operator's answer, as `approval-requested` announced it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PendingApproval {
     /// The call's id: the key the answer names.

@@ -6,7 +6,7 @@ use hookline_messages::session::{ApprovalMode, SessionId};
 use serde::Serialize;
 
 /// What a session is doing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Activity {
     /// Waiting for a request.
@@ -20,7 +20,7 @@ pub enum Activity {
 }
 
 /// A session's status.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionStatus {
     /// The id the gateway knows the conversation by: its first session's id, stable across

@@ -18,7 +18,9 @@ use serde::Serialize;
 pub use json_patch::Patch;
 
 /// How much a `hook-changed` event says.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, Serialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum Detail {
     /// The JSON Patch and the names of the plugins: what every client gets.

@@ -4,23 +4,26 @@
 
 use axum::extract::State;
 use axum::Json;
+use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::AppState;
+use crate::{AppState, ErrorBody};
 use hookline_host::gateway::PendingApproval;
 
 /// One waiting approval and the session it belongs to.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct ServerApproval {
     /// The session's key: answer at `POST /v1/sessions/{session}/approvals/{callId}`.
     session: String,
+    /// The approval.
     #[serde(flatten)]
     approval: PendingApproval,
 }
 
 /// `GET /v1/approvals` answer.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct ApprovalsList {
+    /// Soonest deadline first.
     approvals: Vec<ServerApproval>,
 }
 
@@ -53,6 +56,13 @@ pub(crate) fn pending(state: &AppState) -> Vec<ServerApproval> {
 }
 
 /// `GET /v1/approvals`.
+#[utoipa::path(
+    get, path = "/v1/approvals", tag = "approvals",
+    responses(
+        (status = 200, description = "Every approval the server's sessions wait for, soonest deadline first.", body = ApprovalsList),
+        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
+    )
+)]
 pub(crate) async fn list(State(state): State<AppState>) -> Json<ApprovalsList> {
     Json(ApprovalsList {
         approvals: pending(&state),

@@ -16,7 +16,7 @@ use hookline_messages::session::SessionId;
 use tokio::sync::broadcast;
 
 use super::sessions::tagged;
-use crate::AppState;
+use crate::{AppState, ErrorBody};
 use hookline_host::gateway::{Activity, FeedEvent, SessionStatus};
 
 /// How often every session's status is compared with what the client was last told.
@@ -72,6 +72,13 @@ fn status_event(status: &SessionStatus) -> Event {
 }
 
 /// The route.
+#[utoipa::path(
+    get, path = "/v1/events", tag = "events",
+    responses(
+        (status = 200, description = "Server-sent events, until the server drains: `event: <kind>` with `{\"session\": key or null, \"event\": HostEvent}` as data for every session's events and the gateway's; `event: session` with a SessionStatus whenever a session's status changes; `event: lagged` with `{\"missed\": n}` when the client read too slowly.", body = String, content_type = "text/event-stream"),
+        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
+    )
+)]
 pub(crate) async fn feed(State(state): State<AppState>) -> Response {
     let mut tick = tokio::time::interval(STATUS_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);

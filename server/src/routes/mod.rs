@@ -4,13 +4,23 @@
 //! error answer is the JSON error shape), the request timeout, the body cap, then auth on every
 //! route but `/healthz`.
 
-mod approvals;
-mod events;
+mod answers;
+pub(crate) mod approvals;
+pub(crate) mod events;
 mod idempotency;
-mod sessions;
-mod socket;
+pub(crate) mod sessions;
+pub(crate) mod socket;
 mod socket_close;
 
+pub(crate) use answers::{
+    ApprovalAnswer, CommandAnswer, EventsAnswer, Health, PluginEntry, SessionView, SessionsList,
+    TurnAnswer,
+};
+pub(crate) use approvals::ApprovalsList;
+pub(crate) use sessions::{ApprovalBody, CommandBody, OpenBody, TurnBody};
+pub(crate) use socket::ClientMessage as SocketRequest;
+
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{DefaultBodyLimit, Request, State};
@@ -23,10 +33,11 @@ use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
+use answers::HealthState;
 pub(crate) use idempotency::Keys;
 
 use super::metrics::{count_requests, refresh};
-use super::{auth, ApiError, AppState};
+use super::{auth, ApiError, AppState, ErrorBody, PluginsView};
 
 /// How long `/readyz` waits for the session store to answer.
 const STORE_PING_WAIT: Duration = Duration::from_secs(2);
@@ -50,7 +61,8 @@ pub(crate) fn router(state: AppState, request_timeout: Duration) -> Router {
         .route("/sessions/{id}/commands", post(sessions::command))
         .route("/sessions/{id}/ws", get(socket::upgrade))
         .route("/events", get(events::feed))
-        .route("/approvals", get(approvals::list));
+        .route("/approvals", get(approvals::list))
+        .route("/openapi.json", get(openapi));
     let protected = Router::new()
         .nest("/v1", v1)
         .route("/readyz", get(readyz))
@@ -83,13 +95,27 @@ pub(crate) fn router(state: AppState, request_timeout: Duration) -> Router {
 }
 
 /// `GET /healthz`: the process answers.
-async fn healthz() -> Json<serde_json::Value> {
-    Json(serde_json::json!({ "status": "ok" }))
+#[utoipa::path(
+    get, path = "/healthz", tag = "health", security(()),
+    responses((status = 200, description = "The process answers; no token needed.", body = Health))
+)]
+pub(crate) async fn healthz() -> Json<Health> {
+    Json(Health {
+        status: HealthState::Ok,
+    })
 }
 
 /// `GET /readyz`: plugins loaded, the store writable and (PostgreSQL) answering; 503 while
 /// draining.
-async fn readyz(State(state): State<AppState>) -> Result<Json<serde_json::Value>, ApiError> {
+#[utoipa::path(
+    get, path = "/readyz", tag = "health",
+    responses(
+        (status = 200, description = "Plugins are loaded and the store is writable.", body = Health),
+        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
+        (status = 503, description = "Draining (`draining`), or the store cannot be written or does not answer.", body = ErrorBody),
+    )
+)]
+pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
     state.admit()?;
     let dir = state.gateway.store().root().to_path_buf();
     // A store that cannot take a file cannot take a record either.
@@ -110,11 +136,20 @@ async fn readyz(State(state): State<AppState>) -> Result<Json<serde_json::Value>
             "the session store does not answer".into(),
         ));
     }
-    Ok(Json(serde_json::json!({ "status": "ready" })))
+    Ok(Json(Health {
+        status: HealthState::Ready,
+    }))
 }
 
 /// `GET /metrics`: Prometheus text.
-async fn prometheus(State(state): State<AppState>) -> Response {
+#[utoipa::path(
+    get, path = "/metrics", tag = "health",
+    responses(
+        (status = 200, description = "The Prometheus text exposition (docs/serve.md, \"Metrics\").", body = String, content_type = "text/plain"),
+        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
+    )
+)]
+pub(crate) async fn prometheus(State(state): State<AppState>) -> Response {
     refresh(&state.gateway).await;
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
@@ -124,8 +159,27 @@ async fn prometheus(State(state): State<AppState>) -> Response {
 }
 
 /// `GET /v1/plugins`.
-async fn plugins(State(state): State<AppState>) -> Json<serde_json::Value> {
-    Json(serde_json::to_value(&*state.plugins).unwrap_or_default())
+#[utoipa::path(
+    get, path = "/v1/plugins", tag = "server",
+    responses(
+        (status = 200, description = "The plugins the server runs and what loading them noted.", body = PluginsView),
+        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
+    )
+)]
+pub(crate) async fn plugins(State(state): State<AppState>) -> Json<Arc<PluginsView>> {
+    Json(state.plugins.clone())
+}
+
+/// `GET /v1/openapi.json`: this API's OpenAPI document (docs/openapi.json).
+#[utoipa::path(
+    get, path = "/v1/openapi.json", tag = "server",
+    responses(
+        (status = 200, description = "The OpenAPI 3.1 document, as docs/openapi.json holds it.", body = Object),
+        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
+    )
+)]
+pub(crate) async fn openapi() -> Response {
+    crate::openapi::answer()
 }
 
 async fn no_route(request: Request) -> ApiError {

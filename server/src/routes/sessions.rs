@@ -16,15 +16,20 @@ use hookline_messages::prompt::PromptMode;
 use hookline_messages::record::Decision;
 use hookline_messages::scenario::SlashCommand;
 use hookline_messages::session::{ApprovalMode, SessionId};
+use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast;
+use utoipa::IntoParams;
 
+use super::answers::{
+    ApprovalAnswer, CommandAnswer, EventsAnswer, RecordsView, SessionView, SessionsList, TurnAnswer,
+};
 use super::idempotency::{
     claim, digest, once, replay_json, replayed, Answer, Claim, IdempotencyHeader,
 };
 use crate::metrics::{model_tokens, turn_finished};
-use crate::{resolve_workspace, ApiError, AppState, WorkspaceRoot};
+use crate::{resolve_workspace, ApiError, AppState, ErrorBody, WorkspaceRoot};
 use hookline_host::gateway::{Activity, OpenSession, SessionHandle, TurnReport};
 use hookline_host::session::SessionCommand;
 use hookline_host::state::{Detail, HostEvent};
@@ -36,8 +41,9 @@ const MAX_PAGE: usize = 1000;
 /// How long a command's answer waits for the session's status to settle.
 const STATUS_SETTLE: Duration = Duration::from_secs(1);
 
-/// A JSON body: the content type must be JSON when given; an empty body reads as `{}` (so a
-/// missing required field is named). Rejections are [`ApiError`]s (400 naming the field, 413).
+/// A JSON body: the content type must be JSON when given; an empty body or `null` reads as `{}`
+/// (so a missing required field is named). Rejections are [`ApiError`]s (400 naming the field,
+/// 413).
 pub(crate) struct Body<T>(pub(crate) T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
@@ -55,11 +61,12 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
         let bytes = axum::body::Bytes::from_request(request, state)
             .await
             .map_err(|rejection| ApiError::Status(rejection.status(), rejection.body_text()))?;
-        let bytes: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) {
-            b"{}"
-        } else {
-            &bytes
-        };
+        let bytes: &[u8] =
+            if bytes.iter().all(u8::is_ascii_whitespace) || bytes.trim_ascii() == b"null" {
+                b"{}"
+            } else {
+                &bytes
+            };
         axum::Json::<T>::from_bytes(bytes)
             .map(|Json(value)| Self(value))
             .map_err(ApiError::from)
@@ -75,16 +82,33 @@ pub(crate) fn session(state: &AppState, id: &str) -> Result<SessionHandle, ApiEr
 }
 
 /// `POST /v1/sessions` body.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct OpenBody {
-    /// A directory under the workspace root (made when missing).
+    /// A directory under the workspace root (made when missing); the root itself when absent.
     workspace: Option<String>,
+    /// The session's approval mode; the server's default when absent.
     approval_mode: Option<ApprovalMode>,
+    /// A configured model's name (docs/configuration.md); the default model when absent.
     model: Option<String>,
 }
 
 /// `POST /v1/sessions`: 201 with the new session's status.
+#[utoipa::path(
+    post, path = "/v1/sessions", tag = "sessions",
+    request_body(content = Option<OpenBody>, description = "Where and how the session runs; an empty body opens it in the workspace root with the defaults.", content_type = "application/json"),
+    responses(
+        (status = 201, description = "The new session's status.", body = ref("#/components/schemas/SessionStatus"), headers(("Location" = String, description = "The session's address, `/v1/sessions/{key}`."))),
+        (status = 400, description = "The body is not the JSON this route takes (`bad-json`, naming the field) or asks for what cannot be (`invalid-request`, `unknown-model`).", body = ErrorBody),
+        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
+        (status = 403, description = "The workspace lies outside `--workspace-root` (`workspace-outside-root`).", body = ErrorBody),
+        (status = 408, description = "The request took longer than `--request-timeout` (`timeout`).", body = ErrorBody),
+        (status = 413, description = "The body is larger than `--body-limit` (`body-too-large`).", body = ErrorBody),
+        (status = 415, description = "The body's content type is not JSON (`unsupported-media-type`).", body = ErrorBody),
+        (status = 500, description = "The host failed (`internal`): not the client's doing.", body = ErrorBody),
+        (status = 503, description = "The server is draining (`draining`), holds its limit of sessions (`full`), its pipeline is overloaded (`overloaded`) or it is out of file descriptors (`out-of-descriptors`); `Retry-After` says when to retry.", body = ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait."))),
+    )
+)]
 pub(crate) async fn open(
     State(state): State<AppState>,
     Body(body): Body<OpenBody>,
@@ -119,6 +143,21 @@ pub(crate) async fn open(
 /// another node holds it), reads its records and continues where it stopped; its start hooks
 /// run here as it becomes active (SPEC P3.10). 200 with its status; also when it is open here
 /// already. 404 when the store does not have it.
+#[utoipa::path(
+    post, path = "/v1/sessions/{id}/resume", tag = "sessions",
+    params(("id" = String, Path, description = "The session's key (`key` in its status).")),
+    responses(
+        (status = 200, description = "The session's status, resumed here (or open here already).", body = ref("#/components/schemas/SessionStatus")),
+        (status = 400, description = "The session asks for a model not configured here (`unknown-model`).", body = ErrorBody),
+        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
+        (status = 403, description = "Its stored workspace lies outside `--workspace-root` (`workspace-outside-root`).", body = ErrorBody),
+        (status = 404, description = "The store does not have this session (`unknown-session`).", body = ErrorBody),
+        (status = 408, description = "The request took longer than `--request-timeout` (`timeout`).", body = ErrorBody),
+        (status = 409, description = "Another node holds the session (`session-leased`, with `Retry-After`) or took it over (`lease-lost`), or it cannot be restored as stored (`cannot-restore`).", body = ErrorBody),
+        (status = 500, description = "The host failed (`internal`): not the client's doing.", body = ErrorBody),
+        (status = 503, description = "The server is draining (`draining`), holds its limit of sessions (`full`), its pipeline is overloaded (`overloaded`) or it is out of file descriptors (`out-of-descriptors`); `Retry-After` says when to retry.", body = ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait."))),
+    )
+)]
 pub(crate) async fn resume(
     State(state): State<AppState>,
     UrlPath(id): UrlPath<String>,
@@ -129,25 +168,53 @@ pub(crate) async fn resume(
 }
 
 /// `GET /v1/sessions`.
-pub(crate) async fn list(State(state): State<AppState>) -> Json<serde_json::Value> {
-    Json(serde_json::json!({ "sessions": state.gateway.sessions() }))
+#[utoipa::path(
+    get, path = "/v1/sessions", tag = "sessions",
+    responses(
+        (status = 200, description = "Every open session's status.", body = SessionsList),
+        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
+    )
+)]
+pub(crate) async fn list(State(state): State<AppState>) -> Json<SessionsList> {
+    Json(SessionsList {
+        sessions: state.gateway.sessions(),
+    })
 }
 
 /// `GET /v1/sessions/{id}` query.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct Page {
+    /// The index of the first record of the page (0 when absent).
     #[serde(default)]
+    #[param(maximum = 2147483647)]
     offset: usize,
+    /// How many records the page holds at most (100 when absent; more than 1000 reads as 1000).
+    #[param(maximum = 2147483647)]
     limit: Option<usize>,
 }
 
 /// `GET /v1/sessions/{id}?offset=0&limit=100`.
+#[utoipa::path(
+    get, path = "/v1/sessions/{id}", tag = "sessions",
+    params(("id" = String, Path, description = "The session's key (`key` in its status)."), Page),
+    responses(
+        (status = 200, description = "The session's status, a page of its records and the approvals it waits for.", body = SessionView),
+        (status = 400, description = "The query is not valid (`bad-query`).", body = ErrorBody),
+        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
+        (status = 404, description = "No open session has this id (`unknown-session`).", body = ErrorBody),
+        (status = 408, description = "The request took longer than `--request-timeout` (`timeout`).", body = ErrorBody),
+        (status = 410, description = "The session ended while the request waited (`session-ended`).", body = ErrorBody),
+        (status = 500, description = "The host failed (`internal`): not the client's doing.", body = ErrorBody),
+        (status = 503, description = "The server is draining (`draining`), holds its limit of sessions (`full`), its pipeline is overloaded (`overloaded`) or it is out of file descriptors (`out-of-descriptors`); `Retry-After` says when to retry.", body = ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait."))),
+    )
+)]
 pub(crate) async fn show(
     State(state): State<AppState>,
     UrlPath(id): UrlPath<String>,
     page: Result<Query<Page>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<SessionView>, ApiError> {
     let Query(page) = page?;
     let handle = session(&state, &id)?;
     let limit = page.limit.unwrap_or(100).min(MAX_PAGE);
@@ -158,73 +225,103 @@ pub(crate) async fn show(
     // is idle again.
     let busy = matches!(status.activity, Activity::Turn | Activity::Approval);
     let records = if busy {
-        serde_json::json!({ "total": status.records, "offset": page.offset, "items": [], "busy": true })
+        RecordsView {
+            total: status.records,
+            offset: page.offset,
+            items: Vec::new(),
+            busy: true,
+        }
     } else {
         let records = handle.records(page.offset, limit).await?;
-        serde_json::json!({
-            "total": records.total,
-            "offset": page.offset,
-            "items": records.records,
-            "busy": false,
-        })
+        RecordsView {
+            total: records.total,
+            offset: page.offset,
+            items: records.records,
+            busy: false,
+        }
     };
-    Ok(Json(serde_json::json!({
-        "session": status,
-        "records": records,
-        "pendingApprovals": handle.pending_approvals(),
-        "approvals": handle.approvals(),
-    })))
+    Ok(Json(SessionView {
+        session: status,
+        records,
+        pending_approvals: handle.pending_approvals(),
+        approvals: handle.approvals(),
+    }))
 }
 
 /// `DELETE /v1/sessions/{id}`: the session's end hooks run (SPEC P3.11).
+#[utoipa::path(
+    delete, path = "/v1/sessions/{id}", tag = "sessions",
+    params(("id" = String, Path, description = "The session's key (`key` in its status).")),
+    responses(
+        (status = 200, description = "The session is closed; what closing it reported.", body = EventsAnswer),
+        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
+        (status = 404, description = "No open session has this id (`unknown-session`).", body = ErrorBody),
+        (status = 408, description = "The request took longer than `--request-timeout` (`timeout`).", body = ErrorBody),
+        (status = 410, description = "The session ended while the request waited (`session-ended`).", body = ErrorBody),
+        (status = 429, description = "Too many requests wait for this session (`session-busy`); `Retry-After` says when to retry.", body = ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait."))),
+        (status = 500, description = "The host failed (`internal`): not the client's doing.", body = ErrorBody),
+        (status = 503, description = "The server is draining (`draining`), holds its limit of sessions (`full`), its pipeline is overloaded (`overloaded`) or it is out of file descriptors (`out-of-descriptors`); `Retry-After` says when to retry.", body = ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait."))),
+    )
+)]
 pub(crate) async fn close(
     State(state): State<AppState>,
     UrlPath(id): UrlPath<String>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<EventsAnswer>, ApiError> {
     let events = state.gateway.close(&SessionId::new(id.as_str())).await?;
-    Ok(Json(serde_json::json!({ "events": events })))
+    Ok(Json(EventsAnswer { events }))
 }
 
 /// `POST /v1/sessions/{id}/turns` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct TurnBody {
+    /// What the user says.
     pub(crate) text: String,
-    pub(crate) mode: Option<PromptMode>,
+    /// `work` when absent.
+    pub(crate) mode: Option<TurnMode>,
+}
+
+/// The modes a user turn can have (the host's other prompt modes are its own: a side question,
+/// compaction); any other is refused as the body is read (400 `bad-json`).
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum TurnMode {
+    /// An ordinary working turn.
+    #[default]
+    Work,
+    /// A planning turn.
+    Plan,
+}
+
+impl From<TurnMode> for PromptMode {
+    fn from(mode: TurnMode) -> Self {
+        match mode {
+            TurnMode::Work => Self::Work,
+            TurnMode::Plan => Self::Plan,
+        }
+    }
 }
 
 impl TurnBody {
-    /// The user input, refusing modes a user turn cannot have.
-    pub(crate) fn input(self) -> Result<UserInput, ApiError> {
-        let mode = match self.mode {
-            None | Some(PromptMode::Work) => PromptMode::Work,
-            Some(PromptMode::Plan) => PromptMode::Plan,
-            Some(other) => {
-                return Err(ApiError::Invalid(format!(
-                    "mode must be work or plan, not {}",
-                    other.as_str()
-                )))
-            }
-        };
-        Ok(UserInput {
-            mode,
+    /// The user input.
+    pub(crate) fn input(self) -> UserInput {
+        UserInput {
+            mode: self.mode.unwrap_or_default().into(),
             ..UserInput::work(self.text)
-        })
+        }
     }
 }
 
 /// The JSON answer to a finished turn.
 pub(crate) fn turn_json(report: &TurnReport) -> serde_json::Value {
-    let mut json = serde_json::json!({
-        "stopReason": report.stop_reason,
-        "sessionId": report.session_id,
-        "events": report.events,
-    });
-    // Absent, not zero, when the provider reported no usage (issue 21).
-    if let Some(usage) = report.usage {
-        json["usage"] = serde_json::to_value(usage).unwrap_or_default();
-    }
-    json
+    // `usage` is absent, not zero, when the provider reported none (issue 21).
+    serde_json::to_value(TurnAnswer {
+        stop_reason: report.stop_reason,
+        session_id: report.session_id.as_ref(),
+        events: &report.events,
+        usage: report.usage,
+    })
+    .unwrap_or_default()
 }
 
 impl Answer for TurnReport {
@@ -264,10 +361,12 @@ fn replay_stream(outcome: hookline_host::store::KeyOutcome) -> Response {
 }
 
 /// The query of `POST /v1/sessions/{id}/turns`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub(crate) struct TurnQuery {
     /// `full`: `hook-changed` events carry the whole values before and after besides the patch.
     #[serde(default)]
+    #[param(schema_with = crate::openapi::detail)]
     detail: Detail,
 }
 
@@ -297,6 +396,26 @@ pub(crate) async fn run_turn(
 /// `Accept: text/event-stream` the turn's events as they happen. `?detail=full` adds the whole
 /// values to `hook-changed` events. With an `Idempotency-Key`, a repeated request gets the first
 /// one's stored answer (`idempotency.rs`).
+#[utoipa::path(
+    post, path = "/v1/sessions/{id}/turns", tag = "sessions",
+    params(("id" = String, Path, description = "The session's key (`key` in its status)."), ("Idempotency-Key" = Option<String>, Header, description = "Makes the request idempotent (IETF httpapi draft; 1 to 255 printable ASCII characters, plain or quoted): the same key and body on this session get the first request's stored answer, with `Idempotent-Replayed: true`, without running it again."), TurnQuery),
+    request_body(content = TurnBody, description = "The user's text and its mode.", content_type = "application/json"),
+    responses(
+        (status = 200, description = "The finished turn: one JSON document, or with `Accept: text/event-stream` its events as they happen (`event: <kind>` with a HostEvent as data, `lagged` with `{\"missed\": n}`, then `done` with the answer without `events`, or `error` with an ErrorBody).", content((TurnAnswer<'static> = "application/json"), (String = "text/event-stream"))),
+        (status = 400, description = "The body is not the JSON this route takes (`bad-json`, naming the field), asks for what cannot be (`invalid-request`, `unknown-model`), or the `Idempotency-Key` is malformed (`bad-idempotency-key`).", body = ErrorBody),
+        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
+        (status = 404, description = "No open session has this id (`unknown-session`).", body = ErrorBody),
+        (status = 408, description = "The request took longer than `--request-timeout` (`timeout`).", body = ErrorBody),
+        (status = 409, description = "A request with this `Idempotency-Key` still runs (`request-in-progress`; `Retry-After` says when to retry), or the node running it stopped before it answered (`request-interrupted`: it will not run again).", body = ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait."))),
+        (status = 422, description = "This `Idempotency-Key` was used with another body or route (`idempotency-key-reused`).", body = ErrorBody),
+        (status = 410, description = "The session ended while the request waited (`session-ended`).", body = ErrorBody),
+        (status = 413, description = "The body is larger than `--body-limit` (`body-too-large`).", body = ErrorBody),
+        (status = 415, description = "The body's content type is not JSON (`unsupported-media-type`).", body = ErrorBody),
+        (status = 429, description = "Too many requests wait for this session (`session-busy`); `Retry-After` says when to retry.", body = ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait."))),
+        (status = 500, description = "The host failed (`internal`): not the client's doing.", body = ErrorBody),
+        (status = 503, description = "The server is draining (`draining`), holds its limit of sessions (`full`), its pipeline is overloaded (`overloaded`) or it is out of file descriptors (`out-of-descriptors`); `Retry-After` says when to retry.", body = ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait."))),
+    )
+)]
 pub(crate) async fn turn(
     State(state): State<AppState>,
     UrlPath(id): UrlPath<String>,
@@ -309,7 +428,7 @@ pub(crate) async fn turn(
     state.admit()?;
     let handle = session(&state, &id)?;
     let digest = digest(&serde_json::json!(["turns", body.text, body.mode]));
-    let input = body.input()?;
+    let input = body.input();
     let streaming = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
@@ -369,12 +488,16 @@ fn sse_event(event: &HostEvent) -> Event {
 fn done_event(result: &Result<TurnReport, ApiError>) -> Event {
     match result {
         Ok(report) => {
-            let mut json = serde_json::json!({
-                "stopReason": report.stop_reason,
-                "sessionId": report.session_id,
-            });
-            if let Some(usage) = report.usage {
-                json["usage"] = serde_json::to_value(usage).unwrap_or_default();
+            // The events went before, one by one: the answer without them.
+            let answer = TurnAnswer {
+                stop_reason: report.stop_reason,
+                session_id: report.session_id.as_ref(),
+                events: &[],
+                usage: report.usage,
+            };
+            let mut json = serde_json::to_value(answer).unwrap_or_default();
+            if let Some(answer) = json.as_object_mut() {
+                answer.remove("events");
             }
             Event::default().event("done").data(json.to_string())
         }
@@ -464,29 +587,46 @@ fn lagged(missed: u64) -> Event {
 }
 
 /// `POST /v1/sessions/{id}/approvals/{call_id}` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ApprovalBody {
+    /// `allow` runs the call, `deny` refuses it.
     decision: Decision,
 }
 
 /// `POST /v1/sessions/{id}/approvals/{call_id}`.
+#[utoipa::path(
+    post, path = "/v1/sessions/{id}/approvals/{call_id}", tag = "approvals",
+    params(("id" = String, Path, description = "The session's key (`key` in its status)."), ("call_id" = String, Path, description = "The tool call's id (`callId` of `approval-requested`).")),
+    request_body(content = ApprovalBody, description = "The operator's decision.", content_type = "application/json"),
+    responses(
+        (status = 200, description = "The answer was taken: the waiting tool call runs or is refused.", body = ApprovalAnswer),
+        (status = 400, description = "The body is not the JSON this route takes (`bad-json`, naming the field) or asks for what cannot be (`invalid-request`, `unknown-model`).", body = ErrorBody),
+        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
+        (status = 404, description = "No open session has this id (`unknown-session`), or no approval waits for this call (`not-waiting`).", body = ErrorBody),
+        (status = 408, description = "The request took longer than `--request-timeout` (`timeout`).", body = ErrorBody),
+        (status = 413, description = "The body is larger than `--body-limit` (`body-too-large`).", body = ErrorBody),
+        (status = 415, description = "The body's content type is not JSON (`unsupported-media-type`).", body = ErrorBody),
+    )
+)]
 pub(crate) async fn approve(
     State(state): State<AppState>,
     UrlPath((id, call_id)): UrlPath<(String, String)>,
     Body(body): Body<ApprovalBody>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<ApprovalAnswer>, ApiError> {
     let handle = session(&state, &id)?;
     handle.answer_approval(&call_id, body.decision)?;
-    Ok(Json(
-        serde_json::json!({ "callId": call_id, "decision": body.decision }),
-    ))
+    Ok(Json(ApprovalAnswer {
+        call_id,
+        decision: body.decision,
+    }))
 }
 
 /// `POST /v1/sessions/{id}/commands` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CommandBody {
+    /// The command line, slash first.
     pub(crate) command: String,
 }
 
@@ -526,11 +666,36 @@ pub(crate) async fn run_command(
         status.wait_for(|s| s.activity != Activity::Turn),
     )
     .await;
-    Ok(serde_json::json!({ "events": events, "session": handle.status() }))
+    let answer = CommandAnswer {
+        events,
+        session: handle.status(),
+    };
+    Ok(serde_json::to_value(answer).unwrap_or_default())
 }
 
 /// `POST /v1/sessions/{id}/commands`. With an `Idempotency-Key`, a repeated request gets the
 /// first one's stored answer (`idempotency.rs`).
+#[utoipa::path(
+    post, path = "/v1/sessions/{id}/commands", tag = "sessions",
+    params(("id" = String, Path, description = "The session's key (`key` in its status)."), ("Idempotency-Key" = Option<String>, Header, description = "Makes the request idempotent (IETF httpapi draft; 1 to 255 printable ASCII characters, plain or quoted): the same key and body on this session get the first request's stored answer, with `Idempotent-Replayed: true`, without running it again.")),
+    request_body(content = CommandBody, description = "A slash command line (`/model`, `/cd`, `/new`, `/stop`, ...).", content_type = "application/json"),
+    responses(
+        (status = 200, description = "What the command reported and the session's status after it.", body = CommandAnswer),
+        (status = 400, description = "The body is not the JSON this route takes (`bad-json`, naming the field), asks for what cannot be (`invalid-request`, `unknown-model`), or the `Idempotency-Key` is malformed (`bad-idempotency-key`).", body = ErrorBody),
+        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
+        (status = 403, description = "`/cd` names a directory outside `--workspace-root` (`workspace-outside-root`).", body = ErrorBody),
+        (status = 404, description = "No open session has this id (`unknown-session`).", body = ErrorBody),
+        (status = 408, description = "The request took longer than `--request-timeout` (`timeout`).", body = ErrorBody),
+        (status = 409, description = "A request with this `Idempotency-Key` still runs (`request-in-progress`; `Retry-After` says when to retry), or the node running it stopped before it answered (`request-interrupted`: it will not run again).", body = ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait."))),
+        (status = 422, description = "This `Idempotency-Key` was used with another body or route (`idempotency-key-reused`).", body = ErrorBody),
+        (status = 410, description = "The session ended while the request waited (`session-ended`).", body = ErrorBody),
+        (status = 413, description = "The body is larger than `--body-limit` (`body-too-large`).", body = ErrorBody),
+        (status = 415, description = "The body's content type is not JSON (`unsupported-media-type`).", body = ErrorBody),
+        (status = 429, description = "Too many requests wait for this session (`session-busy`); `Retry-After` says when to retry.", body = ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait."))),
+        (status = 500, description = "The host failed (`internal`): not the client's doing.", body = ErrorBody),
+        (status = 503, description = "The server is draining (`draining`), holds its limit of sessions (`full`), its pipeline is overloaded (`overloaded`) or it is out of file descriptors (`out-of-descriptors`); `Retry-After` says when to retry.", body = ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait."))),
+    )
+)]
 pub(crate) async fn command(
     State(state): State<AppState>,
     UrlPath(id): UrlPath<String>,

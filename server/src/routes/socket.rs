@@ -18,13 +18,14 @@ use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use futures::{SinkExt as _, StreamExt as _};
 use hookline_messages::record::Decision;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio::sync::{broadcast, mpsc};
 
-use super::sessions::{run_command, run_turn, session, TurnBody};
+use super::sessions::{run_command, run_turn, session, TurnBody, TurnMode};
 use super::socket_close;
 use crate::auth::{token_matches, WsAuth};
-use crate::{ApiError, AppState};
+use crate::{ApiError, AppState, ErrorBody};
 use hookline_host::gateway::{Activity, SessionHandle};
 use hookline_host::producers::InboundMessage;
 
@@ -37,42 +38,65 @@ const CLOSE_UNAUTHORIZED: u16 = 4401;
 /// Messages waiting to be written to one socket.
 const OUTGOING: usize = 256;
 
-/// What a client sends.
-#[derive(Debug, Deserialize)]
+/// What a client sends over `/v1/sessions/{id}/ws`, one JSON text message each.
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "kebab-case", deny_unknown_fields)]
-enum ClientMessage {
+#[schemars(rename = "SocketRequest")]
+pub(crate) enum ClientMessage {
+    /// The bearer token, first, when the socket was opened without one.
     Auth {
+        /// The server's token.
         token: String,
     },
+    /// A turn, as `POST /v1/sessions/{id}/turns` takes it.
     Turn {
+        /// What the user says.
         text: String,
-        mode: Option<hookline_messages::prompt::PromptMode>,
+        /// `work` when absent.
+        mode: Option<TurnMode>,
     },
+    /// An operator's answer to an approval.
     #[serde(rename_all = "camelCase")]
     Approval {
+        /// The tool call's id.
         call_id: String,
+        /// `allow` or `deny`.
         decision: Decision,
     },
+    /// A slash command line.
     Command {
+        /// The line, slash first.
         command: String,
     },
+    /// An inbound chat-channel message (`message:received`).
     Message {
+        /// The message.
         message: WireMessage,
     },
 }
 
 /// An inbound channel message as a client sends it.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
-struct WireMessage {
+#[schemars(rename = "SocketInboundMessage")]
+pub(crate) struct WireMessage {
+    /// The sender.
     from: String,
+    /// The channel (`telegram`, ...).
     channel_id: String,
+    /// The generic body.
     body: Option<String>,
+    /// The raw body.
     raw_body: Option<String>,
+    /// The command body, when the text is a command.
     command_body: Option<String>,
+    /// When it was sent (ms since the epoch).
     timestamp: Option<u64>,
+    /// The receiving account.
     account_id: Option<String>,
+    /// The conversation.
     conversation_id: Option<String>,
+    /// The message id.
     message_id: Option<String>,
 }
 
@@ -94,6 +118,18 @@ impl From<WireMessage> for InboundMessage {
 }
 
 /// The route: upgrades when the session exists.
+#[utoipa::path(
+    get, path = "/v1/sessions/{id}/ws", tag = "events",
+    description = "One session over a WebSocket (docs/serve.md, \"WebSocket\"). The client sends JSON text messages (`SocketRequest`: `auth`, `turn`, `approval`, `command`, `message`); the server sends `{\"type\": \"event\", \"event\": HostEvent}` for the session's events, `{\"type\": \"done\", \"request\": ...}` or `{\"type\": \"error\", \"request\": ..., \"error\": {...}}` for each request, and `{\"type\": \"lagged\", \"missed\": n}`. A browser may offer its token as the subprotocol `bearer.<token>`. Close codes: 4401 (not authenticated), 1009 (a message over `--body-limit`), 1007 (a text frame that is not UTF-8).",
+    params(("id" = String, Path, description = "The session's key.")),
+    responses(
+        (status = 101, description = "Switched to the WebSocket protocol."),
+        (status = 400, description = "Not a WebSocket handshake (`http`).", body = ErrorBody),
+        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
+        (status = 404, description = "No open session has this id (`unknown-session`).", body = ErrorBody),
+        (status = 426, description = "The connection cannot be upgraded (`http`).", body = ErrorBody),
+    )
+)]
 pub(crate) async fn upgrade(
     State(state): State<AppState>,
     UrlPath(id): UrlPath<String>,
@@ -260,10 +296,10 @@ async fn turn(
     state: &AppState,
     handle: &SessionHandle,
     text: String,
-    mode: Option<hookline_messages::prompt::PromptMode>,
+    mode: Option<TurnMode>,
 ) -> Result<serde_json::Value, ApiError> {
     state.admit()?;
-    let input = TurnBody { text, mode }.input()?;
+    let input = TurnBody { text, mode }.input();
     // A WebSocket turn streams its events: `hook-changed` carries the patch only.
     let report = run_turn(handle, input, hookline_host::state::Detail::Changes).await?;
     let mut json = serde_json::json!({

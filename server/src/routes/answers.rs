@@ -1,0 +1,180 @@
+//! The JSON the API answers with, as types: the handlers build these, and the OpenAPI document
+//! ([`crate::openapi`]) takes their schemas from them (schemars, as the plugin protocol's are).
+//!
+//! Values the host reports in full (events, stored records, plugins) keep their own serde
+//! shape; their schemas here name the fields every one of them has and point to the docs that
+//! list the rest, so the document stays true whatever kinds the host adds.
+
+use std::borrow::Cow;
+
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use serde::Serialize;
+
+use hookline_host::gateway::{PendingApproval, SessionStatus};
+use hookline_host::state::HostEvent;
+use hookline_messages::model::UsageTotals;
+use hookline_messages::record::{Decision, Record};
+use hookline_messages::session::SessionId;
+use hookline_messages::user::StopReason;
+
+/// What `/healthz` and `/readyz` say when they answer 200.
+#[derive(Clone, Copy, Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum HealthState {
+    /// The process answers (`/healthz`).
+    Ok,
+    /// The server takes work (`/readyz`).
+    Ready,
+}
+
+/// `GET /healthz` and `GET /readyz`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct Health {
+    /// `ok` from `/healthz`, `ready` from `/readyz`.
+    pub(crate) status: HealthState,
+}
+
+/// `GET /v1/sessions`: every open session.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct SessionsList {
+    /// Their statuses.
+    pub(crate) sessions: Vec<SessionStatus>,
+}
+
+/// `GET /v1/sessions/{id}`: a session's status, a page of its records and what waits for an
+/// operator.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SessionView {
+    /// Its status.
+    pub(crate) session: SessionStatus,
+    /// A page of its active session's stored records.
+    pub(crate) records: RecordsView,
+    /// The call ids of the approvals it waits for.
+    pub(crate) pending_approvals: Vec<String>,
+    /// The approvals it waits for, in full.
+    pub(crate) approvals: Vec<PendingApproval>,
+}
+
+/// A page of stored records.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct RecordsView {
+    /// How many records the active session stores in all.
+    pub(crate) total: usize,
+    /// The index of the page's first record.
+    pub(crate) offset: usize,
+    /// The records from `offset` on (none while `busy`).
+    #[schemars(with = "Vec<StoredRecord>")]
+    pub(crate) items: Vec<Record>,
+    /// A turn runs (or waits for an approval): the page is empty rather than waiting for it;
+    /// the `session` event of `/v1/events` tells when the session is idle again.
+    pub(crate) busy: bool,
+}
+
+/// `DELETE /v1/sessions/{id}`: what closing the session reported.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct EventsAnswer {
+    /// The events, in order (the end hooks' among them).
+    #[schemars(with = "Vec<Event>")]
+    pub(crate) events: Vec<HostEvent>,
+}
+
+/// `POST /v1/sessions/{id}/turns`: a finished turn (also the data of the `done` event of the
+/// turn's event stream, without `events`).
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct TurnAnswer<'a> {
+    /// Why it stopped.
+    pub(crate) stop_reason: StopReason,
+    /// The session it ran in.
+    pub(crate) session_id: Option<&'a SessionId>,
+    /// Everything it reported, in order.
+    #[schemars(with = "Vec<Event>")]
+    pub(crate) events: &'a [HostEvent],
+    /// Token usage of its model calls; absent, not zero, when the provider reported none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) usage: Option<UsageTotals>,
+}
+
+/// `POST /v1/sessions/{id}/approvals/{call_id}`: the answer taken.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ApprovalAnswer {
+    /// The call answered.
+    pub(crate) call_id: String,
+    /// The decision it got.
+    pub(crate) decision: Decision,
+}
+
+/// `POST /v1/sessions/{id}/commands`: what the command reported and the session after it.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct CommandAnswer {
+    /// The events, in order.
+    #[schemars(with = "Vec<Event>")]
+    pub(crate) events: Vec<HostEvent>,
+    /// The session's status once the command settled.
+    pub(crate) session: SessionStatus,
+}
+
+/// The schema of one host event: an object tagged by `event`.
+pub(crate) struct Event;
+
+impl JsonSchema for Event {
+    fn schema_name() -> Cow<'static, str> {
+        "HostEvent".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "One thing that happened, in order: an object whose `event` names its kind \
+                (`user`, `hook-changed`, `assistant`, `tool-call`, `approval-requested`, \
+                `turn-finished`, ...). docs/events.md lists every kind and its fields.",
+            "type": "object",
+            "required": ["event"],
+            "properties": { "event": { "type": "string" } }
+        })
+    }
+}
+
+/// The schema of one stored record: an object tagged by `kind`.
+pub(crate) struct StoredRecord;
+
+impl JsonSchema for StoredRecord {
+    fn schema_name() -> Cow<'static, str> {
+        "Record".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "One stored record of a session: an object whose `kind` names it \
+                (`user`, `assistant`, `tool-call`, `tool-result`, `approval`, ...). \
+                docs/storage.md describes them.",
+            "type": "object",
+            "required": ["kind"],
+            "properties": { "kind": { "type": "string" } }
+        })
+    }
+}
+
+/// The schema of one plugin on disk, as `hookline hooks list --json` prints it.
+pub(crate) struct PluginEntry;
+
+impl JsonSchema for PluginEntry {
+    fn schema_name() -> Cow<'static, str> {
+        "PluginStatus".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "One plugin directory as loading left it (`hookline hooks list --json`; \
+                docs/plugins.md): its name, directory, source, kind, trust and `state` \
+                (`loaded`, `disabled` or `skipped` with its `problem`).",
+            "type": "object",
+            "required": ["name", "state"],
+            "properties": {
+                "name": { "type": "string" },
+                "state": { "type": "string", "enum": ["loaded", "disabled", "skipped"] }
+            }
+        })
+    }
+}

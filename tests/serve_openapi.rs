@@ -1,0 +1,269 @@
+//! The OpenAPI document (issue 24 item 1, docs/serve.md "OpenAPI"): `GET /v1/openapi.json`
+//! serves what `docs/openapi.json` holds, every route is in it, every reference in it resolves,
+//! and real answers match the schemas it gives for their route and status.
+//!
+//! Regenerate `docs/openapi.json` with `HOOKLINE_BLESS=1 cargo test --test serve_openapi`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod serve_support;
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hookline::host::gateway::Activity;
+use hookline::host::provider::EchoProvider;
+use serde_json::{json, Value};
+use serve_support::{serve, until_activity, Served};
+
+fn committed_path() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/openapi.json")
+}
+
+async fn served() -> Served {
+    serve(
+        Arc::new(EchoProvider::new()),
+        |limits| limits.approval_timeout = Duration::from_secs(45),
+        |_| {},
+    )
+    .await
+}
+
+/// The schema the document gives for `method path` answering `status` as JSON, made a
+/// standalone schema (the document's components beside it, for its references).
+fn answer_schema(document: &Value, method: &str, path: &str, status: u16) -> Value {
+    let schema = &document["paths"][path][method]["responses"][status.to_string()]["content"]
+        ["application/json"]["schema"];
+    assert!(
+        schema.is_object(),
+        "the document gives no JSON schema for {method} {path} answering {status}"
+    );
+    let mut standalone = schema.clone();
+    standalone["$schema"] = json!("https://json-schema.org/draft/2020-12/schema");
+    standalone["components"] = document["components"].clone();
+    standalone
+}
+
+/// Fails unless `answer` matches the document's schema for it.
+fn assert_conforms(document: &Value, method: &str, path: &str, status: u16, answer: &Value) {
+    let schema = answer_schema(document, method, path, status);
+    let validator = jsonschema::draft202012::new(&schema)
+        .unwrap_or_else(|error| panic!("the schema of {method} {path} {status}: {error}"));
+    let errors: Vec<String> = validator
+        .iter_errors(answer)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{method} {path} {status} does not match its schema: {errors:?}\n{answer}"
+    );
+}
+
+#[actix_rt::test]
+async fn the_served_document_is_the_committed_one() {
+    let served = served().await;
+    let response = served
+        .client
+        .get(served.url("/v1/openapi.json"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["content-type"].to_str().unwrap(),
+        "application/json"
+    );
+    let text = response.text().await.unwrap();
+    assert_eq!(text, hookline::server::openapi_json());
+    if std::env::var_os("HOOKLINE_BLESS").is_some() {
+        std::fs::write(committed_path(), &text).unwrap();
+    }
+    let committed = std::fs::read_to_string(committed_path()).unwrap_or_default();
+    assert!(
+        committed == text,
+        "docs/openapi.json is out of date: run HOOKLINE_BLESS=1 cargo test --test serve_openapi"
+    );
+    served.shutdown().await;
+}
+
+/// Every `$ref` in `value`, with where it was found.
+fn references(value: &Value, at: &str, found: &mut Vec<(String, String)>) {
+    match value {
+        Value::Object(map) => {
+            for (key, inner) in map {
+                if let ("$ref", Value::String(target)) = (key.as_str(), inner) {
+                    found.push((at.to_owned(), target.clone()));
+                }
+                references(inner, &format!("{at}/{key}"), found);
+            }
+        }
+        Value::Array(items) => {
+            for (i, inner) in items.iter().enumerate() {
+                references(inner, &format!("{at}/{i}"), found);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn every_route_is_described_and_every_reference_resolves() {
+    let document: Value = serde_json::from_str(hookline::server::openapi_json()).unwrap();
+    assert_eq!(document["openapi"], "3.1.0");
+    let operations: BTreeSet<String> = document["paths"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .flat_map(|(path, item)| {
+            item.as_object()
+                .unwrap()
+                .keys()
+                .map(move |method| format!("{} {path}", method.to_uppercase()))
+        })
+        .collect();
+    let routes = [
+        "GET /healthz",
+        "GET /readyz",
+        "GET /metrics",
+        "GET /v1/plugins",
+        "GET /v1/openapi.json",
+        "POST /v1/sessions",
+        "GET /v1/sessions",
+        "GET /v1/sessions/{id}",
+        "DELETE /v1/sessions/{id}",
+        "POST /v1/sessions/{id}/resume",
+        "POST /v1/sessions/{id}/turns",
+        "POST /v1/sessions/{id}/approvals/{call_id}",
+        "POST /v1/sessions/{id}/commands",
+        "GET /v1/sessions/{id}/ws",
+        "GET /v1/events",
+        "GET /v1/approvals",
+    ];
+    let expected: BTreeSet<String> = routes.iter().map(|r| (*r).to_owned()).collect();
+    assert_eq!(operations, expected);
+
+    let mut found = Vec::new();
+    references(&document, "#", &mut found);
+    assert!(found.len() > 20, "{found:?}");
+    for (at, target) in found {
+        let pointer = target.strip_prefix('#').unwrap_or_else(|| {
+            panic!("{at} refers outside the document: {target}");
+        });
+        assert!(
+            document.pointer(pointer).is_some(),
+            "{at} refers to {target}, which the document does not hold"
+        );
+    }
+    // Every error answer is the one error shape.
+    for (path, item) in document["paths"].as_object().unwrap() {
+        for (method, operation) in item.as_object().unwrap() {
+            for (status, response) in operation["responses"].as_object().unwrap() {
+                if status.starts_with('4') || status.starts_with('5') {
+                    let schema = &response["content"]["application/json"]["schema"];
+                    assert_eq!(
+                        schema["$ref"], "#/components/schemas/ErrorBody",
+                        "{method} {path} {status}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[actix_rt::test]
+async fn real_answers_match_the_schemas_of_their_routes() {
+    let document: Value = serde_json::from_str(hookline::server::openapi_json()).unwrap();
+    let served = served().await;
+    let check = |method: &str, path: &str, status: u16, answer: &Value| {
+        assert_conforms(&document, method, path, status, answer);
+    };
+
+    for (path, status) in [("/healthz", 200), ("/readyz", 200), ("/v1/plugins", 200)] {
+        let (got, answer) = served.get(path).await;
+        assert_eq!(got, status, "{answer}");
+        check("get", path, status, &answer);
+    }
+    let (status, opened) = served.post("/v1/sessions", json!({})).await;
+    assert_eq!(status, 201, "{opened}");
+    check("post", "/v1/sessions", 201, &opened);
+    let key = opened["key"].as_str().unwrap().to_owned();
+
+    let (status, turn) = served
+        .post(
+            &format!("/v1/sessions/{key}/turns"),
+            json!({ "text": "hello" }),
+        )
+        .await;
+    assert_eq!(status, 200, "{turn}");
+    check("post", "/v1/sessions/{id}/turns", 200, &turn);
+
+    // A turn that waits for an operator: the approvals as listed, the answer, the turn's end.
+    let waiting = {
+        let client = served.client.clone();
+        let url = served.url(&format!("/v1/sessions/{key}/turns"));
+        tokio::spawn(async move {
+            let text = r#"call write_file {"path":"a.txt","content":"hi"}"#;
+            let response = client.post(url).json(&json!({ "text": text })).send().await;
+            response.unwrap().json::<Value>().await.unwrap()
+        })
+    };
+    until_activity(&served, &key, Activity::Approval).await;
+    let (_, approvals) = served.get("/v1/approvals").await;
+    check("get", "/v1/approvals", 200, &approvals);
+    let (_, shown) = served.get(&format!("/v1/sessions/{key}")).await;
+    check("get", "/v1/sessions/{id}", 200, &shown);
+    let call_id = approvals["approvals"][0]["callId"].as_str().unwrap();
+    let (status, answered) = served
+        .post(
+            &format!("/v1/sessions/{key}/approvals/{call_id}"),
+            json!({ "decision": "allow" }),
+        )
+        .await;
+    assert_eq!(status, 200, "{answered}");
+    check(
+        "post",
+        "/v1/sessions/{id}/approvals/{call_id}",
+        200,
+        &answered,
+    );
+    let finished = waiting.await.unwrap();
+    check("post", "/v1/sessions/{id}/turns", 200, &finished);
+
+    // Records are read between requests: once the session is idle the page holds them.
+    until_activity(&served, &key, Activity::Idle).await;
+    let (_, shown) = served.get(&format!("/v1/sessions/{key}")).await;
+    let items = shown["records"]["items"].as_array().unwrap();
+    assert!(!items.is_empty(), "{shown}");
+    check("get", "/v1/sessions/{id}", 200, &shown);
+    let (_, listed) = served.get("/v1/sessions").await;
+    check("get", "/v1/sessions", 200, &listed);
+    let (status, commanded) = served
+        .post(
+            &format!("/v1/sessions/{key}/commands"),
+            json!({ "command": "/new" }),
+        )
+        .await;
+    assert_eq!(status, 200, "{commanded}");
+    check("post", "/v1/sessions/{id}/commands", 200, &commanded);
+
+    // Errors: the one shape, under the status the document names.
+    let (status, unknown) = served.get("/v1/sessions/nobody").await;
+    assert_eq!(status, 404);
+    check("get", "/v1/sessions/{id}", 404, &unknown);
+    let (status, bad) = served
+        .post(&format!("/v1/sessions/{key}/turns"), json!({ "txt": 1 }))
+        .await;
+    assert_eq!(status, 400);
+    check("post", "/v1/sessions/{id}/turns", 400, &bad);
+
+    let response = served
+        .client
+        .delete(served.url(&format!("/v1/sessions/{key}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let closed: Value = response.json().await.unwrap();
+    check("delete", "/v1/sessions/{id}", 200, &closed);
+    served.shutdown().await;
+}
