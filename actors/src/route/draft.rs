@@ -41,16 +41,29 @@ pub struct Draft<'a, T: Clone> {
 pub(crate) enum Written<T> {
     /// Not at all.
     No,
-    /// Only appended to: the text was `len` bytes long before; `undo` truncates back to it;
-    /// `grew` says whether any append added a byte.
-    Appended {
-        len: usize,
-        undo: fn(&mut T, usize),
-        grew: bool,
-    },
+    /// Only appended to.
+    Appended(Appended<T>),
     /// Written through `DerefMut`: the value before it is in the spare.
     Saved,
 }
+
+/// What an append-only edit needs to be checked and undone.
+pub(crate) struct Appended<T> {
+    /// The text's length before the first append.
+    pub(crate) len: usize,
+    /// Truncates the text back to a length it had.
+    pub(crate) undo: fn(&mut T, usize),
+    /// Whether any append added a byte.
+    pub(crate) grew: bool,
+}
+
+impl<T> Clone for Appended<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Appended<T> {}
 
 impl<T> Clone for Written<T> {
     fn clone(&self) -> Self {
@@ -87,13 +100,13 @@ impl<T: Clone + AppendText> Draft<'_, T> {
     pub fn append(&mut self, text: &str) {
         match &mut self.written {
             Written::No => {
-                self.written = Written::Appended {
+                self.written = Written::Appended(Appended {
                     len: self.value.text_len(),
                     undo: T::truncate_text,
                     grew: !text.is_empty(),
-                }
+                });
             }
-            Written::Appended { grew, .. } => *grew |= !text.is_empty(),
+            Written::Appended(appended) => appended.grew |= !text.is_empty(),
             Written::Saved => {}
         }
         self.value.push_text(text);
@@ -117,7 +130,7 @@ impl<T: Clone> DerefMut for Draft<'_, T> {
                 self.written = Written::Saved;
             }
             // The value before the appends is the value now, cut back.
-            Written::Appended { len, undo, .. } => {
+            Written::Appended(Appended { len, undo, .. }) => {
                 save(self.value, self.spare);
                 if let Some(spare) = self.spare.as_mut() {
                     undo(spare, len);
@@ -162,11 +175,11 @@ mod tests {
         draft.append(" #1");
         assert!(matches!(
             draft.how(),
-            Written::Appended {
+            Written::Appended(Appended {
                 len: 2,
                 grew: true,
                 ..
-            }
+            })
         ));
         draft.text.push('!');
         assert!(matches!(draft.how(), Written::Saved));

@@ -9,7 +9,7 @@ use hookline_messages::note::{Note, SkipReason};
 use hookline_messages::session::SessionId;
 
 use super::answer::ReplyTo;
-use super::draft::{save, Draft, Written};
+use super::draft::{save, Appended, Draft, Written};
 use super::steps::{Marks, Steps};
 
 /// A job's slot before its coordinator gives it one.
@@ -128,9 +128,7 @@ impl<H: Hook> Job<H> {
                     self.skip(step, name, reason);
                 }
             }
-            Written::Appended { len, undo, grew } => {
-                self.appended(step, name, spare, result, (len, undo, grew));
-            }
+            Written::Appended(appended) => self.appended(step, name, spare, result, appended),
             Written::Saved => self.saved(step, name, spare, result),
         }
     }
@@ -144,7 +142,7 @@ impl<H: Hook> Job<H> {
         name: &str,
         spare: &mut Option<H::Value>,
         result: Result<(), SkipReason>,
-        (len, undo, grew): (usize, fn(&mut H::Value, usize), bool),
+        Appended { len, undo, grew }: Appended<H::Value>,
     ) {
         let reason = match result {
             Ok(()) if H::READ_ONLY => return undo(&mut self.value, len),
