@@ -97,7 +97,7 @@ async fn calls_beyond_the_bound_are_refused_one_by_one_and_the_rest_run() {
         "every count released"
     );
     assert!(pipeline
-        .call_many::<OnUserMessage>(Vec::new())
+        .call_many::<OnUserMessage>(Vec::<(SessionId, UserMessage)>::new())
         .await
         .is_empty());
 }

@@ -37,6 +37,7 @@
 pub mod coordinator;
 pub mod error;
 pub mod events;
+mod key;
 pub mod lifecycle;
 pub mod metrics;
 pub mod pipeline;
@@ -46,6 +47,7 @@ pub mod session;
 
 pub use coordinator::{Call, Outcome, PipelineCoordinator};
 pub use error::{PipelineError, StartError};
+pub use key::{SessionKey, SessionRef};
 pub use pipeline::{LoadedPlugin, Pipeline, PipelineBuilder};
 pub use plugin::PluginActor;
 pub use route::{Steps, Submitted};

@@ -8,6 +8,7 @@
 //! work on [`Pipeline::arbiter_for`] that session makes its hook calls without a thread hop.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,13 +22,14 @@ use hookline_messages::session::SessionId;
 use tokio::sync::{oneshot, Semaphore};
 
 use crate::coordinator::{
-    Admission, Admit, AdmitMany, Admitted, AdmittedCalls, ForgetSession, PipelineCoordinator, Step,
-    StopPipeline, DEFAULT_MAX_PENDING,
+    Admission, Admit, AdmitMany, Admitted, AdmittedCalls, ForgetSession, OpenSession,
+    PipelineCoordinator, Step, StopPipeline, DEFAULT_MAX_PENDING,
 };
 use crate::error::{PipelineError, StartError};
 use crate::events::{EventBus, EventBusConfig};
+use crate::key::{SessionKey, SessionRef};
 use crate::plugin::{Dispatch, PluginActor, PluginRegistration};
-use crate::route::{Gather, Job, Outcome, ReplyTo, Slot, Submitted};
+use crate::route::{Gather, Job, Outcome, ReplyTo, Slot, Submitted, NO_SLOT};
 
 /// A loaded plugin, as the pipeline reports it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -165,6 +167,7 @@ impl PipelineBuilder {
             })
             .collect();
         Ok(Pipeline {
+            id: NEXT_PIPELINE.fetch_add(1, Ordering::Relaxed),
             shards: Arc::new(Shards {
                 list: shards.into(),
                 owned,
@@ -175,6 +178,9 @@ impl PipelineBuilder {
         })
     }
 }
+
+/// Each started pipeline's number, so a [`SessionKey`] is only trusted by its own pipeline.
+static NEXT_PIPELINE: AtomicU64 = AtomicU64::new(0);
 
 /// The most shards a pipeline runs.
 const MAX_SHARDS: usize = 64;
@@ -295,6 +301,7 @@ fn shard_index(session: &SessionId, count: usize) -> usize {
 /// [`Pipeline::coordinator_for`] a session and send [`Call`](crate::Call) messages itself.
 #[derive(Clone, Debug)]
 pub struct Pipeline {
+    id: u64,
     shards: Arc<Shards>,
     plugins: Arc<[LoadedPlugin]>,
     load_notes: Arc<[Note]>,
@@ -319,7 +326,7 @@ impl Pipeline {
     /// errors: they are skipped, and their notes are in the [`Outcome`].
     pub async fn call<H>(
         &self,
-        session: &SessionId,
+        session: impl SessionRef,
         value: H::Value,
     ) -> Result<Outcome<H::Value>, PipelineError>
     where
@@ -339,7 +346,7 @@ impl Pipeline {
     /// As [`Pipeline::call`].
     pub async fn call_with<H: Dispatch>(
         &self,
-        session: &SessionId,
+        session: impl SessionRef,
         context: H::Context,
         value: H::Value,
     ) -> Result<Outcome<H::Value>, PipelineError> {
@@ -350,7 +357,7 @@ impl Pipeline {
     /// [`Pipeline::call`] does, split at the point where the call has left the caller. A driver
     /// that issues calls on a schedule (an open loop, a server's accept loop) admits or sheds each
     /// call at the moment it is due, whether or not it awaits the answers yet.
-    pub fn submit<H>(&self, session: &SessionId, value: H::Value) -> Submitted<H::Value>
+    pub fn submit<H>(&self, session: impl SessionRef, value: H::Value) -> Submitted<H::Value>
     where
         H: Dispatch<Context = ()>,
     {
@@ -360,11 +367,12 @@ impl Pipeline {
     /// [`Pipeline::submit`] with the facts the hook's rule needs.
     pub fn submit_with<H: Dispatch>(
         &self,
-        session: &SessionId,
+        session: impl SessionRef,
         context: H::Context,
         value: H::Value,
     ) -> Submitted<H::Value> {
-        let shard = &self.shards.list[self.shard_of(session)];
+        let (index, slot) = self.place(&session);
+        let shard = &self.shards.list[index];
         if !shard.coordinator.connected() {
             return Submitted::refused(PipelineError::Stopped);
         }
@@ -372,12 +380,14 @@ impl Pipeline {
             return Submitted::refused(PipelineError::Overloaded);
         }
         let (reply, answer) = oneshot::channel();
-        let admit = Admit(Job::<H>::new(
-            session.clone(),
+        let mut job = Job::<H>::new(
+            session.into_session_id(),
             context,
             value,
             ReplyTo::One(reply),
-        ));
+        );
+        job.slot = slot;
+        let admit = Admit(job);
         match shard.coordinator.try_send(admit) {
             Ok(()) => Submitted::sent(answer),
             // Admitted calls are bounded by the count above, not by the mailbox: its capacity is
@@ -407,7 +417,7 @@ impl Pipeline {
     /// bound, [`PipelineError::Stopped`] when its shard has stopped.
     pub async fn call_many<H>(
         &self,
-        calls: impl IntoIterator<Item = (SessionId, H::Value)>,
+        calls: impl IntoIterator<Item = (impl SessionRef, H::Value)>,
     ) -> Vec<Result<Outcome<H::Value>, PipelineError>>
     where
         H: Dispatch<Context = ()>,
@@ -419,7 +429,7 @@ impl Pipeline {
     /// [`Pipeline::call_many`] with the facts each call's rule needs.
     pub async fn call_many_with<H: Dispatch>(
         &self,
-        calls: impl IntoIterator<Item = (SessionId, H::Context, H::Value)>,
+        calls: impl IntoIterator<Item = (impl SessionRef, H::Context, H::Value)>,
     ) -> Vec<Result<Outcome<H::Value>, PipelineError>> {
         let calls: Vec<_> = calls.into_iter().collect();
         if calls.is_empty() {
@@ -430,12 +440,14 @@ impl Pipeline {
         let mut by_shard: Vec<Vec<Job<H>>> = (0..self.shards()).map(|_| Vec::new()).collect();
         for (index, (session, context, value)) in calls.into_iter().enumerate() {
             let reply = ReplyTo::Many(Slot::new(&gather, index));
-            let shard = self.shard_of(&session);
+            let (shard, slot) = self.place(&session);
             if !self.shards.list[shard].admission.try_admit() {
                 reply.send(Err(PipelineError::Overloaded));
                 continue;
             }
-            by_shard[shard].push(Job::new(session, context, value, reply));
+            let mut job = Job::new(session.into_session_id(), context, value, reply);
+            job.slot = slot;
+            by_shard[shard].push(job);
         }
         drop(gather);
         for (shard, jobs) in self.shards.list.iter().zip(by_shard) {
@@ -456,6 +468,38 @@ impl Pipeline {
         }
         all.await
             .unwrap_or_else(|_| (0..count).map(|_| Err(PipelineError::Stopped)).collect())
+    }
+
+    /// Opens `session` on its shard: gives it a slot in the shard's dense session table and
+    /// returns a [`SessionKey`] that carries the shard and the slot. Calls made with the key go
+    /// to the shard and are admitted without hashing the id (with a plain [`SessionId`] each call
+    /// hashes it twice: for its shard and in the shard's table). Opening is optional: a session
+    /// first seen in a call gets its slot then.
+    ///
+    /// # Errors
+    /// [`PipelineError::Stopped`] when the session's shard is gone.
+    pub async fn open_session(&self, session: &SessionId) -> Result<SessionKey, PipelineError> {
+        let shard = self.shard_of(session);
+        let slot = self.shards.list[shard]
+            .coordinator
+            .send(OpenSession(session.clone()))
+            .await
+            .map_err(|_| PipelineError::Stopped)?;
+        let shard = u32::try_from(shard).unwrap_or(u32::MAX);
+        Ok(SessionKey::new(session.clone(), self.id, shard, slot))
+    }
+
+    /// The shard and the slot hint of a call for `session`: a key of this pipeline's own, or the
+    /// id's hash and no hint.
+    fn place(&self, session: &impl SessionRef) -> (usize, u32) {
+        match session.placed() {
+            Some((pipeline, shard, slot))
+                if pipeline == self.id && (shard as usize) < self.shards() =>
+            {
+                (shard as usize, slot)
+            }
+            _ => (self.shard_of(session.session_id()), NO_SLOT),
+        }
     }
 
     /// How many shards the pipeline runs (arbiters, each with its own coordinator and plugin

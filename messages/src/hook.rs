@@ -62,6 +62,18 @@ pub trait Hook: Send + 'static {
         before: &Self::Value,
         proposed: Self::Value,
     ) -> Result<Applied<Self::Value>, Refusal>;
+
+    /// The rule for an in-place edit that only appended to the value's text
+    /// ([`crate::edit::AppendText`]), given the text's length before it: `Some` with the decision
+    /// when the hook has a rule for appends, `None` (the default) when an append is checked as a
+    /// replacement (the runtime then rebuilds the value before it by truncation).
+    fn admit_append(
+        _cx: &Self::Context,
+        _after: &Self::Value,
+        _len_before: usize,
+    ) -> Option<Result<(), Refusal>> {
+        None
+    }
 }
 
 macro_rules! read_only_hook {
@@ -125,10 +137,28 @@ ruled_hook!(
     /// `OnPrompt`: append to the instruction block (SPEC P2.2).
     OnPrompt, Prompt, rules::prompt::on_prompt
 );
-ruled_hook!(
-    /// `OnUserMessageAsync`: replace the user message before it is stored (SPEC P2.3).
-    OnUserMessage, UserMessage, rules::user_message::on_user_message
-);
+/// `OnUserMessageAsync`: replace the user message before it is stored (SPEC P2.3), or append to
+/// its text in place.
+#[derive(Debug, Clone, Copy)]
+pub struct OnUserMessage;
+
+impl Hook for OnUserMessage {
+    type Value = UserMessage;
+    type Context = ();
+    const KIND: HookKind = HookKind::OnUserMessage;
+
+    fn admit(
+        _: &(),
+        before: &UserMessage,
+        proposed: UserMessage,
+    ) -> Result<Applied<UserMessage>, Refusal> {
+        rules::user_message::on_user_message(before, proposed).map(Applied::plain)
+    }
+
+    fn admit_append(_: &(), after: &UserMessage, _: usize) -> Option<Result<(), Refusal>> {
+        Some(rules::user_message::on_user_message_append(after))
+    }
+}
 ruled_hook!(
     /// `TransformModelAsync`: change texts of one outbound call (SPEC P2.5, P3.4 to P3.9).
     TransformModel, ModelRequest, rules::transform::transform_model

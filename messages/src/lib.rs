@@ -25,6 +25,7 @@
 pub mod approval;
 pub mod compaction;
 pub mod cut_off;
+pub mod edit;
 pub mod event;
 pub mod hook;
 pub mod kind;

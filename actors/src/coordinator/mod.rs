@@ -24,16 +24,15 @@ use std::sync::Arc;
 use actix::{Actor, ActorContext, Addr, AsyncContext, Context, Handler, Message, ResponseFuture};
 use hookline_messages::hook::HookKind;
 use hookline_messages::session::SessionId;
-use rustc_hash::FxHashMap;
 use tokio::sync::oneshot;
 
 use crate::error::PipelineError;
 use crate::plugin::{Dispatch, PluginActor};
 pub use crate::route::Outcome;
-use crate::route::{forward, Completed, Job, ReplyTo, Route};
+use crate::route::{forward, Completed, Job, ReplyTo, Route, NO_SLOT};
 pub(crate) use admission::Admission;
 use batch::{Flush, Lanes};
-use session::SessionState;
+use session::Sessions;
 
 /// Room in the coordinator's mailbox beyond `max_pending`, for batch reports and control messages:
 /// admitted calls alone never fill it.
@@ -45,7 +44,9 @@ const MAILBOX_HEADROOM: usize = 4096;
 pub const DEFAULT_MAX_PENDING: usize = 16_384;
 
 /// The most calls one batch carries through the plugins.
-pub(crate) const MAX_BATCH: usize = 512;
+/// 64, like the batched relay peer: a batch's calls (jobs and their texts) then stay in the
+/// cache from one plugin to the next (at 512 they did not; issue 23's profile).
+pub(crate) const MAX_BATCH: usize = 64;
 
 /// One plugin actor that implements a given hook, with the name notes use.
 #[derive(Clone)]
@@ -59,9 +60,9 @@ pub struct PipelineCoordinator {
     /// For each hook, the plugins that implement it, in load order. Plugins that do not
     /// implement a hook are not in its list, so they cost nothing.
     steps: [Arc<[Step]>; HookKind::ALL.len()],
-    /// Each session's state, keyed by id with FxHash (a call hashes its session twice: at
-    /// admission and at release; SipHash was a measurable share of a call).
-    sessions: FxHashMap<SessionId, SessionState>,
+    /// Each session's state in a dense table: a call finds its slot at admission (from its
+    /// `SessionKey` without hashing, else by its id) and is released by it.
+    sessions: Sessions,
     /// Per hook: its route through the plugin actors and its open batch.
     lanes: Lanes,
     /// Calls admitted to this shard, shared with the callers ([`Admission`]).
@@ -78,7 +79,7 @@ impl PipelineCoordinator {
     ) -> Self {
         Self {
             steps,
-            sessions: FxHashMap::default(),
+            sessions: Sessions::default(),
             lanes: Lanes::default(),
             admission,
             calls: crate::metrics::pipeline_calls(),
@@ -87,8 +88,14 @@ impl PipelineCoordinator {
 
     /// Admits `job`, already counted in [`Admission`]: queued behind its session's running call,
     /// otherwise into its hook's open batch.
-    fn admit<H: Dispatch>(&mut self, job: Job<H>, ctx: &mut Context<Self>) {
-        let state = self.sessions.entry(job.session().clone()).or_default();
+    fn admit<H: Dispatch>(&mut self, mut job: Job<H>, ctx: &mut Context<Self>) {
+        let hint = (job.slot != NO_SLOT).then_some(job.slot);
+        job.slot = self.sessions.slot(job.session(), hint);
+        let Some(state) = self.sessions.get_mut(job.slot) else {
+            // Cannot happen (the slot was just given); refuse rather than lose the call.
+            self.admission.release();
+            return job.reply.send(Err(PipelineError::Stopped));
+        };
         if state.running {
             state
                 .queue
@@ -118,19 +125,19 @@ impl PipelineCoordinator {
     /// Sends a batch to the first plugin that implements its hook; the plugins relay it on.
     fn launch<H: Dispatch>(&mut self, jobs: Vec<Job<H>>, route: Arc<Route<H>>) {
         self.calls[H::KIND as usize].increment(jobs.len() as u64);
-        forward(jobs, route, 0);
+        forward(jobs, None, route, 0);
     }
 
-    /// Marks one of `session`'s calls finished and starts its next call, if any.
-    fn release(&mut self, session: &SessionId, ctx: &mut Context<Self>) {
+    /// Marks one call of the session in `slot` finished and starts its next call, if any.
+    fn release(&mut self, slot: u32, ctx: &mut Context<Self>) {
         self.admission.release();
-        let Some(state) = self.sessions.get_mut(session) else {
+        let Some(state) = self.sessions.get_mut(slot) else {
             return;
         };
         if let Some(next) = state.queue.pop_front() {
             next(self, ctx);
         } else if state.forget {
-            self.sessions.remove(session);
+            self.sessions.close(slot);
         } else {
             state.running = false;
         }
@@ -244,18 +251,18 @@ impl<H: Dispatch> Handler<Completed<H>> for PipelineCoordinator {
     type Result = ();
 
     fn handle(&mut self, completed: Completed<H>, ctx: &mut Self::Context) {
-        for session in &completed.done {
-            self.release(session, ctx);
+        for slot in completed.done {
+            self.release(slot, ctx);
         }
         for mut job in completed.noted {
             let notes = std::mem::take(&mut job.notes);
-            let notes = match self.sessions.get_mut(job.session()) {
+            let notes = match self.sessions.get_mut(job.slot) {
                 Some(state) => state.first_seen(notes),
                 None => notes,
             };
-            let session = job.session().clone();
+            let slot = job.slot;
             job.answer(notes, &completed.route.names);
-            self.release(&session, ctx);
+            self.release(slot, ctx);
         }
     }
 }
@@ -272,13 +279,33 @@ impl Handler<ForgetSession> for PipelineCoordinator {
     type Result = ();
 
     fn handle(&mut self, ForgetSession(session): ForgetSession, _: &mut Self::Context) {
-        match self.sessions.get_mut(&session) {
+        let Some(slot) = self.sessions.find(&session) else {
+            return;
+        };
+        match self.sessions.get_mut(slot) {
             Some(state) if state.running => state.forget = true,
-            Some(_) => {
-                self.sessions.remove(&session);
-            }
+            Some(_) => self.sessions.close(slot),
             None => {}
         }
+    }
+}
+
+/// Gives a session its slot in the shard's table (what [`Pipeline::open_session`] sends): the
+/// answer is the slot, which a [`SessionKey`] carries so its calls are admitted without hashing.
+///
+/// [`Pipeline::open_session`]: crate::Pipeline::open_session
+/// [`SessionKey`]: crate::SessionKey
+pub(crate) struct OpenSession(pub(crate) SessionId);
+
+impl Message for OpenSession {
+    type Result = u32;
+}
+
+impl Handler<OpenSession> for PipelineCoordinator {
+    type Result = u32;
+
+    fn handle(&mut self, OpenSession(session): OpenSession, _: &mut Self::Context) -> u32 {
+        self.sessions.slot(&session, None)
     }
 }
 

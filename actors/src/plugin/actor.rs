@@ -129,8 +129,8 @@ impl PluginActor {
         &self,
         f: &Arc<EditHook<H>>,
         job: &mut Job<H>,
-        at: usize,
-        name: &str,
+        spare: &mut Option<H::Value>,
+        (at, name): (usize, &str),
     ) -> Option<BoxFuture<'static, CallResult<H::Value>>> {
         let _permit = match &self.one_at_a_time {
             None => None,
@@ -144,7 +144,7 @@ impl PluginActor {
                 }
             },
         };
-        job.edit(at, name, |cx, draft| run_now(|| f(cx, draft)));
+        job.edit(at, name, spare, |cx, draft| run_now(|| f(cx, draft)));
         None
     }
 
@@ -165,7 +165,7 @@ impl PluginActor {
                 latency.record(started.elapsed());
                 job.absorb(at, &route.names[at], result);
                 job.record_step(&tracing::Span::current(), at);
-                forward(vec![job], route, at + 1);
+                forward(vec![job], None, route, at + 1);
             }
             .instrument(step),
         );
@@ -186,6 +186,7 @@ impl<H: Dispatch> Handler<Relay<H>> for PluginActor {
     fn handle(&mut self, relay: Relay<H>, _: &mut Self::Context) {
         let Relay {
             mut jobs,
+            mut spare,
             route,
             at,
         } = relay;
@@ -200,7 +201,7 @@ impl<H: Dispatch> Handler<Relay<H>> for PluginActor {
                 let reason = HookError::msg("it does not implement this hook.").into_skip_reason();
                 job.absorb(at, name, Err(reason));
             }
-            return forward(jobs, route, at + 1);
+            return forward(jobs, spare, route, at + 1);
         };
         // Every call of the batch is this plugin's to handle: one add for the whole batch.
         self.metrics.called(H::KIND, jobs.len());
@@ -212,7 +213,7 @@ impl<H: Dispatch> Handler<Relay<H>> for PluginActor {
             let step = job.step_span(name);
             let entered = step.enter();
             if let HookFn::Edit(f) = hook {
-                match self.edit(f, job, at, name) {
+                match self.edit(f, job, &mut spare, (at, name)) {
                     None => {
                         job.record_step(&step, at);
                         index += 1;
@@ -241,7 +242,7 @@ impl<H: Dispatch> Handler<Relay<H>> for PluginActor {
         if let Some(started) = started {
             record_share(self.metrics.latency(H::KIND), started.elapsed(), jobs.len());
         }
-        forward(jobs, route, at + 1);
+        forward(jobs, spare, route, at + 1);
     }
 }
 

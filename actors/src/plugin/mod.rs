@@ -7,8 +7,9 @@
 //!   no future, no box, no copy of the value, no allocation by the runtime.
 //! - **In place**: [`PluginRegistration::edit`] and [`PluginRegistration::edit_raw`] take a
 //!   synchronous function that edits the value through a [`Draft`] (`&mut`): no replacement is
-//!   built; the value before it is copied (into a buffer the call reuses) only when it writes,
-//!   so the rule can check the edit and a refused one leaves the value as it was.
+//!   built; an append ([`Draft::append`]) copies nothing (a refused one is cut off again), and
+//!   any other write copies the value before it (into a buffer the batch reuses), so the rule can
+//!   check the edit and a refused one leaves the value as it was.
 //! - **Async, by explicit opt-in**: [`PluginRegistration::on_async`] and
 //!   [`PluginRegistration::on_raw_async`] take a function returning a future, for hooks that must
 //!   await (I/O, another process). It runs under the hook's timeout.

@@ -137,8 +137,9 @@ impl PluginRegistration {
 
     /// Registers ordinary hook `H` as an in-place edit, the fastest path for a hook that changes
     /// its value: `hook` edits the value through a [`Draft`] (`&mut` access) and returns `Ok(())`.
-    /// Nothing is built or copied for a hook that only reads; a hook that writes costs its own edit
-    /// and a copy of the value before it into a buffer the call reuses, which `H`'s rule checks
+    /// Nothing is built or copied for a hook that only reads or only appends
+    /// ([`Draft::append`]: `H`'s rule for appends decides); any other write costs its own edit
+    /// and a copy of the value before it into a buffer the batch reuses, which `H`'s rule checks
     /// the edit against. A refused edit, an error or a panic leaves the value before it (SPEC
     /// P1.4, P1.5). It runs inline like [`PluginRegistration::on`] and must not block either.
     #[must_use]

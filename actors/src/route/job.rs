@@ -9,8 +9,11 @@ use hookline_messages::note::{Note, SkipReason};
 use hookline_messages::session::SessionId;
 
 use super::answer::ReplyTo;
-use super::draft::Draft;
+use super::draft::{save, Appended, Draft, Written};
 use super::steps::{Marks, Steps};
+
+/// A job's slot before its coordinator gives it one.
+pub(crate) const NO_SLOT: u32 = u32::MAX;
 
 /// One hook call on its way: admitted by the coordinator, carried through the plugin actors in
 /// batches (moved, never copied), answered by the last one (or by the coordinator when it has
@@ -19,11 +22,12 @@ pub(crate) struct Job<H: Hook> {
     pub(crate) cx: HookContext,
     pub(crate) facts: H::Context,
     pub(crate) value: H::Value,
-    /// A buffer the size of the value, reused by in-place hooks to keep the value before them
-    /// (see [`Draft`]); made at the first write of the call.
-    spare: Option<H::Value>,
+    /// The session's slot in its shard's table ([`NO_SLOT`] until admitted, unless the caller
+    /// held a `SessionKey`): the finished call is released by it, not by its id.
+    pub(crate) slot: u32,
     /// The value the call was admitted with, once a plugin changed it: moved aside by the first
-    /// change, never copied (the caller reports the change from it).
+    /// replacement (an append keeps no copy of the value before it, so the first append makes
+    /// this one).
     original: Option<H::Value>,
     pub(crate) reply: ReplyTo<H::Value>,
     pub(crate) notes: Vec<Note>,
@@ -32,8 +36,9 @@ pub(crate) struct Job<H: Hook> {
     /// Steps skipped on this call.
     pub(crate) failed: Marks,
     /// The call's span (`hook call`, a child of the caller's), so a plugin's logs and steps stay
-    /// under the call that caused them. Disabled (and free) when no subscriber wants it.
-    pub(crate) span: tracing::Span,
+    /// under the call that caused them; out of line, and only when a subscriber wants it (a
+    /// batch's jobs stay small enough to stay in cache).
+    span: Option<Box<tracing::Span>>,
 }
 
 impl<H: Hook> Job<H> {
@@ -57,13 +62,13 @@ impl<H: Hook> Job<H> {
             },
             facts,
             value,
-            spare: None,
+            slot: NO_SLOT,
             original: None,
             reply,
             notes: Vec::new(),
             changed: Marks::default(),
             failed: Marks::default(),
-            span,
+            span: enabled(span),
         }
     }
 
@@ -73,11 +78,11 @@ impl<H: Hook> Job<H> {
         // Without a subscriber for the call, a step's span is the empty one: no call-site check,
         // and entering, recording and dropping it do nothing (issue 24 item 3: off costs
         // nothing measurable on the batch path, one step per plugin per call).
-        if self.span.is_disabled() {
+        let Some(call) = self.span.as_deref() else {
             return tracing::Span::none();
-        }
+        };
         tracing::info_span!(
-            parent: &self.span,
+            parent: call,
             "plugin step",
             hook = H::KIND.wire_name(),
             plugin = name,
@@ -139,22 +144,83 @@ impl<H: Hook> Job<H> {
     }
 
     /// Runs an in-place hook on the value through a [`Draft`] (`run` is the hook under its panic
-    /// guard). A hook that wrote has its result checked by the rule against the value before it,
-    /// which the draft saved; a refused, failed or panicked one leaves the value before it
-    /// (SPEC P1.4, P1.5), and so does any write to a read-only hook's value (SPEC P2.1, P2.4,
-    /// P2.6).
+    /// guard; `spare` is the batch's buffer for the value before a write). A hook that wrote has
+    /// its result checked by the rule: an append by the hook's rule for appends, any other write
+    /// against the value before it, which the draft saved. A refused, failed or panicked one
+    /// leaves the value before it (SPEC P1.4, P1.5), and so does any write to a read-only hook's
+    /// value (SPEC P2.1, P2.4, P2.6).
     pub(crate) fn edit(
         &mut self,
         step: usize,
         name: &str,
+        spare: &mut Option<H::Value>,
         run: impl FnOnce(&HookContext, &mut Draft<'_, H::Value>) -> Result<(), SkipReason>,
     ) {
-        let mut draft = Draft::new(&mut self.value, &mut self.spare);
+        let mut draft = Draft::new(&mut self.value, spare);
         let result = run(&self.cx, &mut draft);
-        let written = draft.written();
-        // A draft that was written holds the value before it in the spare.
-        let before = if written { self.spare.take() } else { None };
-        let Some(before) = before else {
+        match draft.how() {
+            Written::No => {
+                if let Err(reason) = result {
+                    self.skip(step, name, reason);
+                }
+            }
+            Written::Appended(appended) => self.appended(step, name, spare, result, appended),
+            Written::Saved => self.saved(step, name, spare, result),
+        }
+    }
+
+    /// Settles an edit that only appended: checked by the hook's rule for appends, undone by
+    /// truncation. A hook without such a rule has its append checked as a replacement, against
+    /// the value before it rebuilt by truncation.
+    fn appended(
+        &mut self,
+        step: usize,
+        name: &str,
+        spare: &mut Option<H::Value>,
+        result: Result<(), SkipReason>,
+        Appended { len, undo, grew }: Appended<H::Value>,
+    ) {
+        let reason = match result {
+            Ok(()) if H::READ_ONLY => return undo(&mut self.value, len),
+            Ok(()) => match H::admit_append(&self.facts, &self.value, len) {
+                Some(Ok(())) => {
+                    if grew {
+                        self.changed.insert(step);
+                        if self.original.is_none() {
+                            let mut before = self.value.clone();
+                            undo(&mut before, len);
+                            self.original = Some(before);
+                        }
+                    }
+                    return;
+                }
+                Some(Err(refusal)) => SkipReason::Refused(refusal),
+                None => {
+                    save(&self.value, spare);
+                    if let Some(before) = spare.as_mut() {
+                        undo(before, len);
+                    }
+                    return self.saved(step, name, spare, Ok(()));
+                }
+            },
+            Err(reason) => reason,
+        };
+        undo(&mut self.value, len);
+        self.skip(step, name, reason);
+    }
+
+    /// Settles an edit whose value before it is in `spare`: the rule decides the edited value
+    /// against it; a refused or failed edit puts it back.
+    fn saved(
+        &mut self,
+        step: usize,
+        name: &str,
+        spare: &mut Option<H::Value>,
+        result: Result<(), SkipReason>,
+    ) {
+        let Some(before) = spare.take() else {
+            // Cannot happen (a saved draft filled the spare); the edit stands unchecked only if
+            // it did not fail.
             if let Err(reason) = result {
                 self.skip(step, name, reason);
             }
@@ -163,7 +229,7 @@ impl<H: Hook> Job<H> {
         let edited = std::mem::replace(&mut self.value, before);
         let reason = match result {
             Ok(()) if H::READ_ONLY => {
-                self.spare = Some(edited);
+                *spare = Some(edited);
                 return;
             }
             Ok(()) => match H::admit(&self.facts, &self.value, edited) {
@@ -178,7 +244,7 @@ impl<H: Hook> Job<H> {
                     if changed && self.original.is_none() {
                         self.original = Some(before);
                     } else {
-                        self.spare = Some(before);
+                        *spare = Some(before);
                     }
                     self.notes.extend(applied.notice);
                     return;
@@ -186,7 +252,7 @@ impl<H: Hook> Job<H> {
                 Err(refusal) => SkipReason::Refused(refusal),
             },
             Err(reason) => {
-                self.spare = Some(edited);
+                *spare = Some(edited);
                 reason
             }
         };
@@ -197,7 +263,8 @@ impl<H: Hook> Job<H> {
     fn skip(&mut self, step: usize, name: &str, reason: SkipReason) {
         crate::metrics::skipped(name, H::KIND, &reason);
         let note = Note::skipped(name, H::KIND, reason);
-        tracing::warn!(parent: &self.span, session = %self.cx.session_id, "{note}");
+        let parent = self.span.as_deref().and_then(tracing::Span::id);
+        tracing::warn!(parent: parent, session = %self.cx.session_id, "{note}");
         self.notes.push(note);
         // Every skip, noted or not yet: fail-closed guards decide on this list, not on the
         // deduplicated notes.
@@ -206,13 +273,13 @@ impl<H: Hook> Job<H> {
 
     /// The outcome, with `notes` (the ones the session has not seen) and the marked steps named.
     pub(crate) fn answer(self, notes: Vec<Note>, names: &Arc<[Arc<str>]>) {
-        if !self.span.is_disabled() {
+        if let Some(span) = self.span.as_deref() {
             let named = |marks: &Marks| {
                 let steps = Steps::new(marks.clone(), names);
                 steps.iter().map(|n| &**n).collect::<Vec<_>>().join(",")
             };
-            self.span.record("changed_by", named(&self.changed));
-            self.span.record("skipped", named(&self.failed));
+            span.record("changed_by", named(&self.changed));
+            span.record("skipped", named(&self.failed));
         }
         let outcome = Outcome {
             value: self.value,
@@ -224,6 +291,11 @@ impl<H: Hook> Job<H> {
         // The caller may have stopped waiting; the call still counted, so a closed channel is fine.
         self.reply.send(Ok(outcome));
     }
+}
+
+/// `span`, boxed, when a subscriber wants it (no allocation without one).
+fn enabled(span: tracing::Span) -> Option<Box<tracing::Span>> {
+    (!span.is_disabled()).then(|| Box::new(span))
 }
 
 /// What a hook call produced: the final value, the notes new to this session, and which plugins
@@ -250,6 +322,9 @@ pub struct Outcome<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hookline_messages::hook::{HookKind, OnUserMessage};
+    use hookline_messages::note::Refusal;
+    use hookline_messages::user::UserMessage;
     use tokio::sync::oneshot;
 
     #[test]
@@ -263,5 +338,54 @@ mod tests {
         );
         job.absorb(0, "keep", Ok(Reply::Keep));
         assert!(job.changed.is_empty() && job.failed.is_empty());
+    }
+
+    /// `on_user_message`'s value and rule without its rule for appends.
+    struct NoAppendRule;
+
+    impl Hook for NoAppendRule {
+        type Value = UserMessage;
+        type Context = ();
+        const KIND: HookKind = HookKind::OnUserMessage;
+
+        fn admit(
+            cx: &(),
+            before: &UserMessage,
+            proposed: UserMessage,
+        ) -> Result<hookline_messages::hook::Applied<UserMessage>, Refusal> {
+            OnUserMessage::admit(cx, before, proposed)
+        }
+    }
+
+    #[test]
+    fn an_append_to_a_hook_without_a_rule_for_appends_is_checked_as_a_replacement() {
+        let (reply, _answer) = oneshot::channel();
+        let mut job = Job::<NoAppendRule>::new(
+            SessionId::new("s"),
+            (),
+            UserMessage::new(""),
+            ReplyTo::One(reply),
+        );
+        let mut spare = None;
+        job.edit(0, "blank", &mut spare, |_, draft| {
+            draft.append(" ");
+            Ok(())
+        });
+        assert_eq!(job.value, UserMessage::new(""));
+        assert_eq!(
+            job.notes,
+            [Note::skipped(
+                "blank",
+                HookKind::OnUserMessage,
+                SkipReason::Refused(Refusal::EmptyUserMessage)
+            )]
+        );
+        job.edit(1, "tag", &mut spare, |_, draft| {
+            draft.append("tag");
+            Ok(())
+        });
+        assert_eq!(job.value, UserMessage::new("tag"));
+        assert_eq!(job.original, Some(UserMessage::new("")));
+        assert!(job.changed.contains(1) && !job.changed.contains(0));
     }
 }

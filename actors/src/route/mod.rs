@@ -23,8 +23,8 @@ use hookline_messages::note::SkipReason;
 pub use answer::Submitted;
 pub(crate) use answer::{Gather, ReplyTo, Slot};
 pub use draft::Draft;
-pub(crate) use job::Job;
 pub use job::Outcome;
+pub(crate) use job::{Job, NO_SLOT};
 pub use steps::Steps;
 
 /// One hook's way through the plugins: a recipient per plugin actor that implements it, in load
@@ -42,6 +42,9 @@ pub(crate) struct Route<H: Hook> {
 /// hook's rule admits takes its place.
 pub(crate) struct Relay<H: Hook> {
     pub(crate) jobs: Vec<Job<H>>,
+    /// The batch's spare buffer for in-place hooks that keep the value before a write (see
+    /// [`Draft`]): one per batch, reused by every plugin, not one per call.
+    pub(crate) spare: Option<H::Value>,
     pub(crate) route: Arc<Route<H>>,
     pub(crate) at: usize,
 }
@@ -50,10 +53,10 @@ impl<H: Hook> Message for Relay<H> {
     type Result = ();
 }
 
-/// A batch's report from the last plugin: the sessions whose calls it answered, and the calls
-/// with notes, which the coordinator answers (it keeps each session's seen notes).
+/// A batch's report from the last plugin: the sessions (by slot) whose calls it answered, and the
+/// calls with notes, which the coordinator answers (it keeps each session's seen notes).
 pub(crate) struct Completed<H: Hook> {
-    pub(crate) done: Vec<hookline_messages::session::SessionId>,
+    pub(crate) done: Vec<u32>,
     pub(crate) noted: Vec<Job<H>>,
     pub(crate) route: Arc<Route<H>>,
 }
@@ -64,7 +67,12 @@ impl<H: Hook> Message for Completed<H> {
 
 /// Hands `jobs` to the plugin at step `next` of their route, or finishes them after the last.
 /// A plugin actor that has stopped is skipped for each call with a note, like a failing plugin.
-pub(crate) fn forward<H: Hook>(jobs: Vec<Job<H>>, route: Arc<Route<H>>, next: usize) {
+pub(crate) fn forward<H: Hook>(
+    jobs: Vec<Job<H>>,
+    spare: Option<H::Value>,
+    route: Arc<Route<H>>,
+    next: usize,
+) {
     if jobs.is_empty() {
         return;
     }
@@ -73,6 +81,7 @@ pub(crate) fn forward<H: Hook>(jobs: Vec<Job<H>>, route: Arc<Route<H>>, next: us
     };
     let relay = Relay {
         jobs,
+        spare,
         route: route.clone(),
         at: next,
     };
@@ -85,7 +94,7 @@ pub(crate) fn forward<H: Hook>(jobs: Vec<Job<H>>, route: Arc<Route<H>>, next: us
             for job in &mut relay.jobs {
                 job.absorb(next, &route.names[next], Err(SkipReason::Unavailable));
             }
-            forward(relay.jobs, route, next + 1);
+            forward(relay.jobs, relay.spare, route, next + 1);
         }
     }
 }
@@ -105,7 +114,7 @@ fn finish_batch<H: Hook>(mut jobs: Vec<Job<H>>, route: Arc<Route<H>>) {
         jobs = quiet;
         noted
     };
-    let done = jobs.iter().map(|job| job.session().clone()).collect();
+    let done = jobs.iter().map(|job| job.slot).collect();
     for job in jobs {
         job.answer(Vec::new(), &route.names);
     }

@@ -5,11 +5,12 @@
 use std::fmt;
 use std::sync::Arc;
 
-/// A set of step indexes: one word inline (64 plugins), more words only beyond that.
+/// A set of step indexes: one word inline (64 plugins), more words only beyond that (a boxed
+/// slice: an empty one allocates nothing and is a word smaller than a `Vec`).
 #[derive(Clone, Default, PartialEq, Eq)]
 pub(crate) struct Marks {
     low: u64,
-    high: Vec<u64>,
+    high: Box<[u64]>,
 }
 
 impl Marks {
@@ -20,9 +21,13 @@ impl Marks {
         }
         let word = step / 64 - 1;
         if self.high.len() <= word {
-            self.high.resize(word + 1, 0);
+            let mut grown = std::mem::take(&mut self.high).into_vec();
+            grown.resize(word + 1, 0);
+            self.high = grown.into_boxed_slice();
         }
-        self.high[word] |= 1 << (step % 64);
+        if let Some(bits) = self.high.get_mut(word) {
+            *bits |= 1 << (step % 64);
+        }
     }
 
     pub(crate) fn contains(&self, step: usize) -> bool {

@@ -15,7 +15,7 @@ use futures::future::join_all;
 use futures::stream::{FuturesUnordered, StreamExt as _};
 use futures::FutureExt as _;
 use hdrhistogram::Histogram;
-use hookline_actors::{Pipeline, PipelineError};
+use hookline_actors::{Pipeline, PipelineError, SessionKey};
 use hookline_messages::session::SessionId;
 use tokio::sync::oneshot;
 
@@ -72,14 +72,14 @@ pub fn session_ids(count: usize) -> Vec<SessionId> {
 ///
 /// # Errors
 /// The first error a call returned.
-pub async fn closed_loop<E, F, Fut>(
-    sessions: &[SessionId],
+pub async fn closed_loop<S, E, F, Fut>(
+    sessions: &[S],
     duration: Duration,
     progress: &dyn Progress,
     call: F,
 ) -> Result<Measured, E>
 where
-    F: Fn(&SessionId) -> Fut,
+    F: Fn(&S) -> Fut,
     Fut: Future<Output = Result<(), E>>,
 {
     let histogram = Rc::new(RefCell::new(new_histogram()));
@@ -153,8 +153,24 @@ where
         .collect()
 }
 
+/// Opens each of `ids` on `pipeline` ([`Pipeline::open_session`]): the keys their calls are made
+/// with, as a host that opened its sessions makes them (no hashing per call).
+///
+/// # Errors
+/// [`PipelineError::Stopped`] when a shard is gone.
+pub async fn open_sessions(
+    pipeline: &Pipeline,
+    ids: &[SessionId],
+) -> Result<Vec<SessionKey>, PipelineError> {
+    let mut keys = Vec::with_capacity(ids.len());
+    for id in ids {
+        keys.push(pipeline.open_session(id).await?);
+    }
+    Ok(keys)
+}
+
 /// Runs `sessions` sessions, each issuing calls of `hook` back to back, for `duration`; each
-/// session's loop runs on its shard's arbiter.
+/// session is opened first ([`open_sessions`]) and its loop runs on its shard's arbiter.
 ///
 /// # Errors
 /// The first [`PipelineError`] a call returned.
@@ -168,10 +184,10 @@ pub async fn run_closed_loop(
     let parts = on_shards(pipeline, session_ids(sessions), move |ids| {
         let pipeline = runner.clone();
         async move {
-            closed_loop(&ids, duration, &(), |id| {
-                let pipeline = &pipeline;
-                let id = id.clone();
-                async move { hook.call(pipeline, &id).await }
+            let keys = open_sessions(&pipeline, &ids).await?;
+            closed_loop(&keys, duration, &(), |key| {
+                let (pipeline, key) = (&pipeline, key.clone());
+                async move { hook.call(pipeline, key).await }
             })
             .await
         }
@@ -211,11 +227,12 @@ async fn batched_loop(
     batch: usize,
     duration: Duration,
 ) -> Result<Measured, PipelineError> {
+    let keys = open_sessions(pipeline, ids).await?;
     let histogram = RefCell::new(new_histogram());
     let started = Instant::now();
     let deadline = started + duration;
     let shed = RefCell::new(0u64);
-    let callers = ids.chunks(batch.max(1)).map(|group| {
+    let callers = keys.chunks(batch.max(1)).map(|group| {
         let (histogram, shed) = (&histogram, &shed);
         async move {
             let mut calls = 0u64;

@@ -3,7 +3,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use hookline_actors::{Pipeline, PipelineError, Submitted};
+use hookline_actors::{Pipeline, PipelineError, SessionRef, Submitted};
 use hookline_messages::hook::{OnPrompt, OnToolCall, OnUserMessage};
 use hookline_messages::prompt::{Prompt, PromptMode};
 use hookline_messages::session::SessionId;
@@ -35,11 +35,16 @@ impl BenchHook {
         }
     }
 
-    /// Makes one call of this hook through `pipeline` for `session`.
+    /// Makes one call of this hook through `pipeline` for `session` (an id, or the key of an
+    /// opened session).
     ///
     /// # Errors
     /// The pipeline's error.
-    pub async fn call(self, pipeline: &Pipeline, session: &SessionId) -> Result<(), PipelineError> {
+    pub async fn call(
+        self,
+        pipeline: &Pipeline,
+        session: impl SessionRef,
+    ) -> Result<(), PipelineError> {
         match self {
             Self::OnUserMessage => pipeline
                 .call::<OnUserMessage>(session, UserMessage::new(PAYLOAD))
@@ -82,10 +87,10 @@ impl BenchHook {
     ///
     /// # Errors
     /// The first call's error other than `Overloaded`; `Overloaded` calls are counted in `shed`.
-    pub async fn call_many(
+    pub async fn call_many<S: SessionRef + Clone>(
         self,
         pipeline: &Pipeline,
-        sessions: &[SessionId],
+        sessions: &[S],
         shed: &mut u64,
     ) -> Result<u64, PipelineError> {
         let answers = self.call_each(pipeline, sessions).await;
@@ -102,26 +107,24 @@ impl BenchHook {
 
     /// One call of this hook for each of `sessions`, with one [`Pipeline::call_many`]: each
     /// call's result, in order.
-    pub async fn call_each(
+    pub async fn call_each<S: SessionRef + Clone>(
         self,
         pipeline: &Pipeline,
-        sessions: &[SessionId],
+        sessions: &[S],
     ) -> Vec<Result<(), PipelineError>> {
         match self {
             Self::OnUserMessage => {
-                let calls = sessions
-                    .iter()
-                    .map(|s| (s.clone(), UserMessage::new(PAYLOAD)));
+                let calls = sessions.iter().map(|s| (s, UserMessage::new(PAYLOAD)));
                 let answers = pipeline.call_many::<OnUserMessage>(calls).await;
                 answers.into_iter().map(|a| a.map(drop)).collect()
             }
             Self::OnPrompt => {
-                let calls = sessions.iter().map(|s| (s.clone(), prompt()));
+                let calls = sessions.iter().map(|s| (s, prompt()));
                 let answers = pipeline.call_many::<OnPrompt>(calls).await;
                 answers.into_iter().map(|a| a.map(drop)).collect()
             }
             Self::OnToolCall => {
-                let calls = sessions.iter().map(|s| (s.clone(), tool_call()));
+                let calls = sessions.iter().map(|s| (s, tool_call()));
                 let answers = pipeline.call_many::<OnToolCall>(calls).await;
                 answers.into_iter().map(|a| a.map(drop)).collect()
             }

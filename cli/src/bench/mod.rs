@@ -19,8 +19,8 @@ mod source;
 mod workload;
 
 pub use driver::{
-    closed_loop, drive_calls, on_shards, run_closed_loop, run_closed_loop_batched, run_open_loop,
-    session_ids, Measured, Progress,
+    closed_loop, drive_calls, on_shards, open_sessions, run_closed_loop, run_closed_loop_batched,
+    run_open_loop, session_ids, Measured, Progress,
 };
 pub use hook::BenchHook;
 pub use memory::{idle_sessions, resident_bytes, MemoryReport};

@@ -38,15 +38,16 @@ impl Appender {
         }
     }
 
-    /// The registration of this appender on the fast paths: `on_user_message` edits the message
-    /// in place (`PluginRegistration::edit`: the append is the hook's only work); `on_prompt` and
-    /// `on_tool_call` answer at once with a replacement.
+    /// The registration of this appender on the fast paths: `on_user_message` appends to the
+    /// message in place (`PluginRegistration::edit` with `Draft::append`: the append is the hook's
+    /// only work, no copy is kept); `on_prompt` and `on_tool_call` answer at once with a
+    /// replacement.
     pub fn registration(self, name: impl Into<Arc<str>>) -> PluginRegistration {
         let me = Arc::new(self);
         let (prompt, tool) = (me.clone(), me.clone());
         PluginRegistration::new(name)
             .edit(OnUserMessage, move |_, message| {
-                message.text.push_str(&me.suffix);
+                message.append(&me.suffix);
                 Ok(())
             })
             .on(OnPrompt, move |_, p| {

@@ -17,10 +17,25 @@ pub fn on_user_message(
     if proposed.side_question != before.side_question {
         return Err(Refusal::ChangedSideQuestion);
     }
-    if proposed.text.trim().is_empty() {
+    not_blank(&proposed)?;
+    Ok(proposed)
+}
+
+/// Admits an `on_user_message` edit that only appended to the text (issue 23's in-place appends,
+/// [`crate::edit::AppendText`]): an append cannot change the side-question flag, so only the
+/// blank check applies, on the text as it is now.
+///
+/// # Errors
+/// [`Refusal::EmptyUserMessage`] for a blank text.
+pub fn on_user_message_append(after: &UserMessage) -> Result<(), Refusal> {
+    not_blank(after)
+}
+
+fn not_blank(message: &UserMessage) -> Result<(), Refusal> {
+    if message.text.trim().is_empty() {
         return Err(Refusal::EmptyUserMessage);
     }
-    Ok(proposed)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -36,6 +51,15 @@ mod tests {
         );
         assert_eq!(
             on_user_message(&before, UserMessage::new(" \n\t")),
+            Err(Refusal::EmptyUserMessage)
+        );
+    }
+
+    #[test]
+    fn an_append_is_refused_only_when_the_text_stays_blank() {
+        assert_eq!(on_user_message_append(&UserMessage::new("hi #1")), Ok(()));
+        assert_eq!(
+            on_user_message_append(&UserMessage::new(" \n")),
             Err(Refusal::EmptyUserMessage)
         );
     }
