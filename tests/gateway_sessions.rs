@@ -88,6 +88,9 @@ async fn a_hundred_sessions_run_turns_at_once_each_in_its_own_order() {
                 .await
                 .unwrap();
             assert_eq!(report.stop_reason, StopReason::Completed);
+            // The status shows the turn's effect, and the session idle, when its answer arrives.
+            let status = handle.status();
+            assert_eq!((status.turns, status.activity), (turn + 1, Activity::Idle));
         }
     });
     futures::future::join_all(runs).await;

@@ -318,7 +318,8 @@ fn lease_lost<T>(result: &Result<T, HostError>) -> bool {
 /// again) and says the task is done.
 ///
 /// The status shows the request's effect before the answer goes out: a client that reads the
-/// status right after its turn or command sees the turn counted and the setting changed.
+/// status right after its turn or command sees the turn counted, the setting changed and the
+/// session idle again.
 async fn answer<T>(
     conversation: &mut Conversation,
     status: &watch::Sender<SessionStatus>,
@@ -329,7 +330,14 @@ async fn answer<T>(
     if lost {
         conversation.abandon().await;
     }
-    status.send_modify(|s| refresh_status(s, conversation));
+    status.send_modify(|s| {
+        s.activity = if lost {
+            Activity::Closed
+        } else {
+            Activity::Idle
+        };
+        refresh_status(s, conversation);
+    });
     let _ = reply.send(result);
     lost
 }
