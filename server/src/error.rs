@@ -296,6 +296,9 @@ impl From<HostError> for ApiError {
     fn from(error: HostError) -> Self {
         match error {
             HostError::Pipeline(PipelineError::Overloaded) => Self::Overloaded,
+            // The pipeline stops only when the server shuts down: a turn caught by the drain is
+            // refused like one that came after it (its durable steps are kept; docs/serve.md, "Drain").
+            HostError::Pipeline(PipelineError::Stopped) => Self::Draining,
             HostError::UnknownSession(id) => Self::UnknownSession(id),
             HostError::Workspace { path, source } => {
                 Self::Invalid(format!("cannot use workspace {path}: {source}"))
@@ -393,6 +396,15 @@ mod tests {
         )));
         assert_eq!(error.status(), StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(error.code(), "overloaded");
+    }
+
+    #[test]
+    fn a_stopped_pipeline_is_the_drain_not_an_internal_error() {
+        let error = ApiError::from(RequestError::Host(HostError::Pipeline(
+            PipelineError::Stopped,
+        )));
+        assert_eq!(error.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(error.code(), "draining");
     }
 
     #[test]
