@@ -228,6 +228,7 @@ impl Replayer {
             guards: self.guards.clone(),
             stop: Arc::new(StopSignal::default()),
             tap: Some(tap.clone()),
+            digests: crate::turn::RequestDigests::default(),
             // Nothing a replay does reaches a store (its session is detached).
             durable_steps: false,
         }

@@ -18,7 +18,7 @@ mod transcript;
 pub use error::{HostError, Unrestorable};
 pub use events::{EventLog, HostEvent, LiveSink};
 pub(crate) use patch::json as patch_json;
-pub use patch::{Changes, Detail, Patch};
+pub use patch::{request_patch, Changes, Detail, Patch};
 
 use hookline_messages::cut_off::{open_turn, OpenTurn};
 use hookline_messages::model::{HeldImages, ImageRef, MediaType, UsageTotals};
@@ -185,7 +185,7 @@ impl SessionState {
     }
 
     /// The stored records as model request items (system records excepted), in order.
-    pub(crate) fn items(&self) -> &[hookline_messages::model::Item] {
+    pub(crate) fn items(&self) -> &[std::sync::Arc<hookline_messages::model::Item>] {
         self.transcript.items()
     }
 

@@ -2,6 +2,11 @@
 //! stored, so a model call does not rebuild the conversation from every record (issue 22). Item
 //! ids are the record's position (`r<n>`), so they are unique in a request and stable across
 //! calls; the active system record (the latest work or plan text) is tracked, not searched for.
+//!
+//! Each item is made once and shared (`Arc`): a request holds the same items, so building one
+//! copies a pointer per item, and the hooks copy only the items they edit.
+
+use std::sync::Arc;
 
 use hookline_messages::model::{Item, ItemBody};
 use hookline_messages::prompt::PromptMode;
@@ -10,7 +15,7 @@ use hookline_messages::record::Record;
 /// The request items of a session's stored records, in order.
 #[derive(Debug, Default)]
 pub(crate) struct Transcript {
-    items: Vec<Item>,
+    items: Vec<Arc<Item>>,
     /// How many records the items stand for.
     records: usize,
     /// The latest system record: its mode and text.
@@ -34,14 +39,14 @@ impl Transcript {
                 self.system = Some((*mode, text.clone()));
             }
             if let Some(body) = item(record) {
-                self.items.push(Item::new(format!("r{n}"), body));
+                self.items.push(Arc::new(Item::new(format!("r{n}"), body)));
             }
         }
     }
 
     /// The items, in order (system records are not items: the active one is the request's
     /// system item).
-    pub(crate) fn items(&self) -> &[Item] {
+    pub(crate) fn items(&self) -> &[Arc<Item>] {
         &self.items
     }
 

@@ -10,6 +10,8 @@
 
 mod compaction;
 mod cut_off;
+mod digest;
+pub(crate) use digest::RequestDigests;
 mod hooks;
 mod model_call;
 mod prompt;
@@ -57,11 +59,24 @@ pub(crate) struct Engine {
     /// Where `hookline replay` listens for each request a turn built and sent (`None` outside
     /// a replay).
     pub(crate) tap: Option<RequestTap>,
+    /// The digest of each request's stable prefix, so a call hashes only what is new.
+    pub(crate) digests: digest::RequestDigests,
 }
 
-/// Each stored-path model request of a turn, as built from the stored records and as sent
-/// (after the hooks), in order: what `hookline replay` compares with the archive (issue 25).
-pub(crate) type RequestTap = Arc<std::sync::Mutex<Vec<(ModelRequest, ModelRequest)>>>;
+/// Each stored-path model request of a turn, in order: what `hookline replay` compares with the
+/// archive (issue 25).
+pub(crate) type RequestTap = Arc<std::sync::Mutex<Vec<TappedRequest>>>;
+
+/// One request a turn sent, as [`RequestTap`] keeps it.
+#[derive(Debug)]
+pub(crate) struct TappedRequest {
+    /// As built from the stored records; `None` when that is the request sent.
+    pub(crate) built: Option<ModelRequest>,
+    /// As sent (after the hooks, prepared for the provider).
+    pub(crate) sent: ModelRequest,
+    /// The SHA-256 of `sent`, as archived.
+    pub(crate) sha256: String,
+}
 
 /// A stop request for the turn in flight (`/stop` typed while a turn runs, or a drain whose
 /// budget ran out). The model call in flight returns [`ProviderError::Stopped`] and the turn
@@ -117,6 +132,7 @@ impl Engine {
             guards: shared.guards.clone(),
             stop: Arc::new(StopSignal::default()),
             tap: None,
+            digests: digest::RequestDigests::default(),
         }
     }
 }
