@@ -51,6 +51,14 @@ pub(crate) fn entries(
     changes: &Changes,
 ) -> Vec<Difference> {
     let keep = |e: &&ArchiveEntry| !matches!(e, ArchiveEntry::ModelRequest { .. });
+    // The usual case, a turn reproduced: no JSON, no alignment.
+    if recorded
+        .iter()
+        .filter(keep)
+        .eq(replayed.iter().filter(keep))
+    {
+        return Vec::new();
+    }
     let a: Vec<Value> = recorded.iter().filter(keep).map(to_value).collect();
     let b: Vec<Value> = replayed.iter().filter(keep).map(to_value).collect();
     values(Some(turn), "", &a, &b, changes)
@@ -62,6 +70,9 @@ pub(crate) fn records(
     replayed: &[Record],
     changes: &Changes,
 ) -> Vec<Difference> {
+    if recorded == replayed {
+        return Vec::new();
+    }
     let a: Vec<Value> = recorded.iter().map(to_value).collect();
     let b: Vec<Value> = replayed.iter().map(to_value).collect();
     values(None, "record:", &a, &b, changes)

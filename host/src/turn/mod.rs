@@ -63,9 +63,31 @@ pub(crate) struct Engine {
     pub(crate) digests: digest::RequestDigests,
 }
 
-/// Each stored-path model request of a turn, in order: what `hookline replay` compares with the
-/// archive (issue 25).
-pub(crate) type RequestTap = Arc<std::sync::Mutex<Vec<TappedRequest>>>;
+/// What `hookline replay` listens for in a turn (issue 25): each stored-path model request, and
+/// each change a hook made, in order.
+pub(crate) type RequestTap = Arc<std::sync::Mutex<Tapped>>;
+
+/// What a [`RequestTap`] collected.
+#[derive(Debug, Default)]
+pub(crate) struct Tapped {
+    /// The requests, as the archive's `model-request` entries follow them.
+    pub(crate) requests: Vec<TappedRequest>,
+    /// The changes hooks made (a replay reports no `hook-changed` events: nobody reads them).
+    pub(crate) changes: Vec<TappedChange>,
+}
+
+/// One value a hook changed, as a replay blames a difference on it.
+#[derive(Debug)]
+pub(crate) struct TappedChange {
+    /// The hook.
+    pub(crate) hook: hookline_messages::hook::HookKind,
+    /// The plugins that changed the value, in load order.
+    pub(crate) by: Vec<String>,
+    /// The value handed on, as JSON; `None` for a model request (a request's difference is
+    /// blamed on its hooks, never looked up by value, and writing it out would cost the
+    /// conversation's length at every call).
+    pub(crate) after: Option<serde_json::Value>,
+}
 
 /// One request a turn sent, as [`RequestTap`] keeps it.
 #[derive(Debug)]

@@ -103,6 +103,7 @@ impl Turn<'_> {
         if let (Some(tap), Some(sha256)) = (&self.engine.tap, sha256) {
             tap.lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .requests
                 .push(TappedRequest {
                     built,
                     sent,
