@@ -12,8 +12,9 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, criterion_main, Criterion, SamplingMode};
 use hookline::host::demo::example_plugins;
 use hookline::host::provider::EchoProvider;
 use hookline::host::turn::UserInput;
@@ -46,7 +47,13 @@ fn long_conversation(c: &mut Criterion) {
     host.take_events();
     let mut done = 0;
     let mut group = c.benchmark_group("long_conversation");
-    group.sample_size(50);
+    // Every iteration adds a turn: few, short samples, so a length's figure is about that
+    // length (a few hundred turns after it), not thousands of turns later.
+    group
+        .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_millis(100))
+        .measurement_time(Duration::from_millis(300));
     for length in [100, 1_000] {
         while done < length {
             turn(&system, &mut host, done);
@@ -55,12 +62,14 @@ fn long_conversation(c: &mut Criterion) {
         let bytes = turn(&system, &mut host, done);
         done += 1;
         eprintln!("turn {done}: {bytes} bytes of events");
+        let from = done;
         group.bench_function(format!("turn_at_{length}"), |b| {
             b.iter(|| {
                 done += 1;
                 turn(&system, &mut host, done)
             });
         });
+        eprintln!("turn_at_{length} timed turns {from} to {done}");
     }
     group.finish();
 }

@@ -32,7 +32,13 @@ impl RequestDigests {
     /// The digest of `request` in lowercase hex. Its first `stable` items are the ones the
     /// next call is expected to send again (those the hooks left as built): the state after
     /// them is kept for it.
+    ///
+    /// Only work and plan calls keep a state: a compaction's request is sent once, and keeping
+    /// its items would hold the conversation it folded until the next compaction.
     pub(crate) fn digest(&mut self, request: &ModelRequest, stable: usize) -> String {
+        if !request.purpose.is_turn_call() {
+            return super::request_digest(request);
+        }
         let stable = stable.min(request.items.len());
         let at = self.prefixes.iter().position(|p| {
             p.purpose == request.purpose && p.accepts_images == request.accepts_images
