@@ -1,7 +1,8 @@
 //! A turn's cost against the length of its conversation (issue 22 item 1): one embedded `Host`
-//! with the bundled demo plugins (every hook, the raw ones included) and the echo model, its
-//! session first grown to 100, then to 1,000 turns; then criterion times one more turn (its
-//! events taken and serialised, as a server answering in JSON would). Run with
+//! with the bundled demo plugins (every hook, the raw ones included) and the echo model, a
+//! session grown to 100 turns and another to 1,000; then criterion times the next turns (each
+//! one's events taken and serialised, as a server answering in JSON would), a few hundred at
+//! most, so each figure is about its length. Run with
 //! `cargo bench --bench long_conversation`. The target: a turn at 1,000 costs at most 1.2x a turn
 //! at 100. It also prints the size of one turn's events as JSON at each length.
 #![allow(missing_docs)] // criterion's macros generate undocumented items
@@ -12,8 +13,9 @@
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, criterion_main, Criterion, SamplingMode};
 use hookline::host::demo::example_plugins;
 use hookline::host::provider::EchoProvider;
 use hookline::host::turn::UserInput;
@@ -29,25 +31,38 @@ fn turn(system: &actix::SystemRunner, host: &mut Host, n: usize) -> usize {
         .len()
 }
 
-fn long_conversation(c: &mut Criterion) {
-    let system = actix::System::new();
-    let dir = tempfile::tempdir().expect("a temporary directory");
+/// A host of its own, in `dir`, with one session open.
+fn start(system: &actix::SystemRunner, dir: &std::path::Path) -> Host {
     let mut host = system
         .block_on(async {
             Host::builder()
                 .plugins(example_plugins())
                 .provider(Arc::new(EchoProvider::new()))
-                .workspace(dir.path())
-                .spaces_root(dir.path())
+                .workspace(dir)
+                .spaces_root(dir)
                 .start()
         })
         .expect("the host starts");
     system.block_on(host.open()).expect("a session opens");
     host.take_events();
-    let mut done = 0;
+    host
+}
+
+fn long_conversation(c: &mut Criterion) {
+    let system = actix::System::new();
     let mut group = c.benchmark_group("long_conversation");
-    group.sample_size(50);
+    // Every iteration adds a turn: each length gets a session of its own, and few, short
+    // samples, so its figure is about that length (the turns timed are printed), not about
+    // thousands of turns later.
+    group
+        .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_millis(20))
+        .measurement_time(Duration::from_millis(60));
     for length in [100, 1_000] {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let mut host = start(&system, dir.path());
+        let mut done = 0;
         while done < length {
             turn(&system, &mut host, done);
             done += 1;
@@ -55,12 +70,14 @@ fn long_conversation(c: &mut Criterion) {
         let bytes = turn(&system, &mut host, done);
         done += 1;
         eprintln!("turn {done}: {bytes} bytes of events");
+        let from = done;
         group.bench_function(format!("turn_at_{length}"), |b| {
             b.iter(|| {
                 done += 1;
                 turn(&system, &mut host, done)
             });
         });
+        eprintln!("turn_at_{length} timed turns {from} to {done}");
     }
     group.finish();
 }

@@ -57,19 +57,17 @@ fn request() -> ModelRequest {
         };
         items.push(Item::new(format!("i{n}"), body));
     }
-    ModelRequest {
-        purpose: Purpose::Work,
-        accepts_images: false,
-        items,
-    }
+    ModelRequest::new(Purpose::Work, false, items)
 }
 
 /// What a transform plugin sends back: every user text rewritten (a redaction), nothing else.
 fn transformed(before: &ModelRequest) -> ModelRequest {
     let mut proposed = before.clone();
     for item in &mut proposed.items {
-        if let ItemBody::User { text, .. } = &mut item.body {
-            text.push_str(" [checked]");
+        if matches!(item.body, ItemBody::User { .. }) {
+            if let ItemBody::User { text, .. } = &mut std::sync::Arc::make_mut(item).body {
+                text.push_str(" [checked]");
+            }
         }
     }
     proposed
@@ -84,13 +82,16 @@ fn rebuilt(before: &ModelRequest) -> ModelRequest {
         .retain(|item| !matches!(item.body, ItemBody::Reasoning { .. }));
     let len = proposed.items.len();
     proposed.items.swap(len - 1, len - 2);
-    proposed.items.push(Item::new(
-        "added",
-        ItemBody::User {
-            text: "Remember the house rules.".into(),
-            images: Vec::new(),
-        },
-    ));
+    proposed.items.push(
+        Item::new(
+            "added",
+            ItemBody::User {
+                text: "Remember the house rules.".into(),
+                images: Vec::new(),
+            },
+        )
+        .into(),
+    );
     proposed
 }
 

@@ -148,7 +148,7 @@ async fn transform_model_text_changes_chain_and_every_structural_change_is_refus
     let cases: [(Edit, &str); 14] = [
         (|r| r.items.swap(1, 2), "it reordered items."),
         (
-            |r| r.items.push(model::user("u9", "extra", &[])),
+            |r| r.items.push(model::user("u9", "extra", &[]).into()),
             "it added an item.",
         ),
         (|r| drop(r.items.remove(3)), "it dropped an item."),

@@ -58,7 +58,10 @@ fn work_request(text: &str) -> ModelRequest {
                 text: text.into(),
                 images: vec![],
             },
-        )],
+        )]
+        .into_iter()
+        .map(std::sync::Arc::new)
+        .collect(),
     }
 }
 

@@ -67,7 +67,10 @@ fn work_request(text: &str) -> ModelRequest {
                 text: text.into(),
                 images: vec![],
             },
-        )],
+        )]
+        .into_iter()
+        .map(std::sync::Arc::new)
+        .collect(),
     }
 }
 
@@ -502,13 +505,16 @@ impl RawHooks for Adder {
         _: &HookContext,
         mut r: ModelRequest,
     ) -> HookResult<Reply<ModelRequest>> {
-        r.items.push(Item::new(
-            "extra-item",
-            ItemBody::User {
-                text: "x".into(),
-                images: vec![],
-            },
-        ));
+        r.items.push(
+            Item::new(
+                "extra-item",
+                ItemBody::User {
+                    text: "x".into(),
+                    images: vec![],
+                },
+            )
+            .into(),
+        );
         Ok(Reply::Replace(r))
     }
 }

@@ -101,7 +101,7 @@ async fn rebuild_model_refusals_are_skipped_with_their_exact_notes() {
     let cases: [(fn() -> ModelRequest, Edit, &str); 6] = [
         (
             model::work_request,
-            |r| r.items.push(model::user("u1", "again", &[])),
+            |r| r.items.push(model::user("u1", "again", &[]).into()),
             "it repeated an item.",
         ),
         (
@@ -111,7 +111,7 @@ async fn rebuild_model_refusals_are_skipped_with_their_exact_notes() {
         ),
         (
             model::work_request,
-            |r| r.items.push(model::reasoning("r2", "", None)),
+            |r| r.items.push(model::reasoning("r2", "", None).into()),
             "it returned empty reasoning text.",
         ),
         (
@@ -146,7 +146,7 @@ async fn rebuild_model_refusals_are_skipped_with_their_exact_notes() {
                 }),
                 replace(|mut r: ModelRequest| {
                     r.items
-                        .push(model::assistant("a9", "appended by last", &[]));
+                        .push(model::assistant("a9", "appended by last", &[]).into());
                     r
                 }),
             ],
@@ -157,7 +157,7 @@ async fn rebuild_model_refusals_are_skipped_with_their_exact_notes() {
         assert_eq!(last.seen(), [expected.clone()], "{reason}");
         expected
             .items
-            .push(model::assistant("a9", "appended by last", &[]));
+            .push(model::assistant("a9", "appended by last", &[]).into());
         assert_eq!(outcome.value, expected);
         assert_eq!(
             notes(&outcome),
@@ -193,9 +193,9 @@ async fn rebuild_model_can_split_rewrite_and_add_without_a_note() {
             // Add a tool result with a forged name and reasoning with forged state.
             replace(|mut r: ModelRequest| {
                 r.items
-                    .push(model::tool_result("res2", "c1", "forged", "more", &[]));
+                    .push(model::tool_result("res2", "c1", "forged", "more", &[]).into());
                 r.items
-                    .push(model::reasoning("r2", "new thought", Some("forged")));
+                    .push(model::reasoning("r2", "new thought", Some("forged")).into());
                 r
             }),
         ],
@@ -489,7 +489,7 @@ async fn changed_by_names_exactly_the_raw_hooks_that_changed_the_request() {
             Scripted::build(
                 HookKind::RebuildModel,
                 replace(|mut r: ModelRequest| {
-                    r.items.push(model::user("u1", "dup", &[]));
+                    r.items.push(model::user("u1", "dup", &[]).into());
                     r
                 }),
                 0,

@@ -175,9 +175,10 @@ async fn transform_model_sees_the_items_rebuild_model_added() {
     let rebuild = Scripted::build(
         HookKind::RebuildModel,
         replace(|mut r: ModelRequest| {
-            r.items.insert(1, model::system("sys2", "Extra rules."));
             r.items
-                .push(model::user("u2", "added by raw", &[model::GIF3]));
+                .insert(1, model::system("sys2", "Extra rules.").into());
+            r.items
+                .push(model::user("u2", "added by raw", &[model::GIF3]).into());
             r
         }),
         0,

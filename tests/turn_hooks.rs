@@ -133,8 +133,11 @@ impl Plugin for Rewriter {
         mut r: ModelRequest,
     ) -> HookResult<Reply<ModelRequest>> {
         for item in &mut r.items {
-            if let ItemBody::User { text, .. } = &mut item.body {
-                *text = format!("outbound: {text}");
+            if let ItemBody::User { text, .. } = &item.body {
+                let outbound = format!("outbound: {text}");
+                if let ItemBody::User { text, .. } = &mut std::sync::Arc::make_mut(item).body {
+                    *text = outbound;
+                }
             }
         }
         Ok(Reply::Replace(r))
@@ -440,13 +443,16 @@ impl RawHooks for Adder {
         mut r: ModelRequest,
     ) -> HookResult<Reply<ModelRequest>> {
         if self.0 {
-            r.items.push(Item::new(
-                "extra-item",
-                ItemBody::User {
-                    text: "x".into(),
-                    images: vec![],
-                },
-            ));
+            r.items.push(
+                Item::new(
+                    "extra-item",
+                    ItemBody::User {
+                        text: "x".into(),
+                        images: vec![],
+                    },
+                )
+                .into(),
+            );
         }
         Ok(Reply::Replace(r))
     }

@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -264,6 +265,12 @@ impl ItemBody {
 }
 
 /// One outbound model request, as `rebuild_model` and `transform_model` see it.
+///
+/// Its items are shared, not copied (issue 22): each is reference-counted, so cloning a request
+/// costs a pointer per item, and the conversation's stored prefix is the same allocation in the
+/// session's transcript, in every hook's copy and in the request sent. A hook edits an item with
+/// [`ModelRequest::item_mut`] (or [`Arc::make_mut`]), which copies that item only. On the wire
+/// (serde) an item is written as itself: the sharing is invisible to plugins and providers.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelRequest {
@@ -272,10 +279,29 @@ pub struct ModelRequest {
     /// True only for work or plan calls on an image-capable model (SPEC R5.6).
     pub accepts_images: bool,
     /// The items, in the order they are sent.
-    pub items: Vec<Item>,
+    pub items: Vec<Arc<Item>>,
 }
 
 impl ModelRequest {
+    /// A request of `items` (each put behind its own reference count).
+    pub fn new(
+        purpose: Purpose,
+        accepts_images: bool,
+        items: impl IntoIterator<Item = Item>,
+    ) -> Self {
+        Self {
+            purpose,
+            accepts_images,
+            items: items.into_iter().map(Arc::new).collect(),
+        }
+    }
+
+    /// The item at `index` to edit: copied first if anything else shares it (copy on write),
+    /// so the stored conversation and other copies of the request keep their item.
+    pub fn item_mut(&mut self, index: usize) -> Option<&mut Item> {
+        self.items.get_mut(index).map(Arc::make_mut)
+    }
+
     /// Whether a request of `purpose` on a model that does (or does not) take images may carry
     /// images (SPEC R5.6).
     pub fn accepts_images_for(purpose: Purpose, model_takes_images: bool) -> bool {
@@ -285,20 +311,43 @@ impl ModelRequest {
     /// The request as the provider receives it: images on assistant and system messages become
     /// plain text (SPEC R5.5), and a request that cannot carry images carries none (SPEC R5.6).
     #[must_use]
+    ///
+    /// Only an item that changes is copied; the others stay shared.
     pub fn prepared_for_provider(mut self) -> Self {
         let accepts = self.accepts_images;
         for item in &mut self.items {
-            match &mut item.body {
+            if !needs_preparing(item, accepts) {
+                continue;
+            }
+            match &mut Arc::make_mut(item).body {
                 ItemBody::System { text, images } | ItemBody::Assistant { text, images } => {
                     images_to_text(text, images)
                 }
-                ItemBody::User { images, .. } | ItemBody::ToolResult { images, .. } if !accepts => {
+                ItemBody::User { images, .. } | ItemBody::ToolResult { images, .. } => {
                     images.clear()
                 }
                 _ => {}
             }
         }
         self
+    }
+
+    /// Whether [`ModelRequest::prepared_for_provider`] would change anything.
+    pub fn needs_preparing(&self) -> bool {
+        self.items
+            .iter()
+            .any(|item| needs_preparing(item, self.accepts_images))
+    }
+}
+
+/// Whether preparing the item for the provider changes it (SPEC R5.5, R5.6).
+fn needs_preparing(item: &Item, accepts_images: bool) -> bool {
+    match &item.body {
+        ItemBody::System { images, .. } | ItemBody::Assistant { images, .. } => !images.is_empty(),
+        ItemBody::User { images, .. } | ItemBody::ToolResult { images, .. } => {
+            !accepts_images && !images.is_empty()
+        }
+        ItemBody::ToolCall { .. } | ItemBody::Reasoning { .. } => false,
     }
 }
 

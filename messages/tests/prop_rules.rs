@@ -3,7 +3,9 @@
 //!   documented) or refused with the one reason the spec names, and the value before stands;
 //! - `rebuild_model`: any sequence of raw replacements, each admitted or refused, leaves a
 //!   request with unique ids, no empty reasoning (unless the original had it), only images the
-//!   session holds, and no image added to a request that cannot carry images.
+//!   session holds, and no image added to a request that cannot carry images;
+//! - both raw and ordinary request rules decide a proposal the same whether it shares its
+//!   untouched items with the request (an in-process hook) or not (a plugin process).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -16,7 +18,7 @@ use common::{arb, mutate};
 use common::{GIF3, JPEG2, PNG1};
 use hookline_messages::approval::Classification;
 use hookline_messages::hook::{Hook, OnApproval, RebuildModel, TransformModel};
-use hookline_messages::model::HeldImages;
+use hookline_messages::model::{HeldImages, Item, ModelRequest};
 use hookline_messages::note::Refusal;
 use proptest::prelude::*;
 
@@ -39,6 +41,9 @@ proptest! {
         let snapshot = before.clone();
         let result = TransformModel::admit(&(), &before, proposed.clone());
         prop_assert_eq!(&before, &snapshot);
+        // A proposal that shares no item with the request (one read back from a plugin
+        // process) is decided the same as one that shares the items it left alone.
+        prop_assert_eq!(&TransformModel::admit(&(), &before, unshared(&proposed)), &result);
         match (expected, result) {
             (None, Ok(applied)) => {
                 prop_assert_eq!(applied.notice, None);
@@ -80,13 +85,24 @@ proptest! {
             for edit in edits {
                 apply_rebuild_edit(&mut proposed, edit);
             }
-            if let Ok(applied) = RebuildModel::admit(&held, &value, proposed.clone()) {
+            let result = RebuildModel::admit(&held, &value, proposed.clone());
+            prop_assert_eq!(&RebuildModel::admit(&held, &value, unshared(&proposed)), &result);
+            if let Ok(applied) = result {
                 check_new_results_named_by_their_call(&value, &proposed, &applied.value)?;
                 value = applied.value;
             }
             check_representable(&held, &original, &value)?;
         }
     }
+}
+
+/// `request` with every item copied: nothing shared with any other request.
+fn unshared(request: &ModelRequest) -> ModelRequest {
+    ModelRequest::new(
+        request.purpose,
+        request.accepts_images,
+        request.items.iter().map(|item| Item::clone(item)),
+    )
 }
 
 fn violations(before: &Classification, proposed: &Classification) -> Vec<Refusal> {

@@ -5,6 +5,8 @@
 
 mod common;
 
+use std::sync::Arc;
+
 use common::*;
 use hookline_messages::hook::{Applied, Hook, RebuildModel};
 use hookline_messages::model::{HeldImages, ItemBody, ModelRequest, Purpose};
@@ -135,7 +137,9 @@ fn items_of_every_kind_may_be_added() {
         tool_result("res2", "c2", "list_dir", "a.txt", &[]),
         reasoning("r2", "fresh thought", None),
     ];
-    let value = applied(&before, |r| r.items.extend(added.iter().cloned()));
+    let value = applied(&before, |r| {
+        r.items.extend(added.iter().cloned().map(Arc::new))
+    });
     assert_eq!(value.items.len(), 12);
     for new in &added {
         assert_eq!(item(&value, &new.id.0), new);
@@ -180,7 +184,7 @@ fn a_new_tool_result_takes_its_name_from_its_call() {
     // Its call is in the original request.
     let value = applied(&before, |r| {
         r.items
-            .push(tool_result("res2", "c1", "forged", "again", &[]));
+            .push(tool_result("res2", "c1", "forged", "again", &[]).into());
     });
     assert_eq!(
         item(&value, "res2"),
@@ -188,9 +192,9 @@ fn a_new_tool_result_takes_its_name_from_its_call() {
     );
     // Its call is new in the same replacement.
     let value = applied(&before, |r| {
-        r.items.push(tool_call("call2", "c2", "list_dir"));
+        r.items.push(tool_call("call2", "c2", "list_dir").into());
         r.items
-            .push(tool_result("res2", "c2", "forged", "a.txt", &[]));
+            .push(tool_result("res2", "c2", "forged", "a.txt", &[]).into());
     });
     assert_eq!(
         item(&value, "res2"),
@@ -200,7 +204,7 @@ fn a_new_tool_result_takes_its_name_from_its_call() {
     let value = applied(&before, |r| {
         item_mut(r, "call1").body = tool_call("call1", "c1", "cat").body;
         r.items
-            .push(tool_result("res2", "c1", "forged", "again", &[]));
+            .push(tool_result("res2", "c1", "forged", "again", &[]).into());
     });
     assert_eq!(
         item(&value, "res2"),
@@ -212,7 +216,7 @@ fn a_new_tool_result_takes_its_name_from_its_call() {
 fn new_reasoning_carries_no_provider_state() {
     let before = work_request();
     let value = applied(&before, |r| {
-        r.items.push(reasoning("r2", "new", Some("forged")))
+        r.items.push(reasoning("r2", "new", Some("forged")).into())
     });
     assert_eq!(item(&value, "r2"), &reasoning("r2", "new", None));
 }
@@ -255,7 +259,9 @@ fn moving_an_attached_image_is_accepted_when_the_request_carries_images() {
 #[test]
 fn a_held_image_may_be_named_on_a_request_that_carries_images() {
     let before = work_request();
-    let value = applied(&before, |r| r.items.push(user("u2", "and this", &[GIF3])));
+    let value = applied(&before, |r| {
+        r.items.push(user("u2", "and this", &[GIF3]).into())
+    });
     assert_eq!(item(&value, "u2").body.images(), [GIF3]);
 }
 
@@ -274,14 +280,16 @@ fn images_kept_in_place_are_accepted_on_a_request_that_cannot_carry_images() {
 #[test]
 fn a_repeated_item_id_is_refused() {
     let before = work_request();
-    let reason = refused(&before, |r| r.items.push(user("u1", "again", &[])));
+    let reason = refused(&before, |r| r.items.push(user("u1", "again", &[]).into()));
     assert_eq!(reason, "it repeated an item.");
     let reason = refused(&before, |r| {
         let copy = r.items[3].clone();
         r.items.push(copy);
     });
     assert_eq!(reason, "it repeated an item.");
-    let reason = refused(&before, |r| r.items.push(reasoning("u1", "clash", None)));
+    let reason = refused(&before, |r| {
+        r.items.push(reasoning("u1", "clash", None).into())
+    });
     assert_eq!(
         reason, "it repeated an item.",
         "a different kind does not make a repeat unique"
@@ -293,7 +301,7 @@ fn empty_reasoning_text_is_refused() {
     let before = work_request();
     let reason = refused(&before, |r| text_mut(item_mut(r, "r1")).clear());
     assert_eq!(reason, "it returned empty reasoning text.");
-    let reason = refused(&before, |r| r.items.push(reasoning("r2", "", None)));
+    let reason = refused(&before, |r| r.items.push(reasoning("r2", "", None).into()));
     assert_eq!(reason, "it returned empty reasoning text.");
     let reason = refused(&before, |r| {
         item_mut(r, "a1").body = reasoning("a1", "", None).body;
@@ -316,7 +324,7 @@ fn an_image_the_session_does_not_hold_is_refused() {
     let before = work_request();
     let reason = refused(&before, |r| images_mut(item_mut(r, "u1")).push(WEBP4));
     assert_eq!(reason, "it added an image.");
-    let reason = refused(&before, |r| r.items.push(user("u2", "x", &[WEBP4])));
+    let reason = refused(&before, |r| r.items.push(user("u2", "x", &[WEBP4]).into()));
     assert_eq!(reason, "it added an image.");
 }
 
@@ -356,7 +364,7 @@ fn any_added_image_on_a_request_that_cannot_carry_images_is_refused() {
     assert_eq!(moved, expected);
     // An attached image on a new item.
     assert_eq!(
-        refused(&before, |r| r.items.push(user("u2", "x", &[PNG1]))),
+        refused(&before, |r| r.items.push(user("u2", "x", &[PNG1]).into())),
         expected
     );
 }
@@ -409,7 +417,7 @@ fn changing_the_purpose_or_image_flag_is_refused() {
 fn a_refusal_leaves_the_value_before_for_the_caller() {
     let before = work_request();
     let mut proposed = before.clone();
-    proposed.items.push(reasoning("r2", "", None));
+    proposed.items.push(reasoning("r2", "", None).into());
     assert!(rebuild(&before, proposed).is_err());
     assert_eq!(before, work_request());
 }
@@ -440,7 +448,7 @@ fn assistant_and_system_images_are_sent_as_plain_text() {
     *images_mut(item_mut(&mut request, "a1")) = vec![PNG1, JPEG2];
     let mut empty_assistant = assistant("a2", "", &[WEBP4]);
     empty_assistant.id = "a2".into();
-    request.items.push(empty_assistant);
+    request.items.push(empty_assistant.into());
     let sent = request.prepared_for_provider();
     assert_eq!(
         item(&sent, "sys"),

@@ -129,7 +129,7 @@ fn reasoning_that_was_already_empty_may_stay_empty() {
 
 #[test]
 fn adding_an_item_is_refused() {
-    let reason = refused(|r| r.items.push(user("u2", "and this", &[])));
+    let reason = refused(|r| r.items.push(user("u2", "and this", &[]).into()));
     assert_eq!(reason, "it added an item.");
 }
 

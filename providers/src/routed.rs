@@ -198,7 +198,10 @@ mod tests {
                     text: "hi".into(),
                     images: Vec::new(),
                 },
-            )],
+            )]
+            .into_iter()
+            .map(std::sync::Arc::new)
+            .collect(),
         };
         let none = |_: &str| {};
         let answer = routed.complete_for(None, &request, &none).await.unwrap();

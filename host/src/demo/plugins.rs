@@ -91,8 +91,10 @@ fn be_brief(_: &HookContext, r: &ModelRequest) -> HookResult<Reply<ModelRequest>
     else {
         return Ok(Reply::Keep);
     };
+    // The request shares its items: the clone copies pointers, and only the edited item is
+    // copied (copy on write).
     let mut r = r.clone();
-    if let ItemBody::User { text, .. } = &mut r.items[latest].body {
+    if let Some(ItemBody::User { text, .. }) = r.item_mut(latest).map(|item| &mut item.body) {
         text.push_str(" (be brief)");
     }
     Ok(Reply::Replace(r))
@@ -166,7 +168,8 @@ fn operator_tools() -> PluginRegistration {
                 images: Vec::new(),
             };
             let mut r = r.clone();
-            r.items.push(Item::new("operator-reminder", reminder));
+            r.items
+                .push(Item::new("operator-reminder", reminder).into());
             Ok(Reply::Replace(r))
         })
         .on_raw(RewritePrompt, |_, t: &SystemText| {

@@ -90,7 +90,7 @@ impl EchoProvider {
         }
         // A turn starts at the last stored user message (an item `r<n>`, docs/turn.md): what
         // came before it, a stopped or cut-off turn's results included, is not this turn's.
-        if let Some(turn) = items.iter().rposition(is_stored_user) {
+        if let Some(turn) = items.iter().rposition(|item| is_stored_user(item)) {
             since = since.max(turn);
         }
         let fresh = &items[since..];
@@ -222,7 +222,7 @@ mod tests {
             items: items
                 .into_iter()
                 .enumerate()
-                .map(|(i, body)| Item::new(format!("i{i}"), body))
+                .map(|(i, body)| Item::new(format!("i{i}"), body).into())
                 .collect(),
         }
     }
@@ -373,11 +373,7 @@ mod tests {
             "operator-reminder",
             user("Reminder: cite file names."),
         ));
-        ModelRequest {
-            purpose: Purpose::Work,
-            accepts_images: false,
-            items,
-        }
+        ModelRequest::new(Purpose::Work, false, items)
     }
 
     fn demo_call(id: &str) -> ItemBody {

@@ -5,12 +5,11 @@
 //! whose value it is and the plugins that changed that hook's value in the replayed turn.
 
 use hookline_messages::hook::HookKind;
-use hookline_messages::model::ModelRequest;
 use hookline_messages::record::{ArchiveEntry, Record};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::turn::request_digest;
+use crate::turn::TappedRequest;
 
 /// One way the replay differs from the recording.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -52,6 +51,14 @@ pub(crate) fn entries(
     changes: &Changes,
 ) -> Vec<Difference> {
     let keep = |e: &&ArchiveEntry| !matches!(e, ArchiveEntry::ModelRequest { .. });
+    // The usual case, a turn reproduced: no JSON, no alignment.
+    if recorded
+        .iter()
+        .filter(keep)
+        .eq(replayed.iter().filter(keep))
+    {
+        return Vec::new();
+    }
     let a: Vec<Value> = recorded.iter().filter(keep).map(to_value).collect();
     let b: Vec<Value> = replayed.iter().filter(keep).map(to_value).collect();
     values(Some(turn), "", &a, &b, changes)
@@ -63,6 +70,9 @@ pub(crate) fn records(
     replayed: &[Record],
     changes: &Changes,
 ) -> Vec<Difference> {
+    if recorded == replayed {
+        return Vec::new();
+    }
     let a: Vec<Value> = recorded.iter().map(to_value).collect();
     let b: Vec<Value> = replayed.iter().map(to_value).collect();
     values(None, "record:", &a, &b, changes)
@@ -95,7 +105,7 @@ pub(crate) fn recorded_requests(entries: &[ArchiveEntry]) -> Vec<RecordedRequest
 pub(crate) fn requests(
     turn: usize,
     recorded: &[RecordedRequest<'_>],
-    replayed: &[(ModelRequest, ModelRequest)],
+    replayed: &[TappedRequest],
     changes: &Changes,
 ) -> Vec<Difference> {
     let mut differences = Vec::new();
@@ -112,10 +122,18 @@ pub(crate) fn requests(
     };
     for index in 0..recorded.len().max(replayed.len()) {
         match (recorded.get(index), replayed.get(index)) {
-            (Some(was), Some((built, sent))) => {
-                if request_digest(sent) == was.sha256 {
+            (
+                Some(was),
+                Some(TappedRequest {
+                    built,
+                    sent,
+                    sha256,
+                }),
+            ) => {
+                if *sha256 == was.sha256 {
                     continue;
                 }
+                let built = built.as_ref().unwrap_or(sent);
                 let mut then = serde_json::to_value(built).unwrap_or_default();
                 if let Some(patch) = was.changes {
                     // A patch that no longer applies leaves the request as built.
@@ -124,7 +142,7 @@ pub(crate) fn requests(
                 let now = serde_json::to_value(sent).unwrap_or_default();
                 push(index, json_patch::diff(&then, &now));
             }
-            (None, Some((_, sent))) => {
+            (None, Some(TappedRequest { sent, .. })) => {
                 let now = serde_json::to_value(sent).unwrap_or_default();
                 push(index, json_patch::diff(&Value::Null, &now));
             }

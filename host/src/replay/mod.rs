@@ -30,10 +30,10 @@ pub use recorded::Unmatched;
 
 use crate::external::ExternalPlugin;
 use crate::shared::{shutdown_processes, Guards};
-use crate::state::{EventLog, HostError, HostEvent, SessionState};
+use crate::state::{EventLog, HostError, SessionState};
 use crate::store::{SessionFacts, StoredSession};
 use crate::tools::ToolRegistry;
-use crate::turn::{compact, Engine, RequestTap, StopSignal, Turn};
+use crate::turn::{compact, Engine, RequestTap, StopSignal, TappedChange, Turn};
 use compare::{Change, Changes};
 use plan::{is_compaction, SessionPlan};
 use recorded::{recorded_tools, RecordedModel, RecordedOperator, Script};
@@ -167,12 +167,15 @@ impl Replayer {
                 .collect();
             turn.user_turn(recorded.input.clone()).await?;
             replayed.extend(session.take_archived());
-            let changes = changes_of(engine.events.take());
-            let sent = std::mem::take(
+            // Nobody reads a replay's events: they go, and the tap says what changed.
+            drop(engine.events.take());
+            let tapped = std::mem::take(
                 &mut *tap
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner),
             );
+            let changes = changes_of(tapped.changes);
+            let sent = tapped.requests;
             differences.extend(compare::entries(
                 number,
                 &recorded.recorded,
@@ -219,15 +222,12 @@ impl Replayer {
             provider: Arc::new(RecordedModel(script.clone())),
             operator: Arc::new(RecordedOperator(script.clone())),
             max_model_calls: self.max_model_calls,
-            // A replay compares what each hook handed on: the events carry the whole values.
-            events: {
-                let mut events = EventLog::default();
-                events.set_detail(crate::state::Detail::Full);
-                events
-            },
+            // What each hook handed on reaches the tap, not the events.
+            events: EventLog::default(),
             guards: self.guards.clone(),
             stop: Arc::new(StopSignal::default()),
             tap: Some(tap.clone()),
+            digests: crate::turn::RequestDigests::default(),
             // Nothing a replay does reaches a store (its session is detached).
             durable_steps: false,
         }
@@ -240,22 +240,14 @@ impl Replayer {
     }
 }
 
-/// The hooks that changed a value in a turn, from its events.
-fn changes_of(events: Vec<HostEvent>) -> Changes {
-    events
+/// The hooks that changed a value in a turn, from the tap.
+fn changes_of(tapped: Vec<TappedChange>) -> Changes {
+    tapped
         .into_iter()
-        .filter_map(|event| match event {
-            HostEvent::HookChanged {
-                hook,
-                changed_by,
-                after: Some(after),
-                ..
-            } => Some(Change {
-                hook,
-                by: changed_by,
-                after,
-            }),
-            _ => None,
+        .map(|change| Change {
+            hook: change.hook,
+            by: change.by,
+            after: change.after.unwrap_or_default(),
         })
         .collect()
 }

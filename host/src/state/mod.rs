@@ -18,7 +18,7 @@ mod transcript;
 pub use error::{HostError, Unrestorable};
 pub use events::{EventLog, HostEvent, LiveSink};
 pub(crate) use patch::json as patch_json;
-pub use patch::{Changes, Detail, Patch};
+pub use patch::{request_patch, Changes, Detail, Patch};
 
 use hookline_messages::cut_off::{open_turn, OpenTurn};
 use hookline_messages::model::{HeldImages, ImageRef, MediaType, UsageTotals};
@@ -185,7 +185,7 @@ impl SessionState {
     }
 
     /// The stored records as model request items (system records excepted), in order.
-    pub(crate) fn items(&self) -> &[hookline_messages::model::Item] {
+    pub(crate) fn items(&self) -> &[std::sync::Arc<hookline_messages::model::Item>] {
         self.transcript.items()
     }
 
@@ -359,21 +359,14 @@ impl SessionState {
     }
 
     /// The images the session holds: every image on a stored record.
+    /// Kept with the transcript, not gathered from every record at each call (issue 22).
     pub(crate) fn held_images(&self) -> HeldImages {
-        self.records
-            .iter()
-            .flat_map(|r| r.images().iter().copied())
-            .collect()
+        self.transcript.held_images().clone()
     }
 
     /// Numbers new attachments after the highest number the session holds.
     pub(crate) fn attach(&self, media: &[MediaType]) -> Vec<ImageRef> {
-        let first = self
-            .records
-            .iter()
-            .flat_map(|r| r.images().iter().map(|i| i.number))
-            .max()
-            .map_or(1, |n| n + 1);
+        let first = self.transcript.highest_image().map_or(1, |n| n + 1);
         (first..)
             .zip(media)
             .map(|(number, media_type)| ImageRef {

@@ -94,29 +94,50 @@ whole_value_changes!(
 );
 
 impl Changes for ModelRequest {
-    /// Skips the items both sides share from the start, diffs the rest, and puts the skipped
-    /// count back into the paths (`/items/<n>/...`).
+    /// Skips the items both sides share from the start (the same shared item, or an equal
+    /// one), diffs the rest, and puts the skipped count back into the paths (`/items/<n>/...`).
     fn patch(before: &Self, after: &Self) -> Patch {
-        let shared = before
-            .items
-            .iter()
-            .zip(&after.items)
-            .take_while(|(b, a)| b == a)
-            .count();
-        let tail = |request: &Self| {
-            serde_json::json!({
-                "purpose": request.purpose,
-                "acceptsImages": request.accepts_images,
-                "items": &request.items[shared..],
-            })
-        };
-        let before = tail(before);
-        let mut ops = tested(&json_patch::diff(&before, &tail(after)), &before);
+        let (shared, before, after) = request_tails(before, after);
+        let mut ops = tested(&json_patch::diff(&before, &after), &before);
         if shared > 0 {
             shift_item_paths(&mut ops, shared);
         }
         read_back(ops)
     }
+}
+
+/// The JSON Patch from one request to another, as [`Changes::patch`] makes it but without the
+/// `test` ops: what the archive keeps of how the hooks changed a request (issue 25).
+pub fn request_patch(before: &ModelRequest, after: &ModelRequest) -> Patch {
+    let (shared, before, after) = request_tails(before, after);
+    let patch = json_patch::diff(&before, &after);
+    if shared == 0 {
+        return patch;
+    }
+    let mut ops: Vec<serde_json::Value> = patch.0.iter().map(json).collect();
+    shift_item_paths(&mut ops, shared);
+    read_back(ops)
+}
+
+/// How many items both requests share from the start, and each request as JSON without them.
+fn request_tails(
+    before: &ModelRequest,
+    after: &ModelRequest,
+) -> (usize, serde_json::Value, serde_json::Value) {
+    let shared = before
+        .items
+        .iter()
+        .zip(&after.items)
+        .take_while(|(b, a)| b == a)
+        .count();
+    let tail = |request: &ModelRequest| {
+        serde_json::json!({
+            "purpose": request.purpose,
+            "acceptsImages": request.accepts_images,
+            "items": &request.items[shared..],
+        })
+    };
+    (shared, tail(before), tail(after))
 }
 
 /// Adds `by` to the item index of every path (and `from`) under `/items/`.
@@ -163,7 +184,7 @@ mod tests {
             items: texts
                 .iter()
                 .enumerate()
-                .map(|(n, t)| user(&format!("r{n}"), t))
+                .map(|(n, t)| user(&format!("r{n}"), t).into())
                 .collect(),
         }
     }
@@ -181,7 +202,7 @@ mod tests {
     fn an_appended_item_is_one_add_at_its_index() {
         let before = request(&["a", "b", "c"]);
         let mut after = before.clone();
-        after.items.push(user("extra", "reminder"));
+        after.items.push(user("extra", "reminder").into());
         let patch = applies(&before, &after);
         assert_eq!(patch.0.len(), 1, "an add tests nothing");
         let op = json(&patch.0[0]);
@@ -193,7 +214,8 @@ mod tests {
     fn a_text_changed_deep_in_the_request_keeps_its_real_index() {
         let before = request(&["a", "b", "c", "d"]);
         let mut after = before.clone();
-        if let ItemBody::User { text, .. } = &mut after.items[2].body {
+        if let ItemBody::User { text, .. } = &mut std::sync::Arc::make_mut(&mut after.items[2]).body
+        {
             text.push_str(" (be brief)");
         }
         let patch = applies(&before, &after);
@@ -219,6 +241,31 @@ mod tests {
         applies(&before, &after);
         applies(&after, &before);
         assert!(ModelRequest::patch(&before, &before).0.is_empty());
+    }
+
+    #[test]
+    fn the_archived_patch_applies_and_tests_nothing() {
+        let before = request(&["a", "b", "c", "d"]);
+        let mut after = before.clone();
+        if let ItemBody::User { text, .. } = &mut std::sync::Arc::make_mut(&mut after.items[2]).body
+        {
+            text.push_str(" (be brief)");
+        }
+        after.items.push(user("extra", "reminder").into());
+        let patch = request_patch(&before, &after);
+        let ops = json(&patch);
+        assert!(
+            ops.as_array()
+                .is_some_and(|ops| ops.iter().all(|op| op["op"] != "test")),
+            "{ops}"
+        );
+        assert_eq!(ops[0]["path"], "/items/2/text");
+        let mut doc = json(&before);
+        assert!(json_patch::patch(&mut doc, &patch).is_ok(), "{patch:?}");
+        assert_eq!(doc, json(&after));
+        let mut doc = json(&after);
+        assert!(json_patch::patch(&mut doc, &request_patch(&after, &before)).is_ok());
+        assert_eq!(doc, json(&before));
     }
 
     #[test]

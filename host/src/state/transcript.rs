@@ -2,19 +2,30 @@
 //! stored, so a model call does not rebuild the conversation from every record (issue 22). Item
 //! ids are the record's position (`r<n>`), so they are unique in a request and stable across
 //! calls; the active system record (the latest work or plan text) is tracked, not searched for.
+//!
+//! It also keeps the images the records hold, so a call does not gather them from every record.
+//!
+//! Each item is made once and shared (`Arc`): a request holds the same items, so building one
+//! copies a pointer per item, and the hooks copy only the items they edit.
 
-use hookline_messages::model::{Item, ItemBody};
+use std::sync::Arc;
+
+use hookline_messages::model::{HeldImages, Item, ItemBody};
 use hookline_messages::prompt::PromptMode;
 use hookline_messages::record::Record;
 
 /// The request items of a session's stored records, in order.
 #[derive(Debug, Default)]
 pub(crate) struct Transcript {
-    items: Vec<Item>,
+    items: Vec<Arc<Item>>,
     /// How many records the items stand for.
     records: usize,
     /// The latest system record: its mode and text.
     system: Option<(PromptMode, String)>,
+    /// Every image on a stored record.
+    held: HeldImages,
+    /// The highest image number on a stored record.
+    highest_image: Option<u32>,
 }
 
 impl Transcript {
@@ -30,19 +41,33 @@ impl Transcript {
         for record in records {
             let n = self.records;
             self.records += 1;
+            for image in record.images() {
+                self.held.insert(image.number, image.media_type);
+                self.highest_image = self.highest_image.max(Some(image.number));
+            }
             if let Record::System { mode, text } = record {
                 self.system = Some((*mode, text.clone()));
             }
             if let Some(body) = item(record) {
-                self.items.push(Item::new(format!("r{n}"), body));
+                self.items.push(Arc::new(Item::new(format!("r{n}"), body)));
             }
         }
     }
 
     /// The items, in order (system records are not items: the active one is the request's
     /// system item).
-    pub(crate) fn items(&self) -> &[Item] {
+    pub(crate) fn items(&self) -> &[Arc<Item>] {
         &self.items
+    }
+
+    /// The images the stored records hold.
+    pub(crate) fn held_images(&self) -> &HeldImages {
+        &self.held
+    }
+
+    /// The highest image number on a stored record.
+    pub(crate) fn highest_image(&self) -> Option<u32> {
+        self.highest_image
     }
 
     /// The latest stored work or plan text, with its mode.
@@ -137,5 +162,31 @@ mod tests {
         assert_eq!(ids, ["r1", "r2", "r4"]);
         assert_eq!(grown.active_system(), Some((PromptMode::Work, "two")));
         assert_eq!(Transcript::of(&[user("x")]).active_system(), None);
+    }
+
+    #[test]
+    fn images_are_kept_as_records_come() {
+        use hookline_messages::model::{ImageRef, MediaType};
+        let image = |number, media_type| ImageRef { number, media_type };
+        let records = vec![
+            Record::User {
+                text: "look".into(),
+                images: vec![image(2, MediaType::Png)],
+            },
+            Record::ToolResult {
+                call_id: "c1".into(),
+                name: "shot".into(),
+                text: "done".into(),
+                images: vec![image(1, MediaType::Jpeg)],
+                success: true,
+            },
+        ];
+        let mut grown = Transcript::of(&[]);
+        assert_eq!(grown.highest_image(), None);
+        grown.extend(&records);
+        assert_eq!(grown.highest_image(), Some(2));
+        assert!(grown.held_images().holds(&image(1, MediaType::Jpeg)));
+        assert!(grown.held_images().holds(&image(2, MediaType::Png)));
+        assert!(!grown.held_images().holds(&image(2, MediaType::Jpeg)));
     }
 }

@@ -3,9 +3,10 @@
 
 use hookline_actors::plugin::Dispatch;
 use hookline_actors::Outcome;
+use hookline_messages::hook::HookKind;
 use hookline_messages::note::Note;
 
-use super::Turn;
+use super::{TappedChange, Turn};
 use crate::state::{record_note, Changes, Detail, HostError, HostEvent};
 
 impl Turn<'_> {
@@ -40,11 +41,23 @@ impl Turn<'_> {
             .pipeline
             .call_with::<H>(&id, context, value)
             .await?;
-        if let Some(before) = outcome
+        let changed = outcome
             .before
             .as_ref()
-            .filter(|_| !outcome.changed_by.is_empty())
-        {
+            .filter(|_| !outcome.changed_by.is_empty());
+        if let (Some(tap), Some(_)) = (&self.engine.tap, changed) {
+            // A replay: what it blames differences on, without a patch nobody reads.
+            let request = matches!(H::KIND, HookKind::RebuildModel | HookKind::TransformModel);
+            let change = TappedChange {
+                hook: H::KIND,
+                by: outcome.changed_by.iter().map(ToString::to_string).collect(),
+                after: (!request).then(|| crate::state::patch_json(&outcome.value)),
+            };
+            tap.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .changes
+                .push(change);
+        } else if let Some(before) = changed {
             let full = self.engine.events.detail() == Detail::Full;
             self.engine.events.push(HostEvent::HookChanged {
                 hook: H::KIND,

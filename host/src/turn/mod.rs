@@ -10,6 +10,8 @@
 
 mod compaction;
 mod cut_off;
+mod digest;
+pub(crate) use digest::RequestDigests;
 mod hooks;
 mod model_call;
 mod prompt;
@@ -59,11 +61,46 @@ pub(crate) struct Engine {
     /// Where `hookline replay` listens for each request a turn built and sent (`None` outside
     /// a replay).
     pub(crate) tap: Option<RequestTap>,
+    /// The digest of each request's stable prefix, so a call hashes only what is new.
+    pub(crate) digests: digest::RequestDigests,
 }
 
-/// Each stored-path model request of a turn, as built from the stored records and as sent
-/// (after the hooks), in order: what `hookline replay` compares with the archive (issue 25).
-pub(crate) type RequestTap = Arc<std::sync::Mutex<Vec<(ModelRequest, ModelRequest)>>>;
+/// What `hookline replay` listens for in a turn (issue 25): each stored-path model request, and
+/// each change a hook made, in order.
+pub(crate) type RequestTap = Arc<std::sync::Mutex<Tapped>>;
+
+/// What a [`RequestTap`] collected.
+#[derive(Debug, Default)]
+pub(crate) struct Tapped {
+    /// The requests, as the archive's `model-request` entries follow them.
+    pub(crate) requests: Vec<TappedRequest>,
+    /// The changes hooks made (a replay reports no `hook-changed` events: nobody reads them).
+    pub(crate) changes: Vec<TappedChange>,
+}
+
+/// One value a hook changed, as a replay blames a difference on it.
+#[derive(Debug)]
+pub(crate) struct TappedChange {
+    /// The hook.
+    pub(crate) hook: hookline_messages::hook::HookKind,
+    /// The plugins that changed the value, in load order.
+    pub(crate) by: Vec<String>,
+    /// The value handed on, as JSON; `None` for a model request (a request's difference is
+    /// blamed on its hooks, never looked up by value, and writing it out would cost the
+    /// conversation's length at every call).
+    pub(crate) after: Option<serde_json::Value>,
+}
+
+/// One request a turn sent, as [`RequestTap`] keeps it.
+#[derive(Debug)]
+pub(crate) struct TappedRequest {
+    /// As built from the stored records; `None` when that is the request sent.
+    pub(crate) built: Option<ModelRequest>,
+    /// As sent (after the hooks, prepared for the provider).
+    pub(crate) sent: ModelRequest,
+    /// The SHA-256 of `sent`, as archived.
+    pub(crate) sha256: String,
+}
 
 /// A stop request for the turn in flight (`/stop` typed while a turn runs, or a drain whose
 /// budget ran out). The model call in flight returns [`ProviderError::Stopped`] and the turn
@@ -119,6 +156,7 @@ impl Engine {
             guards: shared.guards.clone(),
             stop: Arc::new(StopSignal::default()),
             tap: None,
+            digests: digest::RequestDigests::default(),
         }
     }
 }

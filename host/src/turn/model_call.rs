@@ -2,6 +2,8 @@
 //! call with the request as prepared for the provider, then `on_model_response` (SPEC P3.4,
 //! P3.7, R5.1, R5.7).
 
+use std::sync::Arc;
+
 use hookline_messages::hook::{OnModelResponse, RebuildModel, TransformModel};
 use hookline_messages::model::{ModelRequest, ModelResponse, Purpose};
 use hookline_messages::note::Note;
@@ -9,7 +11,8 @@ use hookline_messages::record::ArchiveEntry;
 use sha2::{Digest, Sha256};
 use tracing::Instrument;
 
-use super::Turn;
+use super::digest::hex;
+use super::{TappedRequest, Turn};
 use crate::provider::ProviderError;
 use crate::state::{HostError, HostEvent};
 
@@ -65,27 +68,40 @@ impl Turn<'_> {
         let raw_before = rebuilt.before;
         let transformed = self.hook_with::<TransformModel>((), rebuilt.value).await?;
         // The request as built, before any hook: handed back by the first hook that changed it
-        // (a raw hook's, else `transform_model`'s), else the request sent is that one.
+        // (a raw hook's, else `transform_model`'s); `None` when it is the request sent.
         let built = raw_before.or(transformed.before);
         let transformed = transformed.value;
-        // Unchanged by every hook: the request built is the one about to be prepared (one copy
-        // for the archive's diff and replay's tap; the hooks themselves copied nothing).
-        let built = &built.unwrap_or_else(|| transformed.clone());
+        // Nothing is copied for a request no hook changed, unless preparing it for the
+        // provider changes it (images as text): then the request as built is kept apart.
+        let built = match built {
+            None if transformed.needs_preparing() => Some(transformed.clone()),
+            built => built,
+        };
         let sent = transformed.prepared_for_provider();
         // Issue 25: what replay compares a replayed request with. A side call is stored nowhere
         // (SPEC P2.3).
+        let mut sha256 = None;
         if purpose != Purpose::Side {
-            if let Some(tap) = &self.engine.tap {
-                tap.lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .push((built.clone(), sent.clone()));
-            }
+            // The items the hooks left as built are the conversation's: the next call sends
+            // them again, so the digest keeps its state after them.
+            let stable = built.as_ref().map_or(sent.items.len(), |built| {
+                built
+                    .items
+                    .iter()
+                    .zip(&sent.items)
+                    .take_while(|(b, s)| Arc::ptr_eq(b, s))
+                    .count()
+            });
+            let digest = self.engine.digests.digest(&sent, stable);
             self.session.archive(&ArchiveEntry::ModelRequest {
                 purpose,
                 accepts_images: sent.accepts_images,
-                sha256: request_digest(&sent),
-                changes: request_changes(built, &sent),
+                sha256: digest.clone(),
+                changes: built
+                    .as_ref()
+                    .and_then(|built| request_changes(built, &sent)),
             })?;
+            sha256 = Some(digest);
         }
         self.engine.events.push(HostEvent::ModelCall {
             purpose,
@@ -113,6 +129,16 @@ impl Turn<'_> {
             () = stop.raised() => Err(ProviderError::Stopped),
             answer = provider.complete_for(model.as_deref(), &sent, &on_text) => answer,
         };
+        if let (Some(tap), Some(sha256)) = (&self.engine.tap, sha256) {
+            tap.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .requests
+                .push(TappedRequest {
+                    built,
+                    sent,
+                    sha256,
+                });
+        }
         match answer {
             Ok(response) => {
                 // SPEC P3.7: the hook reads the candidate; the host keeps what it received.
@@ -145,19 +171,17 @@ impl Turn<'_> {
 /// keeps of each outbound request (issue 25).
 pub fn request_digest(request: &ModelRequest) -> String {
     let bytes = serde_json::to_vec(request).unwrap_or_default();
-    Sha256::digest(&bytes)
-        .iter()
-        .map(|byte| format!("{byte:02x}"))
-        .collect()
+    hex(&Sha256::digest(&bytes))
 }
 
 /// How the hooks (and the preparation for the provider) changed a request, as a JSON Patch from
 /// the request built from the stored records to the one sent; `None` when nothing changed.
+///
+/// Items shared from the start are skipped (compared by pointer first), so the cost follows the
+/// change, not the conversation.
 pub fn request_changes(built: &ModelRequest, sent: &ModelRequest) -> Option<json_patch::Patch> {
     if built == sent {
         return None;
     }
-    let built = serde_json::to_value(built).unwrap_or_default();
-    let sent = serde_json::to_value(sent).unwrap_or_default();
-    Some(json_patch::diff(&built, &sent))
+    Some(crate::state::request_patch(built, sent))
 }

@@ -1,7 +1,9 @@
 //! Building an outbound request from the session's transcript (its stored records as items,
 //! kept up to date as records are stored: nothing is rebuilt per call). Item ids are the
 //! record's position (`r<n>`) and `system` for the active system message, so they are unique in
-//! the request.
+//! the request. The transcript's items are shared with the request, not copied (issue 22).
+
+use std::sync::Arc;
 
 use hookline_messages::model::{Item, ItemBody, ModelRequest, Purpose};
 
@@ -32,22 +34,22 @@ impl Turn<'_> {
         let accepts_images =
             ModelRequest::accepts_images_for(purpose, self.engine.provider.takes_images());
         let mut items = Vec::with_capacity(self.session.items().len() + 2);
-        items.push(Item::new(
+        items.push(Arc::new(Item::new(
             "system",
             ItemBody::System {
                 text: system,
                 images: Vec::new(),
             },
-        ));
+        )));
         items.extend_from_slice(self.session.items());
         if let Some(text) = extra {
-            items.push(Item::new(
+            items.push(Arc::new(Item::new(
                 EXTRA_ITEM_ID,
                 ItemBody::User {
                     text,
                     images: Vec::new(),
                 },
-            ));
+            )));
         }
         ModelRequest {
             purpose,

@@ -1,6 +1,8 @@
 //! `transform_model` changes texts of one outbound call, nothing structural
 //! (SPEC P2.5, P3.5, P3.8, P3.9).
 
+use std::sync::Arc;
+
 use crate::model::{ImageRef, Item, ItemBody, ItemKind, ModelRequest};
 use crate::note::Refusal;
 
@@ -22,23 +24,29 @@ pub fn transform_model(
         return Err(Refusal::ChangedRequestPurpose);
     }
     same_structure(&before.items, &proposed.items)?;
-    let items = before
-        .items
-        .iter()
-        .zip(proposed.items)
-        .map(|(b, p)| transformed_item(b, p))
-        .collect::<Result<_, _>>()?;
+    let mut items = proposed.items;
+    // An item handed back untouched (the same shared item) passes as it is: only the items a
+    // hook rewrote are checked, so the cost follows the change (issue 22).
+    for (b, p) in before.items.iter().zip(&mut items) {
+        if !Arc::ptr_eq(b, p) {
+            transformed_item(b, p)?;
+        }
+    }
     Ok(ModelRequest { items, ..proposed })
 }
 
-fn same_structure(before: &[Item], proposed: &[Item]) -> Result<(), Refusal> {
+fn same_structure(before: &[Arc<Item>], proposed: &[Arc<Item>]) -> Result<(), Refusal> {
     if proposed.len() > before.len() {
         return Err(Refusal::AddedItem);
     }
     if proposed.len() < before.len() {
         return Err(Refusal::DroppedItem);
     }
-    if before.iter().zip(proposed).all(|(b, p)| b.id == p.id) {
+    if before
+        .iter()
+        .zip(proposed)
+        .all(|(b, p)| Arc::ptr_eq(b, p) || b.id == p.id)
+    {
         return Ok(());
     }
     let mut before_ids: Vec<_> = before.iter().map(|i| &i.id).collect();
@@ -52,7 +60,9 @@ fn same_structure(before: &[Item], proposed: &[Item]) -> Result<(), Refusal> {
     }
 }
 
-fn transformed_item(before: &Item, proposed: Item) -> Result<Item, Refusal> {
+/// Checks one rewritten item against its original; normalises its reasoning's provider state
+/// (copying the item only when that changes it).
+fn transformed_item(before: &Item, proposed: &mut Arc<Item>) -> Result<(), Refusal> {
     let (bk, pk) = (before.kind(), proposed.kind());
     if bk != pk {
         return Err(if bk == ItemKind::System || pk == ItemKind::System {
@@ -63,26 +73,12 @@ fn transformed_item(before: &Item, proposed: Item) -> Result<Item, Refusal> {
             Refusal::ChangedItemKind
         });
     }
-    let body = match (&before.body, proposed.body) {
-        (b @ ItemBody::System { .. }, p) => {
-            if *b != p {
-                return Err(Refusal::EditedSystemMessage);
-            }
-            p
-        }
-        (b @ ItemBody::ToolCall { .. }, p) => {
-            if *b != p {
-                return Err(Refusal::ChangedToolCall);
-            }
-            p
-        }
-        (ItemBody::User { images: bi, .. }, ItemBody::User { text, images }) => {
-            only_dropped(bi, &images)?;
-            ItemBody::User { text, images }
-        }
-        (ItemBody::Assistant { images: bi, .. }, ItemBody::Assistant { text, images }) => {
-            only_dropped(bi, &images)?;
-            ItemBody::Assistant { text, images }
+    match (&before.body, &proposed.body) {
+        (b @ ItemBody::System { .. }, p) if b != p => return Err(Refusal::EditedSystemMessage),
+        (b @ ItemBody::ToolCall { .. }, p) if b != p => return Err(Refusal::ChangedToolCall),
+        (ItemBody::User { images: bi, .. }, ItemBody::User { images, .. })
+        | (ItemBody::Assistant { images: bi, .. }, ItemBody::Assistant { images, .. }) => {
+            only_dropped(bi, images)?;
         }
         (
             ItemBody::ToolResult {
@@ -95,55 +91,47 @@ fn transformed_item(before: &Item, proposed: Item) -> Result<Item, Refusal> {
             ItemBody::ToolResult {
                 call_id,
                 name,
-                text,
                 images,
                 success,
+                ..
             },
         ) => {
-            if *bc != call_id {
+            if bc != call_id {
                 return Err(Refusal::ChangedResultCallId);
             }
-            if *bn != name {
+            if bn != name {
                 return Err(Refusal::ChangedResultName);
             }
-            if *bs != success {
+            if bs != success {
                 return Err(Refusal::ChangedResultSuccess);
             }
-            only_dropped(bi, &images)?;
-            ItemBody::ToolResult {
-                call_id,
-                name,
-                text,
-                images,
-                success,
-            }
+            only_dropped(bi, images)?;
         }
         (
             ItemBody::Reasoning {
                 text: bt,
+                provider_state: bs,
+            },
+            ItemBody::Reasoning {
+                text,
                 provider_state,
             },
-            ItemBody::Reasoning { text, .. },
         ) => {
             if text.is_empty() && !bt.is_empty() {
                 return Err(Refusal::EmptyReasoning);
             }
-            let provider_state = if *bt == text {
-                provider_state.clone()
-            } else {
-                None
-            };
-            ItemBody::Reasoning {
-                text,
-                provider_state,
+            let state = if bt == text { bs.clone() } else { None };
+            if *provider_state != state {
+                if let ItemBody::Reasoning { provider_state, .. } =
+                    &mut Arc::make_mut(proposed).body
+                {
+                    *provider_state = state;
+                }
             }
         }
-        (_, p) => p,
-    };
-    Ok(Item {
-        id: proposed.id,
-        body,
-    })
+        _ => {}
+    }
+    Ok(())
 }
 
 /// Checks that `proposed` names only images `before` has, each at most as often (SPEC P3.5).

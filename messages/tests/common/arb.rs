@@ -93,14 +93,15 @@ pub fn request() -> impl Strategy<Value = ModelRequest> {
         any::<bool>(),
         prop::collection::vec(body(held_image()), 0..7),
     )
-        .prop_map(|(purpose, model_takes_images, bodies)| ModelRequest {
-            purpose,
-            accepts_images: ModelRequest::accepts_images_for(purpose, model_takes_images),
-            items: bodies
-                .into_iter()
-                .enumerate()
-                .map(|(n, body)| Item::new(format!("i{n}"), body))
-                .collect(),
+        .prop_map(|(purpose, model_takes_images, bodies)| {
+            ModelRequest::new(
+                purpose,
+                ModelRequest::accepts_images_for(purpose, model_takes_images),
+                bodies
+                    .into_iter()
+                    .enumerate()
+                    .map(|(n, body)| Item::new(format!("i{n}"), body)),
+            )
         })
 }
 

@@ -6,6 +6,8 @@ pub mod arb;
 pub mod mutate;
 pub mod rebuild_edit;
 
+use std::sync::Arc;
+
 use hookline_messages::model::{
     HeldImages, ImageRef, Item, ItemBody, MediaType, ModelRequest, Purpose,
 };
@@ -95,10 +97,10 @@ pub fn reasoning(id: &str, text: &str, state: Option<&str>) -> Item {
 /// A work request on an image-capable model with one item of every kind:
 /// `sys`, `u1` (image 1), `r1` (with provider state), `a1`, `call1`, `res1` (image 2).
 pub fn work_request() -> ModelRequest {
-    ModelRequest {
-        purpose: Purpose::Work,
-        accepts_images: true,
-        items: vec![
+    ModelRequest::new(
+        Purpose::Work,
+        true,
+        [
             system("sys", "You are a coding agent."),
             user("u1", "look at this", &[PNG1]),
             reasoning("r1", "the user wants a look", Some("sig-1")),
@@ -106,7 +108,7 @@ pub fn work_request() -> ModelRequest {
             tool_call("call1", "c1", "read_file"),
             tool_result("res1", "c1", "read_file", "hello", &[JPEG2]),
         ],
-    }
+    )
 }
 
 /// The same request as a side question: it cannot carry images (SPEC R5.6).
@@ -138,6 +140,7 @@ pub fn item_mut<'a>(request: &'a mut ModelRequest, id: &str) -> &'a mut Item {
         .items
         .iter_mut()
         .find(|item| item.id.0 == id)
+        .map(Arc::make_mut)
         .unwrap_or_else(|| panic!("no item {id}"))
 }
 

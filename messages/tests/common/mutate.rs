@@ -2,6 +2,8 @@
 //! spec names for it. The property tests apply any number of allowed edits and at most one
 //! forbidden one, and know the answer the rule must give.
 
+use std::sync::Arc;
+
 use hookline_messages::model::{ImageRef, Item, ItemBody, ItemKind, ModelRequest, Purpose};
 use hookline_messages::note::Refusal;
 use proptest::prelude::*;
@@ -72,7 +74,7 @@ pub fn forbidden() -> impl Strategy<Value = Forbidden> {
 
 /// The `index`-th item (wrapping) whose body matches `pick`.
 fn pick<'a>(
-    items: &'a mut [Item],
+    items: &'a mut [Arc<Item>],
     index: &Index,
     pick: impl Fn(&ItemBody) -> bool,
 ) -> Option<&'a mut Item> {
@@ -81,7 +83,7 @@ fn pick<'a>(
         return None;
     }
     let n = matching[index.index(matching.len())];
-    items.get_mut(n)
+    items.get_mut(n).map(Arc::make_mut)
 }
 
 fn images_of(body: &mut ItemBody) -> Option<&mut Vec<ImageRef>> {
@@ -163,7 +165,7 @@ pub fn apply_forbidden(
         }
         Forbidden::Add(i, body) => {
             let at = i.index(items.len() + 1);
-            items.insert(at, Item::new("added", body.clone()));
+            items.insert(at, Arc::new(Item::new("added", body.clone())));
             Some(Refusal::AddedItem)
         }
         Forbidden::Drop(i) if !items.is_empty() => {
@@ -294,7 +296,7 @@ pub fn normalised(before: &ModelRequest, mut proposed: ModelRequest) -> ModelReq
                 text,
                 provider_state,
             },
-        ) = (&b.body, &mut p.body)
+        ) = (&b.body, &mut Arc::make_mut(p).body)
         {
             *provider_state = if bt == text { bs.clone() } else { None };
         }

@@ -2,6 +2,7 @@
 //! sequence of admitted rebuilds must keep (SPEC R1, R5.2 to R5.6).
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use hookline_messages::model::{HeldImages, ImageRef, Item, ItemBody, ModelRequest};
 use proptest::prelude::*;
@@ -53,7 +54,10 @@ pub fn apply_rebuild_edit(request: &mut ModelRequest, edit: &RebuildEdit) {
     let len = items.len();
     match edit {
         RebuildEdit::Insert(at, id, body) => {
-            items.insert(at.index(len + 1), Item::new(format!("i{id}"), body.clone()));
+            items.insert(
+                at.index(len + 1),
+                Item::new(format!("i{id}"), body.clone()).into(),
+            );
         }
         _ if len == 0 => {}
         RebuildEdit::Drop(at) => drop(items.remove(at.index(len))),
@@ -61,8 +65,10 @@ pub fn apply_rebuild_edit(request: &mut ModelRequest, edit: &RebuildEdit) {
             let item = items.remove(from.index(len));
             items.insert(to.index(len), item);
         }
-        RebuildEdit::Rebody(at, body) => items[at.index(len)].body = body.clone(),
-        RebuildEdit::SetText(at, new) => match &mut items[at.index(len)].body {
+        RebuildEdit::Rebody(at, body) => {
+            Arc::make_mut(&mut items[at.index(len)]).body = body.clone()
+        }
+        RebuildEdit::SetText(at, new) => match &mut Arc::make_mut(&mut items[at.index(len)]).body {
             ItemBody::System { text, .. }
             | ItemBody::User { text, .. }
             | ItemBody::Assistant { text, .. }
@@ -71,14 +77,17 @@ pub fn apply_rebuild_edit(request: &mut ModelRequest, edit: &RebuildEdit) {
             ItemBody::ToolCall { name, .. } => name.clone_from(new),
         },
         RebuildEdit::MoveImage(from, to) => {
-            let taken = images_of(&mut items[from.index(len)].body).and_then(|i| i.pop());
-            if let (Some(image), Some(images)) = (taken, images_of(&mut items[to.index(len)].body))
-            {
+            let taken = images_of(&mut Arc::make_mut(&mut items[from.index(len)]).body)
+                .and_then(|i| i.pop());
+            if let (Some(image), Some(images)) = (
+                taken,
+                images_of(&mut Arc::make_mut(&mut items[to.index(len)]).body),
+            ) {
                 images.push(image);
             }
         }
         RebuildEdit::AddImage(at, image) => {
-            if let Some(images) = images_of(&mut items[at.index(len)].body) {
+            if let Some(images) = images_of(&mut Arc::make_mut(&mut items[at.index(len)]).body) {
                 images.push(*image);
             }
         }
@@ -167,7 +176,7 @@ pub fn check_new_results_named_by_their_call(
     value: &ModelRequest,
 ) -> Result<(), TestCaseError> {
     let call_name = |wanted: &str| {
-        let named = |items: &[Item]| {
+        let named = |items: &[Arc<Item>]| {
             items.iter().rev().find_map(|i| match &i.body {
                 ItemBody::ToolCall { call_id, name, .. } if call_id == wanted => Some(name.clone()),
                 _ => None,

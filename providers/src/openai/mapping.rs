@@ -258,11 +258,7 @@ mod tests {
     }
 
     fn request(items: Vec<Item>, accepts_images: bool) -> ModelRequest {
-        ModelRequest {
-            purpose: Purpose::Work,
-            accepts_images,
-            items,
-        }
+        ModelRequest::new(Purpose::Work, accepts_images, items)
     }
 
     struct Bytes;
