@@ -9,6 +9,7 @@
 //! and one schemars generator writes every schema under that name.
 
 mod components;
+pub(crate) mod errors;
 
 use std::sync::LazyLock;
 

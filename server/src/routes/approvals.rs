@@ -2,12 +2,13 @@
 //! 4), so an operator's page opened after an approval was asked can still show and answer it.
 //! One session's are in `GET /v1/sessions/{id}` too (`approvals`).
 
+use crate::openapi::errors::Unauthorized;
 use axum::extract::State;
 use axum::Json;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::{AppState, ErrorBody};
+use crate::AppState;
 use hookline_host::gateway::PendingApproval;
 
 /// One waiting approval and the session it belongs to.
@@ -60,7 +61,7 @@ pub(crate) fn pending(state: &AppState) -> Vec<ServerApproval> {
     get, path = "/v1/approvals", tag = "approvals",
     responses(
         (status = 200, description = "Every approval the server's sessions wait for, soonest deadline first.", body = ApprovalsList),
-        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
+        Unauthorized,
     )
 )]
 pub(crate) async fn list(State(state): State<AppState>) -> Json<ApprovalsList> {

@@ -4,6 +4,7 @@
 //! approval, idle, closed). Statuses are compared on each event of a session and once a second
 //! for all of them, so a change without an event (a turn ending) is seen within a second.
 
+use crate::openapi::errors::Unauthorized;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::time::Duration;
@@ -16,7 +17,7 @@ use hookline_messages::session::SessionId;
 use tokio::sync::broadcast;
 
 use super::sessions::tagged;
-use crate::{AppState, ErrorBody};
+use crate::AppState;
 use hookline_host::gateway::{Activity, FeedEvent, SessionStatus};
 
 /// How often every session's status is compared with what the client was last told.
@@ -76,7 +77,7 @@ fn status_event(status: &SessionStatus) -> Event {
     get, path = "/v1/events", tag = "events",
     responses(
         (status = 200, description = "Server-sent events, until the server drains: `event: <kind>` with `{\"session\": key or null, \"event\": HostEvent}` as data for every session's events and the gateway's; `event: session` with a SessionStatus whenever a session's status changes; `event: lagged` with `{\"missed\": n}` when the client read too slowly.", body = String, content_type = "text/event-stream"),
-        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
+        Unauthorized,
     )
 )]
 pub(crate) async fn feed(State(state): State<AppState>) -> Response {

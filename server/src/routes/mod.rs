@@ -20,6 +20,7 @@ pub(crate) use approvals::ApprovalsList;
 pub(crate) use sessions::{ApprovalBody, CommandBody, OpenBody, TurnBody};
 pub(crate) use socket::ClientMessage as SocketRequest;
 
+use crate::openapi::errors::Unauthorized;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -111,7 +112,7 @@ pub(crate) async fn healthz() -> Json<Health> {
     get, path = "/readyz", tag = "health",
     responses(
         (status = 200, description = "Plugins are loaded and the store is writable.", body = Health),
-        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
+        Unauthorized,
         (status = 503, description = "Draining (`draining`), or the store cannot be written or does not answer.", body = ErrorBody),
     )
 )]
@@ -146,7 +147,7 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Json<Health>
     get, path = "/metrics", tag = "health",
     responses(
         (status = 200, description = "The Prometheus text exposition (docs/serve.md, \"Metrics\").", body = String, content_type = "text/plain"),
-        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
+        Unauthorized,
     )
 )]
 pub(crate) async fn prometheus(State(state): State<AppState>) -> Response {
@@ -163,7 +164,7 @@ pub(crate) async fn prometheus(State(state): State<AppState>) -> Response {
     get, path = "/v1/plugins", tag = "server",
     responses(
         (status = 200, description = "The plugins the server runs and what loading them noted.", body = PluginsView),
-        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
+        Unauthorized,
     )
 )]
 pub(crate) async fn plugins(State(state): State<AppState>) -> Json<Arc<PluginsView>> {
@@ -175,7 +176,7 @@ pub(crate) async fn plugins(State(state): State<AppState>) -> Json<Arc<PluginsVi
     get, path = "/v1/openapi.json", tag = "server",
     responses(
         (status = 200, description = "The OpenAPI 3.1 document, as docs/openapi.json holds it.", body = Object),
-        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
+        Unauthorized,
     )
 )]
 pub(crate) async fn openapi() -> Response {

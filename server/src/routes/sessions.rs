@@ -1,6 +1,10 @@
 //! The session routes: open, list, show (state and records, paged), close, run a turn (one JSON
 //! answer, or server-sent events), answer an approval, run a slash command.
 
+use crate::openapi::errors::{
+    Internal, NotJson, NotOpen, SessionBusy, SessionEnded, TimedOut, TooLarge, Unauthorized,
+    Unavailable,
+};
 use std::convert::Infallible;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -100,13 +104,13 @@ pub(crate) struct OpenBody {
     responses(
         (status = 201, description = "The new session's status.", body = ref("#/components/schemas/SessionStatus"), headers(("Location" = String, description = "The session's address, `/v1/sessions/{key}`."))),
         (status = 400, description = "The body is not the JSON this route takes (`bad-json`, naming the field) or asks for what cannot be (`invalid-request`, `unknown-model`).", body = ErrorBody),
-        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
+        Unauthorized,
         (status = 403, description = "The workspace lies outside `--workspace-root` (`workspace-outside-root`).", body = ErrorBody),
-        (status = 408, description = "The request took longer than `--request-timeout` (`timeout`).", body = ErrorBody),
-        (status = 413, description = "The body is larger than `--body-limit` (`body-too-large`).", body = ErrorBody),
-        (status = 415, description = "The body's content type is not JSON (`unsupported-media-type`).", body = ErrorBody),
-        (status = 500, description = "The host failed (`internal`): not the client's doing.", body = ErrorBody),
-        (status = 503, description = "The server is draining (`draining`), holds its limit of sessions (`full`), its pipeline is overloaded (`overloaded`) or it is out of file descriptors (`out-of-descriptors`); `Retry-After` says when to retry.", body = ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait."))),
+        TimedOut,
+        TooLarge,
+        NotJson,
+        Internal,
+        Unavailable,
     )
 )]
 pub(crate) async fn open(
@@ -149,13 +153,13 @@ pub(crate) async fn open(
     responses(
         (status = 200, description = "The session's status, resumed here (or open here already).", body = ref("#/components/schemas/SessionStatus")),
         (status = 400, description = "The session asks for a model not configured here (`unknown-model`).", body = ErrorBody),
-        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
+        Unauthorized,
         (status = 403, description = "Its stored workspace lies outside `--workspace-root` (`workspace-outside-root`).", body = ErrorBody),
         (status = 404, description = "The store does not have this session (`unknown-session`).", body = ErrorBody),
-        (status = 408, description = "The request took longer than `--request-timeout` (`timeout`).", body = ErrorBody),
+        TimedOut,
         (status = 409, description = "Another node holds the session (`session-leased`, with `Retry-After`) or took it over (`lease-lost`), or it cannot be restored as stored (`cannot-restore`).", body = ErrorBody),
-        (status = 500, description = "The host failed (`internal`): not the client's doing.", body = ErrorBody),
-        (status = 503, description = "The server is draining (`draining`), holds its limit of sessions (`full`), its pipeline is overloaded (`overloaded`) or it is out of file descriptors (`out-of-descriptors`); `Retry-After` says when to retry.", body = ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait."))),
+        Internal,
+        Unavailable,
     )
 )]
 pub(crate) async fn resume(
@@ -172,7 +176,7 @@ pub(crate) async fn resume(
     get, path = "/v1/sessions", tag = "sessions",
     responses(
         (status = 200, description = "Every open session's status.", body = SessionsList),
-        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
+        Unauthorized,
     )
 )]
 pub(crate) async fn list(State(state): State<AppState>) -> Json<SessionsList> {
@@ -202,12 +206,12 @@ pub(crate) struct Page {
     responses(
         (status = 200, description = "The session's status, a page of its records and the approvals it waits for.", body = SessionView),
         (status = 400, description = "The query is not valid (`bad-query`).", body = ErrorBody),
-        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
-        (status = 404, description = "No open session has this id (`unknown-session`).", body = ErrorBody),
-        (status = 408, description = "The request took longer than `--request-timeout` (`timeout`).", body = ErrorBody),
-        (status = 410, description = "The session ended while the request waited (`session-ended`).", body = ErrorBody),
-        (status = 500, description = "The host failed (`internal`): not the client's doing.", body = ErrorBody),
-        (status = 503, description = "The server is draining (`draining`), holds its limit of sessions (`full`), its pipeline is overloaded (`overloaded`) or it is out of file descriptors (`out-of-descriptors`); `Retry-After` says when to retry.", body = ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait."))),
+        Unauthorized,
+        NotOpen,
+        TimedOut,
+        SessionEnded,
+        Internal,
+        Unavailable,
     )
 )]
 pub(crate) async fn show(
@@ -254,13 +258,13 @@ pub(crate) async fn show(
     params(("id" = String, Path, description = "The session's key (`key` in its status).")),
     responses(
         (status = 200, description = "The session is closed; what closing it reported.", body = EventsAnswer),
-        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
-        (status = 404, description = "No open session has this id (`unknown-session`).", body = ErrorBody),
-        (status = 408, description = "The request took longer than `--request-timeout` (`timeout`).", body = ErrorBody),
-        (status = 410, description = "The session ended while the request waited (`session-ended`).", body = ErrorBody),
-        (status = 429, description = "Too many requests wait for this session (`session-busy`); `Retry-After` says when to retry.", body = ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait."))),
-        (status = 500, description = "The host failed (`internal`): not the client's doing.", body = ErrorBody),
-        (status = 503, description = "The server is draining (`draining`), holds its limit of sessions (`full`), its pipeline is overloaded (`overloaded`) or it is out of file descriptors (`out-of-descriptors`); `Retry-After` says when to retry.", body = ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait."))),
+        Unauthorized,
+        NotOpen,
+        TimedOut,
+        SessionEnded,
+        SessionBusy,
+        Internal,
+        Unavailable,
     )
 )]
 pub(crate) async fn close(
@@ -403,17 +407,17 @@ pub(crate) async fn run_turn(
     responses(
         (status = 200, description = "The finished turn: one JSON document, or with `Accept: text/event-stream` its events as they happen (`event: <kind>` with a HostEvent as data, `lagged` with `{\"missed\": n}`, then `done` with the answer without `events`, or `error` with an ErrorBody).", content((TurnAnswer<'static> = "application/json"), (String = "text/event-stream"))),
         (status = 400, description = "The body is not the JSON this route takes (`bad-json`, naming the field), asks for what cannot be (`invalid-request`, `unknown-model`), or the `Idempotency-Key` is malformed (`bad-idempotency-key`).", body = ErrorBody),
-        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
-        (status = 404, description = "No open session has this id (`unknown-session`).", body = ErrorBody),
-        (status = 408, description = "The request took longer than `--request-timeout` (`timeout`).", body = ErrorBody),
+        Unauthorized,
+        NotOpen,
+        TimedOut,
         (status = 409, description = "A request with this `Idempotency-Key` still runs (`request-in-progress`; `Retry-After` says when to retry), or the node running it stopped before it answered (`request-interrupted`: it will not run again).", body = ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait."))),
         (status = 422, description = "This `Idempotency-Key` was used with another body or route (`idempotency-key-reused`).", body = ErrorBody),
-        (status = 410, description = "The session ended while the request waited (`session-ended`).", body = ErrorBody),
-        (status = 413, description = "The body is larger than `--body-limit` (`body-too-large`).", body = ErrorBody),
-        (status = 415, description = "The body's content type is not JSON (`unsupported-media-type`).", body = ErrorBody),
-        (status = 429, description = "Too many requests wait for this session (`session-busy`); `Retry-After` says when to retry.", body = ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait."))),
-        (status = 500, description = "The host failed (`internal`): not the client's doing.", body = ErrorBody),
-        (status = 503, description = "The server is draining (`draining`), holds its limit of sessions (`full`), its pipeline is overloaded (`overloaded`) or it is out of file descriptors (`out-of-descriptors`); `Retry-After` says when to retry.", body = ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait."))),
+        SessionEnded,
+        TooLarge,
+        NotJson,
+        SessionBusy,
+        Internal,
+        Unavailable,
     )
 )]
 pub(crate) async fn turn(
@@ -602,11 +606,11 @@ pub(crate) struct ApprovalBody {
     responses(
         (status = 200, description = "The answer was taken: the waiting tool call runs or is refused.", body = ApprovalAnswer),
         (status = 400, description = "The body is not the JSON this route takes (`bad-json`, naming the field) or asks for what cannot be (`invalid-request`, `unknown-model`).", body = ErrorBody),
-        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
+        Unauthorized,
         (status = 404, description = "No open session has this id (`unknown-session`), or no approval waits for this call (`not-waiting`).", body = ErrorBody),
-        (status = 408, description = "The request took longer than `--request-timeout` (`timeout`).", body = ErrorBody),
-        (status = 413, description = "The body is larger than `--body-limit` (`body-too-large`).", body = ErrorBody),
-        (status = 415, description = "The body's content type is not JSON (`unsupported-media-type`).", body = ErrorBody),
+        TimedOut,
+        TooLarge,
+        NotJson,
     )
 )]
 pub(crate) async fn approve(
@@ -682,18 +686,18 @@ pub(crate) async fn run_command(
     responses(
         (status = 200, description = "What the command reported and the session's status after it.", body = CommandAnswer),
         (status = 400, description = "The body is not the JSON this route takes (`bad-json`, naming the field), asks for what cannot be (`invalid-request`, `unknown-model`), or the `Idempotency-Key` is malformed (`bad-idempotency-key`).", body = ErrorBody),
-        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
+        Unauthorized,
         (status = 403, description = "`/cd` names a directory outside `--workspace-root` (`workspace-outside-root`).", body = ErrorBody),
-        (status = 404, description = "No open session has this id (`unknown-session`).", body = ErrorBody),
-        (status = 408, description = "The request took longer than `--request-timeout` (`timeout`).", body = ErrorBody),
+        NotOpen,
+        TimedOut,
         (status = 409, description = "A request with this `Idempotency-Key` still runs (`request-in-progress`; `Retry-After` says when to retry), or the node running it stopped before it answered (`request-interrupted`: it will not run again).", body = ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait."))),
         (status = 422, description = "This `Idempotency-Key` was used with another body or route (`idempotency-key-reused`).", body = ErrorBody),
-        (status = 410, description = "The session ended while the request waited (`session-ended`).", body = ErrorBody),
-        (status = 413, description = "The body is larger than `--body-limit` (`body-too-large`).", body = ErrorBody),
-        (status = 415, description = "The body's content type is not JSON (`unsupported-media-type`).", body = ErrorBody),
-        (status = 429, description = "Too many requests wait for this session (`session-busy`); `Retry-After` says when to retry.", body = ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait."))),
-        (status = 500, description = "The host failed (`internal`): not the client's doing.", body = ErrorBody),
-        (status = 503, description = "The server is draining (`draining`), holds its limit of sessions (`full`), its pipeline is overloaded (`overloaded`) or it is out of file descriptors (`out-of-descriptors`); `Retry-After` says when to retry.", body = ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait."))),
+        SessionEnded,
+        TooLarge,
+        NotJson,
+        SessionBusy,
+        Internal,
+        Unavailable,
     )
 )]
 pub(crate) async fn command(

@@ -9,6 +9,7 @@
 //! message over `--body-limit` closes the socket with 1009, a text frame that is not UTF-8 with
 //! 1007 ([`socket_close`]).
 
+use crate::openapi::errors::{NotOpen, Unauthorized};
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
@@ -125,8 +126,8 @@ impl From<WireMessage> for InboundMessage {
     responses(
         (status = 101, description = "Switched to the WebSocket protocol."),
         (status = 400, description = "Not a WebSocket handshake (`http`).", body = ErrorBody),
-        (status = 401, description = "No or a wrong bearer token (`unauthorized`).", body = ErrorBody),
-        (status = 404, description = "No open session has this id (`unknown-session`).", body = ErrorBody),
+        Unauthorized,
+        NotOpen,
         (status = 426, description = "The connection cannot be upgraded (`http`).", body = ErrorBody),
     )
 )]

@@ -1,0 +1,67 @@
+//! The error answers many operations share, each one `IntoResponses` type named in
+//! `#[utoipa::path(responses(...))]` beside the operation's own answers: one description per
+//! error code, every body an [`ErrorBody`](crate::ErrorBody).
+
+use std::collections::BTreeMap;
+
+use utoipa::openapi::{
+    header::HeaderBuilder, Content, Ref, RefOr, Response, ResponseBuilder, ResponsesBuilder,
+};
+use utoipa::{IntoResponses, PartialSchema};
+
+/// An error answer with `description`, its `Retry-After` header when `retry` is set.
+fn error(description: &str, retry: bool) -> Response {
+    let body = Content::new(Some(Ref::from_schema_name("ErrorBody")));
+    let mut response = ResponseBuilder::new()
+        .description(description)
+        .content("application/json", body);
+    if retry {
+        let seconds = HeaderBuilder::new()
+            .schema(<u64 as PartialSchema>::schema())
+            .description(Some("Seconds to wait."))
+            .build();
+        response = response.header("Retry-After", seconds);
+    }
+    response.build()
+}
+
+/// Declares one unit type per shared error answer.
+macro_rules! error_answers {
+    ($($(#[$doc:meta])* $name:ident: $status:literal $(+ $retry:ident)?, $description:literal;)*) => {
+        $(
+            $(#[$doc])*
+            pub(crate) struct $name;
+
+            impl IntoResponses for $name {
+                fn responses() -> BTreeMap<String, RefOr<Response>> {
+                    let retry = false $(|| stringify!($retry) == "retry")?;
+                    ResponsesBuilder::new()
+                        .response($status.to_string(), error($description, retry))
+                        .build()
+                        .into()
+                }
+            }
+        )*
+    };
+}
+
+error_answers! {
+    /// 401 `unauthorized`.
+    Unauthorized: 401, "No or a wrong bearer token (`unauthorized`).";
+    /// 404 `unknown-session` for a session that is not open here.
+    NotOpen: 404, "No open session has this id (`unknown-session`).";
+    /// 408 `timeout`.
+    TimedOut: 408, "The request took longer than `--request-timeout` (`timeout`).";
+    /// 410 `session-ended`.
+    SessionEnded: 410, "The session ended while the request waited (`session-ended`).";
+    /// 413 `body-too-large`.
+    TooLarge: 413, "The body is larger than `--body-limit` (`body-too-large`).";
+    /// 415 `unsupported-media-type`.
+    NotJson: 415, "The body's content type is not JSON (`unsupported-media-type`).";
+    /// 429 `session-busy`, with `Retry-After`.
+    SessionBusy: 429 + retry, "Too many requests wait for this session (`session-busy`); `Retry-After` says when to retry.";
+    /// 500 `internal`.
+    Internal: 500, "The host failed (`internal`): not the client's doing.";
+    /// 503 for a server that cannot take the request now, with `Retry-After`.
+    Unavailable: 503 + retry, "The server is draining (`draining`), holds its limit of sessions (`full`), its pipeline is overloaded (`overloaded`) or it is out of file descriptors (`out-of-descriptors`); `Retry-After` says when to retry.";
+}
