@@ -14,7 +14,6 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use cluster::{Client, Node};
-use nix::sys::signal::{kill, Signal};
 use serde_json::json;
 
 /// A tool call that runs without an approval (a read).
@@ -42,20 +41,6 @@ async fn keyed(
     let replayed = response.headers().get("idempotent-replayed").is_some();
     let retry = response.headers().get("retry-after").is_some();
     (status, replayed, retry, response.json().await.unwrap())
-}
-
-/// SIGTERM, then waits (bounded) for the drain to end the process with status 0.
-fn terminate(node: &mut Node) {
-    kill(node.pid(), Signal::SIGTERM).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(status) = node.exit_status() {
-            assert!(status.success(), "{status}; log:\n{}", node.log_text());
-            return;
-        }
-        assert!(Instant::now() < deadline, "serve did not drain");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// The session's user turns and its stored tool results.
@@ -97,7 +82,7 @@ async fn keys_hold_after_a_drain_and_a_resume(dir: &Path, store: &str, extra: &[
     .await;
     assert_eq!(status, 200, "{command}");
     assert_eq!(counts(&client, &node.url, &key).await, (1, 1));
-    terminate(&mut node);
+    node.terminate();
     drop(node);
 
     let node = Node::start("a", dir, store, extra);

@@ -14,22 +14,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use cluster::{Client, Node};
-use nix::sys::signal::{kill, Signal};
 use serde_json::json;
-
-/// SIGTERM, then waits (bounded) for the drain to end the process with status 0.
-fn terminate(node: &mut Node) {
-    kill(node.pid(), Signal::SIGTERM).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(status) = node.exit_status() {
-            assert!(status.success(), "{status}; log:\n{}", node.log_text());
-            return;
-        }
-        assert!(Instant::now() < deadline, "serve did not drain");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 async fn restart_keeps_the_policy(dir: &Path, store: &str, extra: &[&str]) {
     let client = Client::new();
@@ -47,7 +32,7 @@ async fn restart_keeps_the_policy(dir: &Path, store: &str, extra: &[&str]) {
         let (status, body) = client.turn(&node.url, &key, text).await.unwrap();
         assert_eq!(status, 200, "{body}");
     }
-    terminate(&mut node);
+    node.terminate();
     drop(node);
 
     // The same root and store: the session resumes as it was.

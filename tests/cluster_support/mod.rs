@@ -111,6 +111,20 @@ impl Node {
         kill(self.pid(), signal).unwrap();
     }
 
+    /// SIGTERM, then waits (bounded) for the drain to end the process with status 0.
+    pub fn terminate(&mut self) {
+        self.signal(Signal::SIGTERM);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.exit_status() {
+                assert!(status.success(), "{status}; log:\n{}", self.log_text());
+                return;
+            }
+            assert!(Instant::now() < deadline, "serve did not drain");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     /// SIGKILL, and waits until the process is gone.
     pub fn kill(&mut self) {
         let _ = self.child.kill();
