@@ -26,6 +26,11 @@ use tracing::Instrument;
 /// The text a refused call's result carries.
 pub(crate) const REFUSED_TEXT: &str = "The call was refused; it did not run.";
 
+/// The text an allowed call's result carries when `/stop` came before it ran (an earlier call of
+/// the same model answer was running): it never runs, and still gets its result, so the
+/// transcript keeps every call followed by its result.
+pub(crate) const STOPPED_TEXT: &str = "The turn was stopped before this call ran; it did not run.";
+
 impl Turn<'_> {
     /// Runs one stored tool call record through the hooks, the policy and the tool.
     pub(crate) async fn tool_call(
@@ -211,7 +216,8 @@ impl Turn<'_> {
         }
     }
 
-    /// Runs the tool if the call was allowed; a refused call never runs.
+    /// Runs the tool if the call was allowed and the turn was not stopped; a refused call, or one
+    /// after a `/stop`, never runs.
     async fn run_tool(&mut self, call: &ToolCall, decision: Decision) -> ToolResult {
         let refused = ToolResult {
             call_id: call.call_id.clone(),
@@ -227,6 +233,12 @@ impl Turn<'_> {
         }
         if decision == Decision::Deny {
             return refused;
+        }
+        if self.engine.stop.is_raised() {
+            return ToolResult {
+                text: STOPPED_TEXT.into(),
+                ..refused
+            };
         }
         let output = match self.engine.tools.get(&call.name) {
             Some(tool) => {
