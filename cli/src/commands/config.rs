@@ -108,6 +108,7 @@ pub(crate) struct ServeSection {
 pub(crate) struct LimitsSection {
     pub(crate) max_sessions: Option<usize>,
     pub(crate) body_limit: Option<usize>,
+    pub(crate) idempotency_keys: Option<u64>,
 }
 
 /// `[timeouts]`, in milliseconds.
@@ -117,6 +118,7 @@ pub(crate) struct TimeoutsSection {
     pub(crate) approval_ms: Option<u64>,
     pub(crate) drain_budget_ms: Option<u64>,
     pub(crate) request_ms: Option<u64>,
+    pub(crate) idempotency_ttl_ms: Option<u64>,
 }
 
 /// Why a config file cannot be used: one sentence naming the file (and, when it is about a
@@ -319,7 +321,7 @@ approval_ms = 1000
         let unknown = GOOD.replace("max_sessions = 50", "max_sesions = 50");
         assert_eq!(
             parse(&unknown).unwrap_err().0,
-            "The config file /etc/hl/hookline.toml, line 22, key limits.max_sesions: unknown field `max_sesions`, expected `max_sessions` or `body_limit`."
+            "The config file /etc/hl/hookline.toml, line 22, key limits.max_sesions: unknown field `max_sesions`, expected one of `max_sessions`, `body_limit`, `idempotency_keys`."
         );
         let no_provider = GOOD.replace("provider = \"anthropic\"\n", "");
         let error = parse(&no_provider).unwrap_err().0;

@@ -116,6 +116,8 @@ struct Settings {
     body_limit: usize,
     request_timeout_ms: u64,
     arbiters: Option<usize>,
+    idempotency_ttl: Duration,
+    idempotency_keys: usize,
 }
 
 impl Settings {
@@ -149,6 +151,19 @@ impl Settings {
                 .or(timeouts.request_ms)
                 .unwrap_or(120_000),
             arbiters: args.arbiters.or(serve.arbiters),
+            idempotency_ttl: args
+                .idempotency_ttl
+                .or(timeouts.idempotency_ttl_ms.map(Duration::from_millis))
+                .unwrap_or(hookline_server::DEFAULT_IDEMPOTENCY_TTL),
+            idempotency_keys: match args.idempotency_keys.or(limits.idempotency_keys) {
+                None => hookline_server::DEFAULT_IDEMPOTENCY_KEYS,
+                Some(0) => {
+                    return Err(ServeCliError::Options(
+                        "limits.idempotency_keys must be at least 1".into(),
+                    ))
+                }
+                Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+            },
         })
     }
 }
@@ -304,14 +319,8 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
         body_limit: settings.body_limit,
         request_timeout: Duration::from_millis(settings.request_timeout_ms),
         plugins: view,
-        idempotency_ttl: args
-            .idempotency_ttl
-            .unwrap_or(hookline_server::DEFAULT_IDEMPOTENCY_TTL),
-        idempotency_keys: args
-            .idempotency_keys
-            .map_or(hookline_server::DEFAULT_IDEMPOTENCY_KEYS, |n| {
-                usize::try_from(n).unwrap_or(usize::MAX)
-            }),
+        idempotency_ttl: settings.idempotency_ttl,
+        idempotency_keys: settings.idempotency_keys,
         ..ServeConfig::new(&root)
     };
     let (addr, handle) = match start(gateway.clone(), config).await {
@@ -393,5 +402,64 @@ impl Signals {
             let _ = tokio::signal::ctrl_c().await;
             "Ctrl-C"
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::path::Path;
+
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    fn settings(flags: &[&str], config: &str) -> Result<Settings, ServeCliError> {
+        let args = Cli::try_parse_from(std::iter::once("serve").chain(flags.iter().copied()))
+            .unwrap()
+            .serve;
+        let config = Config::parse(Path::new("/etc/hl/hookline.toml"), config, &|_| false).unwrap();
+        Settings::new(&args, Some(&config))
+    }
+
+    #[test]
+    fn idempotency_settings_come_from_the_flag_else_the_config_else_the_default() {
+        let default = settings(&[], "").unwrap();
+        assert_eq!(
+            (default.idempotency_keys, default.idempotency_ttl),
+            (
+                hookline_server::DEFAULT_IDEMPOTENCY_KEYS,
+                hookline_server::DEFAULT_IDEMPOTENCY_TTL
+            )
+        );
+        let file = "[limits]\nidempotency_keys = 8\n[timeouts]\nidempotency_ttl_ms = 5000\n";
+        let configured = settings(&[], file).unwrap();
+        assert_eq!(
+            (configured.idempotency_keys, configured.idempotency_ttl),
+            (8, Duration::from_secs(5))
+        );
+        let flagged = settings(
+            &["--idempotency-keys", "3", "--idempotency-ttl", "1m"],
+            file,
+        )
+        .unwrap();
+        assert_eq!(
+            (flagged.idempotency_keys, flagged.idempotency_ttl),
+            (3, Duration::from_secs(60))
+        );
+        let zero = settings(&[], "[limits]\nidempotency_keys = 0\n")
+            .err()
+            .unwrap();
+        assert_eq!(
+            zero.to_string(),
+            "limits.idempotency_keys must be at least 1"
+        );
     }
 }
