@@ -21,7 +21,9 @@ const HOOK_CALLS_PER_SESSION: u64 = 1 + 16 * TURNS_PER_SESSION + 4 + 1;
 fn tiny() -> SoakConfig {
     SoakConfig {
         sessions: 200,
-        duration: Duration::from_secs(1),
+        // Long enough for whole sessions to finish on a loaded 2-core machine (a debug build at
+        // load 12-28 finished none within 0.5 s; the progress check needs at least one).
+        duration: Duration::from_secs(2),
         ..SoakConfig::default()
     }
 }
@@ -72,7 +74,7 @@ async fn a_tiny_soak_passes_every_check_and_records_only_the_injected_notes() {
 #[test]
 fn hookline_soak_prints_a_json_report_and_exits_zero_when_every_check_passes() {
     let out = Command::new(env!("CARGO_BIN_EXE_hookline"))
-        .args(["soak", "--sessions", "50", "--duration", "0.5", "--json"])
+        .args(["soak", "--sessions", "50", "--duration", "2", "--json"])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
