@@ -1,6 +1,7 @@
 //! The OpenAPI document (issue 24 item 1, docs/serve.md "OpenAPI"): `GET /v1/openapi.json`
 //! serves what `docs/openapi.json` holds, every route is in it, every reference in it resolves,
-//! and real answers match the schemas it gives for their route and status.
+//! and real answers match the schemas it gives for their route and status: events, stored
+//! records and plugins of every kind against the full schemas of their types.
 //!
 //! Regenerate `docs/openapi.json` with `HOOKLINE_BLESS=1 cargo test --test serve_openapi`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -11,10 +12,16 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
+use hookline::actors::plugin::{HookError, PluginRegistration, Reply};
+use hookline::host::demo::example_plugins;
 use hookline::host::gateway::Activity;
+use hookline::host::loading::manifest::write_enabled;
+use hookline::host::loading::{load, LoadOptions, LoadReport};
 use hookline::host::provider::EchoProvider;
+use hookline::messages::hook::OnUserMessage;
+use hookline::messages::user::UserMessage;
 use serde_json::{json, Value};
-use serve_support::{serve, until_activity, Served};
+use serve_support::{serve, serve_plugins, until_activity, Served, SseReader};
 
 fn committed_path() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/openapi.json")
@@ -266,4 +273,223 @@ async fn real_answers_match_the_schemas_of_their_routes() {
     let closed: Value = response.json().await.unwrap();
     check("delete", "/v1/sessions/{id}", 200, &closed);
     served.shutdown().await;
+}
+
+/// `moody`, loaded after the demo plugins: fails `on_user_message` on texts with "fail", so the
+/// turn reports a skip note.
+fn moody() -> PluginRegistration {
+    PluginRegistration::new("moody").on(OnUserMessage, |_, m: &UserMessage| {
+        if m.text.contains("fail") {
+            return Err(HookError::msg("moody fails on purpose."));
+        }
+        Ok(Reply::Keep)
+    })
+}
+
+/// Fails unless `value` matches the document's schema named `name` (`HostEvent`, `Record`).
+fn assert_is(document: &Value, name: &str, value: &Value) {
+    let schema = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$ref": format!("#/components/schemas/{name}"),
+        "components": document["components"].clone(),
+    });
+    let validator = jsonschema::draft202012::new(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(value)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "not a {name}: {errors:?}\n{value}");
+}
+
+/// The values of `field` in `values`, as a set.
+fn kinds<'a>(values: impl IntoIterator<Item = &'a Value>, field: &str) -> BTreeSet<String> {
+    values
+        .into_iter()
+        .filter_map(|value| value[field].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// Copies the directory `from` to `to`, recursively.
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// Plugin directories in every state loading leaves them in: one loaded, one disabled, one
+/// without a manifest, one untrusted workspace plugin.
+async fn plugin_statuses(dir: &std::path::Path) -> LoadReport {
+    let example =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/plugins/house-rules");
+    let user = dir.join("user");
+    let workspace = dir.join("workspace");
+    for (root, name) in [(&user, "rules"), (&user, "off"), (&workspace, "stranger")] {
+        copy_dir(&example, &root.join(name));
+    }
+    write_enabled(&user.join("off"), false).unwrap();
+    std::fs::create_dir_all(user.join("broken")).unwrap();
+    load(&LoadOptions::new(Some(user), Some(workspace))).await
+}
+
+/// Events and records of every kind a session shows (a tool call with its approval, hook
+/// changes with and without their values, a skip note, a command's session events), and plugins
+/// in every state, each match the full schema of its type (issue 24 item 1).
+#[actix_rt::test]
+async fn events_records_and_plugins_of_every_kind_match_their_schemas() {
+    let document: Value = serde_json::from_str(hookline::server::openapi_json()).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let report = plugin_statuses(scratch.path()).await;
+    let states = kinds(
+        report
+            .statuses
+            .iter()
+            .map(|status| serde_json::to_value(status).unwrap())
+            .collect::<Vec<_>>()
+            .iter(),
+        "state",
+    );
+    let statuses = report.statuses.clone();
+    let mut plugins = example_plugins();
+    plugins.push(moody());
+    let served = serve_plugins(
+        plugins,
+        Arc::new(EchoProvider::new()),
+        |limits| limits.approval_timeout = Duration::from_secs(45),
+        |config| config.plugins.plugins = statuses,
+    )
+    .await;
+    let mut events = Vec::new();
+
+    let (status, listed) = served.get("/v1/plugins").await;
+    assert_eq!(status, 200, "{listed}");
+    assert_conforms(&document, "get", "/v1/plugins", 200, &listed);
+    let listed = listed["plugins"].as_array().unwrap();
+    assert_eq!(listed.len(), 4, "{listed:?}");
+    assert_eq!(kinds(listed, "state"), states);
+    for state in ["loaded", "disabled", "skipped"] {
+        assert!(states.contains(state), "no {state} plugin in {listed:?}");
+    }
+    for plugin in listed {
+        assert_is(&document, "PluginStatus", plugin);
+    }
+
+    let key = served.open().await;
+    let turns = format!("/v1/sessions/{key}/turns");
+    for (path, text) in [
+        (turns.clone(), "please fail"),
+        (format!("{turns}?detail=full"), "hello in full"),
+    ] {
+        let (status, turn) = served.post(&path, json!({ "text": text })).await;
+        assert_eq!(status, 200, "{turn}");
+        assert_conforms(&document, "post", "/v1/sessions/{id}/turns", 200, &turn);
+        events.extend(turn["events"].as_array().unwrap().iter().cloned());
+    }
+    // The tool call's turn as server-sent events: the approval asked, answered, the call run.
+    let response = served
+        .client
+        .post(served.url(&turns))
+        .header("accept", "text/event-stream")
+        .json(&json!({ "text": r#"call write_file {"path":"a.txt","content":"hi"}"# }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let mut stream = SseReader::new(response);
+    loop {
+        let (kind, data) = stream.next().await.expect("the stream ended before `done`");
+        match kind.as_str() {
+            "done" => {
+                assert_eq!(data["stopReason"], "completed", "{data}");
+                break;
+            }
+            "approval-requested" => {
+                let call_id = data["callId"].as_str().unwrap();
+                let (status, answered) = served
+                    .post(
+                        &format!("/v1/sessions/{key}/approvals/{call_id}"),
+                        json!({ "decision": "allow" }),
+                    )
+                    .await;
+                assert_eq!(status, 200, "{answered}");
+            }
+            _ => {}
+        }
+        assert_eq!(data["event"], kind.as_str(), "{data}");
+        events.push(data);
+    }
+
+    until_activity(&served, &key, Activity::Idle).await;
+    let (_, shown) = served.get(&format!("/v1/sessions/{key}")).await;
+    assert_conforms(&document, "get", "/v1/sessions/{id}", 200, &shown);
+    let records = shown["records"]["items"].as_array().unwrap().clone();
+    let (status, commanded) = served
+        .post(
+            &format!("/v1/sessions/{key}/commands"),
+            json!({ "command": "/new" }),
+        )
+        .await;
+    assert_eq!(status, 200, "{commanded}");
+    assert_conforms(
+        &document,
+        "post",
+        "/v1/sessions/{id}/commands",
+        200,
+        &commanded,
+    );
+    events.extend(commanded["events"].as_array().unwrap().iter().cloned());
+
+    let seen = kinds(&events, "event");
+    for kind in [
+        "user",
+        "hook-changed",
+        "system-text",
+        "model-call",
+        "assistant",
+        "tool-call",
+        "approval-requested",
+        "approval",
+        "tool-run",
+        "tool-result",
+        "turn-finished",
+        "note",
+        "session-ended",
+        "session-started",
+        "gateway-event",
+    ] {
+        assert!(seen.contains(kind), "no {kind} event among {seen:?}");
+    }
+    assert!(
+        events
+            .iter()
+            .any(|e| e["event"] == "hook-changed" && e.get("before").is_some()),
+        "no hook-changed event with its values"
+    );
+    for event in &events {
+        assert_is(&document, "HostEvent", event);
+    }
+    let stored = kinds(&records, "kind");
+    for kind in ["system", "user", "assistant", "tool-call", "tool-result"] {
+        assert!(stored.contains(kind), "no {kind} record among {stored:?}");
+    }
+    for record in &records {
+        assert_is(&document, "Record", record);
+    }
+    // A schema that admits anything proves nothing: a wrong shape of each kind fails.
+    assert!(!jsonschema::draft202012::is_valid(
+        &json!({ "$ref": "#/components/schemas/HostEvent", "components": document["components"] }),
+        &json!({ "event": "tool-call", "call": { "callId": 7 } }),
+    ));
+    assert!(!jsonschema::draft202012::is_valid(
+        &json!({ "$ref": "#/components/schemas/Record", "components": document["components"] }),
+        &json!({ "kind": "tool-result", "callId": "c1", "name": "x", "text": "" }),
+    ));
+    served.shutdown().await;
+    report.shutdown().await;
 }

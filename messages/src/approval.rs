@@ -51,7 +51,7 @@ pub enum Authority {
 }
 
 /// The host's classification of one tool call, which approval hooks refine.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Classification {
     /// The call's risk.

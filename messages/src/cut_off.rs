@@ -20,7 +20,7 @@ use crate::prompt::PromptMode;
 use crate::record::{ArchiveEntry, Decision, Record};
 
 /// Where a turn was cut off, as far as the stored steps tell.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "at", rename_all = "kebab-case")]
 pub enum CutOff {
     /// The model had been called (or its answer was in the hooks); no answer was stored.

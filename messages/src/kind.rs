@@ -98,6 +98,22 @@ impl<'de> Deserialize<'de> for HookKind {
     }
 }
 
+/// A hook's schema is what its serde writes: one of the wire names, as a string.
+impl schemars::JsonSchema for HookKind {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "HookKind".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<&str> = Self::ALL.iter().map(|kind| kind.wire_name()).collect();
+        schemars::json_schema!({
+            "description": "A hook, by its wire name (`on_tool_call`, `rewrite_model`, ...).",
+            "type": "string",
+            "enum": names
+        })
+    }
+}
+
 /// A hook name that is not one of [`HookKind::ALL`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("unknown hook '{0}'")]

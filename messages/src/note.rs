@@ -15,7 +15,7 @@ use crate::kind::HookKind;
 use crate::prompt::PromptMode;
 
 /// A note the host records. Equal notes are recorded once per session.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Note {
     /// A hook (ordinary or raw) was skipped; the value before it stands (SPEC P1.4, P1.5, R0.3).
@@ -138,7 +138,7 @@ pub enum Note {
 }
 
 /// One skipped hook call: which plugin, which hook, and why.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Skip {
     /// The plugin's name.
     pub plugin: String,
@@ -307,7 +307,7 @@ impl fmt::Display for CutOffCall {
 
 /// Why a hook call was skipped. Renders as one English sentence starting with "it" (except a
 /// plugin's own error message, which is used as given).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", content = "detail", rename_all = "kebab-case")]
 pub enum SkipReason {
     /// The replacement broke the hook's rule.
@@ -443,7 +443,7 @@ impl fmt::Display for DurationText {
 }
 
 /// Why a rule refused a replacement: one variant per "cannot" of SPEC P2, P3.5, P3.9 and R1 to R4.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "refusal", rename_all = "kebab-case")]
 pub enum Refusal {
     // Appending hooks (P2.2, P2.10) and their raw rewrites (R2, R3).

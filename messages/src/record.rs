@@ -12,7 +12,7 @@ use crate::tool::{ToolCall, ToolResult};
 use crate::user::StopReason;
 
 /// One stored record: the conversation as the host keeps it. Requests are built from these.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Record {
     /// The work or plan system text a turn composed (after `on_prompt` and `rewrite_prompt`,
@@ -101,7 +101,7 @@ pub enum Decision {
 }
 
 /// Who made an approval decision.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Decider {
     /// The approval mode decided without asking.
@@ -113,7 +113,7 @@ pub enum Decider {
 }
 
 /// One approval decision, as archived.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApprovalRecord {
     /// The call it decided.

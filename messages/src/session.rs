@@ -88,7 +88,7 @@ impl ApprovalMode {
 /// What `on_session_started` and `on_session_ended` may read (SPEC P2.1).
 ///
 /// The end callback carries the workspace and session being left (SPEC P3.11).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionInfo {
     /// The workspace root directory, as the host resolved it.

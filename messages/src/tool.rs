@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::ImageRef;
 
 /// Who provides a tool. Every provider goes through the same hooks (SPEC P1.3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ToolProvider {
     /// A tool built into the host.
@@ -17,7 +17,7 @@ pub enum ToolProvider {
 }
 
 /// A tool call the model asked for. `on_tool_call` may replace its name or arguments (SPEC P2.7).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCall {
     /// The call's id, given by the model. Hooks cannot change it.
@@ -32,7 +32,7 @@ pub struct ToolCall {
 }
 
 /// Whether the approval policy let a call run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ApprovalState {
     /// The policy (or the operator) allowed the call.
@@ -43,7 +43,7 @@ pub enum ApprovalState {
 
 /// A tool's result. `on_tool_result` may replace its text, and its images on image-capable
 /// turns (SPEC P2.8, P3.2).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolResult {
     /// The id of the call this answers.

@@ -102,7 +102,6 @@ impl ServeConfig {
 #[serde(rename_all = "camelCase")]
 pub struct PluginsView {
     /// Plugins on disk, as `hookline hooks list --json` prints them.
-    #[schemars(with = "Vec<routes::PluginEntry>")]
     pub plugins: Vec<PluginStatus>,
     /// In-process plugins (the bundled demo plugins when none is on disk), in load order.
     pub in_process: Vec<String>,

@@ -51,7 +51,7 @@ impl fmt::Display for LoadNote {
 
 /// Why a plugin directory was skipped. Renders as a phrase starting with "it" or "its", without
 /// a final full stop (the note adds it).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "problem", content = "detail", rename_all = "kebab-case")]
 pub enum LoadProblem {
     /// The directory name is not a valid plugin name.

@@ -11,7 +11,7 @@ use super::problem::{LoadNote, LoadProblem};
 use super::trust::Trust;
 
 /// Loaded, disabled in its manifest, or skipped with a problem.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "state", content = "problem", rename_all = "lowercase")]
 pub enum PluginState {
     /// Its process runs.
@@ -23,7 +23,7 @@ pub enum PluginState {
 }
 
 /// One plugin directory as loading left it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct PluginStatus {
     /// The plugin's name (its directory name unless the manifest names it).
     pub name: String,

@@ -24,7 +24,7 @@ pub const TRUST_FILE: &str = "trust.json";
 const MAX_TRUST_FILE: u64 = 4 * 1024 * 1024;
 
 /// A plugin's trust, as `hookline hooks list` shows it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Trust {
     /// A user-directory plugin: trusted by installation.

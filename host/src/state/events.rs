@@ -17,7 +17,7 @@ use serde::Serialize;
 use super::patch::{Detail, Patch};
 
 /// One thing that happened, in the order it happened.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "event", rename_all = "kebab-case")]
 pub enum HostEvent {
     /// `on_session_started` ran for this session (SPEC P3.10).
@@ -42,6 +42,7 @@ pub enum HostEvent {
         /// The plugins whose replacement changed the value, in load order.
         changed_by: Vec<String>,
         /// The change, as an RFC 6902 JSON Patch from the value given to the value handed on.
+        #[schemars(with = "super::patch::JsonPatch")]
         patch: Patch,
         /// The value the hook was given, as JSON: only with [`Detail::Full`].
         #[serde(skip_serializing_if = "Option::is_none")]

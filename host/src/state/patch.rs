@@ -17,6 +17,55 @@ use serde::Serialize;
 
 pub use json_patch::Patch;
 
+/// The schema of a [`Patch`] as serde writes it: an array of RFC 6902 operations, each an
+/// object tagged by `op` (json-patch's own serde; the OpenAPI document names it `JsonPatch`).
+pub(crate) struct JsonPatch;
+
+impl schemars::JsonSchema for JsonPatch {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "JsonPatch".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let pointer = serde_json::json!({
+            "type": "string",
+            "description": "An RFC 6901 JSON Pointer (`/items/3/text`)."
+        });
+        let operation = |op: &str, fields: &[&str]| {
+            let mut properties = serde_json::Map::new();
+            properties.insert("op".into(), serde_json::json!({ "const": op }));
+            for field in fields {
+                let schema = match *field {
+                    "value" => serde_json::json!({}),
+                    _ => pointer.clone(),
+                };
+                properties.insert((*field).into(), schema);
+            }
+            let mut required = vec!["op"];
+            required.extend_from_slice(fields);
+            serde_json::json!({
+                "type": "object",
+                "properties": properties,
+                "required": required
+            })
+        };
+        schemars::json_schema!({
+            "description": "An RFC 6902 JSON Patch: the operations, in order.",
+            "type": "array",
+            "items": {
+                "oneOf": [
+                    operation("add", &["path", "value"]),
+                    operation("remove", &["path"]),
+                    operation("replace", &["path", "value"]),
+                    operation("move", &["from", "path"]),
+                    operation("copy", &["from", "path"]),
+                    operation("test", &["path", "value"])
+                ]
+            }
+        })
+    }
+}
+
 /// How much a `hook-changed` event says.
 #[derive(
     Clone, Copy, Debug, Default, PartialEq, Eq, serde::Deserialize, Serialize, schemars::JsonSchema,

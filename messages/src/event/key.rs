@@ -183,6 +183,22 @@ impl From<EventKey> for String {
     }
 }
 
+/// A key's schema is what its serde writes: the key as a string (a known key such as
+/// `command:new`, or a custom one such as `acme:deployed`, SPEC G4.2).
+impl schemars::JsonSchema for EventKey {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "EventKey".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A gateway event key: `family:action` (`command:new`, \
+                `session:compact:before`) or a custom key (`acme:deployed`).",
+            "type": "string"
+        })
+    }
+}
+
 impl TryFrom<String> for EventKey {
     type Error = CustomKeyError;
 

@@ -2,12 +2,10 @@
 //! ([`crate::openapi`]) takes their schemas from them (schemars, as the plugin protocol's are).
 //!
 //! Values the host reports in full (events, stored records, plugins) keep their own serde
-//! shape; their schemas here name the fields every one of them has and point to the docs that
-//! list the rest, so the document stays true whatever kinds the host adds.
+//! shape; their schemas come from the same types (schemars derives beside their serde ones in
+//! `hookline-messages` and `hookline-host`), so the document lists every kind and field.
 
-use std::borrow::Cow;
-
-use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use hookline_host::gateway::{PendingApproval, SessionStatus};
@@ -64,7 +62,6 @@ pub(crate) struct RecordsView {
     /// The index of the page's first record.
     pub(crate) offset: usize,
     /// The records from `offset` on (none while `busy`).
-    #[schemars(with = "Vec<StoredRecord>")]
     pub(crate) items: Vec<Record>,
     /// A turn runs (or waits for an approval): the page is empty rather than waiting for it;
     /// the `session` event of `/v1/events` tells when the session is idle again.
@@ -75,7 +72,6 @@ pub(crate) struct RecordsView {
 #[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct EventsAnswer {
     /// The events, in order (the end hooks' among them).
-    #[schemars(with = "Vec<Event>")]
     pub(crate) events: Vec<HostEvent>,
 }
 
@@ -89,7 +85,6 @@ pub(crate) struct TurnAnswer<'a> {
     /// The session it ran in.
     pub(crate) session_id: Option<&'a SessionId>,
     /// Everything it reported, in order.
-    #[schemars(with = "Vec<Event>")]
     pub(crate) events: &'a [HostEvent],
     /// Token usage of its model calls; absent, not zero, when the provider reported none.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -110,71 +105,7 @@ pub(crate) struct ApprovalAnswer {
 #[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct CommandAnswer {
     /// The events, in order.
-    #[schemars(with = "Vec<Event>")]
     pub(crate) events: Vec<HostEvent>,
     /// The session's status once the command settled.
     pub(crate) session: SessionStatus,
-}
-
-/// The schema of one host event: an object tagged by `event`.
-pub(crate) struct Event;
-
-impl JsonSchema for Event {
-    fn schema_name() -> Cow<'static, str> {
-        "HostEvent".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({
-            "description": "One thing that happened, in order: an object whose `event` names its kind \
-                (`user`, `hook-changed`, `assistant`, `tool-call`, `approval-requested`, \
-                `turn-finished`, ...). docs/events.md lists every kind and its fields.",
-            "type": "object",
-            "required": ["event"],
-            "properties": { "event": { "type": "string" } }
-        })
-    }
-}
-
-/// The schema of one stored record: an object tagged by `kind`.
-pub(crate) struct StoredRecord;
-
-impl JsonSchema for StoredRecord {
-    fn schema_name() -> Cow<'static, str> {
-        "Record".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({
-            "description": "One stored record of a session: an object whose `kind` names it \
-                (`user`, `assistant`, `tool-call`, `tool-result`, `approval`, ...). \
-                docs/storage.md describes them.",
-            "type": "object",
-            "required": ["kind"],
-            "properties": { "kind": { "type": "string" } }
-        })
-    }
-}
-
-/// The schema of one plugin on disk, as `hookline hooks list --json` prints it.
-pub(crate) struct PluginEntry;
-
-impl JsonSchema for PluginEntry {
-    fn schema_name() -> Cow<'static, str> {
-        "PluginStatus".into()
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({
-            "description": "One plugin directory as loading left it (`hookline hooks list --json`; \
-                docs/plugins.md): its name, directory, source, kind, trust and `state` \
-                (`loaded`, `disabled` or `skipped` with its `problem`).",
-            "type": "object",
-            "required": ["name", "state"],
-            "properties": {
-                "name": { "type": "string" },
-                "state": { "type": "string", "enum": ["loaded", "disabled", "skipped"] }
-            }
-        })
-    }
 }

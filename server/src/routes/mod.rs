@@ -13,8 +13,7 @@ pub(crate) mod socket;
 mod socket_close;
 
 pub(crate) use answers::{
-    ApprovalAnswer, CommandAnswer, EventsAnswer, Health, PluginEntry, SessionView, SessionsList,
-    TurnAnswer,
+    ApprovalAnswer, CommandAnswer, EventsAnswer, Health, SessionView, SessionsList, TurnAnswer,
 };
 pub(crate) use approvals::ApprovalsList;
 pub(crate) use sessions::{ApprovalBody, CommandBody, OpenBody, TurnBody};
