@@ -18,7 +18,8 @@ venv=${SCHEMATHESIS_VENV:-${TMPDIR:-/tmp}/hookline-schemathesis}
 
 # The CLI flags below are those of Schemathesis 4.
 if [ ! -x "$venv/bin/schemathesis" ]; then
-  python3 -m venv "$venv"
+  # --clear: a venv left half-made by an interrupted install (no pip) is made again.
+  python3 -m venv --clear "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check "schemathesis>=4.32,<5"
 fi
 
