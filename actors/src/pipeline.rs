@@ -21,6 +21,7 @@ use hookline_messages::session::SessionId;
 
 use tokio::sync::{oneshot, Semaphore};
 
+use crate::coordinator::local::admit_in_place;
 use crate::coordinator::{
     Admission, Admit, AdmitMany, Admitted, AdmittedCalls, ForgetSession, OpenSession,
     PipelineCoordinator, Step, StopPipeline, DEFAULT_MAX_PENDING,
@@ -387,6 +388,13 @@ impl Pipeline {
             ReplyTo::One(reply),
         );
         job.slot = slot;
+        // On the shard's arbiter, a lone call whose session is free is admitted right here and
+        // sent to the first plugin actor: no hop through the coordinator (issue 23 item 4).
+        let job = match admit_in_place(&shard.admission, job) {
+            Ok(()) => return Submitted::sent(answer),
+            Err(job) => job,
+        };
+        shard.admission.sent();
         let admit = Admit(job);
         match shard.coordinator.try_send(admit) {
             Ok(()) => Submitted::sent(answer),
@@ -398,6 +406,7 @@ impl Pipeline {
                 Submitted::sent(answer)
             }
             Err(SendError::Closed(_)) => {
+                shard.admission.received();
                 shard.admission.release();
                 Submitted::refused(PipelineError::Stopped)
             }
@@ -454,11 +463,13 @@ impl Pipeline {
             if jobs.is_empty() {
                 continue;
             }
+            shard.admission.sent();
             match shard.coordinator.try_send(AdmitMany(jobs)) {
                 Ok(()) => {}
                 // Bounded by the admission count, not the mailbox (as in `submit_with`).
                 Err(SendError::Full(admit)) => shard.coordinator.do_send(admit),
                 Err(SendError::Closed(AdmitMany(jobs))) => {
+                    shard.admission.received();
                     for job in jobs {
                         shard.admission.release();
                         job.reply.send(Err(PipelineError::Stopped));

@@ -1,14 +1,23 @@
 //! A shard's admission count, shared by the callers and the coordinator: a call is counted (or
 //! refused with `Overloaded`) by its caller before it is sent, so a backlog is shed at the door,
 //! never parked in the callers waiting for room in the coordinator's mailbox.
+//!
+//! It also counts the admitting messages (`Admit`, `AdmitMany`) sent and not yet handled, so a
+//! caller on the shard's thread admits a call in place only when none could be ahead of it.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+/// Gives each shard a number of its own for the process's life.
+static NEXT_UID: AtomicU64 = AtomicU64::new(1);
 
 /// Calls admitted to one shard (running or queued behind their session), and the bound.
 #[derive(Debug)]
 pub(crate) struct Admission {
     admitted: AtomicUsize,
     bound: usize,
+    /// Admitting messages sent to the coordinator and not handled yet.
+    queued: AtomicUsize,
+    uid: u64,
 }
 
 impl Admission {
@@ -16,7 +25,29 @@ impl Admission {
         Self {
             admitted: AtomicUsize::new(0),
             bound: bound.max(1),
+            queued: AtomicUsize::new(0),
+            uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
         }
+    }
+
+    /// The shard's number (unique in the process).
+    pub(crate) fn uid(&self) -> u64 {
+        self.uid
+    }
+
+    /// Counts an admitting message about to be sent to the coordinator.
+    pub(crate) fn sent(&self) {
+        self.queued.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Counts an admitting message out: handled by the coordinator, or never delivered.
+    pub(crate) fn received(&self) {
+        self.queued.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    /// True when every admitting message sent so far has been handled.
+    pub(crate) fn none_queued(&self) -> bool {
+        self.queued.load(Ordering::Acquire) == 0
     }
 
     /// Counts one call in; false (and nothing counted) when `bound` calls are admitted already.

@@ -38,6 +38,11 @@ impl<H: Hook> Lane<H> {
         (self.open.len() >= max).then(|| take_keeping_capacity(&mut self.open))
     }
 
+    /// True when the open batch holds no call.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.open.is_empty()
+    }
+
     /// Marks the batch as due to flush; false when a flush is already on its way.
     pub(crate) fn schedule(&mut self) -> bool {
         !std::mem::replace(&mut self.scheduled, true)

@@ -17,8 +17,10 @@
 
 mod admission;
 mod batch;
+pub(crate) mod local;
 mod session;
 
+use std::rc::Rc;
 use std::sync::Arc;
 
 use actix::{Actor, ActorContext, Addr, AsyncContext, Context, Handler, Message, ResponseFuture};
@@ -32,7 +34,7 @@ pub use crate::route::Outcome;
 use crate::route::{forward, Completed, Job, ReplyTo, Route, NO_SLOT};
 pub(crate) use admission::Admission;
 use batch::{Flush, Lanes};
-use session::Sessions;
+use local::Local;
 
 /// Room in the coordinator's mailbox beyond `max_pending`, for batch reports and control messages:
 /// admitted calls alone never fill it.
@@ -60,15 +62,14 @@ pub struct PipelineCoordinator {
     /// For each hook, the plugins that implement it, in load order. Plugins that do not
     /// implement a hook are not in its list, so they cost nothing.
     steps: [Arc<[Step]>; HookKind::ALL.len()],
-    /// Each session's state in a dense table: a call finds its slot at admission (from its
-    /// `SessionKey` without hashing, else by its id) and is released by it.
-    sessions: Sessions,
+    /// Shared on this shard's thread ([`Local`]): each session's state in a dense table (a call
+    /// finds its slot at admission, from its `SessionKey` without hashing, else by its id, and
+    /// is released by it), the routes, and the admission count shared with the callers.
+    local: Rc<Local>,
     /// Per hook: its route through the plugin actors and its open batch.
     lanes: Lanes,
     /// Calls admitted to this shard, shared with the callers ([`Admission`]).
     admission: Arc<Admission>,
-    /// `hookline_hook_calls_total` per hook, resolved once.
-    calls: Box<[metrics::Counter]>,
 }
 
 impl PipelineCoordinator {
@@ -79,10 +80,9 @@ impl PipelineCoordinator {
     ) -> Self {
         Self {
             steps,
-            sessions: Sessions::default(),
+            local: Rc::new(Local::new(admission.clone())),
             lanes: Lanes::default(),
             admission,
-            calls: crate::metrics::pipeline_calls(),
         }
     }
 
@@ -90,9 +90,11 @@ impl PipelineCoordinator {
     /// otherwise into its hook's open batch.
     fn admit<H: Dispatch>(&mut self, mut job: Job<H>, ctx: &mut Context<Self>) {
         let hint = (job.slot != NO_SLOT).then_some(job.slot);
-        job.slot = self.sessions.slot(job.session(), hint);
-        let Some(state) = self.sessions.get_mut(job.slot) else {
+        let mut sessions = self.local.sessions.borrow_mut();
+        job.slot = sessions.slot(job.session(), hint);
+        let Some(state) = sessions.get_mut(job.slot) else {
             // Cannot happen (the slot was just given); refuse rather than lose the call.
+            drop(sessions);
             self.admission.release();
             return job.reply.send(Err(PipelineError::Stopped));
         };
@@ -100,20 +102,32 @@ impl PipelineCoordinator {
             state
                 .queue
                 .push_back(Box::new(move |this, ctx| this.enqueue(job, ctx)));
-        } else {
-            state.running = true;
-            self.enqueue(job, ctx);
+            return;
         }
+        state.running = true;
+        drop(sessions);
+        self.enqueue(job, ctx);
     }
 
     /// Adds a call whose session is free to the hook's open batch; the batch leaves when the
     /// coordinator has drained its mailbox (or when it is full).
     fn enqueue<H: Dispatch>(&mut self, job: Job<H>, ctx: &mut Context<Self>) {
         let steps = &self.steps[H::KIND as usize];
-        let Some(lane) = self.lanes.lane::<H>(|| route_of(steps, ctx)) else {
+        let uid = self.admission.uid();
+        let mut made = false;
+        let Some(lane) = self.lanes.lane::<H>(|| {
+            made = true;
+            route_of(steps, uid, ctx)
+        }) else {
             job.reply.send(Err(PipelineError::Stopped));
             return;
         };
+        if made {
+            self.local.set_route(&lane.route);
+        }
+        if lane.is_empty() {
+            self.local.batch_opened(H::KIND as usize);
+        }
         if let Some(full) = lane.push(job, MAX_BATCH) {
             let route = lane.route.clone();
             self.launch(full, route);
@@ -124,20 +138,22 @@ impl PipelineCoordinator {
 
     /// Sends a batch to the first plugin that implements its hook; the plugins relay it on.
     fn launch<H: Dispatch>(&mut self, jobs: Vec<Job<H>>, route: Arc<Route<H>>) {
-        self.calls[H::KIND as usize].increment(jobs.len() as u64);
+        self.local.calls[H::KIND as usize].increment(jobs.len() as u64);
         forward(jobs, None, route, 0);
     }
 
     /// Marks one call of the session in `slot` finished and starts its next call, if any.
     fn release(&mut self, slot: u32, ctx: &mut Context<Self>) {
         self.admission.release();
-        let Some(state) = self.sessions.get_mut(slot) else {
+        let mut sessions = self.local.sessions.borrow_mut();
+        let Some(state) = sessions.get_mut(slot) else {
             return;
         };
         if let Some(next) = state.queue.pop_front() {
+            drop(sessions);
             next(self, ctx);
         } else if state.forget {
-            self.sessions.close(slot);
+            sessions.close(slot);
         } else {
             state.running = false;
         }
@@ -149,15 +165,25 @@ impl Actor for PipelineCoordinator {
 
     fn started(&mut self, ctx: &mut Self::Context) {
         ctx.set_mailbox_capacity(self.admission.bound().saturating_add(MAILBOX_HEADROOM));
+        self.local.register();
+    }
+
+    fn stopped(&mut self, _: &mut Self::Context) {
+        self.local.unregister();
     }
 }
 
 /// Hook `H`'s route through `steps`, reporting back to this coordinator.
-fn route_of<H: Dispatch>(steps: &[Step], ctx: &Context<PipelineCoordinator>) -> Route<H> {
+fn route_of<H: Dispatch>(
+    steps: &[Step],
+    shard: u64,
+    ctx: &Context<PipelineCoordinator>,
+) -> Route<H> {
     Route {
         steps: steps.iter().map(|s| s.addr.clone().recipient()).collect(),
         names: steps.iter().map(|s| s.name.clone()).collect(),
         coordinator: ctx.address().recipient(),
+        shard,
     }
 }
 
@@ -176,6 +202,7 @@ impl<H: Dispatch> Handler<Admit<H>> for PipelineCoordinator {
     type Result = ();
 
     fn handle(&mut self, Admit(job): Admit<H>, ctx: &mut Self::Context) {
+        self.admission.received();
         self.admit(job, ctx);
     }
 }
@@ -192,6 +219,7 @@ impl<H: Dispatch> Handler<AdmitMany<H>> for PipelineCoordinator {
     type Result = ();
 
     fn handle(&mut self, AdmitMany(jobs): AdmitMany<H>, ctx: &mut Self::Context) {
+        self.admission.received();
         for job in jobs {
             self.admit(job, ctx);
         }
@@ -237,7 +265,8 @@ impl<H: Dispatch> Handler<Flush<H>> for PipelineCoordinator {
 
     fn handle(&mut self, _: Flush<H>, ctx: &mut Self::Context) {
         let steps = &self.steps[H::KIND as usize];
-        let Some(lane) = self.lanes.lane::<H>(|| route_of(steps, ctx)) else {
+        let uid = self.admission.uid();
+        let Some(lane) = self.lanes.lane::<H>(|| route_of(steps, uid, ctx)) else {
             return;
         };
         if let Some(jobs) = lane.take() {
@@ -256,7 +285,7 @@ impl<H: Dispatch> Handler<Completed<H>> for PipelineCoordinator {
         }
         for mut job in completed.noted {
             let notes = std::mem::take(&mut job.notes);
-            let notes = match self.sessions.get_mut(job.slot) {
+            let notes = match self.local.sessions.borrow_mut().get_mut(job.slot) {
                 Some(state) => state.first_seen(notes),
                 None => notes,
             };
@@ -279,12 +308,13 @@ impl Handler<ForgetSession> for PipelineCoordinator {
     type Result = ();
 
     fn handle(&mut self, ForgetSession(session): ForgetSession, _: &mut Self::Context) {
-        let Some(slot) = self.sessions.find(&session) else {
+        let mut sessions = self.local.sessions.borrow_mut();
+        let Some(slot) = sessions.find(&session) else {
             return;
         };
-        match self.sessions.get_mut(slot) {
+        match sessions.get_mut(slot) {
             Some(state) if state.running => state.forget = true,
-            Some(_) => self.sessions.close(slot),
+            Some(_) => sessions.close(slot),
             None => {}
         }
     }
@@ -305,7 +335,7 @@ impl Handler<OpenSession> for PipelineCoordinator {
     type Result = u32;
 
     fn handle(&mut self, OpenSession(session): OpenSession, _: &mut Self::Context) -> u32 {
-        self.sessions.slot(&session, None)
+        self.local.sessions.borrow_mut().slot(&session, None)
     }
 }
 

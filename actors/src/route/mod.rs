@@ -33,6 +33,9 @@ pub(crate) struct Route<H: Hook> {
     pub(crate) steps: Box<[Recipient<Relay<H>>]>,
     pub(crate) names: Arc<[Arc<str>]>,
     pub(crate) coordinator: Recipient<Completed<H>>,
+    /// The shard's number ([`crate::coordinator::Admission`]'s uid), to find what the shard
+    /// shares on its thread when the batch is through.
+    pub(crate) shard: u64,
 }
 
 /// Carries a batch of hook `H` calls (usually one per session) to the plugin at step `at` of the
@@ -100,11 +103,11 @@ pub(crate) fn forward<H: Hook>(
 }
 
 /// After the last plugin: calls without notes are answered here at once; calls with notes go to
-/// the coordinator, which keeps each session's seen notes (SPEC P1.4). The callers are answered
-/// before the coordinator's report is handled (it is queued right after), so the report is not on
-/// a lone call's path; a caller on the shard's thread still finds its session free for its next
-/// call (the report is ahead of it in the mailbox), and one elsewhere that is quicker waits in its
-/// session's queue for the report, in order.
+/// the coordinator, which keeps each session's seen notes (SPEC P1.4). On the shard's thread (the
+/// plugin actors run there) a quiet call's session with nothing queued is freed here before its
+/// caller is answered, so a caller there finds it free and may admit its next call in place; the
+/// rest are freed by the coordinator's report, queued right after the answers (a caller that is
+/// quicker waits in its session's queue for it, in order). No report when nothing is left to it.
 fn finish_batch<H: Hook>(mut jobs: Vec<Job<H>>, route: Arc<Route<H>>) {
     // Most batches have no notes at all: no second `Vec` then.
     let noted = if jobs.iter().all(|job| job.notes.is_empty()) {
@@ -114,9 +117,15 @@ fn finish_batch<H: Hook>(mut jobs: Vec<Job<H>>, route: Arc<Route<H>>) {
         jobs = quiet;
         noted
     };
-    let done = jobs.iter().map(|job| job.slot).collect();
+    let mut done = jobs.iter().map(|job| job.slot).collect();
+    // On the shard's thread the sessions with nothing queued are freed here, before the answers,
+    // so a caller there finds its session free for its next call (item 4 of issue 23).
+    crate::coordinator::local::finish_in_place::<H>(route.shard, &mut done);
     for job in jobs {
         job.answer(Vec::new(), &route.names);
+    }
+    if done.is_empty() && noted.is_empty() {
+        return;
     }
     route.coordinator.do_send(Completed::<H> {
         done,
