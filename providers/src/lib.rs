@@ -15,6 +15,7 @@
 //! In the facade crate this is `hookline::providers`, behind the `providers` feature.
 
 pub mod anthropic;
+mod family;
 pub mod openai;
 mod retry;
 pub mod routed;

@@ -162,6 +162,16 @@ pub(crate) struct CallParts {
     pub(crate) partial_json: String,
 }
 
+impl crate::family::Answer for Answer {
+    fn text(&self) -> &str {
+        &self.text
+    }
+
+    fn into_response(self, purpose: Purpose) -> Result<ModelResponse, ProviderError> {
+        Answer::into_response(self, purpose)
+    }
+}
+
 impl Answer {
     /// The response this answer stands for: reasoning, then the text, then the tool calls (item
     /// ids `resp-<k>`, as the other providers name them).

@@ -31,6 +31,22 @@ pub(crate) struct Assembler {
     done: bool,
 }
 
+impl crate::family::Assemble for Assembler {
+    type Answer = Answer;
+
+    fn feed(&mut self, bytes: &[u8], on_text: OnText<'_>) -> Result<(), ProviderError> {
+        Assembler::feed(self, bytes, on_text)
+    }
+
+    fn is_done(&self) -> bool {
+        Assembler::is_done(self)
+    }
+
+    fn finish(self, on_text: OnText<'_>) -> Result<Answer, ProviderError> {
+        Assembler::finish(self, on_text)
+    }
+}
+
 impl Assembler {
     /// Feeds the next piece of the body; text deltas go to `on_text`.
     pub(crate) fn feed(&mut self, bytes: &[u8], on_text: OnText<'_>) -> Result<(), ProviderError> {

@@ -163,6 +163,16 @@ pub(crate) struct CallParts {
     pub(crate) arguments: String,
 }
 
+impl crate::family::Answer for Answer {
+    fn text(&self) -> &str {
+        &self.text
+    }
+
+    fn into_response(self, purpose: Purpose) -> Result<ModelResponse, ProviderError> {
+        Answer::into_response(self, purpose)
+    }
+}
+
 impl Answer {
     /// The response this answer stands for. Its item ids (`resp-<k>`) name items of the response
     /// only, as the scripted provider's do.

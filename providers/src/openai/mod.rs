@@ -26,11 +26,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::StreamExt as _;
 use hookline_messages::model::{ImageRef, ModelRequest, ModelResponse};
 use reqwest::header::AUTHORIZATION;
 use reqwest::Response;
 
+use crate::family;
 pub use crate::retry::RetryPolicy;
 pub use crate::transport::KeySource;
 use crate::transport::{endpoint, secret_header, Transport};
@@ -156,6 +156,19 @@ impl OpenAiProvider {
     pub fn config(&self) -> &OpenAiConfig {
         &self.config
     }
+}
+
+impl family::Family for OpenAiProvider {
+    type Answer = Answer;
+    type Assembler = Assembler;
+
+    fn transport(&self) -> &Transport {
+        &self.transport
+    }
+
+    fn streams(&self) -> bool {
+        self.config.stream
+    }
 
     /// The body for `request`, serialised.
     fn body(&self, request: &ModelRequest, stream: bool) -> Result<Vec<u8>, ProviderError> {
@@ -216,57 +229,6 @@ impl OpenAiProvider {
             usage: reply.usage,
         })
     }
-
-    /// A streamed answer, each text delta offered as it arrives. A server that ignores
-    /// `stream: true` and answers whole is read whole, its text offered once.
-    async fn streamed(
-        &self,
-        response: Response,
-        on_text: OnText<'_>,
-    ) -> Result<Answer, ProviderError> {
-        if Transport::is_json(&response) {
-            let answer = self.whole(response).await?;
-            if !answer.text.is_empty() {
-                on_text(&answer.text);
-            }
-            return Ok(answer);
-        }
-        let mut assembler = Assembler::default();
-        let mut pieces = response.bytes_stream();
-        loop {
-            let piece = tokio::time::timeout(self.transport.timeout, pieces.next())
-                .await
-                .map_err(|_| self.transport.timed_out())?;
-            match piece {
-                None => return assembler.finish(on_text),
-                Some(Ok(bytes)) => assembler.feed(&bytes, on_text)?,
-                // A connection lost after the answer completed costs nothing.
-                Some(Err(_)) if assembler.is_done() => return assembler.finish(on_text),
-                Some(Err(e)) => return Err(self.transport.cut(&e)),
-            }
-        }
-    }
-
-    /// One call: streamed when the configuration says so (text offered to `on_text`, if any),
-    /// whole otherwise.
-    async fn call(
-        &self,
-        request: &ModelRequest,
-        on_text: Option<OnText<'_>>,
-    ) -> Result<ModelResponse, ProviderError> {
-        let stream = self.config.stream;
-        let response = self.transport.send(self.body(request, stream)?).await?;
-        let answer = if stream {
-            self.streamed(response, on_text.unwrap_or(&|_| {})).await?
-        } else {
-            let answer = self.whole(response).await?;
-            if let Some(on_text) = on_text.filter(|_| !answer.text.is_empty()) {
-                on_text(&answer.text);
-            }
-            answer
-        };
-        answer.into_response(request.purpose)
-    }
 }
 
 #[async_trait]
@@ -276,7 +238,7 @@ impl Provider for OpenAiProvider {
     }
 
     async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
-        self.call(request, None).await
+        family::call(self, request, None).await
     }
 
     async fn complete_streaming(
@@ -284,6 +246,6 @@ impl Provider for OpenAiProvider {
         request: &ModelRequest,
         on_text: OnText<'_>,
     ) -> Result<ModelResponse, ProviderError> {
-        self.call(request, Some(on_text)).await
+        family::call(self, request, Some(on_text)).await
     }
 }
