@@ -167,15 +167,9 @@ impl crate::family::Answer for Answer {
         &self.text
     }
 
-    fn into_response(self, purpose: Purpose) -> Result<ModelResponse, ProviderError> {
-        Answer::into_response(self, purpose)
-    }
-}
-
-impl Answer {
     /// The response this answer stands for: reasoning, then the text, then the tool calls (item
     /// ids `resp-<k>`, as the other providers name them).
-    pub(crate) fn into_response(self, purpose: Purpose) -> Result<ModelResponse, ProviderError> {
+    fn into_response(self, purpose: Purpose) -> Result<ModelResponse, ProviderError> {
         let mut items = Vec::new();
         let id = |items: &Vec<Item>| format!("resp-{}", items.len());
         if !self.reasoning.is_empty() {
@@ -260,6 +254,7 @@ fn finish_reason(reason: Option<&str>, has_calls: bool) -> Result<FinishReason, 
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use crate::family::Answer as _;
     use hookline_messages::model::{ItemKind, MediaType};
     use serde_json::json;
 

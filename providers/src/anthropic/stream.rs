@@ -8,6 +8,7 @@
 
 use super::mapping::{Answer, CallParts, MAX_BLOCKS};
 use super::wire::{BlockOut, Delta, Event, UsageIn};
+use crate::family::Assemble;
 use crate::sse::SseReader;
 use hookline_host::provider::{OnText, ProviderError};
 
@@ -31,25 +32,11 @@ pub(crate) struct Assembler {
     done: bool,
 }
 
-impl crate::family::Assemble for Assembler {
+impl Assemble for Assembler {
     type Answer = Answer;
 
-    fn feed(&mut self, bytes: &[u8], on_text: OnText<'_>) -> Result<(), ProviderError> {
-        Assembler::feed(self, bytes, on_text)
-    }
-
-    fn is_done(&self) -> bool {
-        Assembler::is_done(self)
-    }
-
-    fn finish(self, on_text: OnText<'_>) -> Result<Answer, ProviderError> {
-        Assembler::finish(self, on_text)
-    }
-}
-
-impl Assembler {
     /// Feeds the next piece of the body; text deltas go to `on_text`.
-    pub(crate) fn feed(&mut self, bytes: &[u8], on_text: OnText<'_>) -> Result<(), ProviderError> {
+    fn feed(&mut self, bytes: &[u8], on_text: OnText<'_>) -> Result<(), ProviderError> {
         let Self {
             reader,
             answer,
@@ -67,12 +54,12 @@ impl Assembler {
     }
 
     /// Whether the stream said it is complete.
-    pub(crate) fn is_done(&self) -> bool {
+    fn is_done(&self) -> bool {
         self.done
     }
 
     /// The answer, once the body has ended.
-    pub(crate) fn finish(mut self, on_text: OnText<'_>) -> Result<Answer, ProviderError> {
+    fn finish(mut self, on_text: OnText<'_>) -> Result<Answer, ProviderError> {
         let mut state = State {
             answer: &mut self.answer,
             slots: &mut self.slots,

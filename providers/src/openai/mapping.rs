@@ -168,15 +168,9 @@ impl crate::family::Answer for Answer {
         &self.text
     }
 
-    fn into_response(self, purpose: Purpose) -> Result<ModelResponse, ProviderError> {
-        Answer::into_response(self, purpose)
-    }
-}
-
-impl Answer {
     /// The response this answer stands for. Its item ids (`resp-<k>`) name items of the response
     /// only, as the scripted provider's do.
-    pub(crate) fn into_response(self, purpose: Purpose) -> Result<ModelResponse, ProviderError> {
+    fn into_response(self, purpose: Purpose) -> Result<ModelResponse, ProviderError> {
         let mut items = Vec::new();
         let id = |items: &Vec<Item>| format!("resp-{}", items.len());
         if !self.reasoning.is_empty() {
@@ -260,6 +254,7 @@ fn finish_reason(reason: Option<&str>, has_calls: bool) -> Result<FinishReason, 
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use crate::family::Answer as _;
     use hookline_messages::model::MediaType;
     use serde_json::json;
 

@@ -6,6 +6,7 @@
 
 use super::mapping::{Answer, CallParts, MAX_TOOL_CALLS};
 use super::wire::Chunk;
+use crate::family::Assemble;
 use crate::sse::SseReader;
 use hookline_host::provider::{OnText, ProviderError};
 
@@ -25,37 +26,23 @@ struct Fold {
     done: bool,
 }
 
-impl crate::family::Assemble for Assembler {
+impl Assemble for Assembler {
     type Answer = Answer;
 
-    fn feed(&mut self, bytes: &[u8], on_text: OnText<'_>) -> Result<(), ProviderError> {
-        Assembler::feed(self, bytes, on_text)
-    }
-
-    fn is_done(&self) -> bool {
-        Assembler::is_done(self)
-    }
-
-    fn finish(self, on_text: OnText<'_>) -> Result<Answer, ProviderError> {
-        Assembler::finish(self, on_text)
-    }
-}
-
-impl Assembler {
     /// Feeds the next piece of the body; text deltas go to `on_text`.
-    pub(crate) fn feed(&mut self, bytes: &[u8], on_text: OnText<'_>) -> Result<(), ProviderError> {
+    fn feed(&mut self, bytes: &[u8], on_text: OnText<'_>) -> Result<(), ProviderError> {
         let fold = &mut self.fold;
         self.events
             .feed(bytes, &mut |data| fold.event(&data, on_text))
     }
 
     /// Whether the stream said it is complete.
-    pub(crate) fn is_done(&self) -> bool {
+    fn is_done(&self) -> bool {
         self.fold.done
     }
 
     /// The answer, once the body has ended.
-    pub(crate) fn finish(mut self, on_text: OnText<'_>) -> Result<Answer, ProviderError> {
+    fn finish(mut self, on_text: OnText<'_>) -> Result<Answer, ProviderError> {
         let fold = &mut self.fold;
         self.events.finish(&mut |data| fold.event(&data, on_text))?;
         if !self.fold.done {
