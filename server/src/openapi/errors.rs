@@ -52,6 +52,10 @@ error_answers! {
     NotOpen: 404, "No open session has this id (`unknown-session`).";
     /// 408 `timeout`.
     TimedOut: 408, "The request took longer than `--request-timeout` (`timeout`).";
+    /// 409 for an `Idempotency-Key` whose first request runs or was cut off, with `Retry-After`.
+    KeyBusy: 409 + retry, "A request with this `Idempotency-Key` still runs (`request-in-progress`; `Retry-After` says when to retry), or the node running it stopped before it answered (`request-interrupted`: it will not run again).";
+    /// 422 `idempotency-key-reused`.
+    KeyReused: 422, "This `Idempotency-Key` was used with another body or route (`idempotency-key-reused`).";
     /// 410 `session-ended`.
     SessionEnded: 410, "The session ended while the request waited (`session-ended`).";
     /// 413 `body-too-large`.

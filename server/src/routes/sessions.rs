@@ -2,8 +2,8 @@
 //! answer, or server-sent events), answer an approval, run a slash command.
 
 use crate::openapi::errors::{
-    Internal, NotJson, NotOpen, SessionBusy, SessionEnded, TimedOut, TooLarge, Unauthorized,
-    Unavailable,
+    Internal, KeyBusy, KeyReused, NotJson, NotOpen, SessionBusy, SessionEnded, TimedOut, TooLarge,
+    Unauthorized, Unavailable,
 };
 use std::convert::Infallible;
 use std::path::Path;
@@ -410,8 +410,8 @@ pub(crate) async fn run_turn(
         Unauthorized,
         NotOpen,
         TimedOut,
-        (status = 409, description = "A request with this `Idempotency-Key` still runs (`request-in-progress`; `Retry-After` says when to retry), or the node running it stopped before it answered (`request-interrupted`: it will not run again).", body = ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait."))),
-        (status = 422, description = "This `Idempotency-Key` was used with another body or route (`idempotency-key-reused`).", body = ErrorBody),
+        KeyBusy,
+        KeyReused,
         SessionEnded,
         TooLarge,
         NotJson,
@@ -690,8 +690,8 @@ pub(crate) async fn run_command(
         (status = 403, description = "`/cd` names a directory outside `--workspace-root` (`workspace-outside-root`).", body = ErrorBody),
         NotOpen,
         TimedOut,
-        (status = 409, description = "A request with this `Idempotency-Key` still runs (`request-in-progress`; `Retry-After` says when to retry), or the node running it stopped before it answered (`request-interrupted`: it will not run again).", body = ErrorBody, headers(("Retry-After" = u64, description = "Seconds to wait."))),
-        (status = 422, description = "This `Idempotency-Key` was used with another body or route (`idempotency-key-reused`).", body = ErrorBody),
+        KeyBusy,
+        KeyReused,
         SessionEnded,
         TooLarge,
         NotJson,
