@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod serve_support;
+mod support;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -22,6 +23,7 @@ use hookline::messages::hook::OnUserMessage;
 use hookline::messages::user::UserMessage;
 use serde_json::{json, Value};
 use serve_support::{serve, serve_plugins, until_activity, Served, SseReader};
+use support::copy_dir;
 
 fn committed_path() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/openapi.json")
@@ -307,20 +309,6 @@ fn kinds<'a>(values: impl IntoIterator<Item = &'a Value>, field: &str) -> BTreeS
         .into_iter()
         .filter_map(|value| value[field].as_str().map(str::to_owned))
         .collect()
-}
-
-/// Copies the directory `from` to `to`, recursively.
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 /// Plugin directories in every state loading leaves them in: one loaded, one disabled, one
