@@ -3,7 +3,7 @@
 //! append is cut off again, so the value before it stands (SPEC P1.2, P1.4, P1.5, P2.3).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use hookline::actors::plugin::{HookError, PluginRegistration};
+use hookline::actors::plugin::{HookError, PluginRegistration, Reply};
 use hookline::actors::Pipeline;
 use hookline::messages::hook::{HookKind, OnUserMessage};
 use hookline::messages::note::{Note, Refusal, SkipReason};
@@ -42,8 +42,41 @@ async fn appends_run_in_load_order_and_the_outcome_keeps_the_value_given() {
     assert_eq!(outcome.value.text, "hi +a +b");
     // An empty append changes nothing, so it names no one.
     assert_eq!(outcome.changed_by, ["a", "b"]);
-    assert_eq!(outcome.before, Some(UserMessage::new("hi")));
+    // Only appends changed it: the value given is rebuilt on demand, nothing was copied.
+    assert_eq!(outcome.before().as_deref(), Some(&UserMessage::new("hi")));
     assert!(outcome.notes.is_empty() && outcome.failed.is_empty());
+}
+
+#[actix_rt::test]
+async fn a_replacement_after_appends_keeps_the_value_given_not_the_appended_one() {
+    let replaces = PluginRegistration::new("replaces").on(OnUserMessage, |_, message| {
+        Ok(Reply::Replace(UserMessage::new(format!(
+            "{} !",
+            message.text
+        ))))
+    });
+    let mut outcome = run(
+        vec![appender("a", " +a"), replaces, appender("b", " +b")],
+        "hi",
+    )
+    .await;
+    assert_eq!(outcome.value.text, "hi +a ! +b");
+    assert_eq!(outcome.changed_by, ["a", "replaces", "b"]);
+    assert_eq!(outcome.before().as_deref(), Some(&UserMessage::new("hi")));
+    assert_eq!(outcome.take_before(), Some(UserMessage::new("hi")));
+    assert_eq!(outcome.take_before(), None, "taken once");
+}
+
+#[actix_rt::test]
+async fn an_outcome_no_plugin_changed_has_no_value_before() {
+    let nothing = PluginRegistration::new("nothing").edit(OnUserMessage, |_, message| {
+        message.append("");
+        Ok(())
+    });
+    let mut outcome = run(vec![nothing], "hi").await;
+    assert!(outcome.changed_by.is_empty());
+    assert_eq!(outcome.before(), None);
+    assert_eq!(outcome.take_before(), None);
 }
 
 #[actix_rt::test]
@@ -99,5 +132,5 @@ async fn a_write_after_an_append_is_checked_against_the_value_before_the_append(
     assert_eq!(outcome.value, UserMessage::new("hi and more"));
     assert_eq!(outcome.failed, ["flips"]);
     assert_eq!(outcome.changed_by, ["rewrites"]);
-    assert_eq!(outcome.before, Some(UserMessage::new("hi")));
+    assert_eq!(outcome.before().as_deref(), Some(&UserMessage::new("hi")));
 }

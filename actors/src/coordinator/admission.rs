@@ -64,6 +64,13 @@ impl Admission {
         self.admitted.fetch_sub(1, Ordering::AcqRel);
     }
 
+    /// Counts `count` admitted calls out at once (a batch's).
+    pub(crate) fn release_many(&self, count: usize) {
+        if count > 0 {
+            self.admitted.fetch_sub(count, Ordering::AcqRel);
+        }
+    }
+
     /// Calls admitted now.
     pub(crate) fn admitted(&self) -> usize {
         self.admitted.load(Ordering::Acquire)

@@ -86,6 +86,9 @@ impl Local {
     /// Admits `job` (already counted in [`Admission`]) in place and sends it to the first plugin
     /// as a batch of one, or hands it back for the coordinator: when its session is busy, a batch
     /// of its hook is open or travelling, or the route is not made yet.
+    // The job goes back by value when it cannot be admitted here: boxing it would cost the lone
+    // call an allocation.
+    #[allow(clippy::result_large_err)]
     fn admit<H: Hook>(&self, mut job: Job<H>) -> Result<(), Job<H>> {
         let kind = H::KIND as usize;
         if self.busy[kind].get() != 0 {
@@ -121,14 +124,15 @@ impl Local {
         let Ok(mut sessions) = self.sessions.try_borrow_mut() else {
             return;
         };
+        let before = done.len();
         done.retain(|&slot| match sessions.get_mut(slot) {
             Some(state) if state.running && state.queue.is_empty() && !state.forget => {
                 state.running = false;
-                self.admission.release();
                 false
             }
             _ => true,
         });
+        self.admission.release_many(before - done.len());
     }
 }
 
@@ -148,6 +152,7 @@ fn local(uid: u64) -> Option<Rc<Local>> {
 
 /// Admits `job` in place when the caller runs on its shard's arbiter and nothing the coordinator
 /// has yet to see could be ahead of it (see the module's doc); else hands it back.
+#[allow(clippy::result_large_err)] // as `Local::admit`
 pub(crate) fn admit_in_place<H: Hook>(admission: &Admission, job: Job<H>) -> Result<(), Job<H>> {
     if !admission.none_queued() {
         return Err(job);

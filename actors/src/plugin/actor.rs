@@ -211,31 +211,34 @@ impl<H: Dispatch> Handler<Relay<H>> for PluginActor {
             // The step's span (disabled, and nearly free, when no subscriber wants it): a plugin
             // that logs or calls out does so under it.
             let step = job.step_span(name);
-            let entered = step.enter();
-            if let HookFn::Edit(f) = hook {
-                match self.edit(f, job, &mut spare, (at, name)) {
-                    None => {
-                        job.record_step(&step, at);
-                        index += 1;
+            let entered = step.as_ref().map(tracing::Span::enter);
+            let answer = match hook {
+                HookFn::Edit(f) => self.edit(f, job, &mut spare, (at, name)),
+                _ => match self.call(hook, &job.cx, &job.value) {
+                    Answer::Now(result) => {
+                        job.absorb(at, name, result);
+                        None
                     }
-                    Some(later) => {
-                        let job = jobs.remove(index);
-                        drop(entered);
-                        self.resume(job, later, step, route.clone(), at);
+                    Answer::Later(later) => Some(later),
+                },
+            };
+            match answer {
+                None => {
+                    if let Some(step) = &step {
+                        job.record_step(step, at);
                     }
-                }
-                continue;
-            }
-            match self.call(hook, &job.cx, &job.value) {
-                Answer::Now(result) => {
-                    job.absorb(at, name, result);
-                    job.record_step(&step, at);
                     index += 1;
                 }
-                Answer::Later(later) => {
-                    let job = jobs.remove(index);
+                Some(later) => {
                     drop(entered);
-                    self.resume(job, later, step, route.clone(), at);
+                    let job = jobs.remove(index);
+                    self.resume(
+                        job,
+                        later,
+                        step.unwrap_or_else(tracing::Span::none),
+                        route.clone(),
+                        at,
+                    );
                 }
             }
         }

@@ -7,7 +7,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context as TaskContext, Poll};
 
 use tokio::sync::oneshot;
@@ -44,9 +44,25 @@ pub(crate) struct Gather<V> {
 }
 
 struct Gathering<V> {
-    answers: Vec<Option<CallAnswer<V>>>,
+    /// One answer per call, in the caller's order; `Stopped` until the call's answer arrives.
+    answers: Vec<CallAnswer<V>>,
     left: usize,
     done: Option<oneshot::Sender<Vec<CallAnswer<V>>>>,
+}
+
+impl<V> Gathering<V> {
+    /// Puts call `index`'s answer in its place; sends them all when it was the last.
+    fn put(&mut self, index: usize, answer: CallAnswer<V>) {
+        if let Some(place) = self.answers.get_mut(index) {
+            *place = answer;
+        }
+        self.left = self.left.saturating_sub(1);
+        if self.left == 0 {
+            if let Some(done) = self.done.take() {
+                let _ = done.send(std::mem::take(&mut self.answers));
+            }
+        }
+    }
 }
 
 impl<V> Gather<V> {
@@ -54,7 +70,7 @@ impl<V> Gather<V> {
     pub(crate) fn new(count: usize) -> (Arc<Self>, oneshot::Receiver<Vec<CallAnswer<V>>>) {
         let (done, all) = oneshot::channel();
         let state = Gathering {
-            answers: (0..count).map(|_| None).collect(),
+            answers: (0..count).map(|_| Err(PipelineError::Stopped)).collect(),
             left: count,
             done: Some(done),
         };
@@ -62,6 +78,11 @@ impl<V> Gather<V> {
             state: Mutex::new(state),
         });
         (gather, all)
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Gathering<V>> {
+        // A panic never happens under this lock; a poisoned one still holds good answers.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -81,30 +102,47 @@ impl<V> Slot<V> {
     }
 
     fn fill(&mut self, answer: CallAnswer<V>) {
-        let Some(gather) = self.gather.take() else {
-            return;
-        };
-        // A panic never happens under this lock; a poisoned one still holds good answers.
-        let mut state = gather.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(place) = state.answers.get_mut(self.index) {
-            *place = Some(answer);
+        if let Some(gather) = self.gather.take() {
+            gather.lock().put(self.index, answer);
         }
-        state.left = state.left.saturating_sub(1);
-        if state.left == 0 {
-            let answers = std::mem::take(&mut state.answers)
-                .into_iter()
-                .map(|a| a.unwrap_or(Err(PipelineError::Stopped)))
-                .collect();
-            if let Some(done) = state.done.take() {
-                let _ = done.send(answers);
-            }
-        }
+    }
+
+    /// Whether this slot (still unanswered) belongs to `gather`.
+    fn is_in(&self, gather: &Arc<Gather<V>>) -> bool {
+        self.gather.as_ref().is_some_and(|g| Arc::ptr_eq(g, gather))
     }
 }
 
 impl<V> Drop for Slot<V> {
     fn drop(&mut self) {
         self.fill(Err(PipelineError::Stopped));
+    }
+}
+
+/// Answers many calls: each in turn, except that a run of calls of one [`Gather`] (the usual
+/// shape of a batch from [`Pipeline::call_many`](crate::Pipeline::call_many)) takes its lock
+/// once for the whole run.
+pub(crate) fn send_all<V>(answers: impl IntoIterator<Item = (ReplyTo<V>, CallAnswer<V>)>) {
+    let mut answers = answers.into_iter().peekable();
+    while let Some((reply, answer)) = answers.next() {
+        let mut slot = match reply {
+            ReplyTo::Many(slot) => slot,
+            one => {
+                one.send(answer);
+                continue;
+            }
+        };
+        let Some(gather) = slot.gather.take() else {
+            continue;
+        };
+        let mut state = gather.lock();
+        state.put(slot.index, answer);
+        while let Some((ReplyTo::Many(mut next), answer)) =
+            answers.next_if(|(reply, _)| matches!(reply, ReplyTo::Many(s) if s.is_in(&gather)))
+        {
+            next.gather = None;
+            state.put(next.index, answer);
+        }
     }
 }
 
@@ -175,5 +213,39 @@ mod tests {
                 Err(PipelineError::Overloaded)
             ]
         );
+    }
+
+    #[test]
+    fn answers_sent_together_fill_each_gather_in_order_and_the_lone_calls_too() {
+        let (first, mut first_all) = Gather::<u8>::new(2);
+        let (second, mut second_all) = Gather::<u8>::new(1);
+        let (one, mut lone) = oneshot::channel();
+        send_all([
+            (
+                ReplyTo::Many(Slot::new(&first, 1)),
+                Err(PipelineError::Overloaded),
+            ),
+            (ReplyTo::One(one), Err(PipelineError::Overloaded)),
+            (
+                ReplyTo::Many(Slot::new(&second, 0)),
+                Err(PipelineError::Stopped),
+            ),
+            (
+                ReplyTo::Many(Slot::new(&first, 0)),
+                Err(PipelineError::Overloaded),
+            ),
+        ]);
+        assert_eq!(
+            first_all.try_recv().ok(),
+            Some(vec![
+                Err(PipelineError::Overloaded),
+                Err(PipelineError::Overloaded)
+            ])
+        );
+        assert_eq!(
+            second_all.try_recv().ok(),
+            Some(vec![Err(PipelineError::Stopped)])
+        );
+        assert_eq!(lone.try_recv().ok(), Some(Err(PipelineError::Overloaded)));
     }
 }

@@ -2,13 +2,15 @@
 //! rule's facts, the value moving through the plugins, the notes, and where the answer goes),
 //! and the [`Outcome`] it ends in.
 
+use std::borrow::Cow;
+use std::fmt;
 use std::sync::Arc;
 
 use hookline_messages::hook::{Hook, HookContext, Reply};
 use hookline_messages::note::{Note, SkipReason};
 use hookline_messages::session::SessionId;
 
-use super::answer::ReplyTo;
+use super::answer::{CallAnswer, ReplyTo};
 use super::draft::{save, Appended, Draft, Written};
 use super::steps::{Marks, Steps};
 
@@ -26,9 +28,9 @@ pub(crate) struct Job<H: Hook> {
     /// held a `SessionKey`): the finished call is released by it, not by its id.
     pub(crate) slot: u32,
     /// The value the call was admitted with, once a plugin changed it: moved aside by the first
-    /// replacement (an append keeps no copy of the value before it, so the first append makes
-    /// this one).
-    original: Option<H::Value>,
+    /// replacement, or, when only appends changed it, the text's length before them (no copy:
+    /// [`Outcome::before`] rebuilds it on demand).
+    original: Before<H::Value>,
     pub(crate) reply: ReplyTo<H::Value>,
     pub(crate) notes: Vec<Note>,
     /// Steps (indexes into the hook's step list) whose replacement changed the value.
@@ -49,13 +51,19 @@ impl<H: Hook> Job<H> {
         value: H::Value,
         reply: ReplyTo<H::Value>,
     ) -> Self {
-        let span = tracing::info_span!(
-            "hook call",
-            hook = H::KIND.wire_name(),
-            session = %session,
-            changed_by = tracing::field::Empty,
-            skipped = tracing::field::Empty,
-        );
+        // Built only when some subscriber may want `info` spans (a static level check first:
+        // with none, or one at `warn`, a call builds no span at all).
+        let span = if tracing::level_enabled!(tracing::Level::INFO) {
+            enabled(tracing::info_span!(
+                "hook call",
+                hook = H::KIND.wire_name(),
+                session = %session,
+                changed_by = tracing::field::Empty,
+                skipped = tracing::field::Empty,
+            ))
+        } else {
+            None
+        };
         Self {
             cx: HookContext {
                 session_id: session,
@@ -63,32 +71,30 @@ impl<H: Hook> Job<H> {
             facts,
             value,
             slot: NO_SLOT,
-            original: None,
+            original: Before::Unchanged,
             reply,
             notes: Vec::new(),
             changed: Marks::default(),
             failed: Marks::default(),
-            span: enabled(span),
+            span,
         }
     }
 
     /// The span of step `at` (plugin `name`) on this call: a child of the call's span, with the
     /// hook and the plugin; [`Job::record_step`] adds the outcome once the step is through.
-    pub(crate) fn step_span(&self, name: &str) -> tracing::Span {
-        // Without a subscriber for the call, a step's span is the empty one: no call-site check,
-        // and entering, recording and dropping it do nothing (issue 24 item 3: off costs
-        // nothing measurable on the batch path, one step per plugin per call).
-        let Some(call) = self.span.as_deref() else {
-            return tracing::Span::none();
-        };
-        tracing::info_span!(
+    pub(crate) fn step_span(&self, name: &str) -> Option<tracing::Span> {
+        // Without a subscriber for the call, a step has no span at all: nothing to build, enter,
+        // record or drop (issue 24 item 3: off costs nothing measurable on the batch path, one
+        // step per plugin per call).
+        let call = self.span.as_deref()?;
+        Some(tracing::info_span!(
             parent: call,
             "plugin step",
             hook = H::KIND.wire_name(),
             plugin = name,
             outcome = tracing::field::Empty,
             skip_reason = tracing::field::Empty,
-        )
+        ))
     }
 
     /// Records on `span` how step `at` ended: `skipped` (with the reason), `changed` or `kept`.
@@ -131,7 +137,7 @@ impl<H: Hook> Job<H> {
                         let replaced = std::mem::replace(&mut self.value, applied.value);
                         // The first change keeps what the call was given; later ones drop the
                         // value in between.
-                        self.original.get_or_insert(replaced);
+                        drop(self.original.keep(replaced));
                     }
                     self.notes.extend(applied.notice);
                     return;
@@ -186,10 +192,9 @@ impl<H: Hook> Job<H> {
                 Some(Ok(())) => {
                     if grew {
                         self.changed.insert(step);
-                        if self.original.is_none() {
-                            let mut before = self.value.clone();
-                            undo(&mut before, len);
-                            self.original = Some(before);
+                        // Nothing copied: the value given is this one cut back to `len`.
+                        if let Before::Unchanged = self.original {
+                            self.original = Before::Appended { len, undo };
                         }
                     }
                     return;
@@ -241,11 +246,11 @@ impl<H: Hook> Job<H> {
                     }
                     // The first change keeps what the call was given; otherwise the value before
                     // is the next edit's spare.
-                    if changed && self.original.is_none() {
-                        self.original = Some(before);
+                    *spare = if changed {
+                        self.original.keep(before)
                     } else {
-                        *spare = Some(before);
-                    }
+                        Some(before)
+                    };
                     self.notes.extend(applied.notice);
                     return;
                 }
@@ -271,8 +276,21 @@ impl<H: Hook> Job<H> {
         self.failed.insert(step);
     }
 
-    /// The outcome, with `notes` (the ones the session has not seen) and the marked steps named.
+    /// Answers the caller: the outcome, with `notes` (the ones the session has not seen) and the
+    /// marked steps named.
     pub(crate) fn answer(self, notes: Vec<Note>, names: &Arc<[Arc<str>]>) {
+        let (reply, outcome) = self.into_answer(notes, names);
+        reply.send(outcome);
+    }
+
+    /// The outcome and where it goes, for a caller answering many at once ([`send_all`]).
+    ///
+    /// [`send_all`]: super::answer::send_all
+    pub(crate) fn into_answer(
+        self,
+        notes: Vec<Note>,
+        names: &Arc<[Arc<str>]>,
+    ) -> (ReplyTo<H::Value>, CallAnswer<H::Value>) {
         if let Some(span) = self.span.as_deref() {
             let named = |marks: &Marks| {
                 let steps = Steps::new(marks.clone(), names);
@@ -288,8 +306,60 @@ impl<H: Hook> Job<H> {
             before: self.original,
             failed: Steps::new(self.failed, names),
         };
-        // The caller may have stopped waiting; the call still counted, so a closed channel is fine.
-        self.reply.send(Ok(outcome));
+        (self.reply, Ok(outcome))
+    }
+}
+
+/// What a call keeps of the value it was given once a plugin changed it.
+pub(crate) enum Before<T> {
+    /// No plugin changed it (the value is the one given).
+    Unchanged,
+    /// Only appends changed it: the value given is the value's text cut back to `len`.
+    Appended { len: usize, undo: fn(&mut T, usize) },
+    /// A replacement or a write changed it: the value given, moved aside.
+    Kept(T),
+}
+
+impl<T> Before<T> {
+    /// Keeps `replaced` (the value a change replaced) when it is the value given; hands it back
+    /// otherwise (a value in between, or nothing more to keep). After appends, the value given
+    /// is `replaced` cut back.
+    fn keep(&mut self, mut replaced: T) -> Option<T> {
+        match *self {
+            Self::Kept(_) => Some(replaced),
+            Self::Unchanged => {
+                *self = Self::Kept(replaced);
+                None
+            }
+            Self::Appended { len, undo } => {
+                undo(&mut replaced, len);
+                *self = Self::Kept(replaced);
+                None
+            }
+        }
+    }
+}
+
+impl<T: Clone> Clone for Before<T> {
+    fn clone(&self) -> Self {
+        match self {
+            Self::Unchanged => Self::Unchanged,
+            Self::Appended { len, undo } => Self::Appended {
+                len: *len,
+                undo: *undo,
+            },
+            Self::Kept(value) => Self::Kept(value.clone()),
+        }
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for Before<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Unchanged => f.write_str("Unchanged"),
+            Self::Appended { len, .. } => f.debug_struct("Appended").field("len", len).finish(),
+            Self::Kept(value) => f.debug_tuple("Kept").field(value).finish(),
+        }
     }
 }
 
@@ -298,9 +368,10 @@ fn enabled(span: tracing::Span) -> Option<Box<tracing::Span>> {
     (!span.is_disabled()).then(|| Box::new(span))
 }
 
-/// What a hook call produced: the final value, the notes new to this session, and which plugins
-/// changed the value (in load order).
-#[derive(Clone, Debug, PartialEq)]
+/// What a hook call produced: the final value, the notes new to this session, which plugins
+/// changed the value (in load order), and the value the call was given when they did
+/// ([`Outcome::before`]).
+#[derive(Clone, Debug)]
 pub struct Outcome<T> {
     /// The value after every plugin that implements the hook.
     pub value: T,
@@ -310,13 +381,56 @@ pub struct Outcome<T> {
     /// Plugins whose accepted replacement changed the value (SPEC R5.7 needs this for raw hooks).
     /// A step mask named on demand: no vector per call.
     pub changed_by: Steps,
-    /// The value the hook was given, when a plugin changed it: moved aside by the first change,
-    /// never copied (`None` when no plugin changed the value).
-    pub before: Option<T>,
     /// Plugins skipped on this call (error, panic, timeout, undecodable or refused reply), in
     /// load order, whether or not the session had seen the note before. Fail-closed guards
     /// decide on it.
     pub failed: Steps,
+    /// What the call keeps of the value it was given (see [`Outcome::before`]).
+    pub(crate) before: Before<T>,
+}
+
+impl<T: Clone> Outcome<T> {
+    /// The value the hook was given, when a plugin changed it (`None` when none did).
+    ///
+    /// Nothing is copied for it while the call runs: a replacement moves the value given aside,
+    /// and when only appends changed it (`Draft::append`) the call keeps just the text's length
+    /// before them, so this rebuilds it (one copy, here, for a caller that asks).
+    pub fn before(&self) -> Option<Cow<'_, T>> {
+        match &self.before {
+            Before::Unchanged => None,
+            Before::Appended { len, undo } => {
+                let mut before = self.value.clone();
+                undo(&mut before, *len);
+                Some(Cow::Owned(before))
+            }
+            Before::Kept(value) => Some(Cow::Borrowed(value)),
+        }
+    }
+
+    /// Takes the value the hook was given out of the outcome, when a plugin changed it (`None`
+    /// when none did, or once taken).
+    pub fn take_before(&mut self) -> Option<T> {
+        match std::mem::replace(&mut self.before, Before::Unchanged) {
+            Before::Unchanged => None,
+            Before::Appended { len, undo } => {
+                let mut before = self.value.clone();
+                undo(&mut before, len);
+                Some(before)
+            }
+            Before::Kept(value) => Some(value),
+        }
+    }
+}
+
+/// Outcomes are equal when their values, notes, steps and values given are.
+impl<T: Clone + PartialEq> PartialEq for Outcome<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.value == other.value
+            && self.notes == other.notes
+            && self.changed_by == other.changed_by
+            && self.failed == other.failed
+            && self.before() == other.before()
+    }
 }
 
 #[cfg(test)]
@@ -385,7 +499,7 @@ mod tests {
             Ok(())
         });
         assert_eq!(job.value, UserMessage::new("tag"));
-        assert_eq!(job.original, Some(UserMessage::new("")));
+        assert!(matches!(&job.original, Before::Kept(before) if *before == UserMessage::new("")));
         assert!(job.changed.contains(1) && !job.changed.contains(0));
     }
 }

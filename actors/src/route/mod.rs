@@ -79,25 +79,36 @@ pub(crate) fn forward<H: Hook>(
     if jobs.is_empty() {
         return;
     }
-    let Some(step) = route.steps.get(next) else {
+    if next >= route.steps.len() {
         return finish_batch(jobs, route);
-    };
-    let relay = Relay {
-        jobs,
-        spare,
-        route: route.clone(),
-        at: next,
-    };
+    }
+    let via = route.clone();
+    send_to(
+        &via.steps[next],
+        Relay {
+            jobs,
+            spare,
+            route,
+            at: next,
+        },
+    );
+}
+
+/// Sends `relay` to `step`, the plugin actor at `relay.at` of its route (a plugin actor holds
+/// its next step's recipient, so the route moves on without a reference count per hop). A
+/// stopped one is skipped as [`forward`] does.
+fn send_to<H: Hook>(step: &Recipient<Relay<H>>, relay: Relay<H>) {
     match step.try_send(relay) {
         Ok(()) => {}
         // The batches in flight are bounded by admission (`max_pending`), so a full mailbox may
         // take one more; waiting here could deadlock two actors that feed each other.
         Err(SendError::Full(relay)) => step.do_send(relay),
         Err(SendError::Closed(mut relay)) => {
+            let at = relay.at;
             for job in &mut relay.jobs {
-                job.absorb(next, &route.names[next], Err(SkipReason::Unavailable));
+                job.absorb(at, &relay.route.names[at], Err(SkipReason::Unavailable));
             }
-            forward(relay.jobs, relay.spare, route, next + 1);
+            forward(relay.jobs, relay.spare, relay.route, at + 1);
         }
     }
 }
@@ -121,9 +132,10 @@ fn finish_batch<H: Hook>(mut jobs: Vec<Job<H>>, route: Arc<Route<H>>) {
     // On the shard's thread the sessions with nothing queued are freed here, before the answers,
     // so a caller there finds its session free for its next call (item 4 of issue 23).
     crate::coordinator::local::finish_in_place::<H>(route.shard, &mut done);
-    for job in jobs {
-        job.answer(Vec::new(), &route.names);
-    }
+    answer::send_all(
+        jobs.into_iter()
+            .map(|job| job.into_answer(Vec::new(), &route.names)),
+    );
     if done.is_empty() && noted.is_empty() {
         return;
     }

@@ -14,11 +14,18 @@ pub(crate) struct Marks {
 }
 
 impl Marks {
+    #[inline]
     pub(crate) fn insert(&mut self, step: usize) {
         if step < 64 {
             self.low |= 1 << step;
-            return;
+        } else {
+            self.insert_high(step);
         }
+    }
+
+    /// Beyond 64 plugins: the boxed words, grown as needed.
+    #[cold]
+    fn insert_high(&mut self, step: usize) {
         let word = step / 64 - 1;
         if self.high.len() <= word {
             let mut grown = std::mem::take(&mut self.high).into_vec();
@@ -30,6 +37,7 @@ impl Marks {
         }
     }
 
+    #[inline]
     pub(crate) fn contains(&self, step: usize) -> bool {
         if step < 64 {
             return self.low & (1 << step) != 0;

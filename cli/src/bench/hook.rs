@@ -3,7 +3,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use hookline_actors::{Pipeline, PipelineError, SessionRef, Submitted};
+use hookline_actors::{Outcome, Pipeline, PipelineError, SessionRef, Submitted};
 use hookline_messages::hook::{OnPrompt, OnToolCall, OnUserMessage};
 use hookline_messages::prompt::{Prompt, PromptMode};
 use hookline_messages::session::SessionId;
@@ -93,16 +93,21 @@ impl BenchHook {
         sessions: &[S],
         shed: &mut u64,
     ) -> Result<u64, PipelineError> {
-        let answers = self.call_each(pipeline, sessions).await;
-        let mut done = 0;
-        for answer in answers {
-            match answer {
-                Ok(()) => done += 1,
-                Err(PipelineError::Overloaded) => *shed += 1,
-                Err(error) => return Err(error),
+        // Counted where they land: no second vector of results per batch.
+        match self {
+            Self::OnUserMessage => {
+                let calls = sessions.iter().map(|s| (s, UserMessage::new(PAYLOAD)));
+                tally(pipeline.call_many::<OnUserMessage>(calls).await, shed)
+            }
+            Self::OnPrompt => {
+                let calls = sessions.iter().map(|s| (s, prompt()));
+                tally(pipeline.call_many::<OnPrompt>(calls).await, shed)
+            }
+            Self::OnToolCall => {
+                let calls = sessions.iter().map(|s| (s, tool_call()));
+                tally(pipeline.call_many::<OnToolCall>(calls).await, shed)
             }
         }
-        Ok(done)
     }
 
     /// One call of this hook for each of `sessions`, with one [`Pipeline::call_many`]: each
@@ -156,6 +161,25 @@ impl BenchHook {
         }
         started.elapsed() / u32::try_from(calls.max(1)).unwrap_or(u32::MAX)
     }
+}
+
+/// The calls of `answers` answered; `Overloaded` ones counted in `shed`.
+///
+/// # Errors
+/// The first error other than `Overloaded`.
+fn tally<V>(
+    answers: Vec<Result<Outcome<V>, PipelineError>>,
+    shed: &mut u64,
+) -> Result<u64, PipelineError> {
+    let mut done = 0;
+    for answer in answers {
+        match answer {
+            Ok(_) => done += 1,
+            Err(PipelineError::Overloaded) => *shed += 1,
+            Err(error) => return Err(error),
+        }
+    }
+    Ok(done)
 }
 
 /// A call issued by [`BenchHook::issue`], whichever hook it is.

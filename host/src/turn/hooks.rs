@@ -41,11 +41,8 @@ impl Turn<'_> {
             .pipeline
             .call_with::<H>(&id, context, value)
             .await?;
-        let changed = outcome
-            .before
-            .as_ref()
-            .filter(|_| !outcome.changed_by.is_empty());
-        if let (Some(tap), Some(_)) = (&self.engine.tap, changed) {
+        let changed = !outcome.changed_by.is_empty();
+        if let (Some(tap), true) = (&self.engine.tap, changed) {
             // A replay: what it blames differences on, without a patch nobody reads.
             let request = matches!(H::KIND, HookKind::RebuildModel | HookKind::TransformModel);
             let change = TappedChange {
@@ -57,13 +54,13 @@ impl Turn<'_> {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .changes
                 .push(change);
-        } else if let Some(before) = changed {
+        } else if let Some(before) = outcome.before().filter(|_| changed) {
             let full = self.engine.events.detail() == Detail::Full;
             self.engine.events.push(HostEvent::HookChanged {
                 hook: H::KIND,
                 changed_by: outcome.changed_by.iter().map(ToString::to_string).collect(),
-                patch: H::Value::patch(before, &outcome.value),
-                before: full.then(|| crate::state::patch_json(before)),
+                patch: H::Value::patch(&before, &outcome.value),
+                before: full.then(|| crate::state::patch_json(&*before)),
                 after: full.then(|| crate::state::patch_json(&outcome.value)),
             });
         }

@@ -60,16 +60,16 @@ impl Turn<'_> {
         let rebuilt = self.hook_with::<RebuildModel>(held, request).await?;
         // SPEC R5.7 names the raw hooks only when the request really changed: one raw hook may
         // undo another's change.
-        let raw_changed = rebuilt
-            .before
+        let mut rebuilt = rebuilt;
+        let raw_before = rebuilt.take_before();
+        let raw_changed = raw_before
             .as_ref()
             .is_some_and(|before| *before != rebuilt.value);
         let rebuilt_by = rebuilt.changed_by;
-        let raw_before = rebuilt.before;
-        let transformed = self.hook_with::<TransformModel>((), rebuilt.value).await?;
+        let mut transformed = self.hook_with::<TransformModel>((), rebuilt.value).await?;
         // The request as built, before any hook: handed back by the first hook that changed it
         // (a raw hook's, else `transform_model`'s); `None` when it is the request sent.
-        let built = raw_before.or(transformed.before);
+        let built = raw_before.or_else(|| transformed.take_before());
         let transformed = transformed.value;
         // Nothing is copied for a request no hook changed, unless preparing it for the
         // provider changes it (images as text): then the request as built is kept apart.

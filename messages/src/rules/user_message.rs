@@ -32,7 +32,9 @@ pub fn on_user_message_append(after: &UserMessage) -> Result<(), Refusal> {
 }
 
 fn not_blank(message: &UserMessage) -> Result<(), Refusal> {
-    if message.text.trim().is_empty() {
+    // Blank: no character but whitespace (stops at the first other one, at the start of nearly
+    // every text).
+    if message.text.chars().all(char::is_whitespace) {
         return Err(Refusal::EmptyUserMessage);
     }
     Ok(())
