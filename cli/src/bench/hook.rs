@@ -6,7 +6,6 @@ use std::time::{Duration, Instant};
 use hookline_actors::{Outcome, Pipeline, PipelineError, SessionRef, Submitted};
 use hookline_messages::hook::{OnPrompt, OnToolCall, OnUserMessage};
 use hookline_messages::prompt::{Prompt, PromptMode};
-use hookline_messages::session::SessionId;
 use hookline_messages::tool::{ToolCall, ToolProvider};
 use hookline_messages::user::UserMessage;
 use serde_json::json;
@@ -64,7 +63,7 @@ impl BenchHook {
     pub fn issue(
         self,
         pipeline: &Pipeline,
-        session: &SessionId,
+        session: impl SessionRef,
     ) -> impl std::future::Future<Output = Result<(), PipelineError>> + 'static {
         let issued = match self {
             Self::OnUserMessage => {
