@@ -250,7 +250,7 @@ impl<H: Dispatch> Handler<Relay<H>> for PluginActor {
 }
 
 /// One batch in this many has its inline calls timed for the latency histograms.
-const LATENCY_SAMPLE_EVERY: u64 = 16;
+const LATENCY_SAMPLE_EVERY: u64 = 64;
 
 /// Records a sampled batch's inline time as each inline call's share of it: two clock reads per
 /// sampled batch, not two per call, on the hot path.

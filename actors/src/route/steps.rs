@@ -10,7 +10,10 @@ use std::sync::Arc;
 #[derive(Clone, Default, PartialEq, Eq)]
 pub(crate) struct Marks {
     low: u64,
-    high: Box<[u64]>,
+    /// The words beyond the first 64 steps, behind one thin pointer (none below 65 plugins), so
+    /// a call's two masks take two words each.
+    #[allow(clippy::box_collection)] // a thin pointer on purpose: the common case is `None`
+    high: Option<Box<Vec<u64>>>,
 }
 
 impl Marks {
@@ -27,12 +30,11 @@ impl Marks {
     #[cold]
     fn insert_high(&mut self, step: usize) {
         let word = step / 64 - 1;
-        if self.high.len() <= word {
-            let mut grown = std::mem::take(&mut self.high).into_vec();
-            grown.resize(word + 1, 0);
-            self.high = grown.into_boxed_slice();
+        let high = self.high.get_or_insert_with(Box::default);
+        if high.len() <= word {
+            high.resize(word + 1, 0);
         }
-        if let Some(bits) = self.high.get_mut(word) {
+        if let Some(bits) = high.get_mut(word) {
             *bits |= 1 << (step % 64);
         }
     }
@@ -42,18 +44,22 @@ impl Marks {
         if step < 64 {
             return self.low & (1 << step) != 0;
         }
-        self.high
+        self.high_words()
             .get(step / 64 - 1)
             .is_some_and(|word| word & (1 << (step % 64)) != 0)
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.low == 0 && self.high.iter().all(|w| *w == 0)
+        self.low == 0 && self.high_words().iter().all(|w| *w == 0)
     }
 
     fn count(&self) -> usize {
-        let high: u32 = self.high.iter().map(|w| w.count_ones()).sum();
+        let high: u32 = self.high_words().iter().map(|w| w.count_ones()).sum();
         (self.low.count_ones() + high) as usize
+    }
+
+    fn high_words(&self) -> &[u64] {
+        self.high.as_deref().map_or(&[], Vec::as_slice)
     }
 }
 
