@@ -8,9 +8,10 @@
 use std::sync::{Arc, Mutex};
 
 use futures::future::join_all;
-use hookline::actors::plugin::PluginRegistration;
+use hookline::actors::plugin::{PluginRegistration, Reply};
 use hookline::actors::{Pipeline, Submitted};
-use hookline::messages::hook::OnUserMessage;
+use hookline::messages::hook::{OnPrompt, OnUserMessage};
+use hookline::messages::prompt::{Prompt, PromptMode};
 use hookline::messages::session::SessionId;
 use hookline::messages::user::UserMessage;
 
@@ -169,5 +170,69 @@ async fn a_lone_call_keeps_its_notes_once_per_session_and_the_pipeline_drains() 
     for outcome in join_all(burst).await {
         assert!(outcome.is_ok());
     }
+    assert_eq!(pipeline.admitted().await.unwrap().calls, 0);
+}
+
+#[actix_rt::test]
+async fn a_sessions_calls_of_two_hooks_keep_their_order_while_one_hooks_batches_are_busy() {
+    // Every call a plugin sees, as "<hook>:<text>", in the order it saw them.
+    let seen = Seen::default();
+    let (users, prompts) = (seen.clone(), seen.clone());
+    let plugin = PluginRegistration::new("log")
+        .edit(OnUserMessage, move |_, message| {
+            users.lock().unwrap().push(format!("user:{}", message.text));
+            Ok(())
+        })
+        .on(OnPrompt, move |_, prompt| {
+            prompts
+                .lock()
+                .unwrap()
+                .push(format!("prompt:{}", prompt.text));
+            Ok(Reply::Keep)
+        });
+    // One shard, on this test's arbiter: the calls below are made on the shard's thread.
+    let pipeline = Pipeline::builder()
+        .shards(1)
+        .plugin(plugin)
+        .start()
+        .unwrap();
+    let session = SessionId::new("s");
+    for round in 0..50 {
+        // Another session's call keeps `on_user_message`'s batches busy, so the session's
+        // `on_user_message` calls go to the coordinator; its `on_prompt` calls, whose hook has no
+        // batch open, must not go in place ahead of them.
+        let busy = pipeline.submit::<OnUserMessage>(
+            &SessionId::new("other"),
+            UserMessage::new(format!("busy/{round}")),
+        );
+        let first =
+            pipeline.submit::<OnUserMessage>(&session, UserMessage::new(format!("s/{round}/1")));
+        let second = pipeline.submit::<OnPrompt>(
+            &session,
+            Prompt::new(PromptMode::Work, format!("s/{round}/2")),
+        );
+        let third =
+            pipeline.submit::<OnUserMessage>(&session, UserMessage::new(format!("s/{round}/3")));
+        let fourth = pipeline.submit::<OnPrompt>(
+            &session,
+            Prompt::new(PromptMode::Work, format!("s/{round}/4")),
+        );
+        busy.await.unwrap();
+        first.await.unwrap();
+        second.await.unwrap();
+        third.await.unwrap();
+        fourth.await.unwrap();
+    }
+    let order: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|call| call.split_once(':').map(|(_, text)| text.to_owned()))
+        .filter(|text| text.starts_with("s/"))
+        .collect();
+    let expected: Vec<String> = (0..50)
+        .flat_map(|round| (1..=4).map(move |n| format!("s/{round}/{n}")))
+        .collect();
+    assert_eq!(order, expected);
     assert_eq!(pipeline.admitted().await.unwrap().calls, 0);
 }
