@@ -456,7 +456,12 @@ impl Pipeline {
             }
             let mut job = Job::new(session.into_session_id(), context, value, reply);
             job.slot = slot;
-            by_shard[shard].push(job);
+            let jobs = &mut by_shard[shard];
+            if jobs.capacity() == 0 {
+                // Room for every call at once: a batch's jobs are never moved to grow it.
+                jobs.reserve_exact(count - index);
+            }
+            jobs.push(job);
         }
         drop(gather);
         for (shard, jobs) in self.shards.list.iter().zip(by_shard) {

@@ -114,25 +114,29 @@ impl Local {
         Ok(())
     }
 
-    /// After the last plugin, for a batch of hook `H` whose quiet calls are about to be answered:
-    /// frees each of their sessions that has nothing queued (the coordinator's release, done
-    /// here so the caller finds its session free for its next call) and keeps in `done` only
+    /// After the last plugin, for a batch of hook `H` whose quiet `jobs` are about to be
+    /// answered: frees each of their sessions that has nothing queued (the coordinator's
+    /// release, done here so the caller finds its session free for its next call) and returns
     /// the slots left to the coordinator.
-    fn finish<H: Hook>(&self, done: &mut Vec<u32>) {
+    fn finish<H: Hook>(&self, jobs: &[Job<H>]) -> Vec<u32> {
         let busy = &self.busy[H::KIND as usize];
         busy.set(busy.get().saturating_sub(1));
         let Ok(mut sessions) = self.sessions.try_borrow_mut() else {
-            return;
+            return jobs.iter().map(|job| job.slot).collect();
         };
-        let before = done.len();
-        done.retain(|&slot| match sessions.get_mut(slot) {
-            Some(state) if state.running && state.queue.is_empty() && !state.forget => {
-                state.running = false;
-                false
+        let mut left = Vec::new();
+        let mut freed = 0;
+        for job in jobs {
+            match sessions.get_mut(job.slot) {
+                Some(state) if state.running && state.queue.is_empty() && !state.forget => {
+                    state.running = false;
+                    freed += 1;
+                }
+                _ => left.push(job.slot),
             }
-            _ => true,
-        });
-        self.admission.release_many(before - done.len());
+        }
+        self.admission.release_many(freed);
+        left
     }
 }
 
@@ -163,11 +167,12 @@ pub(crate) fn admit_in_place<H: Hook>(admission: &Admission, job: Job<H>) -> Res
     }
 }
 
-/// Called by the last plugin of a batch of shard `uid` before it answers the quiet calls in it
-/// (their slots in `done`): see [`Local::finish`]. Elsewhere than on the shard's thread nothing
-/// is freed here and the coordinator's report frees them all.
-pub(crate) fn finish_in_place<H: Hook>(uid: u64, done: &mut Vec<u32>) {
-    if let Some(local) = local(uid) {
-        local.finish::<H>(done);
+/// Called by the last plugin of a batch of shard `uid` before it answers the quiet `jobs` in
+/// it: see [`Local::finish`]; returns the slots the coordinator's report must free. Elsewhere
+/// than on the shard's thread nothing is freed here and the report frees them all.
+pub(crate) fn finish_in_place<H: Hook>(uid: u64, jobs: &[Job<H>]) -> Vec<u32> {
+    match local(uid) {
+        Some(local) => local.finish::<H>(jobs),
+        None => jobs.iter().map(|job| job.slot).collect(),
     }
 }

@@ -128,10 +128,10 @@ fn finish_batch<H: Hook>(mut jobs: Vec<Job<H>>, route: Arc<Route<H>>) {
         jobs = quiet;
         noted
     };
-    let mut done = jobs.iter().map(|job| job.slot).collect();
     // On the shard's thread the sessions with nothing queued are freed here, before the answers,
-    // so a caller there finds its session free for its next call (item 4 of issue 23).
-    crate::coordinator::local::finish_in_place::<H>(route.shard, &mut done);
+    // so a caller there finds its session free for its next call (item 4 of issue 23); the
+    // others' slots are left to the coordinator (no vector when there are none).
+    let done = crate::coordinator::local::finish_in_place::<H>(route.shard, &jobs);
     answer::send_all(
         jobs.into_iter()
             .map(|job| job.into_answer(Vec::new(), &route.names)),
