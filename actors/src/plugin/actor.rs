@@ -208,8 +208,8 @@ impl<H: Dispatch> Handler<Relay<H>> for PluginActor {
         let mut index = 0;
         while index < jobs.len() {
             let job = &mut jobs[index];
-            // The step's span (disabled, and nearly free, when no subscriber wants it): a plugin
-            // that logs or calls out does so under it.
+            // The step's span (none at all when no subscriber wants the call's): a plugin that
+            // logs or calls out does so under it.
             let step = job.step_span(name);
             let entered = step.as_ref().map(tracing::Span::enter);
             let answer = match hook {

@@ -79,36 +79,25 @@ pub(crate) fn forward<H: Hook>(
     if jobs.is_empty() {
         return;
     }
-    if next >= route.steps.len() {
+    let Some(step) = route.steps.get(next) else {
         return finish_batch(jobs, route);
-    }
-    let via = route.clone();
-    send_to(
-        &via.steps[next],
-        Relay {
-            jobs,
-            spare,
-            route,
-            at: next,
-        },
-    );
-}
-
-/// Sends `relay` to `step`, the plugin actor at `relay.at` of its route (a plugin actor holds
-/// its next step's recipient, so the route moves on without a reference count per hop). A
-/// stopped one is skipped as [`forward`] does.
-fn send_to<H: Hook>(step: &Recipient<Relay<H>>, relay: Relay<H>) {
+    };
+    let relay = Relay {
+        jobs,
+        spare,
+        route: route.clone(),
+        at: next,
+    };
     match step.try_send(relay) {
         Ok(()) => {}
         // The batches in flight are bounded by admission (`max_pending`), so a full mailbox may
         // take one more; waiting here could deadlock two actors that feed each other.
         Err(SendError::Full(relay)) => step.do_send(relay),
         Err(SendError::Closed(mut relay)) => {
-            let at = relay.at;
             for job in &mut relay.jobs {
-                job.absorb(at, &relay.route.names[at], Err(SkipReason::Unavailable));
+                job.absorb(next, &route.names[next], Err(SkipReason::Unavailable));
             }
-            forward(relay.jobs, relay.spare, relay.route, at + 1);
+            forward(relay.jobs, relay.spare, route, next + 1);
         }
     }
 }

@@ -57,10 +57,9 @@ impl Turn<'_> {
         let held = self.session.held_images();
         // The request moves through the raw hooks; the pipeline hands the one it was given back
         // only when a hook changed it (nothing is copied for a call no raw hook changes).
-        let rebuilt = self.hook_with::<RebuildModel>(held, request).await?;
+        let mut rebuilt = self.hook_with::<RebuildModel>(held, request).await?;
         // SPEC R5.7 names the raw hooks only when the request really changed: one raw hook may
         // undo another's change.
-        let mut rebuilt = rebuilt;
         let raw_before = rebuilt.take_before();
         let raw_changed = raw_before
             .as_ref()
