@@ -489,20 +489,24 @@ impl Pipeline {
     /// Opens `session` on its shard: gives it a slot in the shard's dense session table and
     /// returns a [`SessionKey`] that carries the shard and the slot. Calls made with the key go
     /// to the shard and are admitted without hashing the id (with a plain [`SessionId`] each call
-    /// hashes it twice: for its shard and in the shard's table). Opening is optional: a session
-    /// first seen in a call gets its slot then.
+    /// hashes it twice: for its shard and in the shard's table). The key holds a copy of the id
+    /// made on the shard's thread: each call counts a reference to the id in and out, and a copy
+    /// among the shard's own allocations never shares a cache line with another shard's ids (an
+    /// id made elsewhere may, and then those counts move the line between cores at every call).
+    /// Opening is optional: a session first seen in a call gets its slot then.
     ///
     /// # Errors
     /// [`PipelineError::Stopped`] when the session's shard is gone.
     pub async fn open_session(&self, session: &SessionId) -> Result<SessionKey, PipelineError> {
         let shard = self.shard_of(session);
-        let slot = self.shards.list[shard]
+        // The key carries the shard's own copy of the id (see `OpenSession`).
+        let (slot, id) = self.shards.list[shard]
             .coordinator
             .send(OpenSession(session.clone()))
             .await
             .map_err(|_| PipelineError::Stopped)?;
         let shard = u32::try_from(shard).unwrap_or(u32::MAX);
-        Ok(SessionKey::new(session.clone(), self.id, shard, slot))
+        Ok(SessionKey::new(id, self.id, shard, slot))
     }
 
     /// The shard and the slot hint of a call for `session`: a key of this pipeline's own, or the
