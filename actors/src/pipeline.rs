@@ -490,9 +490,10 @@ impl Pipeline {
     /// returns a [`SessionKey`] that carries the shard and the slot. Calls made with the key go
     /// to the shard and are admitted without hashing the id (with a plain [`SessionId`] each call
     /// hashes it twice: for its shard and in the shard's table). The key holds a copy of the id
-    /// made on the shard's thread: each call counts a reference to the id in and out, and a copy
-    /// among the shard's own allocations never shares a cache line with another shard's ids (an
-    /// id made elsewhere may, and then those counts move the line between cores at every call).
+    /// made on the shard's thread: each call counts a reference to the id in and out, and with an
+    /// allocator that keeps each thread's small allocations apart (mimalloc in hookline's
+    /// binaries) that copy shares no cache line with other shards' ids (an id made elsewhere may,
+    /// and then those counts move the line between cores at every call).
     /// Opening is optional: a session first seen in a call gets its slot then.
     ///
     /// # Errors
