@@ -5,14 +5,14 @@
 //! Calls are carried in batches: the calls of one hook that arrive while the coordinator drains
 //! its mailbox go through the plugins together, one message per plugin per batch, relayed from
 //! plugin actor to plugin actor. Under load a batch holds many sessions' calls; alone, a call is a
-//! batch of one. One [`Job`] is the call from admission to answer.
+//! batch of one. One `Job` is the call from admission to answer.
 //!
 //! Ordering and concurrency (written down in `docs/runtime-semantics.md`):
 //! - the calls of one session run one after another, in the order the coordinator received them;
 //! - calls of different sessions run concurrently;
 //! - a shard admits at most `max_pending` calls (running or queued); beyond that a call fails at
 //!   once with [`PipelineError::Overloaded`] instead of growing a queue without bound. The count
-//!   ([`Admission`]) is shared with the callers, who take it before sending: a call that would
+//!   (`Admission`) is shared with the callers, who take it before sending: a call that would
 //!   find the mailbox full is shed at the door too, never parked in its caller.
 
 mod admission;
