@@ -46,6 +46,10 @@ macro_rules! error_answers {
 }
 
 error_answers! {
+    /// 400 for a body a route cannot take.
+    BadBody: 400, "The body is not the JSON this route takes (`bad-json`, naming the field) or asks for what cannot be (`invalid-request`, `unknown-model`).";
+    /// 400 for a body a route cannot take, or a malformed `Idempotency-Key`.
+    BadKeyedBody: 400, "The body is not the JSON this route takes (`bad-json`, naming the field), asks for what cannot be (`invalid-request`, `unknown-model`), or the `Idempotency-Key` is malformed (`bad-idempotency-key`).";
     /// 401 `unauthorized`.
     Unauthorized: 401, "No or a wrong bearer token (`unauthorized`).";
     /// 404 `unknown-session` for a session that is not open here.

@@ -36,6 +36,10 @@ use hookline_host::store::{
 };
 use hookline_messages::session::SessionId;
 use sha2::{Digest, Sha256};
+use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
+use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+use utoipa::openapi::Required;
+use utoipa::IntoParams;
 
 use crate::{ApiError, AppState};
 
@@ -94,6 +98,27 @@ impl Keys {
 /// The `Idempotency-Key` header, parsed: none, or a valid key (400 `bad-idempotency-key` for a
 /// malformed one or two of them).
 pub(crate) struct IdempotencyHeader(pub(crate) Option<IdempotencyKey>);
+
+/// How the operations that take the header document it: one description for all of them.
+impl IntoParams for IdempotencyHeader {
+    fn into_params(_: impl Fn() -> Option<ParameterIn>) -> Vec<Parameter> {
+        // As an optional header's `Option<String>` reads in the document: a string or null.
+        let text =
+            ObjectBuilder::new().schema_type(SchemaType::from_iter([Type::String, Type::Null]));
+        vec![ParameterBuilder::new()
+            .name("Idempotency-Key")
+            .parameter_in(ParameterIn::Header)
+            .required(Required::False)
+            .description(Some(
+                "Makes the request idempotent (IETF httpapi draft; 1 to 255 printable ASCII \
+                 characters, plain or quoted): the same key and body on this session get the \
+                 first request's stored answer, with `Idempotent-Replayed: true`, without running \
+                 it again.",
+            ))
+            .schema(Some(text))
+            .build()]
+    }
+}
 
 impl<S: Send + Sync> FromRequestParts<S> for IdempotencyHeader {
     type Rejection = ApiError;

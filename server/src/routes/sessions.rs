@@ -2,8 +2,8 @@
 //! answer, or server-sent events), answer an approval, run a slash command.
 
 use crate::openapi::errors::{
-    Internal, KeyBusy, KeyReused, NotJson, NotOpen, SessionBusy, SessionEnded, TimedOut, TooLarge,
-    Unauthorized, Unavailable,
+    BadBody, BadKeyedBody, Internal, KeyBusy, KeyReused, NotJson, NotOpen, SessionBusy,
+    SessionEnded, TimedOut, TooLarge, Unauthorized, Unavailable,
 };
 use std::convert::Infallible;
 use std::path::Path;
@@ -103,7 +103,7 @@ pub(crate) struct OpenBody {
     request_body(content = Option<OpenBody>, description = "Where and how the session runs; an empty body opens it in the workspace root with the defaults.", content_type = "application/json"),
     responses(
         (status = 201, description = "The new session's status.", body = ref("#/components/schemas/SessionStatus"), headers(("Location" = String, description = "The session's address, `/v1/sessions/{key}`."))),
-        (status = 400, description = "The body is not the JSON this route takes (`bad-json`, naming the field) or asks for what cannot be (`invalid-request`, `unknown-model`).", body = ErrorBody),
+        BadBody,
         Unauthorized,
         (status = 403, description = "The workspace lies outside `--workspace-root` (`workspace-outside-root`).", body = ErrorBody),
         TimedOut,
@@ -402,11 +402,11 @@ pub(crate) async fn run_turn(
 /// one's stored answer (`idempotency.rs`).
 #[utoipa::path(
     post, path = "/v1/sessions/{id}/turns", tag = "sessions",
-    params(("id" = String, Path, description = "The session's key (`key` in its status)."), ("Idempotency-Key" = Option<String>, Header, description = "Makes the request idempotent (IETF httpapi draft; 1 to 255 printable ASCII characters, plain or quoted): the same key and body on this session get the first request's stored answer, with `Idempotent-Replayed: true`, without running it again."), TurnQuery),
+    params(("id" = String, Path, description = "The session's key (`key` in its status)."), IdempotencyHeader, TurnQuery),
     request_body(content = TurnBody, description = "The user's text and its mode.", content_type = "application/json"),
     responses(
         (status = 200, description = "The finished turn: one JSON document, or with `Accept: text/event-stream` its events as they happen (`event: <kind>` with a HostEvent as data, `lagged` with `{\"missed\": n}`, then `done` with the answer without `events`, or `error` with an ErrorBody).", content((TurnAnswer<'static> = "application/json"), (String = "text/event-stream"))),
-        (status = 400, description = "The body is not the JSON this route takes (`bad-json`, naming the field), asks for what cannot be (`invalid-request`, `unknown-model`), or the `Idempotency-Key` is malformed (`bad-idempotency-key`).", body = ErrorBody),
+        BadKeyedBody,
         Unauthorized,
         NotOpen,
         TimedOut,
@@ -605,7 +605,7 @@ pub(crate) struct ApprovalBody {
     request_body(content = ApprovalBody, description = "The operator's decision.", content_type = "application/json"),
     responses(
         (status = 200, description = "The answer was taken: the waiting tool call runs or is refused.", body = ApprovalAnswer),
-        (status = 400, description = "The body is not the JSON this route takes (`bad-json`, naming the field) or asks for what cannot be (`invalid-request`, `unknown-model`).", body = ErrorBody),
+        BadBody,
         Unauthorized,
         (status = 404, description = "No open session has this id (`unknown-session`), or no approval waits for this call (`not-waiting`).", body = ErrorBody),
         TimedOut,
@@ -681,11 +681,11 @@ pub(crate) async fn run_command(
 /// first one's stored answer (`idempotency.rs`).
 #[utoipa::path(
     post, path = "/v1/sessions/{id}/commands", tag = "sessions",
-    params(("id" = String, Path, description = "The session's key (`key` in its status)."), ("Idempotency-Key" = Option<String>, Header, description = "Makes the request idempotent (IETF httpapi draft; 1 to 255 printable ASCII characters, plain or quoted): the same key and body on this session get the first request's stored answer, with `Idempotent-Replayed: true`, without running it again.")),
+    params(("id" = String, Path, description = "The session's key (`key` in its status)."), IdempotencyHeader),
     request_body(content = CommandBody, description = "A slash command line (`/model`, `/cd`, `/new`, `/stop`, ...).", content_type = "application/json"),
     responses(
         (status = 200, description = "What the command reported and the session's status after it.", body = CommandAnswer),
-        (status = 400, description = "The body is not the JSON this route takes (`bad-json`, naming the field), asks for what cannot be (`invalid-request`, `unknown-model`), or the `Idempotency-Key` is malformed (`bad-idempotency-key`).", body = ErrorBody),
+        BadKeyedBody,
         Unauthorized,
         (status = 403, description = "`/cd` names a directory outside `--workspace-root` (`workspace-outside-root`).", body = ErrorBody),
         NotOpen,
