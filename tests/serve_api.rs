@@ -567,14 +567,8 @@ async fn a_workspace_under_the_root_is_made_and_used() {
     // DELETE ends it: its end hooks ran; then it is unknown.
     let (_, list) = served.get("/v1/sessions").await;
     let key = list["sessions"][0]["key"].as_str().unwrap().to_owned();
-    let response = served
-        .client
-        .delete(served.url(&format!("/v1/sessions/{key}")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let closed: serde_json::Value = response.json().await.unwrap();
+    let (status, closed) = served.delete(&format!("/v1/sessions/{key}")).await;
+    assert_eq!(status, 200, "{closed}");
     assert!(
         closed["events"]
             .as_array()
@@ -724,13 +718,8 @@ async fn a_stored_session_is_resumed_by_id_and_goes_on_where_it_stopped() {
     let (_, shown) = served.get(&format!("/v1/sessions/{key}")).await;
     let records = shown["records"]["total"].clone();
     // Closed (its lock given up), then opened again from the store by id.
-    let closed = served
-        .client
-        .delete(served.url(&format!("/v1/sessions/{key}")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(closed.status(), 200);
+    let (status, closed) = served.delete(&format!("/v1/sessions/{key}")).await;
+    assert_eq!(status, 200, "{closed}");
     let (status, _) = served.get(&format!("/v1/sessions/{key}")).await;
     assert_eq!(status, 404);
     let (status, body) = served

@@ -265,14 +265,8 @@ async fn real_answers_match_the_schemas_of_their_routes() {
     assert_eq!(status, 400);
     check("post", "/v1/sessions/{id}/turns", 400, &bad);
 
-    let response = served
-        .client
-        .delete(served.url(&format!("/v1/sessions/{key}")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    let closed: Value = response.json().await.unwrap();
+    let (status, closed) = served.delete(&format!("/v1/sessions/{key}")).await;
+    assert_eq!(status, 200, "{closed}");
     check("delete", "/v1/sessions/{id}", 200, &closed);
     served.shutdown().await;
 }

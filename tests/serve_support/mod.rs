@@ -65,6 +65,13 @@ impl Served {
         (status, response.json().await.unwrap_or_default())
     }
 
+    /// DELETEs and returns the status and the JSON answer.
+    pub async fn delete(&self, path: &str) -> (u16, serde_json::Value) {
+        let response = self.client.delete(self.url(path)).send().await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or_default())
+    }
+
     /// Opens a session and returns its key.
     pub async fn open(&self) -> String {
         let (status, body) = self.post("/v1/sessions", serde_json::json!({})).await;
