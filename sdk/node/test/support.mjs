@@ -1,5 +1,5 @@
 // Shared by the tests: the real binary, and a plugin directory built with the kit.
-import { cpSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -21,9 +21,19 @@ export function hooklineBin() {
   return path;
 }
 
-/** `<tmp>/plugins/kit`: the test plugin with the kit beside it (SPEC L2: nothing outside). */
+/** The scratch directories made by `pluginDir`, removed when the test file's process exits. */
+const scratch = [];
+process.on("exit", () => {
+  for (const root of scratch) rmSync(root, { recursive: true, force: true });
+});
+
+/**
+ * `<tmp>/plugins/kit`: the test plugin with the kit beside it (SPEC L2: nothing outside). The
+ * directory is removed when the process exits.
+ */
 export function pluginDir() {
   const root = mkdtempSync(join(tmpdir(), "hookline-node-kit-"));
+  scratch.push(root);
   const dir = join(root, "plugins", "kit");
   mkdirSync(join(dir, "hookline_plugin"), { recursive: true });
   for (const file of ["index.js", "package.json"]) {
