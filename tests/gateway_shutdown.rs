@@ -268,3 +268,65 @@ fn session_end_hooks_past_the_budget_release_the_caller_with_a_note() {
         assert_eq!(entries(&ended), ["a"]);
     });
 }
+
+// An end hook is never skipped silently: a call its shard refuses for now (the admission bound
+// is full) asks again within the budget (`end_sessions`). With one call admitted at a time the
+// two sessions end one after the other, both within the 5 s budget.
+#[test]
+fn sessions_beyond_the_admission_bound_still_end_within_the_budget() {
+    run_paused(async {
+        let ended = log();
+        let ender = PluginRegistration::new("ender")
+            .with_hooks(Arc::new(Ender {
+                ended: ended.clone(),
+            }))
+            .with_timeout(HookKind::OnSessionEnded, Duration::from_secs(120));
+        let pipeline = Pipeline::builder()
+            .plugin(ender)
+            .max_pending(1)
+            .start()
+            .unwrap();
+        let config = GatewayConfig {
+            session_end_budget: Duration::from_secs(5),
+            ..GatewayConfig::default()
+        };
+        let gateway = Lifecycle::start(pipeline, Arc::new(Store::default()), config);
+        let started = Instant::now();
+        let sessions = vec![session("a"), session("b")];
+        let report = gateway.shutdown(request(None, sessions)).await.unwrap();
+        let elapsed = started.elapsed();
+        assert!(
+            elapsed >= Duration::from_secs(3) && elapsed < Duration::from_millis(3100),
+            "one after the other: {elapsed:?}"
+        );
+        assert!(report.notes.is_empty(), "{:?}", texts(&report.notes));
+        let mut ended = entries(&ended);
+        ended.sort();
+        assert_eq!(ended, ["a", "b"]);
+    });
+}
+
+// One that still waits for admission when the budget ends is counted in the note, not dropped.
+#[test]
+fn a_session_still_waiting_for_admission_at_the_budget_is_counted_in_the_note() {
+    run_paused(async {
+        let ended = log();
+        let ender = PluginRegistration::new("ender")
+            .with_hooks(Arc::new(Ender {
+                ended: ended.clone(),
+            }))
+            .with_timeout(HookKind::OnSessionEnded, Duration::from_secs(120));
+        let pipeline = Pipeline::builder()
+            .plugin(ender)
+            .max_pending(1)
+            .start()
+            .unwrap();
+        let gateway = Lifecycle::start(pipeline, Arc::new(Store::default()), GatewayConfig::default());
+        let sessions = vec![session("slow-1"), session("b")];
+        let report = gateway.shutdown(request(None, sessions)).await.unwrap();
+        assert_eq!(
+            texts(&report.notes),
+            ["Session-end hooks of 2 session(s) did not finish within 2 s."]
+        );
+    });
+}

@@ -6,7 +6,8 @@
 //! 2. `gateway:pre-restart`, only when `restartExpectedMs` is set: its own `pre_restart_wait`
 //!    (default 10 s), independent of the first;
 //! 3. `on_session_ended` for every still-active session, in parallel, under one total
-//!    `session_end_budget` (default 2 s);
+//!    `session_end_budget` (default 2 s); a call refused by a full admission bound asks again
+//!    within the budget, so none is skipped silently;
 //! 4. the caller is released with the notes. In the background, once every handler of steps 1
 //!    and 2 has really finished (a timeout never cancels one, G2.2), the host's [`SharedState`]
 //!    is closed (G2.3). A handler that never ends keeps it open: that is the spec's behaviour.

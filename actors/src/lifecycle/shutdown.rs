@@ -10,8 +10,9 @@ use hookline_messages::session::SessionInfo;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use crate::error::PipelineError;
 use crate::events::EventBus;
-use crate::Pipeline;
+use crate::{Outcome, Pipeline};
 
 /// What the host asks for when it shuts the gateway down.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -103,7 +104,16 @@ pub(crate) fn stop_context(request: &ShutdownRequest) -> GatewayStopContext {
     }
 }
 
+/// How long a session-end call its shard refused for now waits before it asks again.
+const READMIT_AFTER: Duration = Duration::from_millis(1);
+
 /// Runs `on_session_ended` for every session in parallel under one total `budget`.
+///
+/// No session's end is skipped silently: a call its shard refuses for now
+/// ([`PipelineError::Overloaded`]: the shard's admission bound is full, with the turns still
+/// draining or more sessions than the bound) asks again every [`READMIT_AFTER`] within the
+/// budget, and one that has not finished when the budget ends, admitted or not, is counted in
+/// the `SessionEndTimedOut` note.
 pub(crate) async fn end_sessions(
     pipeline: &Pipeline,
     sessions: Vec<SessionInfo>,
@@ -111,13 +121,7 @@ pub(crate) async fn end_sessions(
 ) -> Vec<Note> {
     let mut calls: FuturesUnordered<_> = sessions
         .into_iter()
-        .map(|session| {
-            let pipeline = pipeline.clone();
-            async move {
-                let id = session.session_id.clone();
-                pipeline.call::<OnSessionEnded>(&id, session).await
-            }
-        })
+        .map(|session| end_session(pipeline, session))
         .collect();
     let mut notes = Vec::new();
     let drain = async {
@@ -135,6 +139,23 @@ pub(crate) async fn end_sessions(
         });
     }
     notes
+}
+
+/// One session's `on_session_ended`, asked again while its shard refuses it for now (the
+/// caller bounds the wait).
+async fn end_session(
+    pipeline: &Pipeline,
+    session: SessionInfo,
+) -> Result<Outcome<SessionInfo>, PipelineError> {
+    loop {
+        match pipeline
+            .call::<OnSessionEnded>(&session.session_id, session.clone())
+            .await
+        {
+            Err(PipelineError::Overloaded) => tokio::time::sleep(READMIT_AFTER).await,
+            answer => return answer,
+        }
+    }
 }
 
 fn millis(duration: Duration) -> u64 {
