@@ -96,9 +96,12 @@ pub(crate) async fn deliver(subscribers: &[Subscriber], event: Event) -> Deliver
 /// each handler getting all of the run's events in one message. So each event still meets its
 /// handlers in the order of SPEC G1.3, one after another, and each handler still sees the events
 /// in the order they were queued.
-pub(crate) async fn deliver_queued(subscribers: &[Subscriber], events: Vec<Event>) -> Vec<Note> {
+pub(crate) async fn deliver_queued(
+    subscribers: &[Subscriber],
+    events: impl IntoIterator<Item = Arc<Event>>,
+) -> Vec<Note> {
     let mut notes = Vec::new();
-    let mut events = events.into_iter().map(Arc::new).peekable();
+    let mut events = events.into_iter().peekable();
     while let Some(first) = events.next() {
         let key = first.key();
         let order = dispatch_order(subscribers, &key);
