@@ -321,7 +321,11 @@ fn a_session_still_waiting_for_admission_at_the_budget_is_counted_in_the_note() 
             .max_pending(1)
             .start()
             .unwrap();
-        let gateway = Lifecycle::start(pipeline, Arc::new(Store::default()), GatewayConfig::default());
+        let gateway = Lifecycle::start(
+            pipeline,
+            Arc::new(Store::default()),
+            GatewayConfig::default(),
+        );
         let sessions = vec![session("slow-1"), session("b")];
         let report = gateway.shutdown(request(None, sessions)).await.unwrap();
         assert_eq!(
