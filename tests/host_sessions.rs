@@ -6,12 +6,13 @@ mod host_support;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use hookline::actors::plugin::{HookResult, Plugin, PluginRegistration};
+use hookline::actors::plugin::{HookResult, Plugin, PluginRegistration, Reply};
 use hookline::host::turn::UserInput;
 use hookline::host::{HostError, SessionCommand};
 use hookline::messages::hook::{HookContext, HookKind, HookSet};
 use hookline::messages::model::ItemBody;
 use hookline::messages::session::{ApprovalMode, SessionId, SessionInfo};
+use hookline::messages::user::UserMessage;
 use host_support::*;
 
 struct Watcher(Seen);
@@ -135,6 +136,52 @@ async fn a_fork_copies_the_stored_records_into_a_new_session() {
         Some("s2")
     );
     assert_eq!(rig.records("s2"), rig.records("s1"));
+}
+
+/// Records the session each `on_user_message` call is made for.
+struct SessionOfCalls(Seen);
+
+#[async_trait]
+impl Plugin for SessionOfCalls {
+    fn hooks(&self) -> HookSet {
+        HookSet::of(&[HookKind::OnUserMessage])
+    }
+    async fn on_user_message(
+        &self,
+        cx: &HookContext,
+        message: UserMessage,
+    ) -> HookResult<Reply<UserMessage>> {
+        self.0
+            .lock()
+            .unwrap()
+            .push(format!("{} {}", cx.session_id, message.text));
+        Ok(Reply::Keep)
+    }
+}
+
+// The host calls a session's hooks by the key the pipeline gave it when it became active: each
+// turn's hooks see the session active at that turn, through `/new`, `/fork` and a resume.
+#[actix_rt::test]
+async fn each_turns_hooks_are_called_for_the_session_active_then() {
+    let log = Seen::default();
+    let mut rig = rig(
+        vec![PluginRegistration::new("s").with_hooks(Arc::new(SessionOfCalls(log.clone())))],
+        false,
+        ApprovalMode::AskAboveRead,
+    );
+    rig.host.open().await.unwrap();
+    rig.replies(vec![text("a"), text("b"), text("c"), text("d")]);
+    rig.host.user_turn(UserInput::work("one")).await.unwrap();
+    rig.host.command(SessionCommand::New).await.unwrap();
+    rig.host.user_turn(UserInput::work("two")).await.unwrap();
+    rig.host.command(SessionCommand::Fork).await.unwrap();
+    rig.host.user_turn(UserInput::work("three")).await.unwrap();
+    rig.host
+        .command(SessionCommand::Resume(SessionId::new("s1")))
+        .await
+        .unwrap();
+    rig.host.user_turn(UserInput::work("four")).await.unwrap();
+    assert_eq!(seen(&log), ["s1 one", "s2 two", "s3 three", "s1 four"]);
 }
 
 #[test]

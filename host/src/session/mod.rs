@@ -602,6 +602,15 @@ impl Conversation {
         }
         self.session = next.or(old);
         if let Some(session) = self.session.as_mut() {
+            if session.pipeline_key.is_none() {
+                // A stopped pipeline leaves it keyed by its id: its calls then fail as any would.
+                session.pipeline_key = self
+                    .engine
+                    .pipeline
+                    .open_session(&session.info.session_id)
+                    .await
+                    .ok();
+            }
             for note in std::mem::take(&mut self.pending_notes) {
                 crate::state::record_note(&mut self.engine.events, session, note)?;
             }

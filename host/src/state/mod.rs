@@ -20,6 +20,7 @@ pub use events::{EventLog, HostEvent, LiveSink};
 pub(crate) use patch::json as patch_json;
 pub use patch::{request_patch, Changes, Detail, Patch};
 
+use hookline_actors::SessionKey;
 use hookline_messages::cut_off::{open_turn, OpenTurn};
 use hookline_messages::model::{HeldImages, ImageRef, MediaType, UsageTotals};
 use hookline_messages::note::Note;
@@ -51,6 +52,10 @@ pub(crate) struct SessionState {
     bootstrap: Option<String>,
     /// Written since the last [`SessionState::flush`].
     unflushed: Unflushed,
+    /// The session as the pipeline opened it (`Pipeline::open_session`), once the conversation
+    /// made it active: its hook calls go to its shard's slot without hashing its id, and count
+    /// references to the shard's own copy of the id. `None` until then (calls go by id).
+    pub(crate) pipeline_key: Option<SessionKey>,
 }
 
 /// Writes waiting for [`SessionState::flush`].
@@ -141,6 +146,7 @@ impl SessionState {
             writer: Some(writer),
             bootstrap: None,
             unflushed: Unflushed::default(),
+            pipeline_key: None,
         }
     }
 
@@ -169,6 +175,7 @@ impl SessionState {
             writer: None,
             bootstrap: None,
             unflushed: Unflushed::default(),
+            pipeline_key: None,
         }
     }
 

@@ -35,12 +35,17 @@ impl Turn<'_> {
     where
         H::Value: Changes,
     {
-        let id = self.session.info.session_id.clone();
-        let outcome = self
-            .engine
-            .pipeline
-            .call_with::<H>(&id, context, value)
-            .await?;
+        let pipeline = &self.engine.pipeline;
+        // By the session's key once the conversation opened it on the pipeline (no hashing, the
+        // shard's own copy of the id); by its id before that.
+        let outcome = match &self.session.pipeline_key {
+            Some(key) => pipeline.call_with::<H>(key, context, value).await?,
+            None => {
+                pipeline
+                    .call_with::<H>(&self.session.info.session_id, context, value)
+                    .await?
+            }
+        };
         let changed = !outcome.changed_by.is_empty();
         if let (Some(tap), true) = (&self.engine.tap, changed) {
             // A replay: what it blames differences on, without a patch nobody reads.
