@@ -184,6 +184,39 @@ async fn each_turns_hooks_are_called_for_the_session_active_then() {
     assert_eq!(seen(&log), ["s1 one", "s2 two", "s3 three", "s1 four"]);
 }
 
+// A session the conversation leaves is forgotten by the pipeline (its slot, its seen notes), as
+// a closed one is: a long conversation's `/new`s do not pile up there.
+#[actix_rt::test]
+async fn the_pipeline_holds_only_the_active_session_after_switches() {
+    let log = Seen::default();
+    let mut rig = rig(
+        vec![PluginRegistration::new("s").with_hooks(Arc::new(SessionOfCalls(log.clone())))],
+        false,
+        ApprovalMode::AskAboveRead,
+    );
+    rig.host.open().await.unwrap();
+    rig.replies(vec![text("a"), text("b")]);
+    rig.host.user_turn(UserInput::work("one")).await.unwrap();
+    for command in [
+        SessionCommand::New,
+        SessionCommand::Clear,
+        SessionCommand::Fork,
+        SessionCommand::Reset,
+    ] {
+        rig.host.command(command).await.unwrap();
+    }
+    rig.host
+        .command(SessionCommand::Resume(SessionId::new("s1")))
+        .await
+        .unwrap();
+    rig.host.user_turn(UserInput::work("two")).await.unwrap();
+    assert_eq!(seen(&log), ["s1 one", "s1 two"]);
+    let held = rig.host.pipeline().admitted().await.unwrap();
+    assert_eq!(held.sessions, 1, "only the active session: {held:?}");
+    rig.host.close().await.unwrap();
+    assert_eq!(rig.host.pipeline().admitted().await.unwrap().sessions, 0);
+}
+
 #[test]
 fn a_store_reopened_after_a_restart_resumes_the_session() {
     let dir = tempfile::tempdir().unwrap();

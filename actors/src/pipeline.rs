@@ -564,12 +564,17 @@ impl Pipeline {
             .map_err(|_| PipelineError::Stopped)
     }
 
-    /// How many calls the shards have admitted now, and their `max_pending` bounds, summed.
+    /// How many calls the shards have admitted now, their `max_pending` bounds, and the sessions
+    /// their tables hold, summed.
     ///
     /// # Errors
     /// [`PipelineError::Stopped`] when a coordinator is gone.
     pub async fn admitted(&self) -> Result<Admitted, PipelineError> {
-        let mut sum = Admitted { calls: 0, bound: 0 };
+        let mut sum = Admitted {
+            calls: 0,
+            bound: 0,
+            sessions: 0,
+        };
         for shard in self.shards.list.iter() {
             let one = shard
                 .coordinator
@@ -578,6 +583,7 @@ impl Pipeline {
                 .map_err(|_| PipelineError::Stopped)?;
             sum.calls += one.calls;
             sum.bound += one.bound;
+            sum.sessions += one.sessions;
         }
         Ok(sum)
     }

@@ -351,8 +351,9 @@ impl Handler<OpenSession> for PipelineCoordinator {
     }
 }
 
-/// Asks how many calls the coordinator has admitted (running or queued) and its bound. A soak
-/// samples it to check the bound holds under load.
+/// Asks how many calls the coordinator has admitted (running or queued) and its bound, and how
+/// many sessions its table holds. A soak samples it to check the bound holds under load and that
+/// closed sessions are forgotten.
 pub struct AdmittedCalls;
 
 /// The answer to [`AdmittedCalls`].
@@ -362,6 +363,9 @@ pub struct Admitted {
     pub calls: usize,
     /// The most calls it admits at once (`max_pending`).
     pub bound: usize,
+    /// Sessions holding a slot in the session table (opened or seen in a call, and not forgotten
+    /// yet: [`Pipeline::forget_session`](crate::Pipeline::forget_session)).
+    pub sessions: usize,
 }
 
 impl Message for AdmittedCalls {
@@ -375,6 +379,7 @@ impl Handler<AdmittedCalls> for PipelineCoordinator {
         Admitted {
             calls: self.admission.admitted(),
             bound: self.admission.bound(),
+            sessions: self.local.sessions.borrow().len(),
         }
     }
 }

@@ -97,6 +97,11 @@ impl Sessions {
             .filter(|state| state.id.is_some())
     }
 
+    /// How many sessions hold a slot.
+    pub(crate) fn len(&self) -> usize {
+        self.index.len()
+    }
+
     /// The slot of `id`, if it has one.
     pub(crate) fn find(&self, id: &SessionId) -> Option<u32> {
         self.index.get(id).copied()

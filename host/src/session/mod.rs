@@ -596,8 +596,11 @@ impl Conversation {
         if next.is_some() {
             if let Some(left) = old.take() {
                 // The session left is done: its end is durable, and its lease given up, before
-                // the next one starts.
+                // the next one starts; the pipeline forgets it (its slot and seen notes), as on
+                // a close, so a long conversation's `/new`s do not pile up there.
+                let id = left.info.session_id.clone();
                 left.release().await?;
+                self.engine.pipeline.forget_session(&id).await?;
             }
         }
         self.session = next.or(old);
