@@ -4,7 +4,10 @@
 //! Which calls a change takes, and in which order, is the pure function
 //! [`hookline_messages::transition::transition`]; this actor only keeps the active session and
 //! runs the calls one change at a time. A change's calls finish before the next change's start
-//! (the handler is atomic), so an end always precedes the start that follows it.
+//! (the handler is atomic), so an end always precedes the start that follows it. The active
+//! session it keeps is what the calls that ran made it: a change whose call the pipeline refused
+//! (overloaded, stopped) fails with that error at the call, and the same change sent again runs
+//! what had not run yet (never a start skipped, never an end twice).
 
 use actix::{Actor, ActorFutureExt, AtomicResponse, Context, Handler, Message, WrapFuture};
 use hookline_messages::hook::{OnSessionEnded, OnSessionStarted};
@@ -67,44 +70,59 @@ impl Handler<ChangeSession> for SessionLifecycle {
         ChangeSession(event): ChangeSession,
         _: &mut Self::Context,
     ) -> Self::Result {
-        let (next, steps) = transition(self.active.as_ref(), event);
-        self.active = next;
+        let (_, steps) = transition(self.active.as_ref(), event);
         let pipeline = self.pipeline.clone();
         AtomicResponse::new(Box::pin(
             run_transitions(pipeline, steps)
                 .into_actor(self)
-                .map(|ran, _, _| ran),
+                .map(|(ran, failed), this, _| {
+                    // The active session is what the hooks that ran made it: after a call the
+                    // pipeline refused (overloaded, stopped), a retry runs the rest, never skipping
+                    // a start or running an end twice.
+                    for step in &ran {
+                        this.active = match &step.transition {
+                            Transition::Ended(_) => None,
+                            Transition::Started(info) => Some(info.clone()),
+                        };
+                    }
+                    match failed {
+                        Some(error) => Err(error),
+                        None => Ok(ran),
+                    }
+                }),
         ))
     }
 }
 
-/// Runs each transition's hook, one after another.
+/// Runs each transition's hook, one after another, up to the first the pipeline refuses: the
+/// ones that ran, and that refusal.
 async fn run_transitions(
     pipeline: Pipeline,
     steps: Vec<Transition>,
-) -> Result<Vec<Ran>, PipelineError> {
+) -> (Vec<Ran>, Option<PipelineError>) {
     let mut ran = Vec::with_capacity(steps.len());
     for step in steps {
-        let notes = match &step {
+        let outcome = match &step {
             Transition::Ended(info) => {
                 pipeline
                     .call::<OnSessionEnded>(&info.session_id, info.clone())
-                    .await?
-                    .notes
+                    .await
             }
             Transition::Started(info) => {
                 pipeline
                     .call::<OnSessionStarted>(&info.session_id, info.clone())
-                    .await?
-                    .notes
+                    .await
             }
         };
-        ran.push(Ran {
-            transition: step,
-            notes,
-        });
+        match outcome {
+            Ok(outcome) => ran.push(Ran {
+                transition: step,
+                notes: outcome.notes,
+            }),
+            Err(error) => return (ran, Some(error)),
+        }
     }
-    Ok(ran)
+    (ran, None)
 }
 
 /// Asks which session is active.

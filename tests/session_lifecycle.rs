@@ -1,0 +1,95 @@
+//! The session lifecycle actor (SPEC P3.10 to P3.13) when the pipeline refuses a transition's
+//! call: the active session it keeps is what the hooks that ran made it, so a retry runs the
+//! start that was refused instead of finding the session already active and running nothing.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, Mutex};
+
+use actix::Actor;
+use hookline::actors::plugin::{PluginRegistration, Reply};
+use hookline::actors::session::{ActiveSession, ChangeSession, SessionLifecycle};
+use hookline::actors::{Pipeline, PipelineError};
+use hookline::messages::hook::{OnSessionEnded, OnSessionStarted, OnUserMessage};
+use hookline::messages::session::{ApprovalMode, SessionId, SessionInfo};
+use hookline::messages::transition::{Cause, SessionEvent};
+use hookline::messages::user::UserMessage;
+use tokio::sync::Notify;
+
+fn info(id: &str) -> SessionInfo {
+    SessionInfo {
+        workspace_root: "/ws".into(),
+        session_id: id.into(),
+        approval_mode: ApprovalMode::default(),
+    }
+}
+
+fn activate(id: &str) -> ChangeSession {
+    ChangeSession(SessionEvent::Activate {
+        cause: Cause::Open,
+        next: info(id),
+    })
+}
+
+#[actix_rt::test]
+async fn a_change_the_pipeline_refused_runs_its_hooks_when_retried() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let (started, ended) = (log.clone(), log.clone());
+    let release = Arc::new(Notify::new());
+    let held = release.clone();
+    let plugin = PluginRegistration::new("p")
+        .on(OnSessionStarted, move |_, s: &SessionInfo| {
+            started
+                .lock()
+                .unwrap()
+                .push(format!("start {}", s.session_id));
+            Ok(Reply::Keep)
+        })
+        .on(OnSessionEnded, move |_, s: &SessionInfo| {
+            ended.lock().unwrap().push(format!("end {}", s.session_id));
+            Ok(Reply::Keep)
+        })
+        // Holds the pipeline's only admission place until released.
+        .on_async(OnUserMessage, move |_, _| {
+            let held = held.clone();
+            async move {
+                held.notified().await;
+                Ok(Reply::Keep)
+            }
+        });
+    let pipeline = Pipeline::builder()
+        .plugin(plugin)
+        .shards(1)
+        .max_pending(1)
+        .start()
+        .unwrap();
+    let lifecycle = SessionLifecycle::new(pipeline.clone()).start();
+    lifecycle.send(activate("a")).await.unwrap().unwrap();
+
+    let busy = pipeline.submit::<OnUserMessage>(SessionId::new("other"), UserMessage::new("x"));
+    // `a`'s end and `b`'s start: the end is refused first, so nothing runs.
+    let refused = lifecycle.send(activate("b")).await.unwrap();
+    assert_eq!(refused, Err(PipelineError::Overloaded));
+    assert_eq!(
+        lifecycle.send(ActiveSession).await.unwrap(),
+        Some(info("a")),
+        "the session whose end was refused is still the active one"
+    );
+    release.notify_one();
+    busy.await.unwrap();
+
+    let ran = lifecycle.send(activate("b")).await.unwrap().unwrap();
+    assert_eq!(
+        ran.len(),
+        2,
+        "the retry runs the end and the start: {ran:?}"
+    );
+    assert_eq!(
+        *log.lock().unwrap(),
+        ["start a", "end a", "start b"],
+        "each hook once, in order"
+    );
+    assert_eq!(
+        lifecycle.send(ActiveSession).await.unwrap(),
+        Some(info("b"))
+    );
+}
