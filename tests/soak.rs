@@ -39,6 +39,7 @@ async fn a_tiny_soak_passes_every_check_and_records_only_the_injected_notes() {
             "resident memory flat after warm-up",
             "coordinator within max_pending",
             "event queue within its capacity",
+            "pipeline session table within the sessions open",
             "only the injected notes, once per session",
             "no session request failed",
             "shutdown under load within its budget",
@@ -83,7 +84,7 @@ fn hookline_soak_prints_a_json_report_and_exits_zero_when_every_check_passes() {
     assert_eq!(report["driver"], "gateway");
     assert_eq!(report["concurrent_sessions"], 50);
     let checks = report["checks"].as_array().unwrap();
-    assert_eq!(checks.len(), 6);
+    assert_eq!(checks.len(), 7);
     assert!(checks.iter().all(|c| c["passed"] == true), "{stdout}");
 }
 

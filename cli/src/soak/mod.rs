@@ -151,7 +151,11 @@ pub async fn run_soak(
         ..Load::default()
     };
     let sampling = Rc::new(Cell::new(false));
-    let sampler = actix_rt::spawn(watch::sample_queues(pipeline.clone(), sampling.clone()));
+    let sampler = actix_rt::spawn(watch::sample_queues(
+        pipeline.clone(),
+        sessions,
+        sampling.clone(),
+    ));
     let workers = join_all((0..sessions).map(|_| load.worker(&gateway)));
     let (_, (memory, shutdown)) = futures::join!(workers, load.clock(config, &gateway, progress));
     sampling.set(true);

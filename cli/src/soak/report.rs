@@ -143,6 +143,10 @@ impl SoakReport {
             self.memory_check(),
             queue_check("coordinator within max_pending", &self.queues.coordinator),
             queue_check("event queue within its capacity", &self.queues.event_queue),
+            queue_check(
+                "pipeline session table within the sessions open",
+                &self.queues.session_table,
+            ),
             self.notes_check(),
             Check {
                 name: "no session request failed",

@@ -60,16 +60,25 @@ pub struct QueuePeaks {
     pub coordinator: QueuePeak,
     /// The event bus queue against its capacity.
     pub event_queue: QueuePeak,
+    /// The sessions the pipeline's tables hold against the sessions open at once: a session the
+    /// gateway closed is forgotten there (`Pipeline::admitted`'s `sessions`).
+    pub session_table: QueuePeak,
 }
 
-/// Samples the queues of `pipeline` every [`SAMPLE_EVERY`] until `stop` is set.
-pub(super) async fn sample_queues(pipeline: Pipeline, stop: Rc<Cell<bool>>) -> QueuePeaks {
+/// Samples the queues of `pipeline` every [`SAMPLE_EVERY`] until `stop` is set; `sessions` is
+/// how many sessions are open at once.
+pub(super) async fn sample_queues(
+    pipeline: Pipeline,
+    sessions: usize,
+    stop: Rc<Cell<bool>>,
+) -> QueuePeaks {
     let mut peaks = QueuePeaks::default();
     let mut tick = tokio::time::interval(SAMPLE_EVERY);
     while !stop.get() {
         tick.tick().await;
         if let Ok(admitted) = pipeline.admitted().await {
             peaks.coordinator.sample(admitted.calls, admitted.bound);
+            peaks.session_table.sample(admitted.sessions, sessions);
         }
         let bus = pipeline.events();
         peaks.event_queue.sample(bus.queued(), bus.queue_capacity());
