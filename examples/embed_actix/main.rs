@@ -31,7 +31,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let workspace =
         std::env::temp_dir().join(format!("hookline-embed-actix-{}", std::process::id()));
     std::fs::create_dir_all(&workspace)?;
-    actix::System::new().block_on(async move {
+    let scratch = workspace.clone();
+    let outcome = actix::System::new().block_on(async move {
         let provider = ScriptedProvider::new(false);
         let mut host = Host::builder()
             .plugin(polite())
@@ -66,5 +67,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         host.close().await?;
         Ok(())
-    })
+    });
+    // The scratch workspace (the session's store in it) goes with the run.
+    let _ = std::fs::remove_dir_all(&scratch);
+    outcome
 }

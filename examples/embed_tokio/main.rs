@@ -15,9 +15,10 @@ use tokio::sync::{mpsc, oneshot};
 /// One request to the host thread: a user message and where to send the stop reason.
 type Ask = (String, oneshot::Sender<String>);
 
-fn spawn_host(workspace: std::path::PathBuf) -> mpsc::Sender<Ask> {
+/// Starts the host thread; it runs until the returned sender is dropped, then closes the session.
+fn spawn_host(workspace: std::path::PathBuf) -> (mpsc::Sender<Ask>, std::thread::JoinHandle<()>) {
     let (tx, mut rx) = mpsc::channel::<Ask>(8);
-    std::thread::spawn(move || {
+    let thread = std::thread::spawn(move || {
         actix::System::new().block_on(async move {
             let provider = ScriptedProvider::new(false);
             let Ok(mut host) = Host::builder()
@@ -45,7 +46,7 @@ fn spawn_host(workspace: std::path::PathBuf) -> mpsc::Sender<Ask> {
             let _ = host.close().await;
         });
     });
-    tx
+    (tx, thread)
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -53,12 +54,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let workspace =
         std::env::temp_dir().join(format!("hookline-embed-tokio-{}", std::process::id()));
     std::fs::create_dir_all(&workspace)?;
-    let host = spawn_host(workspace);
+    let (host, thread) = spawn_host(workspace.clone());
     for text in ["hello", "goodbye"] {
         let (reply, answer) = oneshot::channel();
         host.send((text.to_owned(), reply)).await?;
         let stop = tokio::time::timeout(std::time::Duration::from_secs(10), answer).await??;
         println!("{text}: turn finished {stop}");
     }
+    // Hanging up lets the host close the session; then the scratch workspace goes with the run.
+    drop(host);
+    let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+    let _ = std::fs::remove_dir_all(&workspace);
     Ok(())
 }
