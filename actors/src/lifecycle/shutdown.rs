@@ -104,16 +104,21 @@ pub(crate) fn stop_context(request: &ShutdownRequest) -> GatewayStopContext {
     }
 }
 
-/// How long a session-end call its shard refused for now waits before it asks again.
+/// How long a session-end call its shard refused for now first waits before it asks again; each
+/// refusal doubles the wait, up to [`READMIT_AFTER_AT_MOST`] (thousands of sessions refused at
+/// once then ask a few dozen times a second each, not a thousand).
 const READMIT_AFTER: Duration = Duration::from_millis(1);
+
+/// The longest wait between two asks of a refused session-end call.
+const READMIT_AFTER_AT_MOST: Duration = Duration::from_millis(64);
 
 /// Runs `on_session_ended` for every session in parallel under one total `budget`.
 ///
 /// No session's end is skipped silently: a call its shard refuses for now
 /// ([`PipelineError::Overloaded`]: the shard's admission bound is full, with the turns still
-/// draining or more sessions than the bound) asks again every [`READMIT_AFTER`] within the
-/// budget, and one that has not finished when the budget ends, admitted or not, is counted in
-/// the `SessionEndTimedOut` note.
+/// draining or more sessions than the bound) asks again within the budget (after
+/// [`READMIT_AFTER`], doubling), and one that has not finished when the budget ends, admitted or
+/// not, is counted in the `SessionEndTimedOut` note.
 pub(crate) async fn end_sessions(
     pipeline: &Pipeline,
     sessions: Vec<SessionInfo>,
@@ -147,12 +152,16 @@ async fn end_session(
     pipeline: &Pipeline,
     session: SessionInfo,
 ) -> Result<Outcome<SessionInfo>, PipelineError> {
+    let mut wait = READMIT_AFTER;
     loop {
         match pipeline
             .call::<OnSessionEnded>(&session.session_id, session.clone())
             .await
         {
-            Err(PipelineError::Overloaded) => tokio::time::sleep(READMIT_AFTER).await,
+            Err(PipelineError::Overloaded) => {
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(READMIT_AFTER_AT_MOST);
+            }
             answer => return answer,
         }
     }
