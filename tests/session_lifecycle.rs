@@ -1,6 +1,6 @@
 //! The session lifecycle actor (SPEC P3.10 to P3.13) when the pipeline refuses a transition's
 //! call: the active session it keeps is what the hooks that ran made it, so a retry runs the
-//! start that was refused instead of finding the session already active and running nothing.
+//! calls that had not run instead of finding the next session already active and running none.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::{Arc, Mutex};
