@@ -219,6 +219,25 @@ impl Plugin for Ender {
     }
 }
 
+/// The [`Ender`] plugin, with room in its timeout for the slow sessions.
+fn ender(ended: &common::Log) -> PluginRegistration {
+    PluginRegistration::new("ender")
+        .with_hooks(Arc::new(Ender {
+            ended: ended.clone(),
+        }))
+        .with_timeout(HookKind::OnSessionEnded, Duration::from_secs(120))
+}
+
+/// A lifecycle over `plugin` on a pipeline that admits one call at a time.
+fn start_admitting_one(plugin: PluginRegistration, config: GatewayConfig) -> Lifecycle {
+    let pipeline = Pipeline::builder()
+        .plugin(plugin)
+        .max_pending(1)
+        .start()
+        .unwrap();
+    Lifecycle::start(pipeline, Arc::new(Store::default()), config)
+}
+
 fn session(id: &str) -> SessionInfo {
     SessionInfo {
         workspace_root: "/ws".into(),
@@ -231,11 +250,7 @@ fn session(id: &str) -> SessionInfo {
 fn active_sessions_end_in_parallel_under_one_total_budget() {
     run_paused(async {
         let ended = log();
-        let ender = PluginRegistration::new("ender")
-            .with_hooks(Arc::new(Ender {
-                ended: ended.clone(),
-            }))
-            .with_timeout(HookKind::OnSessionEnded, Duration::from_secs(120));
+        let ender = ender(&ended);
         let (gateway, _store) = start(vec![ender]);
         let started = Instant::now();
         let sessions = vec![session("a"), session("b"), session("c")];
@@ -251,11 +266,7 @@ fn active_sessions_end_in_parallel_under_one_total_budget() {
 fn session_end_hooks_past_the_budget_release_the_caller_with_a_note() {
     run_paused(async {
         let ended = log();
-        let ender = PluginRegistration::new("ender")
-            .with_hooks(Arc::new(Ender {
-                ended: ended.clone(),
-            }))
-            .with_timeout(HookKind::OnSessionEnded, Duration::from_secs(120));
+        let ender = ender(&ended);
         let (gateway, _store) = start(vec![ender]);
         let started = Instant::now();
         let sessions = vec![session("a"), session("slow-1"), session("slow-2")];
@@ -276,21 +287,12 @@ fn session_end_hooks_past_the_budget_release_the_caller_with_a_note() {
 fn sessions_beyond_the_admission_bound_still_end_within_the_budget() {
     run_paused(async {
         let ended = log();
-        let ender = PluginRegistration::new("ender")
-            .with_hooks(Arc::new(Ender {
-                ended: ended.clone(),
-            }))
-            .with_timeout(HookKind::OnSessionEnded, Duration::from_secs(120));
-        let pipeline = Pipeline::builder()
-            .plugin(ender)
-            .max_pending(1)
-            .start()
-            .unwrap();
+        let ender = ender(&ended);
         let config = GatewayConfig {
             session_end_budget: Duration::from_secs(5),
             ..GatewayConfig::default()
         };
-        let gateway = Lifecycle::start(pipeline, Arc::new(Store::default()), config);
+        let gateway = start_admitting_one(ender, config);
         let started = Instant::now();
         let sessions = vec![session("a"), session("b")];
         let report = gateway.shutdown(request(None, sessions)).await.unwrap();
@@ -311,21 +313,8 @@ fn sessions_beyond_the_admission_bound_still_end_within_the_budget() {
 fn a_session_still_waiting_for_admission_at_the_budget_is_counted_in_the_note() {
     run_paused(async {
         let ended = log();
-        let ender = PluginRegistration::new("ender")
-            .with_hooks(Arc::new(Ender {
-                ended: ended.clone(),
-            }))
-            .with_timeout(HookKind::OnSessionEnded, Duration::from_secs(120));
-        let pipeline = Pipeline::builder()
-            .plugin(ender)
-            .max_pending(1)
-            .start()
-            .unwrap();
-        let gateway = Lifecycle::start(
-            pipeline,
-            Arc::new(Store::default()),
-            GatewayConfig::default(),
-        );
+        let ender = ender(&ended);
+        let gateway = start_admitting_one(ender, GatewayConfig::default());
         let sessions = vec![session("slow-1"), session("b")];
         let report = gateway.shutdown(request(None, sessions)).await.unwrap();
         assert_eq!(

@@ -40,14 +40,19 @@ impl Plugin for Watcher {
     }
 }
 
+/// A host with `plugin` as its one plugin, named `name`, asking before anything above reads.
+fn rig_with(name: &str, plugin: Arc<dyn Plugin>) -> Rig {
+    rig(
+        vec![PluginRegistration::new(name).with_hooks(plugin)],
+        false,
+        ApprovalMode::AskAboveRead,
+    )
+}
+
 #[actix_rt::test]
 async fn every_transition_runs_end_then_start_with_the_session_and_workspace_left() {
     let log = Seen::default();
-    let mut rig = rig(
-        vec![PluginRegistration::new("w").with_hooks(Arc::new(Watcher(log.clone())))],
-        false,
-        ApprovalMode::AskAboveRead,
-    );
+    let mut rig = rig_with("w", Arc::new(Watcher(log.clone())));
     std::fs::create_dir_all(rig.workspace().join("sub")).unwrap();
     let ws = rig.workspace().display().to_string();
     let sub = format!("{ws}/sub");
@@ -103,11 +108,7 @@ async fn every_transition_runs_end_then_start_with_the_session_and_workspace_lef
 #[actix_rt::test]
 async fn resuming_the_active_session_runs_no_transition() {
     let log = Seen::default();
-    let mut rig = rig(
-        vec![PluginRegistration::new("w").with_hooks(Arc::new(Watcher(log.clone())))],
-        false,
-        ApprovalMode::AskAboveRead,
-    );
+    let mut rig = rig_with("w", Arc::new(Watcher(log.clone())));
     rig.host.open().await.unwrap();
     rig.host
         .command(SessionCommand::Resume(SessionId::new("s1")))
@@ -164,11 +165,7 @@ impl Plugin for SessionOfCalls {
 #[actix_rt::test]
 async fn each_turns_hooks_are_called_for_the_session_active_then() {
     let log = Seen::default();
-    let mut rig = rig(
-        vec![PluginRegistration::new("s").with_hooks(Arc::new(SessionOfCalls(log.clone())))],
-        false,
-        ApprovalMode::AskAboveRead,
-    );
+    let mut rig = rig_with("s", Arc::new(SessionOfCalls(log.clone())));
     rig.host.open().await.unwrap();
     rig.replies(vec![text("a"), text("b"), text("c"), text("d")]);
     rig.host.user_turn(UserInput::work("one")).await.unwrap();
@@ -189,11 +186,7 @@ async fn each_turns_hooks_are_called_for_the_session_active_then() {
 #[actix_rt::test]
 async fn the_pipeline_holds_only_the_active_session_after_switches() {
     let log = Seen::default();
-    let mut rig = rig(
-        vec![PluginRegistration::new("s").with_hooks(Arc::new(SessionOfCalls(log.clone())))],
-        false,
-        ApprovalMode::AskAboveRead,
-    );
+    let mut rig = rig_with("s", Arc::new(SessionOfCalls(log.clone())));
     rig.host.open().await.unwrap();
     rig.replies(vec![text("a"), text("b")]);
     rig.host.user_turn(UserInput::work("one")).await.unwrap();
