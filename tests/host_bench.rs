@@ -99,3 +99,49 @@ fn zero_arbiters_is_refused() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+// `--rounds`: hookline and its peers alternate, each one's rounds merged into one report line,
+// so the run's wall time is shared between them round by round.
+#[test]
+fn rounds_alternate_hookline_with_its_peers_and_merge_each_ones_rounds() {
+    let report = bench(&["--rounds", "4", "--plugins", "2"]);
+    assert_ran(&report, "on_user_message", "in-process", 2);
+    assert_eq!(report["rounds"], 4);
+    let peers = report["peers"].as_array().unwrap();
+    assert_eq!(peers.len(), 3, "{report}");
+    for peer in peers {
+        assert!(peer["calls_per_second"].as_f64().unwrap() > 0.0, "{peer}");
+        let speedup = peer["p50_speedup"].as_f64().unwrap();
+        let expected = peer["latency"]["p50_ns"].as_f64().unwrap()
+            / report["latency"]["p50_ns"].as_f64().unwrap();
+        assert!(
+            (speedup - expected).abs() < 1e-9 * expected.max(1.0),
+            "{peer}"
+        );
+    }
+    // Four rounds of 0.05 s: the calls made add up to about the time given, not a quarter of it.
+    let per_second = report["calls_per_second"].as_f64().unwrap();
+    let calls = report["calls"].as_f64().unwrap();
+    let seconds = calls / per_second;
+    assert!(
+        (0.15..0.6).contains(&seconds),
+        "{seconds} s measured over the rounds"
+    );
+}
+
+#[test]
+fn rounds_outside_1_to_1000_or_with_an_open_loop_are_refused() {
+    for args in [
+        vec!["--rounds", "0"],
+        vec!["--rounds", "1001"],
+        vec!["--rounds", "2", "--rate", "1000"],
+        vec!["--rounds", "2", "--at-half-load"],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_hookline"))
+            .arg("bench")
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}

@@ -53,6 +53,15 @@ impl Measured {
         self.shed += other.shed;
         self.elapsed = self.elapsed.max(other.elapsed);
     }
+
+    /// Adds a later stretch of the same measurement (another round): histograms added, calls
+    /// and wall times summed.
+    pub fn extend(&mut self, later: &Measured) {
+        let _ = self.histogram.add(&later.histogram);
+        self.calls += later.calls;
+        self.shed += later.shed;
+        self.elapsed += later.elapsed;
+    }
 }
 
 #[allow(clippy::expect_used)] // constant arguments that hdrhistogram documents as valid

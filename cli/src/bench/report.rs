@@ -80,6 +80,8 @@ pub struct BenchReport {
     pub plugins: usize,
     /// Sessions in flight.
     pub sessions: usize,
+    /// Rounds the run was split into, each running hookline and then its peers (`--rounds`).
+    pub rounds: u32,
     /// Offered rate (calls/s) for an open-loop run; absent for a closed loop.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub offered_rate: Option<u64>,
@@ -124,6 +126,7 @@ impl BenchReport {
             arbiters: 1,
             plugins,
             sessions,
+            rounds: 1,
             offered_rate,
             calls: measured.calls,
             shed: measured.shed,
@@ -144,6 +147,13 @@ impl BenchReport {
         self.arbiters = arbiters;
         self
     }
+
+    /// The same report, saying the run was split into `rounds` rounds.
+    #[must_use]
+    pub fn in_rounds(mut self, rounds: u32) -> Self {
+        self.rounds = rounds;
+        self
+    }
 }
 
 fn micros(ns: u64) -> String {
@@ -153,11 +163,15 @@ fn micros(ns: u64) -> String {
 impl fmt::Display for BenchReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let l = &self.latency;
-        writeln!(
+        write!(
             f,
             "hook {} through {} {} plugins, {} sessions in flight on {} arbiter(s)",
             self.hook, self.plugins, self.source, self.sessions, self.arbiters
         )?;
+        if self.rounds > 1 {
+            write!(f, ", in {} rounds alternating with the peers", self.rounds)?;
+        }
+        writeln!(f)?;
         if let Some(rate) = self.offered_rate {
             writeln!(f, "offered load   {rate} calls/s (open loop)")?;
         }

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::bench::{
     idle_sessions, run_on_arbiters, run_peers, BenchHook, BenchReport, Measured, Peer, PeerFigures,
-    Plan, Source,
+    Plan, Progress, Source,
 };
 
 /// Where the plugins come from.
@@ -85,6 +85,12 @@ pub(super) struct BenchArgs {
     /// How long to run, in seconds.
     #[arg(long, default_value_t = 3.0)]
     duration: f64,
+    /// Closed loop: split the run into this many rounds, each running hookline and then every
+    /// peer for `--duration / N`, and merge each one's rounds. On a shared machine whose speed
+    /// comes and goes in spells (the single call's p50 is bimodal on a virtual machine), the
+    /// spells then fall on all of them alike.
+    #[arg(long, default_value_t = 1, conflicts_with_all = ["rate", "at_half_load"])]
+    rounds: u32,
     /// Measure resident memory per open idle session instead (`--idle-sessions` of them).
     #[arg(long)]
     memory: bool,
@@ -122,16 +128,25 @@ pub(super) fn run(args: &BenchArgs) -> ExitCode {
         eprintln!("hookline bench: --arbiters must be between 1 and 64");
         return ExitCode::from(2);
     }
+    if args.rounds == 0 || args.rounds > 1000 {
+        eprintln!("hookline bench: --rounds must be between 1 and 1000");
+        return ExitCode::from(2);
+    }
     let mut plan = plan(args);
     let bar = Bar::new("benchmarking", plan.duration, args.json);
-    let mut measured = run_on_arbiters(&plan, &bar);
-    if args.at_half_load {
-        if let Ok((closed, _)) = &measured {
-            plan.rate = Some(((closed.calls as f64 / closed.elapsed.as_secs_f64()) / 2.0) as u64);
-            measured = run_on_arbiters(&plan, &bar);
+    let (measured, peers) = if args.rounds > 1 {
+        in_rounds(args, &plan, &bar)
+    } else {
+        let mut measured = run_on_arbiters(&plan, &bar);
+        if args.at_half_load {
+            if let Ok((closed, _)) = &measured {
+                let rate = (closed.calls as f64 / closed.elapsed.as_secs_f64()) / 2.0;
+                plan.rate = Some(rate as u64);
+                measured = run_on_arbiters(&plan, &bar);
+            }
         }
-    }
-    let peers = with_peers(args, &plan);
+        (measured, with_peers(args, &plan))
+    };
     bar.finish();
     let report = measured.and_then(|(measured, plugins)| {
         // The baseline runs after the pipelines stopped, on this thread, at the same plugin count.
@@ -144,7 +159,8 @@ pub(super) fn run(args: &BenchArgs) -> ExitCode {
             &measured,
             direct,
         )
-        .on(source_name(args.source), plan.arbiters);
+        .on(source_name(args.source), plan.arbiters)
+        .in_rounds(args.rounds);
         for (peer, measured) in peers? {
             let figures = PeerFigures::new(peer.name(), &measured, &report);
             report.peers.push(figures);
@@ -152,6 +168,63 @@ pub(super) fn run(args: &BenchArgs) -> ExitCode {
         Ok(report)
     });
     print(report, args.json)
+}
+
+/// Hookline's closed loop and then its peers, `--rounds` times for `--duration / rounds` each,
+/// every implementation's rounds merged.
+fn in_rounds(
+    args: &BenchArgs,
+    plan: &Plan,
+    bar: &Bar,
+) -> (
+    Result<(Measured, usize), String>,
+    Result<Vec<(Peer, Measured)>, String>,
+) {
+    let round = Plan {
+        duration: plan.duration / args.rounds,
+        ..plan.clone()
+    };
+    let mut measured: Option<(Measured, usize)> = None;
+    let mut peers: Vec<(Peer, Measured)> = Vec::new();
+    for index in 0..args.rounds {
+        // The bar counts hookline's time over all rounds, as it does in one run.
+        let progress = Later {
+            inner: bar,
+            after: round.duration * index,
+        };
+        let (part, plugins) = match run_on_arbiters(&round, &progress) {
+            Ok(run) => run,
+            Err(error) => return (Err(error), Ok(Vec::new())),
+        };
+        match &mut measured {
+            None => measured = Some((part, plugins)),
+            Some((into, _)) => into.extend(&part),
+        }
+        let parts = match with_peers(args, &round) {
+            Ok(parts) => parts,
+            Err(error) => return (measured.ok_or_else(|| error.clone()), Err(error)),
+        };
+        if peers.is_empty() {
+            peers = parts;
+        } else {
+            for ((_, into), (_, part)) in peers.iter_mut().zip(&parts) {
+                into.extend(part);
+            }
+        }
+    }
+    (measured.ok_or_else(|| "no round ran".into()), Ok(peers))
+}
+
+/// Progress of a part that starts `after` into the whole.
+struct Later<'a, P> {
+    inner: &'a P,
+    after: Duration,
+}
+
+impl<P: Progress> Progress for Later<'_, P> {
+    fn tick(&self, done: Duration, total: Duration) {
+        self.inner.tick(self.after + done, total);
+    }
 }
 
 /// The peers of an in-process closed-loop run on `on_user_message`, measured right after it.
