@@ -170,16 +170,15 @@ pub(super) fn run(args: &BenchArgs) -> ExitCode {
     print(report, args.json)
 }
 
+/// hookline's run and how many plugins each call went through.
+type Hookline = Result<(Measured, usize), String>;
+
+/// The peers' runs.
+type Peers = Result<Vec<(Peer, Measured)>, String>;
+
 /// Hookline's closed loop and then its peers, `--rounds` times for `--duration / rounds` each,
 /// every implementation's rounds merged.
-fn in_rounds(
-    args: &BenchArgs,
-    plan: &Plan,
-    bar: &Bar,
-) -> (
-    Result<(Measured, usize), String>,
-    Result<Vec<(Peer, Measured)>, String>,
-) {
+fn in_rounds(args: &BenchArgs, plan: &Plan, bar: &Bar) -> (Hookline, Peers) {
     let round = Plan {
         duration: plan.duration / args.rounds,
         ..plan.clone()
@@ -228,7 +227,7 @@ impl<P: Progress> Progress for Later<'_, P> {
 }
 
 /// The peers of an in-process closed-loop run on `on_user_message`, measured right after it.
-fn with_peers(args: &BenchArgs, plan: &Plan) -> Result<Vec<(Peer, Measured)>, String> {
+fn with_peers(args: &BenchArgs, plan: &Plan) -> Peers {
     let comparable = matches!(args.source, SourceArg::InProcess)
         && plan.rate.is_none()
         && plan.hook == BenchHook::OnUserMessage
