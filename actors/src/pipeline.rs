@@ -219,25 +219,36 @@ fn clock_paused() -> bool {
     tokio::time::Instant::now() == before
 }
 
-/// Starts one actor per plugin on `arbiter` (on the current one for the first shard).
+/// Starts one actor per plugin on `arbiter` (on the current one for the first shard), in
+/// load order. They are started from the last to the first, so each is given, per hook it
+/// implements, the actor of the next plugin that implements it too (a batch's next hop).
 fn start_plugin_actors(
     plugins: &[PluginRegistration],
     gates: &[Option<Arc<Semaphore>>],
     arbiter: &ArbiterHandle,
     current: bool,
 ) -> Vec<Addr<PluginActor>> {
-    plugins
+    let mut next: [Option<Addr<PluginActor>>; HookKind::ALL.len()] = std::array::from_fn(|_| None);
+    let mut actors: Vec<Addr<PluginActor>> = plugins
         .iter()
         .zip(gates)
+        .rev()
         .map(|(plugin, gate)| {
-            let actor = PluginActor::with_gate(plugin, gate.clone());
-            if current {
+            let mut actor = PluginActor::with_gate(plugin, gate.clone());
+            actor.next = next.clone();
+            let addr = if current {
                 actor.start()
             } else {
                 PluginActor::start_in_arbiter(arbiter, move |_| actor)
+            };
+            for kind in plugin.implements().iter() {
+                next[kind as usize] = Some(addr.clone());
             }
+            addr
         })
-        .collect()
+        .collect();
+    actors.reverse();
+    actors
 }
 
 /// For each hook, the actors of the plugins that implement it, in load order.

@@ -14,9 +14,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use actix::{Actor, Context, Handler};
+use actix::{Actor, Addr, Context, Handler};
 use futures::future::BoxFuture;
-use hookline_messages::hook::HookContext;
+use hookline_messages::hook::{HookContext, HookKind};
 use hookline_messages::note::SkipReason;
 use metrics::Histogram;
 use tokio::sync::Semaphore;
@@ -27,7 +27,7 @@ use super::guard::{finish, poll_once, run_now, Answer};
 use super::EventHandler;
 use super::{HookError, PluginRegistration, Reply, Timeouts};
 use crate::metrics::PluginMetrics;
-use crate::route::{forward, Job, Relay, Route};
+use crate::route::{forward, forward_to, Job, Relay, Route};
 
 /// How many batches may wait in one plugin actor's mailbox. Its handler runs each call once and
 /// returns, so the mailbox drains as fast as batches arrive; admission is bounded upstream
@@ -50,6 +50,10 @@ pub struct PluginActor {
     pub(crate) events: Option<Arc<dyn EventHandler>>,
     /// The timeout of one event handler call.
     pub(crate) event_timeout: Duration,
+    /// Per hook (indexed by [`HookKind`]): the actor of the next plugin in load order that
+    /// implements it, on this actor's shard, when the pipeline started them together. A batch
+    /// goes there directly (no count of the route's `Arc` per hop); without one, by the route.
+    pub(crate) next: [Option<Addr<PluginActor>>; HookKind::ALL.len()],
 }
 
 impl PluginActor {
@@ -78,6 +82,7 @@ impl PluginActor {
             batches: 0,
             events: registration.events.clone(),
             event_timeout: registration.event_timeout,
+            next: std::array::from_fn(|_| None),
         }
     }
 
@@ -148,6 +153,21 @@ impl PluginActor {
         None
     }
 
+    /// Hands the batch on to step `next` of its route: straight to the next plugin's actor when
+    /// this one holds it (see [`PluginActor::next`]), else through the route.
+    fn pass_on<H: Dispatch>(
+        &self,
+        jobs: Vec<Job<H>>,
+        spare: Option<H::Value>,
+        route: Arc<Route<H>>,
+        next: usize,
+    ) {
+        match &self.next[H::KIND as usize] {
+            Some(addr) => forward_to(addr, jobs, spare, route, next),
+            None => forward(jobs, spare, route, next),
+        }
+    }
+
     /// Finishes a call that awaits as its own task, then sends it on alone from the next plugin.
     fn resume<H: Dispatch>(
         &self,
@@ -201,7 +221,7 @@ impl<H: Dispatch> Handler<Relay<H>> for PluginActor {
                 let reason = HookError::msg("it does not implement this hook.").into_skip_reason();
                 job.absorb(at, name, Err(reason));
             }
-            return forward(jobs, spare, route, at + 1);
+            return self.pass_on(jobs, spare, route, at + 1);
         };
         // Every call of the batch is this plugin's to handle: one add for the whole batch.
         self.metrics.called(H::KIND, jobs.len());
@@ -245,7 +265,7 @@ impl<H: Dispatch> Handler<Relay<H>> for PluginActor {
         if let Some(started) = started {
             record_share(self.metrics.latency(H::KIND), started.elapsed(), jobs.len());
         }
-        forward(jobs, spare, route, at + 1);
+        self.pass_on(jobs, spare, route, at + 1);
     }
 }
 

@@ -102,6 +102,41 @@ pub(crate) fn forward<H: Hook>(
     }
 }
 
+/// Hands `jobs` to the plugin at step `next` of their route when the caller (the plugin actor at
+/// step `next - 1`) holds that plugin's address itself: the route's `Arc` moves on with the batch
+/// instead of being counted in and out at every hop, and the send is a direct one (no
+/// `Recipient` indirection). After the last step, and when that actor has stopped, it goes as
+/// [`forward`] goes.
+pub(crate) fn forward_to<H: Hook, A>(
+    addr: &actix::Addr<A>,
+    jobs: Vec<Job<H>>,
+    spare: Option<H::Value>,
+    route: Arc<Route<H>>,
+    next: usize,
+) where
+    A: actix::Handler<Relay<H>>,
+    A::Context: actix::dev::ToEnvelope<A, Relay<H>>,
+{
+    if jobs.is_empty() {
+        return;
+    }
+    if next >= route.steps.len() {
+        return finish_batch(jobs, route);
+    }
+    let relay = Relay {
+        jobs,
+        spare,
+        route,
+        at: next,
+    };
+    match addr.try_send(relay) {
+        Ok(()) => {}
+        // As in `forward`: admission bounds the batches in flight, not the mailbox.
+        Err(SendError::Full(relay)) => addr.do_send(relay),
+        Err(SendError::Closed(relay)) => forward(relay.jobs, relay.spare, relay.route, next),
+    }
+}
+
 /// After the last plugin: calls without notes are answered here at once; calls with notes go to
 /// the coordinator, which keeps each session's seen notes (SPEC P1.4). On the shard's thread (the
 /// plugin actors run there) a quiet call's session with nothing queued is freed here before its
