@@ -6,7 +6,8 @@
 //!
 //! A route names its plugin actors and its coordinator by [`Recipient`]s of these messages, so
 //! this module imports neither actor: the coordinator (which builds routes) and the plugin actor
-//! (which handles [`Relay`]) both sit above it.
+//! (which handles [`Relay`]) both sit above it. A plugin actor that holds the next one's address
+//! itself hands a batch on with [`forward_to`] (the route's `Arc` moved, not counted, per hop).
 
 mod answer;
 mod draft;
