@@ -106,8 +106,8 @@ pub(crate) fn forward<H: Hook>(
 /// Hands `jobs` to the plugin at step `next` of their route when the caller (the plugin actor at
 /// step `next - 1`) holds that plugin's address itself: the route's `Arc` moves on with the batch
 /// instead of being counted in and out at every hop, and the send is a direct one (no
-/// `Recipient` indirection). After the last step, and when that actor has stopped, it goes as
-/// [`forward`] goes.
+/// `Recipient` indirection). Everything else (no call left, after the last step, that actor
+/// stopped) is [`forward`]'s.
 pub(crate) fn forward_to<H: Hook, A>(
     addr: &actix::Addr<A>,
     jobs: Vec<Job<H>>,
@@ -118,11 +118,8 @@ pub(crate) fn forward_to<H: Hook, A>(
     A: actix::Handler<Relay<H>>,
     A::Context: actix::dev::ToEnvelope<A, Relay<H>>,
 {
-    if jobs.is_empty() {
-        return;
-    }
-    if next >= route.steps.len() {
-        return finish_batch(jobs, route);
+    if jobs.is_empty() || next >= route.steps.len() {
+        return forward(jobs, spare, route, next);
     }
     let relay = Relay {
         jobs,

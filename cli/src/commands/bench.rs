@@ -135,7 +135,10 @@ pub(super) fn run(args: &BenchArgs) -> ExitCode {
     let mut plan = plan(args);
     let bar = Bar::new("benchmarking", plan.duration, args.json);
     let (measured, peers) = if args.rounds > 1 {
-        in_rounds(args, &plan, &bar)
+        match in_rounds(args, &plan, &bar) {
+            Ok((measured, peers)) => (Ok(measured), Ok(peers)),
+            Err(error) => (Err(error), Ok(Vec::new())),
+        }
     } else {
         let mut measured = run_on_arbiters(&plan, &bar);
         if args.at_half_load {
@@ -170,48 +173,36 @@ pub(super) fn run(args: &BenchArgs) -> ExitCode {
     print(report, args.json)
 }
 
-/// hookline's run and how many plugins each call went through.
-type Hookline = Result<(Measured, usize), String>;
-
-/// The peers' runs.
-type Peers = Result<Vec<(Peer, Measured)>, String>;
+/// hookline's run (with the plugins each call went through) and its peers' runs.
+type Runs = ((Measured, usize), Vec<(Peer, Measured)>);
 
 /// Hookline's closed loop and then its peers, `--rounds` times for `--duration / rounds` each,
 /// every implementation's rounds merged.
-fn in_rounds(args: &BenchArgs, plan: &Plan, bar: &Bar) -> (Hookline, Peers) {
+fn in_rounds(args: &BenchArgs, plan: &Plan, bar: &Bar) -> Result<Runs, String> {
     let round = Plan {
         duration: plan.duration / args.rounds,
         ..plan.clone()
     };
-    let mut measured: Option<(Measured, usize)> = None;
-    let mut peers: Vec<(Peer, Measured)> = Vec::new();
+    let mut merged: Option<Runs> = None;
     for index in 0..args.rounds {
         // The bar counts hookline's time over all rounds, as it does in one run.
         let progress = Later {
             inner: bar,
             after: round.duration * index,
         };
-        let (part, plugins) = match run_on_arbiters(&round, &progress) {
-            Ok(run) => run,
-            Err(error) => return (Err(error), Ok(Vec::new())),
-        };
-        match &mut measured {
-            None => measured = Some((part, plugins)),
-            Some((into, _)) => into.extend(&part),
-        }
-        let parts = match with_peers(args, &round) {
-            Ok(parts) => parts,
-            Err(error) => return (measured.ok_or_else(|| error.clone()), Err(error)),
-        };
-        if peers.is_empty() {
-            peers = parts;
-        } else {
-            for ((_, into), (_, part)) in peers.iter_mut().zip(&parts) {
-                into.extend(part);
+        let (part, plugins) = run_on_arbiters(&round, &progress)?;
+        let parts = with_peers(args, &round)?;
+        match &mut merged {
+            None => merged = Some(((part, plugins), parts)),
+            Some(((into, _), peers)) => {
+                into.extend(&part);
+                for ((_, into), (_, part)) in peers.iter_mut().zip(&parts) {
+                    into.extend(part);
+                }
             }
         }
     }
-    (measured.ok_or_else(|| "no round ran".into()), Ok(peers))
+    merged.ok_or_else(|| "no round ran".into())
 }
 
 /// Progress of a part that starts `after` into the whole.
@@ -227,7 +218,7 @@ impl<P: Progress> Progress for Later<'_, P> {
 }
 
 /// The peers of an in-process closed-loop run on `on_user_message`, measured right after it.
-fn with_peers(args: &BenchArgs, plan: &Plan) -> Peers {
+fn with_peers(args: &BenchArgs, plan: &Plan) -> Result<Vec<(Peer, Measured)>, String> {
     let comparable = matches!(args.source, SourceArg::InProcess)
         && plan.rate.is_none()
         && plan.hook == BenchHook::OnUserMessage
