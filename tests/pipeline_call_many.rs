@@ -101,3 +101,82 @@ async fn calls_beyond_the_bound_are_refused_one_by_one_and_the_rest_run() {
         .await
         .is_empty());
 }
+
+/// More calls than one batch carries (`MAX_BATCH`, 64), a session twice among them and a
+/// session whose earlier call is still running: the free sessions' calls go through the plugins
+/// in the batches the caller's calls were split into; the others wait their session's turn.
+#[actix_rt::test]
+async fn a_large_batch_with_busy_and_repeated_sessions_keeps_each_sessions_order() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
+    let released = Arc::new(tokio::sync::Mutex::new(Some(released)));
+    let gate = PluginRegistration::new("gate").on_async(OnUserMessage, move |_, message| {
+        let released = released.clone();
+        async move {
+            // The lone call "busy first" waits until the test lets it go.
+            if message.text == "busy first" {
+                if let Some(released) = released.lock().await.take() {
+                    let _ = released.await;
+                }
+            }
+            Ok(Reply::Keep)
+        }
+    });
+    let recorder = PluginRegistration::new("recorder").on(OnUserMessage, move |cx, message| {
+        let session = cx.session_id.as_str();
+        if session == "busy" || session == "twice" {
+            log.lock().unwrap().push(message.text.clone());
+        }
+        Ok(Reply::Keep)
+    });
+    let pipeline = Pipeline::builder()
+        .plugin(gate)
+        .plugin(recorder)
+        .shards(1)
+        .start()
+        .unwrap();
+    let lone =
+        pipeline.submit::<OnUserMessage>(SessionId::new("busy"), UserMessage::new("busy first"));
+    let mut batch: Vec<(SessionId, UserMessage)> = (0..150)
+        .map(|i| {
+            (
+                SessionId::new(format!("s{i}")),
+                UserMessage::new(format!("m{i}")),
+            )
+        })
+        .collect();
+    batch.insert(10, (SessionId::new("twice"), UserMessage::new("twice 1")));
+    batch.insert(
+        40,
+        (SessionId::new("busy"), UserMessage::new("busy second")),
+    );
+    batch.insert(70, (SessionId::new("twice"), UserMessage::new("twice 2")));
+    let texts: Vec<String> = batch.iter().map(|(_, m)| m.text.clone()).collect();
+    let many = pipeline.call_many::<OnUserMessage>(batch);
+    let (answers, ()) = futures::join!(many, async {
+        // Let the batch reach the coordinator, then free the lone call.
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let _ = release.send(());
+    });
+    assert_eq!(answers.len(), texts.len());
+    for (text, answer) in texts.iter().zip(&answers) {
+        assert_eq!(&answer.as_ref().unwrap().value.text, text);
+    }
+    assert_eq!(lone.await.unwrap().value.text, "busy first");
+    // Each session's calls in the order given, the busy one's second after its first.
+    let seen = seen.lock().unwrap().clone();
+    let of = |session: &str| -> Vec<&str> {
+        seen.iter()
+            .map(String::as_str)
+            .filter(|t| t.starts_with(session))
+            .collect()
+    };
+    assert_eq!(of("twice"), ["twice 1", "twice 2"]);
+    assert_eq!(of("busy"), ["busy first", "busy second"]);
+    assert_eq!(
+        pipeline.admitted().await.unwrap().calls,
+        0,
+        "every count released"
+    );
+}

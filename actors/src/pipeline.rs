@@ -24,7 +24,7 @@ use tokio::sync::{oneshot, Semaphore};
 use crate::coordinator::local::admit_in_place;
 use crate::coordinator::{
     Admission, Admit, AdmitMany, Admitted, AdmittedCalls, ForgetSession, OpenSession,
-    PipelineCoordinator, Step, StopPipeline, DEFAULT_MAX_PENDING,
+    PipelineCoordinator, Step, StopPipeline, DEFAULT_MAX_PENDING, MAX_BATCH,
 };
 use crate::error::{PipelineError, StartError};
 use crate::events::{EventBus, EventBusConfig};
@@ -456,8 +456,10 @@ impl Pipeline {
             return Vec::new();
         }
         let count = calls.len();
-        let (gather, all) = Gather::new(count);
-        let mut by_shard: Vec<Vec<Job<H>>> = (0..self.shards()).map(|_| Vec::new()).collect();
+        let (gather, all) = Gather::<H>::new(count);
+        // Per shard, the calls in batches of at most `MAX_BATCH`: each goes through the plugins
+        // as it is built here (the coordinator marks its sessions running in place).
+        let mut by_shard: Vec<Vec<Vec<Job<H>>>> = (0..self.shards()).map(|_| Vec::new()).collect();
         for (index, (session, context, value)) in calls.into_iter().enumerate() {
             let reply = ReplyTo::Many(Slot::new(&gather, index));
             let (shard, slot) = self.place(&session);
@@ -467,26 +469,30 @@ impl Pipeline {
             }
             let mut job = Job::new(session.into_session_id(), context, value, reply);
             job.slot = slot;
-            let jobs = &mut by_shard[shard];
-            if jobs.capacity() == 0 {
-                // Room for every call at once: a batch's jobs are never moved to grow it.
-                jobs.reserve_exact(count - index);
+            let batches = &mut by_shard[shard];
+            match batches.last_mut() {
+                Some(batch) if batch.len() < MAX_BATCH => batch.push(job),
+                // Room for a whole batch (or the calls left): its jobs are never moved to grow it.
+                _ => {
+                    let mut batch = Vec::with_capacity(MAX_BATCH.min(count - index));
+                    batch.push(job);
+                    batches.push(batch);
+                }
             }
-            jobs.push(job);
         }
         drop(gather);
-        for (shard, jobs) in self.shards.list.iter().zip(by_shard) {
-            if jobs.is_empty() {
+        for (shard, batches) in self.shards.list.iter().zip(by_shard) {
+            if batches.is_empty() {
                 continue;
             }
             shard.admission.sent();
-            match shard.coordinator.try_send(AdmitMany(jobs)) {
+            match shard.coordinator.try_send(AdmitMany(batches)) {
                 Ok(()) => {}
                 // Bounded by the admission count, not the mailbox (as in `submit_with`).
                 Err(SendError::Full(admit)) => shard.coordinator.do_send(admit),
-                Err(SendError::Closed(AdmitMany(jobs))) => {
+                Err(SendError::Closed(AdmitMany(batches))) => {
                     shard.admission.received();
-                    for job in jobs {
+                    for job in batches.into_iter().flatten() {
                         shard.admission.release();
                         job.reply.send(Err(PipelineError::Stopped));
                     }

@@ -139,6 +139,56 @@ impl PipelineCoordinator {
         }
     }
 
+    /// Admits a caller's batch of calls as it is (see [`AdmitMany`]): the calls whose sessions
+    /// are free, from the first on, are marked running where they lie and leave together as a
+    /// batch of their own, without a move per call; from the first call whose session is busy
+    /// (a session's earlier call running, or twice in the batch) on, each is admitted alone and
+    /// waits its turn as usual.
+    fn admit_batch<H: Dispatch>(&mut self, mut jobs: Vec<Job<H>>, ctx: &mut Context<Self>) {
+        let mut free = 0;
+        {
+            let mut sessions = self.local.sessions.borrow_mut();
+            for job in &mut jobs {
+                let hint = (job.slot != NO_SLOT).then_some(job.slot);
+                job.slot = sessions.slot(job.session(), hint);
+                match sessions.get_mut(job.slot) {
+                    Some(state) if !state.running => state.running = true,
+                    _ => break,
+                }
+                free += 1;
+            }
+        }
+        let rest = (free < jobs.len()).then(|| jobs.split_off(free));
+        if !jobs.is_empty() {
+            let steps = &self.steps[H::KIND as usize];
+            let uid = self.admission.uid();
+            let mut made = false;
+            match self.lanes.lane::<H>(|| {
+                made = true;
+                route_of(steps, uid, ctx)
+            }) {
+                Some(lane) => {
+                    let route = lane.route.clone();
+                    if made {
+                        self.local.set_route(&route);
+                    }
+                    self.local.batch_opened(H::KIND as usize);
+                    self.launch(jobs, route);
+                }
+                // Cannot happen (the lane is `H`'s); refuse rather than lose the calls.
+                None => {
+                    for job in jobs {
+                        self.release(job.slot, ctx);
+                        job.reply.send(Err(PipelineError::Stopped));
+                    }
+                }
+            }
+        }
+        for job in rest.into_iter().flatten() {
+            self.admit(job, ctx);
+        }
+    }
+
     /// Sends a batch to the first plugin that implements its hook; the plugins relay it on.
     fn launch<H: Dispatch>(&mut self, jobs: Vec<Job<H>>, route: Arc<Route<H>>) {
         self.local.calls[H::KIND as usize].increment(jobs.len() as u64);
@@ -211,8 +261,9 @@ impl<H: Dispatch> Handler<Admit<H>> for PipelineCoordinator {
 }
 
 /// Admits many calls of one hook at once, each already counted in the shard's [`Admission`]:
-/// what [`Pipeline::call_many`](crate::Pipeline::call_many) sends, one message per shard.
-pub(crate) struct AdmitMany<H: Dispatch>(pub(crate) Vec<Job<H>>);
+/// what [`Pipeline::call_many`](crate::Pipeline::call_many) sends, one message per shard, its
+/// calls in batches of at most [`MAX_BATCH`] that go through the plugins as they are.
+pub(crate) struct AdmitMany<H: Dispatch>(pub(crate) Vec<Vec<Job<H>>>);
 
 impl<H: Dispatch> Message for AdmitMany<H> {
     type Result = ();
@@ -221,10 +272,10 @@ impl<H: Dispatch> Message for AdmitMany<H> {
 impl<H: Dispatch> Handler<AdmitMany<H>> for PipelineCoordinator {
     type Result = ();
 
-    fn handle(&mut self, AdmitMany(jobs): AdmitMany<H>, ctx: &mut Self::Context) {
+    fn handle(&mut self, AdmitMany(batches): AdmitMany<H>, ctx: &mut Self::Context) {
         self.admission.received();
-        for job in jobs {
-            self.admit(job, ctx);
+        for jobs in batches {
+            self.admit_batch(jobs, ctx);
         }
     }
 }

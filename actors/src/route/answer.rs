@@ -2,6 +2,11 @@
 //! a batch's [`Gather`] ([`Pipeline::call_many`]), which answers the whole batch at once when its
 //! last call is done: one wake-up for the caller per batch instead of one per call.
 //!
+//! A batch of a gather's calls that finished without notes (the usual case) goes to the gather
+//! in one piece ([`answer_all`]): one lock for the batch, and each call's [`Outcome`] built once,
+//! straight into its place in the answers (no answer moved through a channel per call, nor
+//! through intermediate tuples).
+//!
 //! [`Pipeline::call`]: crate::Pipeline::call
 //! [`Pipeline::call_many`]: crate::Pipeline::call_many
 
@@ -10,25 +15,29 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context as TaskContext, Poll};
 
+use hookline_messages::hook::Hook;
 use tokio::sync::oneshot;
 
-use super::Outcome;
+use super::{Job, Outcome};
 use crate::error::PipelineError;
 
 /// One call's result.
 pub(crate) type CallAnswer<V> = Result<Outcome<V>, PipelineError>;
 
-/// Where one call's outcome goes.
-pub(crate) enum ReplyTo<V> {
+/// Every answer of a batch, in the caller's order.
+pub(crate) type Answers<V> = Vec<CallAnswer<V>>;
+
+/// Where one call of hook `H` goes when it is done.
+pub(crate) enum ReplyTo<H: Hook> {
     /// The call's own channel.
-    One(oneshot::Sender<CallAnswer<V>>),
+    One(oneshot::Sender<CallAnswer<H::Value>>),
     /// A slot of a batch.
-    Many(Slot<V>),
+    Many(Slot<H>),
 }
 
-impl<V> ReplyTo<V> {
+impl<H: Hook> ReplyTo<H> {
     /// Answers the call. A caller that stopped waiting is fine: the call still counted.
-    pub(crate) fn send(self, answer: CallAnswer<V>) {
+    pub(crate) fn send(self, answer: CallAnswer<H::Value>) {
         match self {
             Self::One(sender) => {
                 let _ = sender.send(answer);
@@ -36,38 +45,56 @@ impl<V> ReplyTo<V> {
             Self::Many(mut slot) => slot.fill(answer),
         }
     }
+
+    /// The gather this call's answer goes to, while unanswered.
+    fn gather(&self) -> Option<&Arc<Gather<H>>> {
+        match self {
+            Self::Many(slot) => slot.gather.as_ref(),
+            Self::One(_) => None,
+        }
+    }
+
+    /// Whether this call's answer goes to `gather`.
+    fn is_in(&self, gather: &Arc<Gather<H>>) -> bool {
+        self.gather().is_some_and(|g| Arc::ptr_eq(g, gather))
+    }
 }
 
 /// The answers of one batch of calls, in the order the caller gave them.
-pub(crate) struct Gather<V> {
-    state: Mutex<Gathering<V>>,
+pub(crate) struct Gather<H: Hook> {
+    state: Mutex<Gathering<H>>,
 }
 
-struct Gathering<V> {
+struct Gathering<H: Hook> {
     /// One answer per call, in the caller's order; `Stopped` until the call's answer arrives.
-    answers: Vec<CallAnswer<V>>,
+    answers: Answers<H::Value>,
     left: usize,
-    done: Option<oneshot::Sender<Vec<CallAnswer<V>>>>,
+    done: Option<oneshot::Sender<Answers<H::Value>>>,
 }
 
-impl<V> Gathering<V> {
-    /// Puts call `index`'s answer in its place; sends them all when it was the last.
-    fn put(&mut self, index: usize, answer: CallAnswer<V>) {
-        if let Some(place) = self.answers.get_mut(index) {
-            *place = answer;
-        }
-        self.left = self.left.saturating_sub(1);
+impl<H: Hook> Gathering<H> {
+    /// One call fewer to wait for; sends them all when it was the last.
+    fn one_less(&mut self, count: usize) {
+        self.left = self.left.saturating_sub(count);
         if self.left == 0 {
             if let Some(done) = self.done.take() {
                 let _ = done.send(std::mem::take(&mut self.answers));
             }
         }
     }
+
+    /// Puts call `index`'s answer in its place.
+    fn put(&mut self, index: usize, answer: CallAnswer<H::Value>) {
+        if let Some(place) = self.answers.get_mut(index) {
+            *place = answer;
+        }
+        self.one_less(1);
+    }
 }
 
-impl<V> Gather<V> {
+impl<H: Hook> Gather<H> {
     /// A gather of `count` answers, and where the caller receives them all (`count` > 0).
-    pub(crate) fn new(count: usize) -> (Arc<Self>, oneshot::Receiver<Vec<CallAnswer<V>>>) {
+    pub(crate) fn new(count: usize) -> (Arc<Self>, oneshot::Receiver<Answers<H::Value>>) {
         let (done, all) = oneshot::channel();
         let state = Gathering {
             answers: (0..count).map(|_| Err(PipelineError::Stopped)).collect(),
@@ -80,70 +107,88 @@ impl<V> Gather<V> {
         (gather, all)
     }
 
-    fn lock(&self) -> MutexGuard<'_, Gathering<V>> {
+    fn lock(&self) -> MutexGuard<'_, Gathering<H>> {
         // A panic never happens under this lock; a poisoned one still holds good answers.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Answers `jobs` (each of them one of this gather's unanswered calls) under one lock, each
+    /// outcome built into its place; `names` name their route's plugins.
+    fn put_run(&self, jobs: Vec<Job<H>>, names: &Arc<[Arc<str>]>) {
+        let count = jobs.len();
+        let mut state = self.lock();
+        for mut job in jobs {
+            // The slot is answered here: it lets go of the gather without answering again.
+            let ReplyTo::Many(slot) = &mut job.reply else {
+                // Not one of this gather's (callers pass only those): answered all the same.
+                job.answer(Vec::new(), names);
+                continue;
+            };
+            slot.gather = None;
+            let index = slot.index;
+            if let Some(place) = state.answers.get_mut(index) {
+                *place = Ok(job.into_outcome(Vec::new(), names));
+            }
+        }
+        state.one_less(count);
     }
 }
 
 /// One call's place in a [`Gather`]. Dropped unanswered (its shard stopped with the call in
 /// it), it answers [`PipelineError::Stopped`], so the batch is always answered.
-pub(crate) struct Slot<V> {
-    gather: Option<Arc<Gather<V>>>,
+pub(crate) struct Slot<H: Hook> {
+    gather: Option<Arc<Gather<H>>>,
     index: usize,
 }
 
-impl<V> Slot<V> {
-    pub(crate) fn new(gather: &Arc<Gather<V>>, index: usize) -> Self {
+impl<H: Hook> Slot<H> {
+    pub(crate) fn new(gather: &Arc<Gather<H>>, index: usize) -> Self {
         Self {
             gather: Some(gather.clone()),
             index,
         }
     }
 
-    fn fill(&mut self, answer: CallAnswer<V>) {
+    fn fill(&mut self, answer: CallAnswer<H::Value>) {
         if let Some(gather) = self.gather.take() {
             gather.lock().put(self.index, answer);
         }
     }
-
-    /// Whether this slot (still unanswered) belongs to `gather`.
-    fn is_in(&self, gather: &Arc<Gather<V>>) -> bool {
-        self.gather.as_ref().is_some_and(|g| Arc::ptr_eq(g, gather))
-    }
 }
 
-impl<V> Drop for Slot<V> {
+impl<H: Hook> Drop for Slot<H> {
     fn drop(&mut self) {
         self.fill(Err(PipelineError::Stopped));
     }
 }
 
-/// Answers many calls: each in turn, except that a run of calls of one [`Gather`] (the usual
-/// shape of a batch from [`Pipeline::call_many`](crate::Pipeline::call_many)) takes its lock
-/// once for the whole run.
-pub(crate) fn send_all<V>(answers: impl IntoIterator<Item = (ReplyTo<V>, CallAnswer<V>)>) {
-    let mut answers = answers.into_iter().peekable();
-    while let Some((reply, answer)) = answers.next() {
-        let mut slot = match reply {
-            ReplyTo::Many(slot) => slot,
-            one => {
-                one.send(answer);
-                continue;
-            }
-        };
-        let Some(gather) = slot.gather.take() else {
+/// Answers the calls of a finished batch that have no notes. A run of calls of one [`Gather`]
+/// (the usual shape of a batch from [`Pipeline::call_many`](crate::Pipeline::call_many), often
+/// the whole batch) is answered under one lock of it; a lone call gets its outcome at once.
+pub(crate) fn answer_all<H: Hook>(jobs: Vec<Job<H>>, names: &Arc<[Arc<str>]>) {
+    if let Some(gather) = sole_gather(&jobs) {
+        return gather.put_run(jobs, names);
+    }
+    let mut jobs = jobs.into_iter().peekable();
+    while let Some(job) = jobs.next() {
+        let Some(gather) = job.reply.gather().cloned() else {
+            job.answer(Vec::new(), names);
             continue;
         };
-        let mut state = gather.lock();
-        state.put(slot.index, answer);
-        while let Some((ReplyTo::Many(mut next), answer)) =
-            answers.next_if(|(reply, _)| matches!(reply, ReplyTo::Many(s) if s.is_in(&gather)))
-        {
-            next.gather = None;
-            state.put(next.index, answer);
+        let mut run = vec![job];
+        while let Some(next) = jobs.next_if(|next| next.reply.is_in(&gather)) {
+            run.push(next);
         }
+        gather.put_run(run, names);
     }
+}
+
+/// The gather every one of `jobs` answers to, when they all answer to one.
+fn sole_gather<H: Hook>(jobs: &[Job<H>]) -> Option<Arc<Gather<H>>> {
+    let gather = jobs.first()?.reply.gather()?;
+    jobs.iter()
+        .all(|job| job.reply.is_in(gather))
+        .then(|| gather.clone())
 }
 
 /// A call that has left its caller: refused at once, or sent with its answer to come
@@ -191,10 +236,29 @@ impl<V> Future for Submitted<V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hookline_messages::hook::OnUserMessage;
+    use hookline_messages::session::SessionId;
+    use hookline_messages::user::UserMessage;
+
+    fn job(text: &str, reply: ReplyTo<OnUserMessage>) -> Job<OnUserMessage> {
+        Job::new(SessionId::new(text), (), UserMessage::new(text), reply)
+    }
+
+    fn kept(text: &str) -> CallAnswer<UserMessage> {
+        Ok(job(text, ReplyTo::One(oneshot::channel().0)).into_outcome(Vec::new(), &names()))
+    }
+
+    fn names() -> Arc<[Arc<str>]> {
+        Arc::from([Arc::<str>::from("p")])
+    }
+
+    fn received(all: &mut oneshot::Receiver<Answers<UserMessage>>) -> Option<Answers<UserMessage>> {
+        all.try_recv().ok()
+    }
 
     #[test]
     fn a_batch_is_answered_once_in_order_and_a_dropped_slot_answers_stopped() {
-        let (gather, mut all) = Gather::<u8>::new(3);
+        let (gather, mut all) = Gather::<OnUserMessage>::new(3);
         let (a, b, c) = (
             Slot::new(&gather, 0),
             Slot::new(&gather, 1),
@@ -204,48 +268,61 @@ mod tests {
         assert!(all.try_recv().is_err(), "not before the last answer");
         drop(a);
         ReplyTo::Many(b).send(Err(PipelineError::Overloaded));
-        let answers = all.try_recv().unwrap_or_default();
         assert_eq!(
-            answers,
-            [
-                Err(PipelineError::Stopped),
-                Err(PipelineError::Overloaded),
-                Err(PipelineError::Overloaded)
-            ]
-        );
-    }
-
-    #[test]
-    fn answers_sent_together_fill_each_gather_in_order_and_the_lone_calls_too() {
-        let (first, mut first_all) = Gather::<u8>::new(2);
-        let (second, mut second_all) = Gather::<u8>::new(1);
-        let (one, mut lone) = oneshot::channel();
-        send_all([
-            (
-                ReplyTo::Many(Slot::new(&first, 1)),
-                Err(PipelineError::Overloaded),
-            ),
-            (ReplyTo::One(one), Err(PipelineError::Overloaded)),
-            (
-                ReplyTo::Many(Slot::new(&second, 0)),
-                Err(PipelineError::Stopped),
-            ),
-            (
-                ReplyTo::Many(Slot::new(&first, 0)),
-                Err(PipelineError::Overloaded),
-            ),
-        ]);
-        assert_eq!(
-            first_all.try_recv().ok(),
+            received(&mut all),
             Some(vec![
+                Err(PipelineError::Stopped),
                 Err(PipelineError::Overloaded),
                 Err(PipelineError::Overloaded)
             ])
         );
-        assert_eq!(
-            second_all.try_recv().ok(),
-            Some(vec![Err(PipelineError::Stopped)])
+    }
+
+    #[test]
+    fn a_batch_of_one_gather_is_answered_at_once_and_its_outcomes_land_in_order() {
+        let (gather, mut all) = Gather::<OnUserMessage>::new(3);
+        ReplyTo::Many(Slot::new(&gather, 1)).send(Err(PipelineError::Overloaded));
+        answer_all(
+            vec![
+                job("c", ReplyTo::Many(Slot::new(&gather, 2))),
+                job("a", ReplyTo::Many(Slot::new(&gather, 0))),
+            ],
+            &names(),
         );
-        assert_eq!(lone.try_recv().ok(), Some(Err(PipelineError::Overloaded)));
+        assert_eq!(
+            received(&mut all),
+            Some(vec![kept("a"), Err(PipelineError::Overloaded), kept("c")])
+        );
+        assert_eq!(Arc::strong_count(&gather), 1, "no call holds the gather");
+    }
+
+    #[test]
+    fn a_mixed_batch_fills_each_gather_in_order_and_answers_the_lone_calls() {
+        let (first, mut first_all) = Gather::<OnUserMessage>::new(2);
+        let (second, mut second_all) = Gather::<OnUserMessage>::new(1);
+        let (one, mut lone) = oneshot::channel();
+        answer_all(
+            vec![
+                job("b", ReplyTo::Many(Slot::new(&first, 1))),
+                job("lone", ReplyTo::One(one)),
+                job("x", ReplyTo::Many(Slot::new(&second, 0))),
+                job("a", ReplyTo::Many(Slot::new(&first, 0))),
+            ],
+            &names(),
+        );
+        assert_eq!(received(&mut first_all), Some(vec![kept("a"), kept("b")]));
+        assert_eq!(received(&mut second_all), Some(vec![kept("x")]));
+        assert_eq!(lone.try_recv().ok(), Some(kept("lone")));
+    }
+
+    #[test]
+    fn a_caller_that_stopped_waiting_loses_nothing_else() {
+        let (gather, all) = Gather::<OnUserMessage>::new(1);
+        drop(all);
+        answer_all(
+            vec![job("a", ReplyTo::Many(Slot::new(&gather, 0)))],
+            &names(),
+        );
+        assert_eq!(Arc::strong_count(&gather), 1);
     }
 }

@@ -10,7 +10,7 @@ use hookline_messages::hook::{Hook, HookContext, Reply};
 use hookline_messages::note::{Note, SkipReason};
 use hookline_messages::session::SessionId;
 
-use super::answer::{CallAnswer, ReplyTo};
+use super::answer::ReplyTo;
 use super::draft::{save, Appended, Draft, Written};
 use super::steps::{Marks, Steps};
 
@@ -31,7 +31,7 @@ pub(crate) struct Job<H: Hook> {
     /// replacement, or, when only appends changed it, the text's length before them (no copy:
     /// [`Outcome::before`] rebuilds it on demand).
     original: Before<H::Value>,
-    pub(crate) reply: ReplyTo<H::Value>,
+    pub(crate) reply: ReplyTo<H>,
     pub(crate) notes: Vec<Note>,
     /// Steps (indexes into the hook's step list) whose replacement changed the value.
     pub(crate) changed: Marks,
@@ -49,7 +49,7 @@ impl<H: Hook> Job<H> {
         session: SessionId,
         facts: H::Context,
         value: H::Value,
-        reply: ReplyTo<H::Value>,
+        reply: ReplyTo<H>,
     ) -> Self {
         // Built only when some subscriber may want `info` spans (a static level check first:
         // with none, or one at `warn`, a call builds no span at all).
@@ -82,19 +82,14 @@ impl<H: Hook> Job<H> {
 
     /// The span of step `at` (plugin `name`) on this call: a child of the call's span, with the
     /// hook and the plugin; [`Job::record_step`] adds the outcome once the step is through.
+    #[inline]
     pub(crate) fn step_span(&self, name: &str) -> Option<tracing::Span> {
         // Without a subscriber for the call, a step has no span at all: nothing to build, enter,
         // record or drop (issue 24 item 3: off costs nothing measurable on the batch path, one
-        // step per plugin per call).
+        // step per plugin per call). The check stays inline in the plugin's loop; the span is
+        // built out of line.
         let call = self.span.as_deref()?;
-        Some(tracing::info_span!(
-            parent: call,
-            "plugin step",
-            hook = H::KIND.wire_name(),
-            plugin = name,
-            outcome = tracing::field::Empty,
-            skip_reason = tracing::field::Empty,
-        ))
+        Some(step_span::<H>(call, name))
     }
 
     /// Records on `span` how step `at` ended: `skipped` (with the reason), `changed` or `kept`.
@@ -155,6 +150,7 @@ impl<H: Hook> Job<H> {
     /// against the value before it, which the draft saved. A refused, failed or panicked one
     /// leaves the value before it (SPEC P1.4, P1.5), and so does any write to a read-only hook's
     /// value (SPEC P2.1, P2.4, P2.6).
+    #[inline]
     pub(crate) fn edit(
         &mut self,
         step: usize,
@@ -279,18 +275,30 @@ impl<H: Hook> Job<H> {
     /// Answers the caller: the outcome, with `notes` (the ones the session has not seen) and the
     /// marked steps named.
     pub(crate) fn answer(self, notes: Vec<Note>, names: &Arc<[Arc<str>]>) {
-        let (reply, outcome) = self.into_answer(notes, names);
-        reply.send(outcome);
+        let (reply, outcome) = self.into_parts(notes, names);
+        reply.send(Ok(outcome));
     }
 
-    /// The outcome and where it goes, for a caller answering many at once ([`send_all`]).
+    /// The call's outcome, with `notes` (those new to its session), its marked steps named.
+    /// Where it goes is left to the caller ([`answer_all`] builds a run's outcomes on the
+    /// caller's side of a batch).
     ///
-    /// [`send_all`]: super::answer::send_all
-    pub(crate) fn into_answer(
+    /// [`answer_all`]: super::answer::answer_all
+    pub(crate) fn into_outcome(
         self,
         notes: Vec<Note>,
         names: &Arc<[Arc<str>]>,
-    ) -> (ReplyTo<H::Value>, CallAnswer<H::Value>) {
+    ) -> Outcome<H::Value> {
+        self.into_parts(notes, names).1
+    }
+
+    /// Where the call's answer goes, and its outcome.
+    #[inline]
+    fn into_parts(
+        self,
+        notes: Vec<Note>,
+        names: &Arc<[Arc<str>]>,
+    ) -> (ReplyTo<H>, Outcome<H::Value>) {
         if let Some(span) = self.span.as_deref() {
             let named = |marks: &Marks| {
                 let steps = Steps::new(marks.clone(), names);
@@ -306,8 +314,22 @@ impl<H: Hook> Job<H> {
             before: self.original,
             failed: Steps::new(self.failed, names),
         };
-        (self.reply, Ok(outcome))
+        (self.reply, outcome)
     }
+}
+
+/// The span of one plugin's step (plugin `name`) on the call whose span is `call`.
+#[cold]
+#[inline(never)]
+fn step_span<H: Hook>(call: &tracing::Span, name: &str) -> tracing::Span {
+    tracing::info_span!(
+        parent: call,
+        "plugin step",
+        hook = H::KIND.wire_name(),
+        plugin = name,
+        outcome = tracing::field::Empty,
+        skip_reason = tracing::field::Empty,
+    )
 }
 
 /// What a call keeps of the value it was given once a plugin changed it.

@@ -154,10 +154,7 @@ fn finish_batch<H: Hook>(mut jobs: Vec<Job<H>>, route: Arc<Route<H>>) {
     // so a caller there finds its session free for its next call (item 4 of issue 23); the
     // others' slots are left to the coordinator (no vector when there are none).
     let done = crate::coordinator::local::finish_in_place::<H>(route.shard, &jobs);
-    answer::send_all(
-        jobs.into_iter()
-            .map(|job| job.into_answer(Vec::new(), &route.names)),
-    );
+    answer::answer_all(jobs, &route.names);
     if done.is_empty() && noted.is_empty() {
         return;
     }
