@@ -11,6 +11,7 @@ use hookline::host::turn::UserInput;
 use hookline::host::{HostError, SessionCommand};
 use hookline::messages::hook::{HookContext, HookKind, HookSet};
 use hookline::messages::model::ItemBody;
+use hookline::messages::record::ArchiveEntry;
 use hookline::messages::session::{ApprovalMode, SessionId, SessionInfo};
 use hookline::messages::user::UserMessage;
 use host_support::*;
@@ -308,4 +309,146 @@ fn a_host_resume_restores_the_policy_the_operator_set() {
         assert_eq!(host.model(), Some("claude"));
         host.close().await.unwrap();
     });
+}
+
+/// Start and end hooks that log `start <id>` / `end <id>`; the end also starts, once it is
+/// through, a call that takes the pipeline's only admission place while `hold` is set (a task
+/// spawned in the hook runs before the lifecycle hears the end's answer).
+fn lifecycle_logger(
+    log: &Seen,
+    hold: &Arc<std::sync::Mutex<Option<hookline::actors::Pipeline>>>,
+) -> PluginRegistration {
+    use hookline::messages::hook::{OnSessionEnded, OnSessionStarted};
+    let (started, ended, hold) = (log.clone(), log.clone(), hold.clone());
+    PluginRegistration::new("log")
+        .on(OnSessionStarted, move |_, s: &SessionInfo| {
+            started
+                .lock()
+                .unwrap()
+                .push(format!("start {}", s.session_id));
+            Ok(Reply::Keep)
+        })
+        .on(OnSessionEnded, move |_, s: &SessionInfo| {
+            ended.lock().unwrap().push(format!("end {}", s.session_id));
+            if let Some(pipeline) = hold.lock().unwrap().clone() {
+                actix_rt::spawn(async move {
+                    let _ = pipeline
+                        .submit::<hookline::messages::hook::OnUserMessage>(
+                            SessionId::new("elsewhere"),
+                            UserMessage::new("x"),
+                        )
+                        .await;
+                });
+            }
+            Ok(Reply::Keep)
+        })
+}
+
+/// A plugin whose `on_user_message` waits until `release` is notified.
+fn blocker(release: &Arc<tokio::sync::Notify>) -> PluginRegistration {
+    let held = release.clone();
+    PluginRegistration::new("blocker").on_async(
+        hookline::messages::hook::OnUserMessage,
+        move |_, _| {
+            let held = held.clone();
+            async move {
+                held.notified().await;
+                Ok(Reply::Keep)
+            }
+        },
+    )
+}
+
+fn one_place_rig(plugins: Vec<PluginRegistration>) -> Rig {
+    rig_from(
+        hookline::host::Host::builder()
+            .plugins(plugins)
+            .shards(1)
+            .max_pending(1),
+        false,
+        ApprovalMode::AskAboveRead,
+    )
+}
+
+/// The pipeline is full for a moment when `/new` runs: the host asks again (the lifecycle runs
+/// what had not run) and the switch completes, each hook once, the end archived.
+#[actix_rt::test]
+async fn a_switch_the_pipeline_refuses_for_a_moment_completes() {
+    let log = Seen::default();
+    let release = Arc::new(tokio::sync::Notify::new());
+    let mut rig = one_place_rig(vec![
+        lifecycle_logger(&log, &Arc::default()),
+        blocker(&release),
+    ]);
+    rig.host.open().await.unwrap();
+    let first = rig.host.active().unwrap().session_id.clone();
+    let busy = rig
+        .host
+        .pipeline()
+        .submit::<hookline::messages::hook::OnUserMessage>(
+            SessionId::new("elsewhere"),
+            UserMessage::new("x"),
+        );
+    let later = release.clone();
+    actix_rt::spawn(async move {
+        actix_rt::time::sleep(std::time::Duration::from_millis(30)).await;
+        later.notify_one();
+    });
+    rig.host.command(SessionCommand::New).await.unwrap();
+    busy.await.unwrap();
+    let second = rig.host.active().unwrap().session_id.clone();
+    assert_eq!(
+        seen(&log),
+        [
+            format!("start {first}"),
+            format!("end {first}"),
+            format!("start {second}")
+        ]
+    );
+    assert!(rig
+        .archive(first.as_str())
+        .iter()
+        .any(|e| matches!(e, ArchiveEntry::SessionEnded(info) if info.session_id == first)));
+}
+
+/// The session left ends, then the pipeline stays full past the retries and the next start is
+/// refused: the end that ran is archived in the session left, no session is active (none has
+/// started), and the next `/new` runs a start only.
+#[actix_rt::test]
+async fn a_start_refused_after_the_end_ran_leaves_the_end_archived_and_no_session_active() {
+    let log = Seen::default();
+    let hold = Arc::default();
+    let release = Arc::new(tokio::sync::Notify::new());
+    let mut rig = one_place_rig(vec![lifecycle_logger(&log, &hold), blocker(&release)]);
+    rig.host.open().await.unwrap();
+    let first = rig.host.active().unwrap().session_id.clone();
+    *hold.lock().unwrap() = Some(rig.host.pipeline().clone());
+
+    let refused = rig.host.command(SessionCommand::New).await;
+    assert!(
+        matches!(
+            refused,
+            Err(HostError::Pipeline(
+                hookline::actors::PipelineError::Overloaded
+            ))
+        ),
+        "{refused:?}"
+    );
+    assert_eq!(rig.host.active(), None);
+    assert!(rig
+        .archive(first.as_str())
+        .iter()
+        .any(|e| matches!(e, ArchiveEntry::SessionEnded(info) if info.session_id == first)));
+
+    hold.lock().unwrap().take();
+    release.notify_one();
+    while rig.host.pipeline().admitted().await.unwrap().calls > 0 {
+        actix_rt::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    rig.host.command(SessionCommand::New).await.unwrap();
+    let third = rig.host.active().unwrap().session_id.clone();
+    let log = seen(&log);
+    assert_eq!(log.len(), 3, "{log:?}");
+    assert_eq!(log[..2], [format!("start {first}"), format!("end {first}")]);
+    assert_eq!(log[2], format!("start {third}"));
 }

@@ -7,11 +7,13 @@ use std::sync::{Arc, Mutex};
 
 use actix::Actor;
 use hookline::actors::plugin::{PluginRegistration, Reply};
-use hookline::actors::session::{ActiveSession, ChangeSession, SessionLifecycle};
+use hookline::actors::session::{
+    ActiveSession, ChangeRefused, ChangeSession, Ran, SessionLifecycle,
+};
 use hookline::actors::{Pipeline, PipelineError};
 use hookline::messages::hook::{OnSessionEnded, OnSessionStarted, OnUserMessage};
 use hookline::messages::session::{ApprovalMode, SessionId, SessionInfo};
-use hookline::messages::transition::{Cause, SessionEvent};
+use hookline::messages::transition::{Cause, SessionEvent, Transition};
 use hookline::messages::user::UserMessage;
 use tokio::sync::Notify;
 
@@ -68,7 +70,13 @@ async fn a_change_the_pipeline_refused_runs_its_hooks_when_retried() {
     let busy = pipeline.submit::<OnUserMessage>(SessionId::new("other"), UserMessage::new("x"));
     // `a`'s end and `b`'s start: the end is refused first, so nothing runs.
     let refused = lifecycle.send(activate("b")).await.unwrap();
-    assert_eq!(refused, Err(PipelineError::Overloaded));
+    assert_eq!(
+        refused,
+        Err(ChangeRefused {
+            ran: Vec::new(),
+            error: PipelineError::Overloaded
+        })
+    );
     assert_eq!(
         lifecycle.send(ActiveSession).await.unwrap(),
         Some(info("a")),
@@ -92,4 +100,82 @@ async fn a_change_the_pipeline_refused_runs_its_hooks_when_retried() {
         lifecycle.send(ActiveSession).await.unwrap(),
         Some(info("b"))
     );
+}
+
+/// The end of the session left runs, then the pipeline refuses the next one's start: the
+/// refusal carries the end that ran (so the caller can archive it), no session is active, and
+/// the same change sent again runs the start only.
+#[actix_rt::test]
+async fn a_start_refused_after_the_end_ran_reports_the_end() {
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let (started, ended) = (log.clone(), log.clone());
+    let release = Arc::new(Notify::new());
+    let held = release.clone();
+    let handle: Arc<Mutex<Option<Pipeline>>> = Arc::default();
+    let own = handle.clone();
+    let plugin = PluginRegistration::new("p")
+        .on(OnSessionStarted, move |_, s: &SessionInfo| {
+            started
+                .lock()
+                .unwrap()
+                .push(format!("start {}", s.session_id));
+            Ok(Reply::Keep)
+        })
+        .on(OnSessionEnded, move |_, s: &SessionInfo| {
+            ended.lock().unwrap().push(format!("end {}", s.session_id));
+            // Once this end is through, another call takes the pipeline's only admission
+            // place (a task spawned now runs before the lifecycle hears the end's answer).
+            if let Some(pipeline) = own.lock().unwrap().clone() {
+                actix_rt::spawn(async move {
+                    let _ = pipeline
+                        .submit::<OnUserMessage>(SessionId::new("other"), UserMessage::new("x"))
+                        .await;
+                });
+            }
+            Ok(Reply::Keep)
+        })
+        .on_async(OnUserMessage, move |_, _| {
+            let held = held.clone();
+            async move {
+                held.notified().await;
+                Ok(Reply::Keep)
+            }
+        });
+    let pipeline = Pipeline::builder()
+        .plugin(plugin)
+        .shards(1)
+        .max_pending(1)
+        .start()
+        .unwrap();
+    let lifecycle = SessionLifecycle::new(pipeline.clone()).start();
+    lifecycle.send(activate("a")).await.unwrap().unwrap();
+    *handle.lock().unwrap() = Some(pipeline.clone());
+
+    let refused = lifecycle.send(activate("b")).await.unwrap();
+    assert_eq!(
+        refused,
+        Err(ChangeRefused {
+            ran: vec![Ran {
+                transition: Transition::Ended(info("a")),
+                notes: Vec::new()
+            }],
+            error: PipelineError::Overloaded
+        })
+    );
+    assert_eq!(lifecycle.send(ActiveSession).await.unwrap(), None);
+
+    handle.lock().unwrap().take();
+    release.notify_one();
+    while pipeline.admitted().await.unwrap().calls > 0 {
+        actix_rt::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    let ran = lifecycle.send(activate("b")).await.unwrap().unwrap();
+    assert_eq!(
+        ran,
+        [Ran {
+            transition: Transition::Started(info("b")),
+            notes: Vec::new()
+        }]
+    );
+    assert_eq!(*log.lock().unwrap(), ["start a", "end a", "start b"]);
 }

@@ -6,8 +6,9 @@
 //! runs the calls one change at a time. A change's calls finish before the next change's start
 //! (the handler is atomic), so an end always precedes the start that follows it. The active
 //! session it keeps is what the calls that ran made it: a change whose call the pipeline refused
-//! (overloaded, stopped) fails with that error at the call, and the same change sent again runs
-//! what had not run yet (never a start skipped, never an end twice).
+//! (overloaded, stopped) fails at that call with [`ChangeRefused`], which carries the calls that
+//! ran before it (an end that ran is not lost with the error), and the same change sent again
+//! runs what had not run yet (never a start skipped, never an end twice).
 
 use actix::{Actor, ActorFutureExt, AtomicResponse, Context, Handler, Message, WrapFuture};
 use hookline_messages::hook::{OnSessionEnded, OnSessionStarted};
@@ -58,12 +59,24 @@ pub struct Ran {
     pub notes: Vec<Note>,
 }
 
+/// A change the pipeline refused at one of its calls: the calls that ran before that one (an
+/// end, when the next session's start was refused), and the refusal.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{error}")]
+pub struct ChangeRefused {
+    /// The transitions that ran before the refused call, in order.
+    pub ran: Vec<Ran>,
+    /// Why the pipeline refused the call ([`PipelineError::Overloaded`]: the same change sent
+    /// again runs what is left).
+    pub error: PipelineError,
+}
+
 impl Message for ChangeSession {
-    type Result = Result<Vec<Ran>, PipelineError>;
+    type Result = Result<Vec<Ran>, ChangeRefused>;
 }
 
 impl Handler<ChangeSession> for SessionLifecycle {
-    type Result = AtomicResponse<Self, Result<Vec<Ran>, PipelineError>>;
+    type Result = AtomicResponse<Self, Result<Vec<Ran>, ChangeRefused>>;
 
     fn handle(
         &mut self,
@@ -86,7 +99,7 @@ impl Handler<ChangeSession> for SessionLifecycle {
                         };
                     }
                     match failed {
-                        Some(error) => Err(error),
+                        Some(error) => Err(ChangeRefused { ran, error }),
                         None => Ok(ran),
                     }
                 }),

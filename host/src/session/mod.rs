@@ -26,8 +26,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use actix::{Actor, Addr};
-use hookline_actors::session::{ChangeSession, Ran, SessionLifecycle};
-use hookline_actors::Pipeline;
+use hookline_actors::session::{ChangeRefused, ChangeSession, Ran, SessionLifecycle};
+use hookline_actors::{Pipeline, PipelineError};
 use hookline_messages::model::UsageTotals;
 use hookline_messages::note::Note;
 use hookline_messages::prompt::PromptMode;
@@ -370,7 +370,11 @@ impl Conversation {
             // The shutdown already ended the session.
             return Ok(());
         }
-        let ran = self.change(SessionEvent::Close).await?;
+        let Changed { ran, refused } = self.change(SessionEvent::Close).await?;
+        if let Some(error) = refused {
+            // The end did not run: the session stays open.
+            return Err(error);
+        }
         let mut old = self.session.take();
         self.record_transitions(ran, &mut old, &mut None)?;
         if let Some(old) = old {
@@ -581,12 +585,15 @@ impl Conversation {
         let Opened {
             state, repaired, ..
         } = opened;
-        let ran = self
+        let Changed { ran, refused } = self
             .change(SessionEvent::Activate {
                 cause,
                 next: state.info.clone(),
             })
             .await?;
+        if let Some(error) = refused {
+            return self.stopped_part_way(ran, error).await;
+        }
         let mut next = Some(state);
         for text in repaired {
             self.engine.events.push(HostEvent::Info { text });
@@ -625,12 +632,64 @@ impl Conversation {
         self.bootstrap_session().await
     }
 
-    async fn change(&self, event: SessionEvent) -> Result<Vec<Ran>, HostError> {
-        self.lifecycle
-            .send(ChangeSession(event))
-            .await
-            .map_err(|_| HostError::LifecycleStopped)?
-            .map_err(HostError::from)
+    /// A switch the pipeline refused part-way: nothing ran, and the session stays active; or
+    /// the session left ended and the next one's start was refused, and the end is archived in
+    /// the session left, which is released and forgotten: no session is active then (its end
+    /// ran; none has started) until the next change. Fails with the refusal either way.
+    async fn stopped_part_way(&mut self, ran: Vec<Ran>, error: HostError) -> Result<(), HostError> {
+        if ran.is_empty() {
+            return Err(error);
+        }
+        let mut old = self.session.take();
+        self.record_transitions(ran, &mut old, &mut None)?;
+        if let Some(left) = old {
+            let id = left.info.session_id.clone();
+            left.release().await?;
+            if let Err(error) = self.engine.pipeline.forget_session(&id).await {
+                tracing::warn!(session = %id, %error, "could not forget the session left");
+            }
+        }
+        Err(error)
+    }
+
+    /// Runs `event`'s transitions through the lifecycle actor. A call the pipeline refuses as
+    /// overloaded (its admission bound full for a moment) is asked again, 1 ms later and then
+    /// twice as long each time up to 64 ms, for at most [`CHANGE_RETRY_FOR`]: the actor runs only
+    /// what had not run, so an end that ran is never run twice nor a start skipped. What ran is
+    /// returned with the refusal that stopped the rest, if any.
+    ///
+    /// # Errors
+    /// [`HostError::LifecycleStopped`] when the lifecycle actor is gone.
+    async fn change(&self, event: SessionEvent) -> Result<Changed, HostError> {
+        let deadline = tokio::time::Instant::now() + CHANGE_RETRY_FOR;
+        let mut pause = std::time::Duration::from_millis(1);
+        let mut ran = Vec::new();
+        loop {
+            let answer = self
+                .lifecycle
+                .send(ChangeSession(event.clone()))
+                .await
+                .map_err(|_| HostError::LifecycleStopped)?;
+            let error = match answer {
+                Ok(more) => {
+                    ran.extend(more);
+                    return Ok(Changed { ran, refused: None });
+                }
+                Err(ChangeRefused { ran: more, error }) => {
+                    ran.extend(more);
+                    error
+                }
+            };
+            let now = tokio::time::Instant::now();
+            if error != PipelineError::Overloaded || now + pause > deadline {
+                return Ok(Changed {
+                    ran,
+                    refused: Some(error.into()),
+                });
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(std::time::Duration::from_millis(64));
+        }
     }
 
     /// Archives each transition in the session it concerns: the end in the session left, the
@@ -664,6 +723,16 @@ impl Conversation {
         }
         Ok(())
     }
+}
+
+/// How long a session change asks again when the pipeline refuses one of its calls as
+/// overloaded (see `Conversation::change`).
+const CHANGE_RETRY_FOR: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// What a session change ran, and the refusal that stopped it part-way, if any.
+struct Changed {
+    ran: Vec<Ran>,
+    refused: Option<HostError>,
 }
 
 pub(crate) fn existing_dir(dir: &Path) -> Result<PathBuf, HostError> {
