@@ -341,7 +341,7 @@ impl<H: Dispatch> Handler<Completed<H>> for PipelineCoordinator {
             let notes = std::mem::take(&mut job.notes);
             let notes = match self.local.sessions.borrow_mut().get_mut(job.slot) {
                 Some(state) => state.first_seen(notes),
-                None => notes,
+                None => notes.into_iter().collect(),
             };
             let slot = job.slot;
             job.answer(notes, &completed.route.names);

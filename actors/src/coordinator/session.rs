@@ -34,7 +34,7 @@ pub(crate) struct SessionState {
 impl SessionState {
     /// Keeps the notes this session has not recorded before (SPEC P1.4: the same note is recorded
     /// once per session, not once per call).
-    pub(crate) fn first_seen(&mut self, notes: Vec<Note>) -> Vec<Note> {
+    pub(crate) fn first_seen(&mut self, notes: impl IntoIterator<Item = Note>) -> Vec<Note> {
         notes
             .into_iter()
             .filter(|note| self.seen.insert(note.clone()))

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use hookline_messages::hook::{Hook, HookContext, Reply};
 use hookline_messages::note::{Note, SkipReason};
 use hookline_messages::session::SessionId;
+use thin_vec::ThinVec;
 
 use super::answer::ReplyTo;
 use super::draft::{save, Appended, Draft, Written};
@@ -32,7 +33,9 @@ pub(crate) struct Job<H: Hook> {
     /// [`Outcome::before`] rebuilds it on demand).
     original: Before<H::Value>,
     pub(crate) reply: ReplyTo<H>,
-    pub(crate) notes: Vec<Note>,
+    /// The call's notes: none on nearly every call, so a thin vector (one word, no allocation
+    /// while empty) keeps the job small.
+    pub(crate) notes: ThinVec<Note>,
     /// Steps (indexes into the hook's step list) whose replacement changed the value.
     pub(crate) changed: Marks,
     /// Steps skipped on this call.
@@ -73,7 +76,7 @@ impl<H: Hook> Job<H> {
             slot: NO_SLOT,
             original: Before::Unchanged,
             reply,
-            notes: Vec::new(),
+            notes: ThinVec::new(),
             changed: Marks::default(),
             failed: Marks::default(),
             span,
@@ -338,8 +341,9 @@ pub(crate) enum Before<T> {
     Unchanged,
     /// Only appends changed it: the value given is the value's text cut back to `len`.
     Appended { len: usize, undo: fn(&mut T, usize) },
-    /// A replacement or a write changed it: the value given, moved aside.
-    Kept(T),
+    /// A replacement or a write changed it: the value given, moved aside (boxed: a job carries
+    /// one word for it, not a second value, on every call that keeps or appends).
+    Kept(Box<T>),
 }
 
 impl<T> Before<T> {
@@ -350,12 +354,12 @@ impl<T> Before<T> {
         match *self {
             Self::Kept(_) => Some(replaced),
             Self::Unchanged => {
-                *self = Self::Kept(replaced);
+                *self = Self::Kept(Box::new(replaced));
                 None
             }
             Self::Appended { len, undo } => {
                 undo(&mut replaced, len);
-                *self = Self::Kept(replaced);
+                *self = Self::Kept(Box::new(replaced));
                 None
             }
         }
@@ -425,7 +429,7 @@ impl<T: Clone> Outcome<T> {
                 undo(&mut before, *len);
                 Some(Cow::Owned(before))
             }
-            Before::Kept(value) => Some(Cow::Borrowed(value)),
+            Before::Kept(value) => Some(Cow::Borrowed(&**value)),
         }
     }
 
@@ -439,7 +443,7 @@ impl<T: Clone> Outcome<T> {
                 undo(&mut before, len);
                 Some(before)
             }
-            Before::Kept(value) => Some(value),
+            Before::Kept(value) => Some(*value),
         }
     }
 }
@@ -521,7 +525,7 @@ mod tests {
             Ok(())
         });
         assert_eq!(job.value, UserMessage::new("tag"));
-        assert!(matches!(&job.original, Before::Kept(before) if *before == UserMessage::new("")));
+        assert!(matches!(&job.original, Before::Kept(before) if **before == UserMessage::new("")));
         assert!(job.changed.contains(1) && !job.changed.contains(0));
     }
 }
