@@ -32,12 +32,25 @@ fn activate(id: &str) -> ChangeSession {
     })
 }
 
-#[actix_rt::test]
-async fn a_change_the_pipeline_refused_runs_its_hooks_when_retried() {
+/// A pipeline with one admission place and a lifecycle over it, whose plugin logs `start <id>`
+/// and `end <id>` and holds the place in `on_user_message` until `release` is notified.
+struct Rig {
+    log: Arc<Mutex<Vec<String>>>,
+    release: Arc<Notify>,
+    /// While set, each end, once through, starts a call that takes the only place (a task
+    /// spawned in the hook runs before the lifecycle hears the end's answer).
+    hold: Arc<Mutex<Option<Pipeline>>>,
+    pipeline: Pipeline,
+    lifecycle: actix::Addr<SessionLifecycle>,
+}
+
+fn rig() -> Rig {
     let log = Arc::new(Mutex::new(Vec::new()));
     let (started, ended) = (log.clone(), log.clone());
     let release = Arc::new(Notify::new());
     let held = release.clone();
+    let hold: Arc<Mutex<Option<Pipeline>>> = Arc::default();
+    let own = hold.clone();
     let plugin = PluginRegistration::new("p")
         .on(OnSessionStarted, move |_, s: &SessionInfo| {
             started
@@ -48,9 +61,15 @@ async fn a_change_the_pipeline_refused_runs_its_hooks_when_retried() {
         })
         .on(OnSessionEnded, move |_, s: &SessionInfo| {
             ended.lock().unwrap().push(format!("end {}", s.session_id));
+            if let Some(pipeline) = own.lock().unwrap().clone() {
+                actix_rt::spawn(async move {
+                    let _ = pipeline
+                        .submit::<OnUserMessage>(SessionId::new("other"), UserMessage::new("x"))
+                        .await;
+                });
+            }
             Ok(Reply::Keep)
         })
-        // Holds the pipeline's only admission place until released.
         .on_async(OnUserMessage, move |_, _| {
             let held = held.clone();
             async move {
@@ -65,6 +84,24 @@ async fn a_change_the_pipeline_refused_runs_its_hooks_when_retried() {
         .start()
         .unwrap();
     let lifecycle = SessionLifecycle::new(pipeline.clone()).start();
+    Rig {
+        log,
+        release,
+        hold,
+        pipeline,
+        lifecycle,
+    }
+}
+
+#[actix_rt::test]
+async fn a_change_the_pipeline_refused_runs_its_hooks_when_retried() {
+    let Rig {
+        log,
+        release,
+        pipeline,
+        lifecycle,
+        ..
+    } = rig();
     lifecycle.send(activate("a")).await.unwrap().unwrap();
 
     let busy = pipeline.submit::<OnUserMessage>(SessionId::new("other"), UserMessage::new("x"));
@@ -107,49 +144,15 @@ async fn a_change_the_pipeline_refused_runs_its_hooks_when_retried() {
 /// the same change sent again runs the start only.
 #[actix_rt::test]
 async fn a_start_refused_after_the_end_ran_reports_the_end() {
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let (started, ended) = (log.clone(), log.clone());
-    let release = Arc::new(Notify::new());
-    let held = release.clone();
-    let handle: Arc<Mutex<Option<Pipeline>>> = Arc::default();
-    let own = handle.clone();
-    let plugin = PluginRegistration::new("p")
-        .on(OnSessionStarted, move |_, s: &SessionInfo| {
-            started
-                .lock()
-                .unwrap()
-                .push(format!("start {}", s.session_id));
-            Ok(Reply::Keep)
-        })
-        .on(OnSessionEnded, move |_, s: &SessionInfo| {
-            ended.lock().unwrap().push(format!("end {}", s.session_id));
-            // Once this end is through, another call takes the pipeline's only admission
-            // place (a task spawned now runs before the lifecycle hears the end's answer).
-            if let Some(pipeline) = own.lock().unwrap().clone() {
-                actix_rt::spawn(async move {
-                    let _ = pipeline
-                        .submit::<OnUserMessage>(SessionId::new("other"), UserMessage::new("x"))
-                        .await;
-                });
-            }
-            Ok(Reply::Keep)
-        })
-        .on_async(OnUserMessage, move |_, _| {
-            let held = held.clone();
-            async move {
-                held.notified().await;
-                Ok(Reply::Keep)
-            }
-        });
-    let pipeline = Pipeline::builder()
-        .plugin(plugin)
-        .shards(1)
-        .max_pending(1)
-        .start()
-        .unwrap();
-    let lifecycle = SessionLifecycle::new(pipeline.clone()).start();
+    let Rig {
+        log,
+        release,
+        hold,
+        pipeline,
+        lifecycle,
+    } = rig();
     lifecycle.send(activate("a")).await.unwrap().unwrap();
-    *handle.lock().unwrap() = Some(pipeline.clone());
+    *hold.lock().unwrap() = Some(pipeline.clone());
 
     let refused = lifecycle.send(activate("b")).await.unwrap();
     assert_eq!(
@@ -164,7 +167,7 @@ async fn a_start_refused_after_the_end_ran_reports_the_end() {
     );
     assert_eq!(lifecycle.send(ActiveSession).await.unwrap(), None);
 
-    handle.lock().unwrap().take();
+    hold.lock().unwrap().take();
     release.notify_one();
     while pipeline.admitted().await.unwrap().calls > 0 {
         actix_rt::time::sleep(std::time::Duration::from_millis(1)).await;

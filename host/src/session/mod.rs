@@ -375,14 +375,7 @@ impl Conversation {
             // The end did not run: the session stays open.
             return Err(error);
         }
-        let mut old = self.session.take();
-        self.record_transitions(ran, &mut old, &mut None)?;
-        if let Some(old) = old {
-            let id = old.info.session_id.clone();
-            old.release().await?;
-            self.engine.pipeline.forget_session(&id).await?;
-        }
-        Ok(())
+        self.leave_active(ran).await
     }
 
     /// Drops the active session without writing or running its end hooks: another node took
@@ -637,19 +630,26 @@ impl Conversation {
     /// the session left, which is released and forgotten: no session is active then (its end
     /// ran; none has started) until the next change. Fails with the refusal either way.
     async fn stopped_part_way(&mut self, ran: Vec<Ran>, error: HostError) -> Result<(), HostError> {
-        if ran.is_empty() {
-            return Err(error);
+        if !ran.is_empty() {
+            self.leave_active(ran).await?;
         }
+        Err(error)
+    }
+
+    /// Leaves the active session after its end ran (`ran`): the end archived in it, its lease
+    /// released, and the pipeline's state of it forgotten. None is active after.
+    async fn leave_active(&mut self, ran: Vec<Ran>) -> Result<(), HostError> {
         let mut old = self.session.take();
         self.record_transitions(ran, &mut old, &mut None)?;
         if let Some(left) = old {
             let id = left.info.session_id.clone();
             left.release().await?;
+            // A stopped pipeline has nothing left to forget.
             if let Err(error) = self.engine.pipeline.forget_session(&id).await {
                 tracing::warn!(session = %id, %error, "could not forget the session left");
             }
         }
-        Err(error)
+        Ok(())
     }
 
     /// Runs `event`'s transitions through the lifecycle actor. A call the pipeline refuses as
