@@ -3,18 +3,20 @@
 //! calls that had not run instead of finding the next session already active and running none.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod host_support;
+
 use std::sync::{Arc, Mutex};
 
 use actix::Actor;
-use hookline::actors::plugin::{PluginRegistration, Reply};
 use hookline::actors::session::{
     ActiveSession, ChangeRefused, ChangeSession, Ran, SessionLifecycle,
 };
 use hookline::actors::{Pipeline, PipelineError};
-use hookline::messages::hook::{OnSessionEnded, OnSessionStarted, OnUserMessage};
+use hookline::messages::hook::OnUserMessage;
 use hookline::messages::session::{ApprovalMode, SessionId, SessionInfo};
 use hookline::messages::transition::{Cause, SessionEvent, Transition};
 use hookline::messages::user::UserMessage;
+use host_support::{blocker, lifecycle_logger, Seen};
 use tokio::sync::Notify;
 
 fn info(id: &str) -> SessionInfo {
@@ -32,10 +34,11 @@ fn activate(id: &str) -> ChangeSession {
     })
 }
 
-/// A pipeline with one admission place and a lifecycle over it, whose plugin logs `start <id>`
-/// and `end <id>` and holds the place in `on_user_message` until `release` is notified.
+/// A pipeline with one admission place and a lifecycle over it, with the plugins of
+/// `host_support`: one logs `start <id>` and `end <id>`, the other holds the place in
+/// `on_user_message` until `release` is notified.
 struct Rig {
-    log: Arc<Mutex<Vec<String>>>,
+    log: Seen,
     release: Arc<Notify>,
     /// While set, each end, once through, starts a call that takes the only place (a task
     /// spawned in the hook runs before the lifecycle hears the end's answer).
@@ -45,40 +48,13 @@ struct Rig {
 }
 
 fn rig() -> Rig {
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let (started, ended) = (log.clone(), log.clone());
+    let log = Seen::default();
     let release = Arc::new(Notify::new());
-    let held = release.clone();
     let hold: Arc<Mutex<Option<Pipeline>>> = Arc::default();
-    let own = hold.clone();
-    let plugin = PluginRegistration::new("p")
-        .on(OnSessionStarted, move |_, s: &SessionInfo| {
-            started
-                .lock()
-                .unwrap()
-                .push(format!("start {}", s.session_id));
-            Ok(Reply::Keep)
-        })
-        .on(OnSessionEnded, move |_, s: &SessionInfo| {
-            ended.lock().unwrap().push(format!("end {}", s.session_id));
-            if let Some(pipeline) = own.lock().unwrap().clone() {
-                actix_rt::spawn(async move {
-                    let _ = pipeline
-                        .submit::<OnUserMessage>(SessionId::new("other"), UserMessage::new("x"))
-                        .await;
-                });
-            }
-            Ok(Reply::Keep)
-        })
-        .on_async(OnUserMessage, move |_, _| {
-            let held = held.clone();
-            async move {
-                held.notified().await;
-                Ok(Reply::Keep)
-            }
-        });
+    let (logger, blocker) = (lifecycle_logger(&log, &hold), blocker(&release));
     let pipeline = Pipeline::builder()
-        .plugin(plugin)
+        .plugin(logger)
+        .plugin(blocker)
         .shards(1)
         .max_pending(1)
         .start()

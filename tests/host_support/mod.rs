@@ -128,3 +128,53 @@ pub fn seen(log: &Seen) -> Vec<String> {
 pub fn events_of(events: &[HostEvent], pick: impl Fn(&HostEvent) -> bool) -> Vec<HostEvent> {
     events.iter().filter(|e| pick(e)).cloned().collect()
 }
+
+/// Start and end hooks that log `start <id>` / `end <id>`; the end also starts, once it is
+/// through, a call that takes the pipeline's only admission place while `hold` is set (a task
+/// spawned in the hook runs before the lifecycle hears the end's answer).
+pub fn lifecycle_logger(
+    log: &Seen,
+    hold: &Arc<std::sync::Mutex<Option<hookline::actors::Pipeline>>>,
+) -> PluginRegistration {
+    use hookline::messages::hook::{OnSessionEnded, OnSessionStarted};
+    use hookline::messages::session::SessionInfo;
+    use hookline::messages::user::UserMessage;
+    let (started, ended, hold) = (log.clone(), log.clone(), hold.clone());
+    PluginRegistration::new("log")
+        .on(OnSessionStarted, move |_, s: &SessionInfo| {
+            started
+                .lock()
+                .unwrap()
+                .push(format!("start {}", s.session_id));
+            Ok(hookline::actors::plugin::Reply::Keep)
+        })
+        .on(OnSessionEnded, move |_, s: &SessionInfo| {
+            ended.lock().unwrap().push(format!("end {}", s.session_id));
+            if let Some(pipeline) = hold.lock().unwrap().clone() {
+                actix_rt::spawn(async move {
+                    let _ = pipeline
+                        .submit::<hookline::messages::hook::OnUserMessage>(
+                            SessionId::new("elsewhere"),
+                            UserMessage::new("x"),
+                        )
+                        .await;
+                });
+            }
+            Ok(hookline::actors::plugin::Reply::Keep)
+        })
+}
+
+/// A plugin whose `on_user_message` waits until `release` is notified.
+pub fn blocker(release: &Arc<tokio::sync::Notify>) -> PluginRegistration {
+    let held = release.clone();
+    PluginRegistration::new("blocker").on_async(
+        hookline::messages::hook::OnUserMessage,
+        move |_, _| {
+            let held = held.clone();
+            async move {
+                held.notified().await;
+                Ok(hookline::actors::plugin::Reply::Keep)
+            }
+        },
+    )
+}
