@@ -565,7 +565,9 @@ impl Pipeline {
 
     /// The coordinator of `session`'s shard, for actix programs that send
     /// [`Call`](crate::Call) themselves (send a session's calls only to its own shard's
-    /// coordinator: per-session order is kept per shard).
+    /// coordinator: per-session order is kept per shard). Send one session's calls one way: a
+    /// [`Pipeline::call`] made on the shard's arbiter may be admitted in place before a `Call` of
+    /// the same session still waiting in the coordinator's mailbox.
     pub fn coordinator_for(&self, session: &SessionId) -> &Addr<PipelineCoordinator> {
         &self.shards.list[self.shard_of(session)].coordinator
     }
