@@ -46,7 +46,7 @@ mod route;
 pub mod session;
 
 pub use coordinator::{Call, Outcome, PipelineCoordinator};
-pub use error::{PipelineError, StartError};
+pub use error::{PipelineError, Readmit, StartError};
 pub use key::{SessionKey, SessionRef};
 pub use pipeline::{LoadedPlugin, Pipeline, PipelineBuilder};
 pub use plugin::PluginActor;

@@ -10,7 +10,7 @@ use hookline_messages::session::SessionInfo;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::error::PipelineError;
+use crate::error::{PipelineError, Readmit};
 use crate::events::EventBus;
 use crate::{Outcome, Pipeline};
 
@@ -104,20 +104,12 @@ pub(crate) fn stop_context(request: &ShutdownRequest) -> GatewayStopContext {
     }
 }
 
-/// How long a session-end call its shard refused for now first waits before it asks again; each
-/// refusal doubles the wait, up to [`READMIT_AFTER_AT_MOST`] (thousands of sessions refused at
-/// once then ask a few dozen times a second each, not a thousand).
-const READMIT_AFTER: Duration = Duration::from_millis(1);
-
-/// The longest wait between two asks of a refused session-end call.
-const READMIT_AFTER_AT_MOST: Duration = Duration::from_millis(64);
-
 /// Runs `on_session_ended` for every session in parallel under one total `budget`.
 ///
 /// No session's end is skipped silently: a call its shard refuses for now
 /// ([`PipelineError::Overloaded`]: the shard's admission bound is full, with the turns still
-/// draining or more sessions than the bound) asks again within the budget (after
-/// [`READMIT_AFTER`], doubling), and one that has not finished when the budget ends, admitted or
+/// draining or more sessions than the bound) asks again within the budget (paced by
+/// [`Readmit`]), and one that has not finished when the budget ends, admitted or
 /// not, is counted in the `SessionEndTimedOut` note.
 pub(crate) async fn end_sessions(
     pipeline: &Pipeline,
@@ -152,16 +144,13 @@ async fn end_session(
     pipeline: &Pipeline,
     session: SessionInfo,
 ) -> Result<Outcome<SessionInfo>, PipelineError> {
-    let mut wait = READMIT_AFTER;
+    let mut readmit = Readmit::default();
     loop {
         match pipeline
             .call::<OnSessionEnded>(&session.session_id, session.clone())
             .await
         {
-            Err(PipelineError::Overloaded) => {
-                tokio::time::sleep(wait).await;
-                wait = (wait * 2).min(READMIT_AFTER_AT_MOST);
-            }
+            Err(PipelineError::Overloaded) => tokio::time::sleep(readmit.next_wait()).await,
             answer => return answer,
         }
     }

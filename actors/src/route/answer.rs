@@ -55,8 +55,8 @@ impl<H: Hook> ReplyTo<H> {
     }
 
     /// Whether this call's answer goes to `gather`.
-    fn is_in(&self, gather: &Arc<Gather<H>>) -> bool {
-        self.gather().is_some_and(|g| Arc::ptr_eq(g, gather))
+    fn is_in(&self, gather: &Gather<H>) -> bool {
+        matches!(self, Self::Many(slot) if slot.is_of(gather))
     }
 }
 
@@ -115,22 +115,28 @@ impl<H: Hook> Gather<H> {
     /// Answers `jobs` (each of them one of this gather's unanswered calls) under one lock, each
     /// outcome built into its place; `names` name their route's plugins.
     fn put_run(&self, jobs: Vec<Job<H>>, names: &Arc<[Arc<str>]>) {
-        let count = jobs.len();
         let mut state = self.lock();
+        let mut answered = 0;
         for mut job in jobs {
             // The slot is answered here: it lets go of the gather without answering again.
-            let ReplyTo::Many(slot) = &mut job.reply else {
-                // Not one of this gather's (callers pass only those): answered all the same.
-                job.answer(Vec::new(), names);
-                continue;
+            let index = match &mut job.reply {
+                ReplyTo::Many(slot) if slot.is_of(self) => {
+                    slot.gather = None;
+                    slot.index
+                }
+                // Not one of this gather's calls (callers pass only those): answered where it
+                // goes, and not counted here.
+                _ => {
+                    job.answer(Vec::new(), names);
+                    continue;
+                }
             };
-            slot.gather = None;
-            let index = slot.index;
             if let Some(place) = state.answers.get_mut(index) {
                 *place = Ok(job.into_outcome(Vec::new(), names));
             }
+            answered += 1;
         }
-        state.one_less(count);
+        state.one_less(answered);
     }
 }
 
@@ -147,6 +153,13 @@ impl<H: Hook> Slot<H> {
             gather: Some(gather.clone()),
             index,
         }
+    }
+
+    /// Whether this slot, still unanswered, is one of `gather`'s.
+    fn is_of(&self, gather: &Gather<H>) -> bool {
+        self.gather
+            .as_deref()
+            .is_some_and(|g| std::ptr::eq(g, gather))
     }
 
     fn fill(&mut self, answer: CallAnswer<H::Value>) {
@@ -316,7 +329,25 @@ mod tests {
     }
 
     #[test]
-    fn a_caller_that_stopped_waiting_loses_nothing_else() {
+    fn a_call_of_another_gather_in_a_run_goes_to_its_own_and_is_not_counted_here() {
+        let (first, mut first_all) = Gather::<OnUserMessage>::new(2);
+        let (second, mut second_all) = Gather::<OnUserMessage>::new(1);
+        first.put_run(
+            vec![
+                job("a", ReplyTo::Many(Slot::new(&first, 0))),
+                job("x", ReplyTo::Many(Slot::new(&second, 0))),
+            ],
+            &names(),
+        );
+        assert_eq!(received(&mut second_all), Some(vec![kept("x")]));
+        assert!(
+            first_all.try_recv().is_err(),
+            "one of first's calls is still to come"
+        );
+    }
+
+    #[test]
+    fn a_batch_whose_caller_stopped_waiting_is_dropped_without_holding_the_gather() {
         let (gather, all) = Gather::<OnUserMessage>::new(1);
         drop(all);
         answer_all(

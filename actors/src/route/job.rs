@@ -283,8 +283,8 @@ impl<H: Hook> Job<H> {
     }
 
     /// The call's outcome, with `notes` (those new to its session), its marked steps named.
-    /// Where it goes is left to the caller ([`answer_all`] builds a run's outcomes on the
-    /// caller's side of a batch).
+    /// Where it goes is left to the caller ([`answer_all`] writes a run's outcomes into their
+    /// gather's answers under one lock).
     ///
     /// [`answer_all`]: super::answer::answer_all
     pub(crate) fn into_outcome(

@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use actix::{Actor, Addr};
 use hookline_actors::session::{ChangeRefused, ChangeSession, Ran, SessionLifecycle};
-use hookline_actors::{Pipeline, PipelineError};
+use hookline_actors::{Pipeline, PipelineError, Readmit};
 use hookline_messages::model::UsageTotals;
 use hookline_messages::note::Note;
 use hookline_messages::prompt::PromptMode;
@@ -653,16 +653,16 @@ impl Conversation {
     }
 
     /// Runs `event`'s transitions through the lifecycle actor. A call the pipeline refuses as
-    /// overloaded (its admission bound full for a moment) is asked again, 1 ms later and then
-    /// twice as long each time up to 64 ms, for at most [`CHANGE_RETRY_FOR`]: the actor runs only
-    /// what had not run, so an end that ran is never run twice nor a start skipped. What ran is
-    /// returned with the refusal that stopped the rest, if any.
+    /// overloaded (its admission bound full for a moment) is asked again, paced by [`Readmit`],
+    /// for at most [`CHANGE_RETRY_FOR`]: the actor runs only what had not run, so an end that ran
+    /// is never run twice nor a start skipped. What ran is returned with the refusal that
+    /// stopped the rest, if any.
     ///
     /// # Errors
     /// [`HostError::LifecycleStopped`] when the lifecycle actor is gone.
     async fn change(&self, event: SessionEvent) -> Result<Changed, HostError> {
         let deadline = tokio::time::Instant::now() + CHANGE_RETRY_FOR;
-        let mut pause = std::time::Duration::from_millis(1);
+        let mut readmit = Readmit::default();
         let mut ran = Vec::new();
         loop {
             let answer = self
@@ -680,15 +680,14 @@ impl Conversation {
                     error
                 }
             };
-            let now = tokio::time::Instant::now();
-            if error != PipelineError::Overloaded || now + pause > deadline {
+            let wait = readmit.next_wait();
+            if error != PipelineError::Overloaded || tokio::time::Instant::now() + wait > deadline {
                 return Ok(Changed {
                     ran,
                     refused: Some(error.into()),
                 });
             }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(std::time::Duration::from_millis(64));
+            tokio::time::sleep(wait).await;
         }
     }
 
