@@ -392,13 +392,13 @@ impl Pipeline {
             return Submitted::refused(PipelineError::Overloaded);
         }
         let (reply, answer) = oneshot::channel();
-        let mut job = Job::<H>::new(
+        let job = Job::<H>::new(
             session.into_session_id(),
+            slot,
             context,
             value,
             ReplyTo::One(reply),
         );
-        job.slot = slot;
         // On the shard's arbiter, a lone call whose session is free is admitted right here and
         // sent to the first plugin actor: no hop through the coordinator (issue 23 item 4).
         let job = match admit_in_place(&shard.admission, job) {
@@ -467,17 +467,20 @@ impl Pipeline {
                 reply.send(Err(PipelineError::Overloaded));
                 continue;
             }
-            let mut job = Job::new(session.into_session_id(), context, value, reply);
-            job.slot = slot;
             let batches = &mut by_shard[shard];
-            match batches.last_mut() {
-                Some(batch) if batch.len() < MAX_BATCH => batch.push(job),
-                // Room for a whole batch (or the calls left): its jobs are never moved to grow it.
-                _ => {
-                    let mut batch = Vec::with_capacity(MAX_BATCH.min(count - index));
-                    batch.push(job);
-                    batches.push(batch);
-                }
+            // Room for a whole batch (or the calls left): its jobs are never moved to grow it.
+            if batches.last().is_none_or(|batch| batch.len() >= MAX_BATCH) {
+                batches.push(Vec::with_capacity(MAX_BATCH.min(count - index)));
+            }
+            if let Some(batch) = batches.last_mut() {
+                // Built where it goes (`Job::new` is inline): no copy of the job per call.
+                batch.push(Job::new(
+                    session.into_session_id(),
+                    slot,
+                    context,
+                    value,
+                    reply,
+                ));
             }
         }
         drop(gather);

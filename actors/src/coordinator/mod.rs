@@ -307,7 +307,13 @@ impl<H: Dispatch> Handler<Call<H>> for PipelineCoordinator {
             return Box::pin(async { Err(PipelineError::Overloaded) });
         }
         self.admit(
-            Job::<H>::new(call.session, call.context, call.value, ReplyTo::One(reply)),
+            Job::<H>::new(
+                call.session,
+                NO_SLOT,
+                call.context,
+                call.value,
+                ReplyTo::One(reply),
+            ),
             ctx,
         );
         Box::pin(async move { answer.await.unwrap_or(Err(PipelineError::Stopped)) })

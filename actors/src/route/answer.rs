@@ -54,6 +54,14 @@ impl<H: Hook> ReplyTo<H> {
         }
     }
 
+    /// The index of a slot a gather let go of to answer it itself (`Gather::put_run`).
+    fn released_index(&self) -> Option<usize> {
+        match self {
+            Self::Many(slot) if slot.gather.is_none() => Some(slot.index),
+            _ => None,
+        }
+    }
+
     /// Whether this call's answer goes to `gather`.
     fn is_in(&self, gather: &Gather<H>) -> bool {
         matches!(self, Self::Many(slot) if slot.is_of(gather))
@@ -114,27 +122,31 @@ impl<H: Hook> Gather<H> {
 
     /// Answers `jobs` (each of them one of this gather's unanswered calls) under one lock, each
     /// outcome built into its place; `names` name their route's plugins.
-    fn put_run(&self, jobs: Vec<Job<H>>, names: &Arc<[Arc<str>]>) {
+    fn put_run(&self, mut jobs: Vec<Job<H>>, names: &Arc<[Arc<str>]>) {
+        // First each of this gather's slots lets go of it, where the jobs lie (nothing moved):
+        // it is answered below, not again when dropped. Their counts are dropped together here,
+        // not between the answers' writes (an atomic waits for the writes before it).
+        for job in &mut jobs {
+            if let ReplyTo::Many(slot) = &mut job.reply {
+                if slot.is_of(self) {
+                    slot.gather = None;
+                }
+            }
+        }
         let mut state = self.lock();
         let mut answered = 0;
-        for mut job in jobs {
-            // The slot is answered here: it lets go of the gather without answering again.
-            let index = match &mut job.reply {
-                ReplyTo::Many(slot) if slot.is_of(self) => {
-                    slot.gather = None;
-                    slot.index
+        for job in jobs {
+            match job.reply.released_index() {
+                Some(index) => {
+                    if let Some(place) = state.answers.get_mut(index) {
+                        job.put_into(place, Vec::new(), names);
+                    }
+                    answered += 1;
                 }
                 // Not one of this gather's calls (callers pass only those): answered where it
                 // goes, and not counted here.
-                _ => {
-                    job.answer(Vec::new(), names);
-                    continue;
-                }
-            };
-            if let Some(place) = state.answers.get_mut(index) {
-                *place = Ok(job.into_outcome(Vec::new(), names));
+                None => job.answer(Vec::new(), names),
             }
-            answered += 1;
         }
         state.one_less(answered);
     }
@@ -254,11 +266,19 @@ mod tests {
     use hookline_messages::user::UserMessage;
 
     fn job(text: &str, reply: ReplyTo<OnUserMessage>) -> Job<OnUserMessage> {
-        Job::new(SessionId::new(text), (), UserMessage::new(text), reply)
+        Job::new(
+            SessionId::new(text),
+            super::super::NO_SLOT,
+            (),
+            UserMessage::new(text),
+            reply,
+        )
     }
 
     fn kept(text: &str) -> CallAnswer<UserMessage> {
-        Ok(job(text, ReplyTo::One(oneshot::channel().0)).into_outcome(Vec::new(), &names()))
+        let mut place = Err(PipelineError::Stopped);
+        job(text, ReplyTo::One(oneshot::channel().0)).put_into(&mut place, Vec::new(), &names());
+        place
     }
 
     fn names() -> Arc<[Arc<str>]> {

@@ -47,9 +47,13 @@ pub(crate) struct Job<H: Hook> {
 }
 
 impl<H: Hook> Job<H> {
-    /// A call for `session` on `value`.
+    /// A call for `session` (its slot in its shard's table, or [`NO_SLOT`] when the coordinator
+    /// is to find it) on `value`. Inline, so a caller building a batch builds each job where it
+    /// goes (a job is 150 bytes: each move of it is a copy).
+    #[inline(always)]
     pub(crate) fn new(
         session: SessionId,
+        slot: u32,
         facts: H::Context,
         value: H::Value,
         reply: ReplyTo<H>,
@@ -73,7 +77,7 @@ impl<H: Hook> Job<H> {
             },
             facts,
             value,
-            slot: NO_SLOT,
+            slot,
             original: Before::Unchanged,
             reply,
             notes: ThinVec::new(),
@@ -282,17 +286,36 @@ impl<H: Hook> Job<H> {
         reply.send(Ok(outcome));
     }
 
-    /// The call's outcome, with `notes` (those new to its session), its marked steps named.
-    /// Where it goes is left to the caller ([`answer_all`] writes a run's outcomes into their
-    /// gather's answers under one lock).
-    ///
-    /// [`answer_all`]: super::answer::answer_all
-    pub(crate) fn into_outcome(
+    /// Writes the call's outcome, with `notes` (those new to its session) and its marked steps
+    /// named, into `place` (a gather's answer): the job's fields moved straight into the outcome
+    /// built there, not through an intermediate outcome or tuple (each a 150-byte copy). The
+    /// reply is dropped: it must be a slot its gather let go of to answer it here
+    /// (`Gather::put_run`; an armed one would answer `Stopped` on drop).
+    #[inline(always)]
+    pub(crate) fn put_into(
         self,
+        place: &mut Result<Outcome<H::Value>, crate::error::PipelineError>,
         notes: Vec<Note>,
         names: &Arc<[Arc<str>]>,
-    ) -> Outcome<H::Value> {
-        self.into_parts(notes, names).1
+    ) {
+        let Self {
+            value,
+            original,
+            changed,
+            failed,
+            span,
+            ..
+        } = self;
+        if let Some(span) = span.as_deref() {
+            record_named(span, &changed, &failed, names);
+        }
+        *place = Ok(Outcome::built(
+            value,
+            notes,
+            (changed, failed),
+            original,
+            names,
+        ));
     }
 
     /// Where the call's answer goes, and its outcome.
@@ -303,22 +326,23 @@ impl<H: Hook> Job<H> {
         names: &Arc<[Arc<str>]>,
     ) -> (ReplyTo<H>, Outcome<H::Value>) {
         if let Some(span) = self.span.as_deref() {
-            let named = |marks: &Marks| {
-                let steps = Steps::new(marks.clone(), names);
-                steps.iter().map(|n| &**n).collect::<Vec<_>>().join(",")
-            };
-            span.record("changed_by", named(&self.changed));
-            span.record("skipped", named(&self.failed));
+            record_named(span, &self.changed, &self.failed, names);
         }
-        let outcome = Outcome {
-            value: self.value,
-            notes,
-            changed_by: Steps::new(self.changed, names),
-            before: self.original,
-            failed: Steps::new(self.failed, names),
-        };
+        let marks = (self.changed, self.failed);
+        let outcome = Outcome::built(self.value, notes, marks, self.original, names);
         (self.reply, outcome)
     }
+}
+
+/// Records on a call's span which plugins changed its value and which were skipped.
+#[cold]
+fn record_named(span: &tracing::Span, changed: &Marks, failed: &Marks, names: &Arc<[Arc<str>]>) {
+    let named = |marks: &Marks| {
+        let steps = Steps::new(marks.clone(), names);
+        steps.iter().map(|n| &**n).collect::<Vec<_>>().join(",")
+    };
+    span.record("changed_by", named(changed));
+    span.record("skipped", named(failed));
 }
 
 /// The span of one plugin's step (plugin `name`) on the call whose span is `call`.
@@ -415,6 +439,27 @@ pub struct Outcome<T> {
     pub(crate) before: Before<T>,
 }
 
+impl<T> Outcome<T> {
+    /// The outcome of a call that ended with `value`, `notes`, its (changed, skipped) steps
+    /// marked and named through `names`, and what it kept of the value it was given.
+    #[inline(always)]
+    fn built(
+        value: T,
+        notes: Vec<Note>,
+        (changed, failed): (Marks, Marks),
+        before: Before<T>,
+        names: &Arc<[Arc<str>]>,
+    ) -> Self {
+        Self {
+            value,
+            notes,
+            changed_by: Steps::new(changed, names),
+            failed: Steps::new(failed, names),
+            before,
+        }
+    }
+}
+
 impl<T: Clone> Outcome<T> {
     /// The value the hook was given, when a plugin changed it (`None` when none did).
     ///
@@ -472,6 +517,7 @@ mod tests {
         let (reply, _answer) = oneshot::channel();
         let mut job = Job::<hookline_messages::hook::OnUserMessage>::new(
             SessionId::new("s"),
+            NO_SLOT,
             (),
             hookline_messages::user::UserMessage::new("hi"),
             ReplyTo::One(reply),
@@ -502,6 +548,7 @@ mod tests {
         let (reply, _answer) = oneshot::channel();
         let mut job = Job::<NoAppendRule>::new(
             SessionId::new("s"),
+            NO_SLOT,
             (),
             UserMessage::new(""),
             ReplyTo::One(reply),
