@@ -35,14 +35,17 @@ pub trait AppendText {
 
 /// What an `on_user_message` hook may append to: the message text (SPEC P2.3).
 impl AppendText for UserMessage {
+    #[inline]
     fn text_len(&self) -> usize {
         self.text.len()
     }
 
+    #[inline]
     fn push_text(&mut self, text: &str) {
         self.text.push_str(text);
     }
 
+    #[inline]
     fn truncate_text(&mut self, len: usize) {
         if self.text.is_char_boundary(len) {
             self.text.truncate(len);

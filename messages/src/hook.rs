@@ -155,6 +155,7 @@ impl Hook for OnUserMessage {
         rules::user_message::on_user_message(before, proposed).map(Applied::plain)
     }
 
+    #[inline]
     fn admit_append(_: &(), after: &UserMessage, _: usize) -> Option<Result<(), Refusal>> {
         Some(rules::user_message::on_user_message_append(after))
     }

@@ -27,10 +27,12 @@ pub fn on_user_message(
 ///
 /// # Errors
 /// [`Refusal::EmptyUserMessage`] for a blank text.
+#[inline]
 pub fn on_user_message_append(after: &UserMessage) -> Result<(), Refusal> {
     not_blank(after)
 }
 
+#[inline]
 fn not_blank(message: &UserMessage) -> Result<(), Refusal> {
     // Blank: no character but whitespace (stops at the first other one, at the start of nearly
     // every text).
