@@ -190,9 +190,15 @@ impl<H: Hook> Drop for Slot<H> {
 /// Answers the calls of a finished batch that have no notes. A run of calls of one [`Gather`]
 /// (the usual shape of a batch from [`Pipeline::call_many`](crate::Pipeline::call_many), often
 /// the whole batch) is answered under one lock of it; a lone call gets its outcome at once.
-pub(crate) fn answer_all<H: Hook>(jobs: Vec<Job<H>>, names: &Arc<[Arc<str>]>) {
+pub(crate) fn answer_all<H: Hook>(mut jobs: Vec<Job<H>>, names: &Arc<[Arc<str>]>) {
     if let Some(gather) = sole_gather(&jobs) {
         return gather.put_run(jobs, names);
+    }
+    // A lone call (the usual batch of a single `call`): answered at once, moved once.
+    if jobs.len() == 1 {
+        if let Some(job) = jobs.pop() {
+            return job.answer(Vec::new(), names);
+        }
     }
     let mut jobs = jobs.into_iter().peekable();
     while let Some(job) = jobs.next() {

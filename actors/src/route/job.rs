@@ -280,17 +280,36 @@ impl<H: Hook> Job<H> {
     }
 
     /// Answers the caller: the outcome, with `notes` (the ones the session has not seen) and the
-    /// marked steps named.
+    /// marked steps named. The job's fields move straight into the outcome sent (no tuple of
+    /// the reply and the outcome in between: each move of an outcome is a 150-byte copy).
     pub(crate) fn answer(self, notes: Vec<Note>, names: &Arc<[Arc<str>]>) {
-        let (reply, outcome) = self.into_parts(notes, names);
-        reply.send(Ok(outcome));
+        let Self {
+            value,
+            original,
+            changed,
+            failed,
+            span,
+            reply,
+            ..
+        } = self;
+        if let Some(span) = span.as_deref() {
+            record_named(span, &changed, &failed, names);
+        }
+        reply.send(Ok(Outcome::built(
+            value,
+            notes,
+            (changed, failed),
+            original,
+            names,
+        )));
     }
 
     /// Writes the call's outcome, with `notes` (those new to its session) and its marked steps
     /// named, into `place` (a gather's answer): the job's fields moved straight into the outcome
     /// built there, not through an intermediate outcome or tuple (each a 150-byte copy). The
     /// reply is dropped: it must be a slot its gather let go of to answer it here
-    /// (`Gather::put_run`; an armed one would answer `Stopped` on drop).
+    /// (`Gather::put_run`; an armed one, dropped here, would lock its gather again to answer
+    /// `Stopped`).
     #[inline(always)]
     pub(crate) fn put_into(
         self,
@@ -316,21 +335,6 @@ impl<H: Hook> Job<H> {
             original,
             names,
         ));
-    }
-
-    /// Where the call's answer goes, and its outcome.
-    #[inline]
-    fn into_parts(
-        self,
-        notes: Vec<Note>,
-        names: &Arc<[Arc<str>]>,
-    ) -> (ReplyTo<H>, Outcome<H::Value>) {
-        if let Some(span) = self.span.as_deref() {
-            record_named(span, &self.changed, &self.failed, names);
-        }
-        let marks = (self.changed, self.failed);
-        let outcome = Outcome::built(self.value, notes, marks, self.original, names);
-        (self.reply, outcome)
     }
 }
 
