@@ -282,6 +282,10 @@ impl<H: Hook> Job<H> {
     /// Answers the caller: the outcome, with `notes` (the ones the session has not seen) and the
     /// marked steps named. The job's fields move straight into the outcome sent (no tuple of
     /// the reply and the outcome in between: each move of an outcome is a 150-byte copy).
+    ///
+    /// This and [`Job::put_into`] take the job apart each in its own body on purpose: built on
+    /// one shared helper (a closure given the reply and the outcome, or `put_into` returning the
+    /// reply), the outcome took extra copies and `call_many` lost about a tenth (seventh pass).
     pub(crate) fn answer(self, notes: Vec<Note>, names: &Arc<[Arc<str>]>) {
         let Self {
             value,
