@@ -11,7 +11,7 @@ use hookline_messages::note::{Note, SkipReason};
 use hookline_messages::session::SessionId;
 use thin_vec::ThinVec;
 
-use super::answer::ReplyTo;
+use super::answer::{CallAnswer, ReplyTo};
 use super::draft::{save, Appended, Draft, Written};
 use super::steps::{Marks, Steps};
 
@@ -317,7 +317,7 @@ impl<H: Hook> Job<H> {
     #[inline(always)]
     pub(crate) fn put_into(
         self,
-        place: &mut Result<Outcome<H::Value>, crate::error::PipelineError>,
+        place: &mut CallAnswer<H::Value>,
         notes: Vec<Note>,
         names: &Arc<[Arc<str>]>,
     ) {
