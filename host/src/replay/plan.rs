@@ -127,17 +127,26 @@ pub(crate) fn turn_count(archive: &[ArchiveEntry]) -> usize {
         .count()
 }
 
-/// Splits the archive into turns.
+/// Splits the archive into turns. A turn runs from its user message to its `turn-finished`
+/// and the notes of `on_turn_finished` after it (the hook runs once `turn-finished` is stored).
 fn turns(archive: &[ArchiveEntry]) -> Vec<TurnPlan> {
     let mut turns = Vec::new();
     let mut between: Vec<ArchiveEntry> = Vec::new();
     let mut current: Option<Vec<ArchiveEntry>> = None;
+    let mut finished: Option<(Vec<ArchiveEntry>, Vec<ArchiveEntry>)> = None;
     for entry in archive {
+        if let Some((_, entries)) = finished.as_mut().filter(|_| is_turn_finished_note(entry)) {
+            entries.push(entry.clone());
+            continue;
+        }
+        if let Some((before, entries)) = finished.take() {
+            turns.push(turn(before, entries));
+        }
         if let Some(entries) = current.as_mut() {
             entries.push(entry.clone());
             if matches!(entry, ArchiveEntry::TurnFinished { .. }) {
                 let entries = current.take().unwrap_or_default();
-                turns.push(turn(std::mem::take(&mut between), entries));
+                finished = Some((std::mem::take(&mut between), entries));
             }
         } else if matches!(entry, ArchiveEntry::UserMessage { .. }) {
             current = Some(vec![entry.clone()]);
@@ -145,7 +154,16 @@ fn turns(archive: &[ArchiveEntry]) -> Vec<TurnPlan> {
             between.push(entry.clone());
         }
     }
+    if let Some((before, entries)) = finished {
+        turns.push(turn(before, entries));
+    }
     turns
+}
+
+/// Whether `entry` is a note of an `on_turn_finished` call.
+fn is_turn_finished_note(entry: &ArchiveEntry) -> bool {
+    matches!(entry, ArchiveEntry::Note { note: Note::Skipped(skip), .. }
+        if skip.hook == HookKind::OnTurnFinished)
 }
 
 /// Whether `entry` belongs to a compaction (`hookline replay` compares these between turns).

@@ -1,12 +1,13 @@
 //! The turn, in the order `docs/turn.md` writes down (that order is the contract):
 //!
-//! user message -> `on_user_message` (not for side questions) -> store -> `on_turn_started` ->
+//! user message -> `on_user_message` (not for side questions) -> store (durable) ->
+//! `on_turn_started` ->
 //! compose the mode's system text (`on_prompt` appends, then `rewrite_prompt`) -> build the
 //! request from the stored records -> `rebuild_model` -> `transform_model` -> provider call ->
 //! `on_model_response` (read-only; the host keeps the candidate it received) -> commit -> for
 //! each tool call: `on_tool_call` -> classify -> `on_approval` -> `rewrite_approval` -> policy
 //! (may ask the operator) -> run the tool -> `on_tool_result` -> store -> next model call ... ->
-//! `on_turn_finished` with the stop reason.
+//! `turn-finished` stored (durable) -> `on_turn_finished` with the stop reason.
 
 mod compaction;
 mod cut_off;
@@ -25,6 +26,7 @@ use tracing::Instrument;
 use hookline_actors::Pipeline;
 use hookline_messages::hook::{OnTurnFinished, OnTurnStarted, OnUserMessage};
 use hookline_messages::model::{ItemBody, MediaType, ModelRequest, ModelResponse, Purpose};
+use hookline_messages::note::SessionEnding;
 use hookline_messages::prompt::PromptMode;
 use hookline_messages::record::{ArchiveEntry, Record};
 use hookline_messages::user::{StopReason, TurnInfo, UserMessage};
@@ -103,12 +105,18 @@ pub(crate) struct TappedRequest {
 }
 
 /// A stop request for the turn in flight (`/stop` typed while a turn runs, or a drain whose
-/// budget ran out). The model call in flight returns [`ProviderError::Stopped`] and the turn
-/// ends [`StopReason::Cancelled`]; whoever starts the next turn clears it first
+/// budget ran out). The model call in flight returns [`ProviderError::Stopped`] and the turn ends
+/// [`StopReason::Cancelled`]; whoever starts the next turn clears it first
 /// ([`crate::session::Conversation::user_turn`], or the gateway before it says a turn runs).
+///
+/// It also says when the session is about to end under the turn ([`StopSignal::end_session`]):
+/// the turn runs on, but an approval it waits for (or comes to) will never be answered, so that
+/// wait ends at once, denied, and stops the turn (issue 34 item 2).
 #[derive(Debug, Default)]
 pub struct StopSignal {
     raised: std::sync::atomic::AtomicBool,
+    /// What ends the session, once that is known.
+    ending: std::sync::Mutex<Option<SessionEnding>>,
     notify: tokio::sync::Notify,
 }
 
@@ -120,25 +128,55 @@ impl StopSignal {
         self.notify.notify_waiters();
     }
 
+    /// Says the session ends once the turn in flight does (closed, replaced, drained): nobody
+    /// will answer its approvals.
+    pub fn end_session(&self, by: SessionEnding) {
+        *self.ending_slot() = Some(by);
+        self.notify.notify_waiters();
+    }
+
     /// Whether a stop was asked for since the last [`StopSignal::clear`].
     pub fn is_raised(&self) -> bool {
         self.raised.load(std::sync::atomic::Ordering::Acquire)
     }
 
+    /// What ends the session, when [`StopSignal::end_session`] said so since the last clear.
+    pub fn ending(&self) -> Option<SessionEnding> {
+        *self.ending_slot()
+    }
+
     pub(crate) fn clear(&self) {
+        *self.ending_slot() = None;
         self.raised
             .store(false, std::sync::atomic::Ordering::Release);
     }
 
     /// Resolves once a stop is asked for (at once when one already was).
     pub(crate) async fn raised(&self) {
+        self.until(Self::is_raised).await;
+    }
+
+    /// Resolves once a stop is asked for or the session is said to end: what an operator's
+    /// wait ends on.
+    pub(crate) async fn raised_or_ending(&self) {
+        self.until(|signal| signal.is_raised() || signal.ending().is_some())
+            .await;
+    }
+
+    async fn until(&self, done: impl Fn(&Self) -> bool) {
         loop {
             let notified = self.notify.notified();
-            if self.is_raised() {
+            if done(self) {
                 return;
             }
             notified.await;
         }
+    }
+
+    fn ending_slot(&self) -> std::sync::MutexGuard<'_, Option<SessionEnding>> {
+        self.ending
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -231,19 +269,35 @@ impl Turn<'_> {
             mode: input.mode,
             stop_reason: None,
         };
+        // The hook reads the stored user text (SPEC P2.4): it is durable first, so a plugin
+        // never acts on a turn a crash then loses (issue 34 item 1).
+        self.durable_step().await?;
         self.hook::<OnTurnStarted>(info.clone()).await?;
         self.compose_turn_prompt(input.mode).await?;
         let stop_reason = self.model_loop(input.mode).await?;
+        self.finish(info, stop_reason).await?;
+        Ok(stop_reason)
+    }
+
+    /// Ends the turn: `turn-finished` is stored with the answer before `on_turn_finished` reads
+    /// them (SPEC P2.4; issue 34 item 1), then the hook runs and the turn is reported finished.
+    /// The hook's notes follow `turn-finished` in the archive.
+    pub(crate) async fn finish(
+        &mut self,
+        info: TurnInfo,
+        stop_reason: StopReason,
+    ) -> Result<(), HostError> {
+        self.archive(ArchiveEntry::TurnFinished { stop_reason })?;
+        self.durable_step().await?;
         self.hook::<OnTurnFinished>(TurnInfo {
             stop_reason: Some(stop_reason),
             ..info
         })
         .await?;
-        self.archive(ArchiveEntry::TurnFinished { stop_reason })?;
         self.engine
             .events
             .push(HostEvent::TurnFinished { stop_reason });
-        Ok(stop_reason)
+        Ok(())
     }
 
     /// Model calls and their tool calls until the model stops asking for tools.
