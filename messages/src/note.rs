@@ -102,6 +102,17 @@ pub enum Note {
         /// How long the operator had, in milliseconds.
         millis: u64,
     },
+    /// An approval was waiting when its session ended (closed, replaced by `/clear`, `/new`,
+    /// `/resume` and the like, or drained): nobody would answer it, so the call was denied at
+    /// once and the turn stopped (issue 34 item 2).
+    ApprovalSessionEnded {
+        /// The call's id.
+        call_id: String,
+        /// The tool.
+        tool: String,
+        /// What ended the session.
+        by: SessionEnding,
+    },
     /// A turn still running when the gateway drained was stopped like `/stop` once its budget
     /// ran out.
     TurnStoppedByDrain {
@@ -253,6 +264,10 @@ impl fmt::Display for Note {
                 f,
                 "Tool call '{call_id}' ({tool}) was denied: nobody answered its approval within {}.",
                 DurationText(*millis)
+            ),
+            Self::ApprovalSessionEnded { call_id, tool, by } => write!(
+                f,
+                "Tool call '{call_id}' ({tool}) was denied: {by} before its approval was answered."
             ),
             Self::TurnStoppedByDrain { millis } => write!(
                 f,
@@ -418,6 +433,29 @@ impl fmt::Display for SkipReason {
                 "it was disabled after {crashes} crashes in {window_secs} s."
             ),
         }
+    }
+}
+
+/// What ended a session while one of its approvals waited ([`Note::ApprovalSessionEnded`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SessionEnding {
+    /// The session was closed (`DELETE /v1/sessions/{id}`, `Gateway::close`).
+    Close,
+    /// A session command replaced or reloaded it (`/new`, `/reset`, `/clear`, `/resume`,
+    /// `/fork`, `/cd`, `/space`; SPEC P3.11).
+    Replaced,
+    /// The gateway drained (shutdown or pre-restart).
+    Drain,
+}
+
+impl fmt::Display for SessionEnding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Close => "the session was closed",
+            Self::Replaced => "the session was replaced",
+            Self::Drain => "the gateway shut down",
+        })
     }
 }
 

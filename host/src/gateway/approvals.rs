@@ -1,7 +1,8 @@
 //! The remote operator of a gateway session: an approval the policy gives to the operator becomes
 //! a [`HostEvent::ApprovalRequested`] on the session's live feed, and waits for an answer through
 //! [`Approvals::answer`] (a server's client). No answer within the timeout denies, with a note
-//! (`Note::ApprovalTimedOut`). What waits is kept in full ([`PendingApproval`]), so a client that
+//! (`Note::ApprovalTimedOut`); a session that ends while an approval waits (closed, replaced,
+//! drained) denies it at once, with a note (`Note::ApprovalSessionEnded`). What waits is kept in full ([`PendingApproval`]), so a client that
 //! was not listening when an approval was asked can still show and answer it (issue 24 item 4).
 
 use std::collections::HashMap;
@@ -95,6 +96,20 @@ impl Approvals {
     }
 }
 
+impl RemoteOperator {
+    /// When the session ends under the wait, nobody will answer: the turn stops (it ends
+    /// `cancelled`) and the denial says why (issue 34 item 2).
+    fn session_ended(&self, call: &ToolCall) -> Option<Note> {
+        let by = self.stop.ending()?;
+        self.stop.raise();
+        Some(Note::ApprovalSessionEnded {
+            call_id: call.call_id.clone(),
+            tool: call.name.clone(),
+            by,
+        })
+    }
+}
+
 /// The [`Operator`] of one gateway session.
 pub(crate) struct RemoteOperator {
     pub(crate) approvals: Arc<Approvals>,
@@ -139,7 +154,7 @@ impl Operator for RemoteOperator {
         });
         let answer = tokio::select! {
             answer = tokio::time::timeout(self.timeout, answered) => Some(answer),
-            () = self.stop.raised() => None,
+            () = self.stop.raised_or_ending() => None,
         };
         self.approvals.lock().remove(&call.call_id);
         self.status.send_modify(|s| s.activity = Activity::Turn);
@@ -151,7 +166,7 @@ impl Operator for RemoteOperator {
             // Stopped: the call never runs, and the turn ends at its next model call.
             None => Answer {
                 decision: Decision::Deny,
-                note: None,
+                note: self.session_ended(call),
             },
             // Timed out, or the table was dropped (the session is closing): a call nobody
             // allowed never runs.

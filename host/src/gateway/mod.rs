@@ -36,7 +36,7 @@ use std::time::Duration;
 use actix::ArbiterHandle;
 use hookline_actors::lifecycle::SharedStateClosed;
 use hookline_actors::Pipeline;
-use hookline_messages::note::Note;
+use hookline_messages::note::{Note, SessionEnding};
 use hookline_messages::prompt::PromptMode;
 use hookline_messages::session::{ApprovalMode, SessionId, SessionInfo};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
@@ -306,6 +306,10 @@ impl Gateway {
     /// waits for them to end (bounded by the budget again). Returns how many it stopped.
     async fn drain_turns(&self, handles: &[SessionHandle]) -> usize {
         let budget = self.inner.limits.drain_budget;
+        for handle in handles {
+            // Nobody answers a draining gateway's approvals: a turn waiting for one stops now.
+            handle.end_session(SessionEnding::Drain);
+        }
         let waits = handles.iter().map(|h| wait_idle(h.watch_status(), budget));
         let finished = futures::future::join_all(waits).await;
         let mut stopped = 0;

@@ -23,6 +23,7 @@ use crate::session::{CommandOrigin, Conversation, SessionCommand};
 use crate::state::{Detail, HostError, HostEvent};
 use crate::store::StoreError;
 use crate::turn::{StopSignal, UserInput};
+use hookline_messages::note::SessionEnding;
 
 /// What one user turn produced.
 #[derive(Clone, Debug, PartialEq)]
@@ -151,6 +152,10 @@ impl SessionHandle {
         if command == SessionCommand::Stop {
             // `/stop` reaches the turn in flight at once; the command itself (its event) queues.
             self.stop.raise();
+        } else if command.ends_session() {
+            // The session is left once the turn in flight ends: an approval that turn waits for
+            // would never be answered (issue 34 item 2).
+            self.stop.end_session(SessionEnding::Replaced);
         }
         self.ask(|reply| Request::Command(command, origin, reply))
             .await
@@ -168,6 +173,12 @@ impl SessionHandle {
     /// Requests waiting in its inbox now (not the one running).
     pub fn queued(&self) -> usize {
         self.requests.max_capacity() - self.requests.capacity()
+    }
+
+    /// Says the session ends once its turn in flight does: an approval that turn waits for is
+    /// denied at once (a drain, issue 34 item 2).
+    pub(super) fn end_session(&self, by: SessionEnding) {
+        self.stop.end_session(by);
     }
 
     /// Stops the turn in flight, if any, as `/stop` does, without queueing.
@@ -215,6 +226,9 @@ impl SessionHandle {
     /// # Errors
     /// As [`SessionHandle::turn`].
     pub async fn close(&self) -> Result<Vec<HostEvent>, RequestError> {
+        // An approval the turn in flight waits for is denied at once with a note, not left to
+        // time out behind the close (issue 34 item 2).
+        self.stop.end_session(SessionEnding::Close);
         self.ask(Request::Close).await
     }
 

@@ -79,6 +79,24 @@ pub enum SessionCommand {
     Compact,
 }
 
+impl SessionCommand {
+    /// Whether the command leaves the active session for another (SPEC P3.11: `/clear`,
+    /// `/resume`, `/fork` replace it; `/cd` and `/space` reload; `/new` and `/reset` start a
+    /// fresh one).
+    pub fn ends_session(&self) -> bool {
+        matches!(
+            self,
+            Self::New
+                | Self::Reset
+                | Self::Clear
+                | Self::Resume(_)
+                | Self::Fork
+                | Self::Cd(_)
+                | Self::Space(_)
+        )
+    }
+}
+
 impl From<hookline_messages::scenario::SlashCommand> for SessionCommand {
     /// The session command a typed slash command stands for: the one mapping the chat, the
     /// scenario player and the server share (each adds only its own fences and reports).
