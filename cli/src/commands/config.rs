@@ -51,6 +51,10 @@ struct Shape {
     limits: LimitsSection,
     #[serde(default)]
     timeouts: TimeoutsSection,
+    /// Refused with its own sentence rather than as an unknown key: MCP is not in this build
+    /// (SPEC X), and a user who configured servers must learn that, not a typo.
+    #[serde(default)]
+    mcp: Option<Spanned<toml::Value>>,
 }
 
 /// One `[[model]]`.
@@ -160,6 +164,13 @@ impl Config {
             let key = key_of(text, span.start, message);
             at(span, &key, message)
         })?;
+        if let Some(mcp) = &shape.mcp {
+            return Err(at(
+                mcp.span(),
+                "mcp",
+                "MCP servers are not supported in this build (SPEC X); remove the [[mcp]] tables",
+            ));
+        }
         for (i, model) in shape.models.iter().enumerate() {
             if shape.models[..i].iter().any(|m| m.name == model.name) {
                 return Err(ConfigError(format!(
@@ -272,6 +283,16 @@ mod tests {
         Config::parse(Path::new("/etc/hl/hookline.toml"), text, &|var| {
             var == "SET_KEY"
         })
+    }
+
+    #[test]
+    fn mcp_servers_are_refused_as_not_in_this_build() {
+        let error = parse("[[mcp]]\nname = \"files\"\ncommand = \"npx\"\n").unwrap_err();
+        assert_eq!(
+            error.0,
+            "The config file /etc/hl/hookline.toml, line 1, key mcp: MCP servers are not \
+             supported in this build (SPEC X); remove the [[mcp]] tables."
+        );
     }
 
     const GOOD: &str = r#"default_model = "claude"
