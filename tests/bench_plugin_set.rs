@@ -297,6 +297,55 @@ fn values_come_from_a_file_and_from_recorded_sessions() {
     );
 }
 
+#[test]
+fn every_one_of_the_sixteen_hooks_runs_with_its_default_value() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("set/all");
+    kit_plugin(&dir, 0.0);
+    let mut source = String::from("from hookline_plugin import Plugin\n\nplugin = Plugin()\n");
+    let raw = [
+        "rebuild_model",
+        "rewrite_prompt",
+        "rewrite_compaction",
+        "rewrite_approval",
+    ];
+    let ordinary = [
+        "on_session_started",
+        "on_session_ended",
+        "on_prompt",
+        "on_user_message",
+        "on_turn_started",
+        "on_turn_finished",
+        "transform_model",
+        "on_model_response",
+        "on_tool_call",
+        "on_tool_result",
+        "on_approval",
+        "on_compaction",
+    ];
+    for (kind, hooks) in [("hook", &ordinary[..]), ("raw_hook", &raw[..])] {
+        for hook in hooks {
+            source.push_str(&format!(
+                "\n\n@plugin.{kind}(\"{hook}\")\nasync def {hook}(value, cx):\n    return None\n"
+            ));
+        }
+    }
+    source.push_str("\n\nif __name__ == \"__main__\":\n    plugin.run()\n");
+    std::fs::write(dir.join("plugin.py"), source).unwrap();
+    let set = root.path().join("set");
+    let args = ["--duration", "1", "--rounds", "2", "--json"];
+    let report = succeeded(bench(&set, root.path(), &args));
+    let hooks = report["hooks"].as_array().unwrap();
+    assert_eq!(hooks.len(), 16, "{report:#}");
+    for hook in hooks {
+        let plugin = &hook["plugins"][0];
+        assert!(plugin["timed"].as_u64().unwrap() > 0, "{hook:#}");
+        assert_eq!(plugin["skips"], json!({}), "{hook:#}");
+    }
+    let notes = report["load_notes"].to_string();
+    assert!(notes.contains("registered a raw hook"), "{notes}");
+}
+
 /// Runs `hookline bench` and expects exit 2 with `phrase` on stderr, and no panic.
 fn refused(args: &[&str], cwd: &Path, phrase: &str) {
     let out = hookline(args, cwd);

@@ -181,3 +181,18 @@ where
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::plugin_set::Values;
+
+    #[test]
+    fn every_hooks_default_value_is_a_value_of_that_hook() {
+        let values = Values::default();
+        for hook in HookKind::ALL {
+            let typed = typed(*hook, values.of(*hook));
+            assert!(typed.is_ok(), "{hook:?}: {:?}", typed.err());
+        }
+    }
+}
