@@ -262,6 +262,37 @@ fn the_report_has_every_hook_the_set_implements_beside_the_bare_pipeline_and_the
 }
 
 #[test]
+fn the_set_loads_as_run_loads_it_in_its_pinned_order_without_its_disabled_plugins() {
+    let root = tempfile::tempdir().unwrap();
+    let set = plugin_set(root.path(), "set", 0.0);
+    let off = set.join("off");
+    kit_plugin(&off, 0.0);
+    let manifest = json!({"entry": "plugin.py", "interpreter": "python3", "enabled": false});
+    std::fs::write(off.join("plugin.json"), manifest.to_string()).unwrap();
+    let args = ["--duration", "0.3", "--json", "--order", "slow,fast"];
+    let report = succeeded(bench(&set, root.path(), &args));
+    let plugins: Vec<(&str, &str)> = report["plugin_set"]["plugins"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap(), p["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        plugins,
+        [("slow", "loaded"), ("fast", "loaded"), ("off", "disabled")]
+    );
+    for hook in report["hooks"].as_array().unwrap() {
+        let names: Vec<&str> = hook["plugins"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["plugin"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["slow", "fast"], "{hook:#}");
+    }
+}
+
+#[test]
 fn values_come_from_a_file_and_from_recorded_sessions() {
     let root = tempfile::tempdir().unwrap();
     let set = plugin_set(root.path(), "set", 0.0);

@@ -29,7 +29,10 @@ pub(super) struct SetArgs {
     #[arg(
         long,
         value_name = "DIR",
-        conflicts_with_all = ["rate", "at_half_load", "call_many", "memory", "metrics", "source"]
+        conflicts_with_all = [
+            "rate", "at_half_load", "call_many", "memory", "metrics", "source", "plugins",
+            "no_peers",
+        ]
     )]
     pub(super) plugins_dir: Option<PathBuf>,
     /// With `--plugins-dir`: overlay this workspace's `.hookline/plugins`, as `hookline run` does
