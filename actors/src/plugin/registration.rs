@@ -12,7 +12,9 @@ use std::future::Future;
 
 use hookline_messages::hook::HookContext;
 
-use super::dispatch::{adapt_plugin, adapt_raw, HookFn, HookTable, OrdinaryHook, RawHook};
+use super::dispatch::{
+    adapt_plugin, adapt_raw, edit_owned, Dispatch, HookFn, HookTable, OrdinaryHook, RawHook,
+};
 use super::EventHandler;
 use super::{HookResult, Plugin, RawHooks, Reply};
 use crate::route::Draft;
@@ -273,6 +275,22 @@ impl PluginRegistration {
     /// The plugin's timeouts.
     pub fn timeouts(&self) -> &Timeouts {
         &self.timeouts
+    }
+
+    /// Calls the plugin's hook `H` directly, outside the pipeline: no actor, no rule, no
+    /// timeout, no panic guard. `None` when the plugin does not implement `H`. This is the
+    /// direct loop `hookline bench --plugins-dir` measures a plugin set's own cost with; a
+    /// program runs hooks through [`Pipeline::call`](crate::Pipeline::call).
+    pub async fn call_direct<H: Dispatch>(
+        &self,
+        cx: &HookContext,
+        value: H::Value,
+    ) -> Option<HookResult<Reply<H::Value>>> {
+        Some(match H::slot(&self.table).as_ref()? {
+            HookFn::Sync(hook) => hook(cx, &value),
+            HookFn::Edit(hook) => edit_owned::<H>(hook.as_ref(), cx, value),
+            HookFn::Async(hook) => hook(cx.clone(), value).await,
+        })
     }
 }
 

@@ -13,6 +13,7 @@ mod driver;
 mod hook;
 mod memory;
 mod peers;
+pub mod plugin_set;
 mod report;
 mod sharded;
 mod source;

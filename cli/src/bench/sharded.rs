@@ -84,7 +84,7 @@ pub fn run_peers(peer: Peer, plan: &Plan) -> Result<Measured, String> {
 }
 
 /// Runs `work` on a thread of its own and ticks `progress` until it returns.
-fn on_thread<T: Send + 'static>(
+pub(super) fn on_thread<T: Send + 'static>(
     duration: Duration,
     progress: &dyn Progress,
     work: impl FnOnce() -> Result<T, String> + Send + 'static,

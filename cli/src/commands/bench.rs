@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::progress::Bar;
 use clap::{Args, ValueEnum};
+use hookline_messages::hook::HookKind;
 use serde::Serialize;
 
 use crate::bench::{
@@ -27,20 +28,7 @@ enum SourceArg {
     Examples,
 }
 
-/// The hook called.
-#[derive(Clone, Copy, Debug, ValueEnum)]
-#[allow(clippy::enum_variant_names)] // the hooks' own names all start with "on"
-enum HookArg {
-    /// `on_user_message`.
-    #[value(name = "on_user_message")]
-    OnUserMessage,
-    /// `on_prompt`.
-    #[value(name = "on_prompt")]
-    OnPrompt,
-    /// `on_tool_call`.
-    #[value(name = "on_tool_call")]
-    OnToolCall,
-}
+mod set;
 
 /// Options of `hookline bench`.
 #[derive(Debug, Args)]
@@ -48,9 +36,11 @@ pub(super) struct BenchArgs {
     /// Where the plugins come from.
     #[arg(long, value_enum, default_value = "in-process")]
     source: SourceArg,
-    /// The hook each call runs.
-    #[arg(long, value_enum, default_value = "on_user_message")]
-    hook: HookArg,
+    /// The hook each call runs: `on_user_message` (the default), `on_prompt` or
+    /// `on_tool_call`. With `--plugins-dir`: any of the sixteen hooks (raw hooks too), repeatable;
+    /// default every hook the set implements.
+    #[arg(long, value_name = "HOOK", value_parser = set::parse_hook)]
+    hook: Vec<HookKind>,
     /// Plugins each call goes through (ignored with `--source examples`).
     #[arg(long, default_value_t = 8)]
     plugins: usize,
@@ -89,8 +79,9 @@ pub(super) struct BenchArgs {
     /// peer for `--duration / N`, and merge each one's rounds. On a shared machine whose speed
     /// comes and goes in spells (the single call's p50 is bimodal on a virtual machine), the
     /// spells then fall on all of them alike.
-    #[arg(long, default_value_t = 1, conflicts_with_all = ["rate", "at_half_load"])]
-    rounds: u32,
+    /// Default 1; with `--plugins-dir`, 5 (its baselines weigh the noise of the rounds).
+    #[arg(long, conflicts_with_all = ["rate", "at_half_load"])]
+    rounds: Option<u32>,
     /// Measure resident memory per open idle session instead (`--idle-sessions` of them).
     #[arg(long)]
     memory: bool,
@@ -108,6 +99,15 @@ pub(super) struct BenchArgs {
     /// what the pipeline's metrics cost (without it every metric is a no-op).
     #[arg(long)]
     metrics: bool,
+    /// A plugin set from disk instead (`--plugins-dir`, baselines).
+    #[command(flatten)]
+    set: set::SetArgs,
+}
+
+impl BenchArgs {
+    fn rounds(&self) -> u32 {
+        self.rounds.unwrap_or(1)
+    }
 }
 
 /// Runs the benchmark and prints its report.
@@ -128,13 +128,23 @@ pub(super) fn run(args: &BenchArgs) -> ExitCode {
         eprintln!("hookline bench: --arbiters must be between 1 and 64");
         return ExitCode::from(2);
     }
-    if args.rounds == 0 || args.rounds > 1000 {
+    if args.rounds.is_some_and(|r| r == 0 || r > 1000) {
         eprintln!("hookline bench: --rounds must be between 1 and 1000");
         return ExitCode::from(2);
     }
-    let mut plan = plan(args);
+    if let Some(dir) = &args.set.plugins_dir {
+        return set::run(args, dir);
+    }
+    let Some(hook) = set::classic_hook(&args.hook) else {
+        eprintln!(
+            "hookline bench: without --plugins-dir, --hook is one of on_user_message, on_prompt \
+and on_tool_call"
+        );
+        return ExitCode::from(2);
+    };
+    let mut plan = plan(args, hook);
     let bar = Bar::new("benchmarking", plan.duration, args.json);
-    let (measured, peers) = if args.rounds > 1 {
+    let (measured, peers) = if args.rounds() > 1 {
         match in_rounds(args, &plan, &bar) {
             Ok((measured, peers)) => (Ok(measured), Ok(peers)),
             Err(error) => (Err(error), Ok(Vec::new())),
@@ -163,7 +173,7 @@ pub(super) fn run(args: &BenchArgs) -> ExitCode {
             direct,
         )
         .on(source_name(args.source), plan.arbiters)
-        .in_rounds(args.rounds);
+        .in_rounds(args.rounds());
         for (peer, measured) in peers? {
             let figures = PeerFigures::new(peer.name(), &measured, &report);
             report.peers.push(figures);
@@ -180,11 +190,11 @@ type Runs = ((Measured, usize), Vec<(Peer, Measured)>);
 /// every implementation's rounds merged.
 fn in_rounds(args: &BenchArgs, plan: &Plan, bar: &Bar) -> Result<Runs, String> {
     let round = Plan {
-        duration: plan.duration / args.rounds,
+        duration: plan.duration / args.rounds(),
         ..plan.clone()
     };
     let mut merged: Option<Runs> = None;
-    for index in 0..args.rounds {
+    for index in 0..args.rounds() {
         // The bar counts hookline's time over all rounds, as it does in one run.
         let progress = Later {
             inner: bar,
@@ -232,7 +242,7 @@ fn with_peers(args: &BenchArgs, plan: &Plan) -> Result<Vec<(Peer, Measured)>, St
         .collect()
 }
 
-fn plan(args: &BenchArgs) -> Plan {
+fn plan(args: &BenchArgs, hook: BenchHook) -> Plan {
     Plan {
         source: match args.source {
             SourceArg::InProcess => Source::InProcess,
@@ -241,11 +251,7 @@ fn plan(args: &BenchArgs) -> Plan {
             SourceArg::Examples => Source::Examples,
         },
         plugins: args.plugins,
-        hook: match args.hook {
-            HookArg::OnUserMessage => BenchHook::OnUserMessage,
-            HookArg::OnPrompt => BenchHook::OnPrompt,
-            HookArg::OnToolCall => BenchHook::OnToolCall,
-        },
+        hook,
         sessions: args.sessions,
         rate: args.rate,
         duration: Duration::from_secs_f64(args.duration),

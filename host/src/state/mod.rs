@@ -19,6 +19,8 @@ pub use error::{HostError, Unrestorable};
 pub use events::{EventLog, HostEvent, LiveSink};
 pub(crate) use patch::json as patch_json;
 pub use patch::{request_patch, Changes, Detail, Patch};
+pub(crate) use transcript::with_system;
+pub use transcript::work_request;
 
 use hookline_actors::SessionKey;
 use hookline_messages::cut_off::{open_turn, OpenTurn};

@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use hookline_messages::model::{HeldImages, Item, ItemBody};
+use hookline_messages::model::{HeldImages, Item, ItemBody, ModelRequest, Purpose};
 use hookline_messages::prompt::PromptMode;
 use hookline_messages::record::Record;
 
@@ -75,6 +75,37 @@ impl Transcript {
         self.system
             .as_ref()
             .map(|(mode, text)| (*mode, text.as_str()))
+    }
+}
+
+/// A request's items: the system text first (id `system`), then `items`, with room for one
+/// more (the turn's side question or compaction prompt).
+pub(crate) fn with_system(system: String, items: &[Arc<Item>]) -> Vec<Arc<Item>> {
+    let mut all = Vec::with_capacity(items.len() + 2);
+    all.push(Arc::new(Item::new(
+        "system",
+        ItemBody::System {
+            text: system,
+            images: Vec::new(),
+        },
+    )));
+    all.extend_from_slice(items);
+    all
+}
+
+/// The work request a turn would send over `records` (a stored session's): the active system
+/// text, then every record as an item, as `docs/turn.md` builds it, for a text-only model.
+/// `hookline bench --from-store` takes a recorded conversation's model request with it.
+pub fn work_request(records: &[Record]) -> ModelRequest {
+    let transcript = Transcript::of(records);
+    let system = transcript
+        .active_system()
+        .map(|(_, text)| text.to_owned())
+        .unwrap_or_default();
+    ModelRequest {
+        purpose: Purpose::Work,
+        accepts_images: false,
+        items: with_system(system, transcript.items()),
     }
 }
 

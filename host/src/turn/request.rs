@@ -8,6 +8,7 @@ use std::sync::Arc;
 use hookline_messages::model::{Item, ItemBody, ModelRequest, Purpose};
 
 use super::Turn;
+use crate::state::with_system;
 
 /// The id of the trailing user item a side question or compaction prompt adds.
 pub(crate) const EXTRA_ITEM_ID: &str = "extra";
@@ -33,15 +34,7 @@ impl Turn<'_> {
     ) -> ModelRequest {
         let accepts_images =
             ModelRequest::accepts_images_for(purpose, self.engine.provider.takes_images());
-        let mut items = Vec::with_capacity(self.session.items().len() + 2);
-        items.push(Arc::new(Item::new(
-            "system",
-            ItemBody::System {
-                text: system,
-                images: Vec::new(),
-            },
-        )));
-        items.extend_from_slice(self.session.items());
+        let mut items = with_system(system, self.session.items());
         if let Some(text) = extra {
             items.push(Arc::new(Item::new(
                 EXTRA_ITEM_ID,

@@ -58,7 +58,7 @@ pub(crate) struct ReplayArgs {
 
 /// Why a replay could not start (exit 2).
 #[derive(Debug, thiserror::Error)]
-enum ReplayError {
+pub(super) enum ReplayError {
     #[error("{0}.")]
     Input(String),
 }
@@ -90,7 +90,7 @@ pub(crate) fn run(args: &ReplayArgs) -> ExitCode {
     }
 }
 
-type Latencies = Option<Arc<latency::Table>>;
+type Latencies = Option<Arc<crate::bench::plugin_set::PluginTimes>>;
 
 async fn replay(args: &ReplayArgs, latencies: Latencies) -> Result<Report, ReplayError> {
     if args.jobs == 0 {
@@ -162,6 +162,12 @@ async fn open_store(args: &ReplayArgs) -> Result<Arc<dyn SessionStore>, ReplayEr
             .unwrap_or_else(|| PathBuf::from("."));
         StoreChoice::Files(workspace.join(".hookline"))
     });
+    open(choice).await
+}
+
+/// The store `choice` names, opened to read only (`hookline bench --from-store` reads the
+/// same way).
+pub(super) async fn open(choice: StoreChoice) -> Result<Arc<dyn SessionStore>, ReplayError> {
     match choice {
         StoreChoice::Files(root) => open_files(&root),
         StoreChoice::Postgres(url) => {
@@ -187,7 +193,7 @@ fn open_files(root: &Path) -> Result<Arc<dyn SessionStore>, ReplayError> {
 }
 
 /// The sessions named (every stored one when none is), read without taking their leases.
-async fn read_sessions(
+pub(super) async fn read_sessions(
     store: &dyn SessionStore,
     named: &[String],
 ) -> Result<Vec<StoredSession>, ReplayError> {
