@@ -27,7 +27,8 @@ use tokio::sync::broadcast;
 use utoipa::IntoParams;
 
 use super::answers::{
-    ApprovalAnswer, CommandAnswer, EventsAnswer, RecordsView, SessionView, SessionsList, TurnAnswer,
+    ApprovalAnswer, CommandAnswer, EventsAnswer, RecordsView, SessionView, SessionsList,
+    TurnAnswer, TurnDone,
 };
 use super::idempotency::{
     claim, digest, once, replay_json, replayed, Answer, Claim, IdempotencyHeader,
@@ -405,7 +406,7 @@ pub(crate) async fn run_turn(
     params(("id" = String, Path, description = "The session's key (`key` in its status)."), IdempotencyHeader, TurnQuery),
     request_body(content = TurnBody, description = "The user's text and its mode.", content_type = "application/json"),
     responses(
-        (status = 200, description = "The finished turn: one JSON document, or with `Accept: text/event-stream` its events as they happen (`event: <kind>` with a HostEvent as data, `lagged` with `{\"missed\": n}`, then `done` with the answer without `events`, or `error` with an ErrorBody).", content((TurnAnswer<'static> = "application/json"), (String = "text/event-stream"))),
+        (status = 200, description = "The finished turn: one JSON document, or with `Accept: text/event-stream` its events as they happen (`event: <kind>` with a HostEvent as data, `lagged` with `{\"missed\": n}`, then `done` with a TurnDone as data, or `error` with an ErrorBody).", content((TurnAnswer<'static> = "application/json"), (String = "text/event-stream"))),
         BadKeyedBody,
         Unauthorized,
         NotOpen,
@@ -493,16 +494,7 @@ fn done_event(result: &Result<TurnReport, ApiError>) -> Event {
     match result {
         Ok(report) => {
             // The events went before, one by one: the answer without them.
-            let answer = TurnAnswer {
-                stop_reason: report.stop_reason,
-                session_id: report.session_id.as_ref(),
-                events: &[],
-                usage: report.usage,
-            };
-            let mut json = serde_json::to_value(answer).unwrap_or_default();
-            if let Some(answer) = json.as_object_mut() {
-                answer.remove("events");
-            }
+            let json = serde_json::to_value(TurnDone::of(report)).unwrap_or_default();
             Event::default().event("done").data(json.to_string())
         }
         Err(error) => Event::default()
