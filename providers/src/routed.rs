@@ -100,11 +100,16 @@ fn names(models: &[RoutedModel]) -> String {
 
 #[async_trait]
 impl Provider for Routed {
-    /// Whether the default model takes images. A session on another model is asked per call
-    /// through its request's `accepts_images`, which the host sets from this answer; models of
-    /// one configuration should agree.
+    /// Whether the default model takes images.
     fn takes_images(&self) -> bool {
         self.models[self.default].provider.takes_images()
+    }
+
+    /// Whether the named model takes images (the default's for `None`); a name that is not
+    /// configured takes none (its calls are refused anyway).
+    fn takes_images_for(&self, model: Option<&str>) -> bool {
+        self.route(model)
+            .is_ok_and(|provider| provider.takes_images_for(None))
     }
 
     fn serves_model(&self, name: &str) -> bool {

@@ -132,6 +132,10 @@ pub(crate) struct ApprovalAnswer {
 pub(crate) struct CommandAnswer {
     /// The events, in order.
     pub(crate) events: Vec<HostEvent>,
+    /// Token usage of the model calls it made (`/compact`); absent when it made none or the
+    /// provider reported none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) usage: Option<UsageTotals>,
     /// The session's status once the command settled.
     pub(crate) session: SessionStatus,
 }

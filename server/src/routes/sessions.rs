@@ -390,9 +390,8 @@ pub(crate) async fn run_turn(
         result.as_ref().ok().map(|r| r.stop_reason),
         started.elapsed(),
     );
-    if let Some(usage) = result.as_ref().ok().and_then(|r| r.usage) {
-        let model = handle.status().model.unwrap_or_else(|| "default".into());
-        model_tokens(&model, &usage);
+    if let Ok(report) = &result {
+        model_tokens(report.model.as_deref(), report.usage.as_ref());
     }
     result
 }
@@ -655,7 +654,9 @@ pub(crate) async fn run_command(
     state.admit()?;
     let workspace = handle.status().workspace;
     let command = session_command(&state.root, &workspace, line)?;
-    let events = handle.command(command, None).await?;
+    let report = handle.command_report(command, None).await?;
+    // A `/compact`'s model call counts like a turn's (issue 34).
+    model_tokens(report.model.as_deref(), report.usage.as_ref());
     let mut status = handle.watch_status();
     let _ = tokio::time::timeout(
         STATUS_SETTLE,
@@ -663,7 +664,8 @@ pub(crate) async fn run_command(
     )
     .await;
     let answer = CommandAnswer {
-        events,
+        events: report.events,
+        usage: report.usage,
         session: handle.status(),
     };
     Ok(serde_json::to_value(answer).unwrap_or_default())
