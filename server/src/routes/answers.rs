@@ -75,7 +75,7 @@ pub(crate) struct EventsAnswer {
     pub(crate) events: Vec<HostEvent>,
 }
 
-/// `POST /v1/sessions/{id}/turns`: a finished turn (its event stream ends with a [`TurnDone`]
+/// `POST /v1/sessions/{id}/turns`: a finished turn (its event stream ends with a `TurnDone`
 /// instead, the events having gone before).
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
