@@ -230,6 +230,22 @@ mod tests {
     }
 
     #[test]
+    fn each_model_says_whether_it_takes_images() {
+        use hookline_host::provider::ScriptedProvider;
+        let model = |name: &str, images: bool| RoutedModel {
+            name: name.into(),
+            provider: Arc::new(ScriptedProvider::new(images)),
+        };
+        let routed =
+            Routed::new(vec![model("text", false), model("vision", true)], "text").unwrap();
+        // SPEC R5.6, per model (issue 34): not the default's answer for every name.
+        assert!(!routed.takes_images_for(None));
+        assert!(!routed.takes_images_for(Some("text")));
+        assert!(routed.takes_images_for(Some("vision")));
+        assert!(!routed.takes_images_for(Some("llama")));
+    }
+
+    #[test]
     fn a_bad_default_or_a_repeated_name_is_refused() {
         let model = |name: &str| RoutedModel {
             name: name.into(),
