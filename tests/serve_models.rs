@@ -10,12 +10,15 @@
 mod provider_stub;
 mod serve_support;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use async_trait::async_trait;
 
 use futures::{SinkExt as _, StreamExt as _};
 use hookline::host::gateway::Activity;
-use hookline::host::provider::EchoProvider;
+use hookline::host::provider::{EchoProvider, Provider, ProviderError};
+use hookline::messages::model::{ModelRequest, ModelResponse};
 use hookline::providers::{
     AnthropicConfig, AnthropicProvider, KeySource, OpenAiConfig, OpenAiProvider, Routed,
     RoutedModel,
@@ -38,6 +41,11 @@ fn keys() {
 
 /// `gpt` behind `openai`, `claude` behind `anthropic`; `gpt` the default.
 fn models(openai: &Stub, anthropic: &Stub) -> Arc<Routed> {
+    models_named(openai, anthropic, "gpt", "claude")
+}
+
+/// As [`models`], under other names (the metrics of one test binary are one registry).
+fn models_named(openai: &Stub, anthropic: &Stub, gpt_name: &str, claude_name: &str) -> Arc<Routed> {
     keys();
     let gpt = OpenAiProvider::new(OpenAiConfig {
         key: KeySource::Env("HOOKLINE_SERVE_OPENAI_KEY".into()),
@@ -55,15 +63,15 @@ fn models(openai: &Stub, anthropic: &Stub) -> Arc<Routed> {
         Routed::new(
             vec![
                 RoutedModel {
-                    name: "gpt".into(),
+                    name: gpt_name.into(),
                     provider: Arc::new(gpt),
                 },
                 RoutedModel {
-                    name: "claude".into(),
+                    name: claude_name.into(),
                     provider: Arc::new(claude),
                 },
             ],
-            "gpt",
+            gpt_name,
         )
         .unwrap(),
     )
@@ -200,27 +208,9 @@ async fn sessions_pick_a_configured_model_switch_with_slash_model_and_sum_their_
     assert_eq!(openai.received().len(), 2);
 
     // The metric counts by model and direction.
-    let metrics = served
-        .client
-        .get(served.url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics_text(&served).await;
     seen.push_str(&metrics);
-    let count = |model: &str, direction: &str| {
-        metrics
-            .lines()
-            .find(|l| {
-                l.starts_with("hookline_model_tokens_total{")
-                    && l.contains(&format!("model=\"{model}\""))
-                    && l.contains(&format!("direction=\"{direction}\""))
-            })
-            .and_then(|l| l.rsplit(' ').next())
-            .map(|n| n.parse::<f64>().unwrap())
-    };
+    let count = |model: &str, direction: &str| tokens(&metrics, model, direction);
     assert_eq!(count("claude", "input"), Some(3.0));
     assert_eq!(count("claude", "output"), Some(4.0));
     assert_eq!(count("gpt", "input"), Some(10.0));
@@ -234,6 +224,127 @@ async fn sessions_pick_a_configured_model_switch_with_slash_model_and_sum_their_
     let (_, list) = served.get("/v1/sessions").await;
     seen.push_str(&list.to_string());
     assert_no_key(&seen);
+    served.shutdown().await;
+}
+
+/// The server's `/metrics` text.
+async fn metrics_text(served: &Served) -> String {
+    let response = served.client.get(served.url("/metrics")).send().await;
+    response.unwrap().text().await.unwrap()
+}
+
+/// `hookline_model_tokens_total{model, direction}` in `metrics`, if counted.
+fn tokens(metrics: &str, model: &str, direction: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .find(|l| {
+            l.starts_with("hookline_model_tokens_total{")
+                && l.contains(&format!("model=\"{model}\""))
+                && l.contains(&format!("direction=\"{direction}\""))
+        })
+        .and_then(|l| l.rsplit(' ').next())
+        .map(|n| n.parse::<f64>().unwrap())
+}
+
+#[actix_rt::test]
+async fn a_compaction_counts_in_the_command_answer_the_status_and_the_metric_of_its_model() {
+    let openai = Stub::start(vec![]).await;
+    let anthropic = Stub::start(vec![
+        anthropic_answer("from claude"),
+        anthropic_answer("the summary"),
+    ])
+    .await;
+    let models = models_named(&openai, &anthropic, "gpt-compact", "claude-compact");
+    let served = serve(models, |_| {}, |_| {}).await;
+    let (status, opened) = served
+        .post("/v1/sessions", json!({ "model": "claude-compact" }))
+        .await;
+    assert_eq!(status, 201, "{opened}");
+    let key = opened["key"].as_str().unwrap().to_owned();
+    turn(&served, &key, "hello").await;
+
+    let (status, compacted) = command(&served, &key, "/compact").await;
+    assert_eq!(status, 200, "{compacted}");
+    let kinds: Vec<&str> = compacted["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["event"].as_str())
+        .collect();
+    assert!(kinds.contains(&"compacted"), "{compacted}");
+    assert_eq!(anthropic.received().len(), 2);
+    // Issue 34: the compaction call's usage is the command's, and the session's.
+    assert_eq!(
+        compacted["usage"],
+        json!({"inputTokens": 3, "outputTokens": 4, "modelCalls": 1})
+    );
+    assert_eq!(
+        compacted["session"]["usage"],
+        json!({"inputTokens": 6, "outputTokens": 8, "modelCalls": 2})
+    );
+    let metrics = metrics_text(&served).await;
+    assert_eq!(tokens(&metrics, "claude-compact", "input"), Some(6.0));
+    assert_eq!(tokens(&metrics, "claude-compact", "output"), Some(8.0));
+    assert_eq!(tokens(&metrics, "gpt-compact", "input"), None);
+
+    // A command that calls no model reports no usage.
+    let (_, switched) = command(&served, &key, "/mode plan").await;
+    assert!(switched.get("usage").is_none(), "{switched}");
+    served.shutdown().await;
+}
+
+/// A model that records whether each request it is sent may carry images; answers as the
+/// echo model.
+struct Sees {
+    images: bool,
+    accepted: Arc<Mutex<Vec<bool>>>,
+}
+
+#[async_trait]
+impl Provider for Sees {
+    fn takes_images(&self) -> bool {
+        self.images
+    }
+
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
+        self.accepted.lock().unwrap().push(request.accepts_images);
+        EchoProvider::new().complete(request).await
+    }
+}
+
+#[actix_rt::test]
+async fn each_routed_model_says_whether_its_requests_may_carry_images() {
+    let text = Arc::new(Mutex::new(Vec::new()));
+    let vision = Arc::new(Mutex::new(Vec::new()));
+    let model = |name: &str, images: bool, accepted: &Arc<Mutex<Vec<bool>>>| RoutedModel {
+        name: name.into(),
+        provider: Arc::new(Sees {
+            images,
+            accepted: accepted.clone(),
+        }),
+    };
+    let routed = Routed::new(
+        vec![model("text", false, &text), model("vision", true, &vision)],
+        "text",
+    )
+    .unwrap();
+    let served = serve(Arc::new(routed), |_| {}, |_| {}).await;
+    // SPEC R5.6: a work call on an image-capable model accepts images; the default takes none.
+    let (_, opened) = served
+        .post("/v1/sessions", json!({ "model": "vision" }))
+        .await;
+    let key = opened["key"].as_str().unwrap().to_owned();
+    turn(&served, &key, "look").await;
+    let (_, plain) = served.post("/v1/sessions", json!({})).await;
+    let plain = plain["key"].as_str().unwrap().to_owned();
+    turn(&served, &plain, "read").await;
+    assert_eq!(*vision.lock().unwrap(), [true]);
+    assert_eq!(*text.lock().unwrap(), [false]);
+    // `/model` moves the session, and its image support with it.
+    let (status, _) = command(&served, &plain, "/model vision").await;
+    assert_eq!(status, 200);
+    turn(&served, &plain, "look now").await;
+    assert_eq!(*vision.lock().unwrap(), [true, true]);
     served.shutdown().await;
 }
 

@@ -297,6 +297,21 @@ fn assert_is(document: &Value, name: &str, value: &Value) {
     assert!(errors.is_empty(), "not a {name}: {errors:?}\n{value}");
 }
 
+/// Fails unless `done` (a turn stream's `done` data) is a `TurnDone` holding only the keys its
+/// schema names (issue 34 item 4: the event is documented with its real schema).
+fn assert_turn_done(document: &Value, done: &Value) {
+    assert_is(document, "TurnDone", done);
+    let properties = document["components"]["schemas"]["TurnDone"]["properties"]
+        .as_object()
+        .expect("TurnDone names its properties");
+    for key in done.as_object().unwrap().keys() {
+        assert!(
+            properties.contains_key(key),
+            "{key} is not in TurnDone: {done}"
+        );
+    }
+}
+
 /// The values of `field` in `values`, as a set.
 fn kinds<'a>(values: impl IntoIterator<Item = &'a Value>, field: &str) -> BTreeSet<String> {
     values
@@ -389,6 +404,7 @@ async fn events_records_and_plugins_of_every_kind_match_their_schemas() {
         match kind.as_str() {
             "done" => {
                 assert_eq!(data["stopReason"], "completed", "{data}");
+                assert_turn_done(&document, &data);
                 break;
             }
             "approval-requested" => {

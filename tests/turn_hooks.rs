@@ -7,16 +7,21 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use hookline::actors::plugin::{HookResult, Plugin, PluginRegistration, RawHooks, Reply};
+use hookline::host::store::{FileStore, FileStoreOptions, SessionStore as _};
 use hookline::host::turn::UserInput;
 use hookline::host::SessionCommand;
 use hookline::messages::approval::{Authority, Risk};
 use hookline::messages::compaction::{Compaction, CompactionPhase, CompactionText};
 use hookline::messages::hook::{HookContext, HookKind, HookSet};
-use hookline::messages::model::{ImageRef, Item, ItemBody, MediaType, ModelRequest, Purpose};
+use hookline::messages::model::{
+    ImageRef, Item, ItemBody, MediaType, ModelRequest, Purpose, Usage,
+};
 use hookline::messages::note::Note;
 use hookline::messages::prompt::SystemText;
 use hookline::messages::record::{ArchiveEntry, Decider, Decision, Record};
+use hookline::messages::scenario::ScriptedReply;
 use hookline::messages::session::ApprovalMode;
+use hookline::messages::session::SessionId;
 use hookline::messages::tool::{ToolCall, ToolResult};
 use hookline::messages::user::{StopReason, UserMessage};
 use host_support::*;
@@ -404,7 +409,7 @@ async fn image_turns_keep_held_plugin_images() {
 }
 
 #[actix_rt::test]
-async fn a_side_question_is_stored_nowhere_and_skips_on_user_message() {
+async fn a_side_question_is_stored_nowhere_skips_on_user_message_and_counts_in_usage() {
     let log = Seen::default();
     let mut rig = rig(
         vec![PluginRegistration::new("img").with_hooks(Arc::new(ImageAdder(log.clone())))],
@@ -417,12 +422,39 @@ async fn a_side_question_is_stored_nowhere_and_skips_on_user_message() {
         .user_turn(UserInput::work("stored question"))
         .await
         .unwrap();
-    let (records, archive) = (rig.records("s1"), rig.archive("s1"));
-    rig.replies(vec![text("side answer")]);
+    let (records, mut archive) = (rig.records("s1"), rig.archive("s1"));
+    let usage = Usage {
+        input_tokens: Some(7),
+        output_tokens: Some(2),
+    };
+    rig.replies(vec![ScriptedReply {
+        usage,
+        ..text("side answer")
+    }]);
     let answer = rig.host.side_question("side question").await.unwrap();
     assert_eq!(answer.as_deref(), Some("side answer"));
     assert_eq!(rig.records("s1"), records);
+    // Issue 34: only the answer is archived, so its usage counts (live and on resume).
+    let kept = rig.archive("s1").pop();
+    assert!(
+        matches!(&kept, Some(ArchiveEntry::ModelResponse { purpose: Purpose::Side, usage: u, .. }) if *u == usage),
+        "{kept:?}"
+    );
+    archive.extend(kept);
     assert_eq!(rig.archive("s1"), archive);
+    let totals = rig.host.usage().expect("the side call reported usage");
+    assert_eq!(
+        (
+            totals.input_tokens,
+            totals.output_tokens,
+            totals.model_calls
+        ),
+        (Some(7), Some(2), 2)
+    );
+    let root = rig.host.store().root().to_owned();
+    let store = FileStore::open(root, FileStoreOptions::default()).unwrap();
+    let stored = store.read(&SessionId::new("s1")).await.unwrap();
+    assert_eq!(stored.unwrap().usage(), totals, "a resume counts it too");
     assert_eq!(seen(&log), ["stored question"]);
     let side = &rig.provider.sent()[1];
     assert_eq!((side.purpose, side.accepts_images), (Purpose::Side, false));

@@ -23,6 +23,7 @@ pub mod shared;
 pub mod state;
 pub mod store;
 pub mod tools;
+pub mod trace;
 pub mod turn;
 
 pub use embed::{Host, HostBuilder};

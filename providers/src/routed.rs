@@ -100,11 +100,16 @@ fn names(models: &[RoutedModel]) -> String {
 
 #[async_trait]
 impl Provider for Routed {
-    /// Whether the default model takes images. A session on another model is asked per call
-    /// through its request's `accepts_images`, which the host sets from this answer; models of
-    /// one configuration should agree.
+    /// Whether the default model takes images.
     fn takes_images(&self) -> bool {
         self.models[self.default].provider.takes_images()
+    }
+
+    /// Whether the named model takes images (the default's for `None`); a name that is not
+    /// configured takes none (its calls are refused anyway).
+    fn takes_images_for(&self, model: Option<&str>) -> bool {
+        self.route(model)
+            .is_ok_and(|provider| provider.takes_images_for(None))
     }
 
     fn serves_model(&self, name: &str) -> bool {
@@ -222,6 +227,22 @@ mod tests {
         assert!(routed.serves_model("claude"));
         assert!(!routed.serves_model("llama"));
         assert_eq!(routed.model_names(), vec!["gpt", "claude"]);
+    }
+
+    #[test]
+    fn each_model_says_whether_it_takes_images() {
+        use hookline_host::provider::ScriptedProvider;
+        let model = |name: &str, images: bool| RoutedModel {
+            name: name.into(),
+            provider: Arc::new(ScriptedProvider::new(images)),
+        };
+        let routed =
+            Routed::new(vec![model("text", false), model("vision", true)], "text").unwrap();
+        // SPEC R5.6, per model (issue 34): not the default's answer for every name.
+        assert!(!routed.takes_images_for(None));
+        assert!(!routed.takes_images_for(Some("text")));
+        assert!(routed.takes_images_for(Some("vision")));
+        assert!(!routed.takes_images_for(Some("llama")));
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! What every HTTP provider family shares (issue 12, issue 21): the API key read from the
 //! environment (never from a file or a flag), the pooled client, one `POST` with its retries
 //! ([`RetryPolicy`]), bounded reads of a body or a stream, and the removal of the key from every
-//! text a server sends back. A family adds its own headers, body and answer parsing.
+//! text a server sends back; and the W3C `traceparent` of the model call's span, when the binary
+//! exports traces ([`hookline_host::trace`]). A family adds its own headers, body and answer
+//! parsing.
 //!
 //! Dropping the future of [`Transport::send`] or of a body read drops the request: `/stop`
 //! closes the connection and costs the server nothing more.
@@ -20,6 +22,8 @@ use hookline_host::provider::ProviderError;
 pub(crate) const MAX_BODY: usize = 16 * 1024 * 1024;
 /// How much of a server's error text an error keeps.
 const MAX_MESSAGE: usize = 300;
+/// The W3C trace context header.
+const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
 
 /// Where the API key comes from. The key itself never appears in a configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -170,6 +174,11 @@ impl Transport {
             .body(body);
         for (name, value) in &self.headers {
             request = request.header(name, value.clone());
+        }
+        // Read under the model call's span: a provider or a proxy that traces joins the turn's
+        // trace (docs/observability.md). `None` unless the binary exports traces.
+        if let Some(traceparent) = hookline_host::trace::traceparent() {
+            request = request.header(TRACEPARENT, traceparent);
         }
         match tokio::time::timeout(self.timeout, request.send()).await {
             Ok(Ok(response)) => Ok(response),

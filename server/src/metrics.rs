@@ -175,9 +175,12 @@ pub(crate) fn turn_finished(stop_reason: Option<StopReason>, took: Duration) {
     metrics::histogram!("hookline_turn_latency_seconds").record(took.as_secs_f64());
 }
 
-/// A turn's reported token usage, by the session's model and direction (issue 21). Counts the
-/// provider did not report add nothing.
-pub(crate) fn model_tokens(model: &str, usage: &UsageTotals) {
+/// A turn's or a command's reported token usage, by the model that answered (`default` when
+/// the provider names none) and direction (issue 21, issue 34). Counts the provider did not
+/// report add nothing.
+pub(crate) fn model_tokens(model: Option<&str>, usage: Option<&UsageTotals>) {
+    let Some(usage) = usage else { return };
+    let model = model.unwrap_or("default");
     for (direction, count) in [
         ("input", usage.input_tokens),
         ("output", usage.output_tokens),

@@ -276,6 +276,10 @@ impl Provider for Recorded {
         self.inner.takes_images()
     }
 
+    fn takes_images_for(&self, model: Option<&str>) -> bool {
+        self.inner.takes_images_for(model)
+    }
+
     fn serves_model(&self, name: &str) -> bool {
         self.inner.serves_model(name)
     }

@@ -96,7 +96,7 @@ impl Telemetry {
             .map_err(|e| TelemetryError::Setup(e.to_string()))?;
         if provider.is_some() {
             opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
-            hookline_host::external::set_traceparent_source(current_traceparent);
+            hookline_host::trace::set_traceparent_source(current_traceparent);
         }
         Ok(Self { provider })
     }
@@ -133,7 +133,8 @@ fn provider(service_name_given: bool) -> Result<SdkTracerProvider, TelemetryErro
         .build())
 }
 
-/// The current span's context as a W3C `traceparent`, for requests to plugin processes.
+/// The current span's context as a W3C `traceparent`, for requests to plugin processes and
+/// model providers.
 fn current_traceparent() -> Option<String> {
     let span = tracing::Span::current();
     if span.is_disabled() {

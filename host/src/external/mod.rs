@@ -30,7 +30,6 @@ mod signal;
 mod stderr;
 mod supervisor;
 mod tools;
-mod trace;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -51,7 +50,6 @@ pub use codec::DEFAULT_LINE_CAP;
 pub use error::StartError;
 pub use supervisor::RestartPolicy;
 pub use tools::{PluginTool, TOOL_TIMEOUT};
-pub use trace::{set_traceparent_source, TraceparentSource};
 
 use connection::Connection;
 use supervisor::{Control, State};
@@ -336,7 +334,7 @@ impl ExternalPlugin {
         let call = async move {
             let connection = self.connection().await?;
             // Read inside the span: the plugin's spans become children of this round trip.
-            let traceparent = trace::traceparent();
+            let traceparent = crate::trace::traceparent();
             connection
                 .request(|id| {
                     let message = build(id).with_traceparent(traceparent);

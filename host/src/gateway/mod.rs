@@ -24,7 +24,7 @@ mod status;
 
 pub use approvals::{Approvals, NotWaiting, PendingApproval};
 pub use error::RequestError;
-pub use session::{RecordsPage, SessionHandle, TurnReport, SESSION_SHUTDOWN_WAIT};
+pub use session::{CommandReport, RecordsPage, SessionHandle, TurnReport, SESSION_SHUTDOWN_WAIT};
 pub use status::{Activity, QueuedRequests, SessionStatus};
 
 use std::collections::HashMap;

@@ -34,8 +34,22 @@ pub struct TurnReport {
     pub stop_reason: StopReason,
     /// Everything it reported, in order.
     pub events: Vec<HostEvent>,
-    /// Token usage of this turn's answered model calls, when the provider reported any.
+    /// Token usage of this turn's answered model calls (a compaction before it included),
+    /// when the provider reported any.
     pub usage: Option<UsageTotals>,
+    /// The model its calls went to (the session's, else the provider's default), if named.
+    pub model: Option<String>,
+}
+
+/// What one session command produced.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CommandReport {
+    /// Everything it reported, in order.
+    pub events: Vec<HostEvent>,
+    /// Token usage of the model calls it made (`/compact`), when the provider reported any.
+    pub usage: Option<UsageTotals>,
+    /// The model those calls went to, if named.
+    pub model: Option<String>,
 }
 
 /// A page of a session's stored records.
@@ -54,7 +68,7 @@ pub(super) type Reply<T> = oneshot::Sender<Result<T, HostError>>;
 /// A request to a session's task.
 pub(super) enum Request {
     Turn(UserInput, Detail, Reply<TurnReport>),
-    Command(SessionCommand, Option<CommandOrigin>, Reply<Vec<HostEvent>>),
+    Command(SessionCommand, Option<CommandOrigin>, Reply<CommandReport>),
     Inbound(Box<InboundMessage>, Reply<Vec<HostEvent>>),
     Records {
         offset: usize,
@@ -148,6 +162,18 @@ impl SessionHandle {
         command: SessionCommand,
         origin: Option<CommandOrigin>,
     ) -> Result<Vec<HostEvent>, RequestError> {
+        Ok(self.command_report(command, origin).await?.events)
+    }
+
+    /// As [`SessionHandle::command`], with the usage of the model calls the command made.
+    ///
+    /// # Errors
+    /// As [`SessionHandle::turn`].
+    pub async fn command_report(
+        &self,
+        command: SessionCommand,
+        origin: Option<CommandOrigin>,
+    ) -> Result<CommandReport, RequestError> {
         self.admit()?;
         if command == SessionCommand::Stop {
             // `/stop` reaches the turn in flight at once; the command itself (its event) queues.
@@ -364,7 +390,8 @@ async fn handle(
 ) -> bool {
     match request {
         Request::Turn(input, detail, reply) => {
-            let before = conversation.usage_totals();
+            // Nothing a request before this one kept is counted twice.
+            let _ = conversation.take_usage();
             conversation.set_detail(detail);
             let result = conversation.run_user_turn(input).await;
             // The detail is the request's: the next one starts from the default again.
@@ -373,16 +400,24 @@ async fn handle(
                 session_id: conversation.active().map(|i| i.session_id.clone()),
                 stop_reason,
                 events: conversation.take_events(),
-                usage: conversation.usage_totals().since(&before).reported(),
+                usage: conversation.take_usage().reported(),
+                model: conversation.model_name(),
             });
             return answer(conversation, status, reply, result).await;
         }
         Request::Command(command, origin, reply) => {
+            // Issue 34: a command's model calls (`/compact`) count like a turn's.
+            let _ = conversation.take_usage();
+            let model = conversation.model_name();
             let result = match origin {
                 Some(origin) => conversation.command_from(command, &origin).await,
                 None => conversation.command(command).await,
             };
-            let result = result.map(|()| conversation.take_events());
+            let result = result.map(|()| CommandReport {
+                events: conversation.take_events(),
+                usage: conversation.take_usage().reported(),
+                model,
+            });
             return answer(conversation, status, reply, result).await;
         }
         Request::Inbound(message, reply) => {

@@ -32,6 +32,15 @@ pub trait Provider: Send + Sync + 'static {
     /// Whether the current model takes images (SPEC R5.6).
     fn takes_images(&self) -> bool;
 
+    /// Whether the model called `model` (the session's choice; `None`: the provider's default)
+    /// takes images (SPEC R5.6). The turn engine asks this for every request, so a provider
+    /// with several models answers per model. A provider with one model answers
+    /// [`Provider::takes_images`] for every name (the default); a wrapper forwards it.
+    fn takes_images_for(&self, model: Option<&str>) -> bool {
+        let _ = model;
+        self.takes_images()
+    }
+
     /// Whether this provider can answer for the model called `name` (what `/model` and a
     /// session's stored model ask for). A resume refuses a session whose stored model is not
     /// served here rather than running it on another (issue 26). The default serves any name:

@@ -228,6 +228,7 @@ impl Replayer {
             stop: Arc::new(StopSignal::default()),
             tap: Some(tap.clone()),
             digests: crate::turn::RequestDigests::default(),
+            usage: hookline_messages::model::UsageTotals::default(),
             // Nothing a replay does reaches a store (its session is detached).
             durable_steps: false,
         }

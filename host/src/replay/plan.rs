@@ -183,11 +183,14 @@ fn is_user_message_note(entry: &ArchiveEntry) -> bool {
         if skip.hook == HookKind::OnUserMessage)
 }
 
-/// Whether `entry` belongs to a side question (stored nowhere but a failure; never compared).
+/// Whether `entry` belongs to a side question (its answer or failure; never compared).
 fn is_side(entry: &ArchiveEntry) -> bool {
     matches!(
         entry,
         ArchiveEntry::ModelRequest {
+            purpose: Purpose::Side,
+            ..
+        } | ArchiveEntry::ModelResponse {
             purpose: Purpose::Side,
             ..
         } | ArchiveEntry::ModelFailure {

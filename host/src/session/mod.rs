@@ -541,6 +541,12 @@ impl Conversation {
         self.usage_totals().reported()
     }
 
+    /// Takes the usage of the answers kept since the last call (a gateway request's: its turn
+    /// with any compaction before it, or a `/compact`), whichever session was active.
+    pub(crate) fn take_usage(&mut self) -> UsageTotals {
+        std::mem::take(&mut self.engine.usage)
+    }
+
     /// Token usage over the active session's answered model calls, reported or not.
     pub fn usage_totals(&self) -> UsageTotals {
         self.session

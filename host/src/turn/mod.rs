@@ -25,7 +25,9 @@ use tracing::Instrument;
 
 use hookline_actors::Pipeline;
 use hookline_messages::hook::{OnTurnFinished, OnTurnStarted, OnUserMessage};
-use hookline_messages::model::{ItemBody, MediaType, ModelRequest, ModelResponse, Purpose};
+use hookline_messages::model::{
+    ItemBody, MediaType, ModelRequest, ModelResponse, Purpose, UsageTotals,
+};
 use hookline_messages::note::SessionEnding;
 use hookline_messages::prompt::PromptMode;
 use hookline_messages::record::{ArchiveEntry, Record};
@@ -65,6 +67,9 @@ pub(crate) struct Engine {
     pub(crate) tap: Option<RequestTap>,
     /// The digest of each request's stable prefix, so a call hashes only what is new.
     pub(crate) digests: digest::RequestDigests,
+    /// Usage of the answers kept since the gateway last took it: what one request (a turn, a
+    /// `/compact`) reports, whichever session was active (issue 34).
+    pub(crate) usage: UsageTotals,
 }
 
 /// What `hookline replay` listens for in a turn (issue 25): each stored-path model request, and
@@ -195,6 +200,7 @@ impl Engine {
             stop: Arc::new(StopSignal::default()),
             tap: None,
             digests: digest::RequestDigests::default(),
+            usage: UsageTotals::default(),
         }
     }
 }
@@ -357,12 +363,7 @@ impl Turn<'_> {
             records.push(record);
         }
         self.session.store(&records)?;
-        self.archive(ArchiveEntry::ModelResponse {
-            purpose: response.purpose,
-            finish_reason: response.finish_reason,
-            items: response.items.clone(),
-            usage: response.usage,
-        })?;
+        self.archive_response(response)?;
         Ok(records
             .into_iter()
             .filter(|r| matches!(r, Record::ToolCall { .. }))
@@ -370,14 +371,18 @@ impl Turn<'_> {
     }
 
     /// A side question: answered with a side call over the stored records, stored nowhere
-    /// (SPEC P2.3: `on_user_message` does not run for it).
+    /// (SPEC P2.3: `on_user_message` does not run for it). The answer is archived, so its
+    /// usage counts in the session's (issue 34).
     pub(crate) async fn side_question(
         &mut self,
         question: String,
     ) -> Result<Option<String>, HostError> {
         let request = self.request(Purpose::Side, Some(question.clone()));
         let answer = match self.model_call(request).await? {
-            Ok(response) => assistant_text(&response),
+            Ok(response) => {
+                self.archive_response(&response)?;
+                assistant_text(&response)
+            }
             Err(_) => return Ok(None),
         };
         self.engine.events.push(HostEvent::Side {

@@ -48,6 +48,19 @@ impl Turn<'_> {
         result
     }
 
+    /// Archives an answer the host kept (a turn's, a compaction's, a side question's): the
+    /// session's usage is summed from these entries, live and on resume, and the request's
+    /// from the same call (issue 34).
+    pub(crate) fn archive_response(&mut self, response: &ModelResponse) -> Result<(), HostError> {
+        self.engine.usage.add(&response.usage);
+        self.session.archive(&ArchiveEntry::ModelResponse {
+            purpose: response.purpose,
+            finish_reason: response.finish_reason,
+            items: response.items.clone(),
+            usage: response.usage,
+        })
+    }
+
     /// The model hooks, the provider call and `on_model_response`.
     async fn hooks_and_provider(
         &mut self,

@@ -32,8 +32,9 @@ impl Turn<'_> {
         system: String,
         extra: Option<String>,
     ) -> ModelRequest {
-        let accepts_images =
-            ModelRequest::accepts_images_for(purpose, self.engine.provider.takes_images());
+        // SPEC R5.6: the session's model, which may not be the provider's default (issue 34).
+        let takes_images = (self.engine.provider).takes_images_for(self.session.model.as_deref());
+        let accepts_images = ModelRequest::accepts_images_for(purpose, takes_images);
         let mut items = with_system(system, self.session.items());
         if let Some(text) = extra {
             items.push(Arc::new(Item::new(

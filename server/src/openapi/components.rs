@@ -10,7 +10,7 @@ use utoipa::openapi::{Ref, RefOr, Schema};
 
 use crate::routes::{
     ApprovalAnswer, ApprovalBody, ApprovalsList, CommandAnswer, CommandBody, EventsAnswer, Health,
-    OpenBody, SessionView, SessionsList, SocketRequest, TurnAnswer, TurnBody,
+    OpenBody, SessionView, SessionsList, SocketRequest, TurnAnswer, TurnBody, TurnDone,
 };
 use crate::{ErrorBody, PluginsView};
 use hookline_host::gateway::SessionStatus;
@@ -59,6 +59,7 @@ components! {
         EventsAnswer,
         TurnBody,
         TurnAnswer<'static>,
+        TurnDone<'static>,
         ApprovalBody,
         ApprovalAnswer,
         CommandBody,

@@ -75,8 +75,8 @@ pub(crate) struct EventsAnswer {
     pub(crate) events: Vec<HostEvent>,
 }
 
-/// `POST /v1/sessions/{id}/turns`: a finished turn (also the data of the `done` event of the
-/// turn's event stream, without `events`).
+/// `POST /v1/sessions/{id}/turns`: a finished turn (its event stream ends with a `TurnDone`
+/// instead, the events having gone before).
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct TurnAnswer<'a> {
@@ -89,6 +89,32 @@ pub(crate) struct TurnAnswer<'a> {
     /// Token usage of its model calls; absent, not zero, when the provider reported none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) usage: Option<UsageTotals>,
+}
+
+/// The data of the `done` event that ends a turn's event stream (`Accept: text/event-stream`),
+/// and what a WebSocket's `{"type":"done","request":"turn"}` holds besides those two keys: the
+/// turn's answer without its events, which went before.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct TurnDone<'a> {
+    /// Why it stopped.
+    pub(crate) stop_reason: StopReason,
+    /// The session it ran in.
+    pub(crate) session_id: Option<&'a SessionId>,
+    /// Token usage of its model calls; absent, not zero, when the provider reported none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) usage: Option<UsageTotals>,
+}
+
+impl<'a> TurnDone<'a> {
+    /// The `done` of a finished turn.
+    pub(crate) fn of(report: &'a hookline_host::gateway::TurnReport) -> Self {
+        Self {
+            stop_reason: report.stop_reason,
+            session_id: report.session_id.as_ref(),
+            usage: report.usage,
+        }
+    }
 }
 
 /// `POST /v1/sessions/{id}/approvals/{call_id}`: the answer taken.
@@ -106,6 +132,10 @@ pub(crate) struct ApprovalAnswer {
 pub(crate) struct CommandAnswer {
     /// The events, in order.
     pub(crate) events: Vec<HostEvent>,
+    /// Token usage of the model calls it made (`/compact`); absent when it made none or the
+    /// provider reported none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) usage: Option<UsageTotals>,
     /// The session's status once the command settled.
     pub(crate) session: SessionStatus,
 }

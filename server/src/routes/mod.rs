@@ -14,6 +14,7 @@ mod socket_close;
 
 pub(crate) use answers::{
     ApprovalAnswer, CommandAnswer, EventsAnswer, Health, SessionView, SessionsList, TurnAnswer,
+    TurnDone,
 };
 pub(crate) use approvals::ApprovalsList;
 pub(crate) use sessions::{ApprovalBody, CommandBody, OpenBody, TurnBody};

@@ -27,7 +27,8 @@ use tokio::sync::broadcast;
 use utoipa::IntoParams;
 
 use super::answers::{
-    ApprovalAnswer, CommandAnswer, EventsAnswer, RecordsView, SessionView, SessionsList, TurnAnswer,
+    ApprovalAnswer, CommandAnswer, EventsAnswer, RecordsView, SessionView, SessionsList,
+    TurnAnswer, TurnDone,
 };
 use super::idempotency::{
     claim, digest, once, replay_json, replayed, Answer, Claim, IdempotencyHeader,
@@ -389,9 +390,8 @@ pub(crate) async fn run_turn(
         result.as_ref().ok().map(|r| r.stop_reason),
         started.elapsed(),
     );
-    if let Some(usage) = result.as_ref().ok().and_then(|r| r.usage) {
-        let model = handle.status().model.unwrap_or_else(|| "default".into());
-        model_tokens(&model, &usage);
+    if let Ok(report) = &result {
+        model_tokens(report.model.as_deref(), report.usage.as_ref());
     }
     result
 }
@@ -405,7 +405,7 @@ pub(crate) async fn run_turn(
     params(("id" = String, Path, description = "The session's key (`key` in its status)."), IdempotencyHeader, TurnQuery),
     request_body(content = TurnBody, description = "The user's text and its mode.", content_type = "application/json"),
     responses(
-        (status = 200, description = "The finished turn: one JSON document, or with `Accept: text/event-stream` its events as they happen (`event: <kind>` with a HostEvent as data, `lagged` with `{\"missed\": n}`, then `done` with the answer without `events`, or `error` with an ErrorBody).", content((TurnAnswer<'static> = "application/json"), (String = "text/event-stream"))),
+        (status = 200, description = "The finished turn: one JSON document, or with `Accept: text/event-stream` its events as they happen (`event: <kind>` with a HostEvent as data, `lagged` with `{\"missed\": n}`, then `done` with a TurnDone as data, or `error` with an ErrorBody).", content((TurnAnswer<'static> = "application/json"), (String = "text/event-stream"))),
         BadKeyedBody,
         Unauthorized,
         NotOpen,
@@ -493,16 +493,7 @@ fn done_event(result: &Result<TurnReport, ApiError>) -> Event {
     match result {
         Ok(report) => {
             // The events went before, one by one: the answer without them.
-            let answer = TurnAnswer {
-                stop_reason: report.stop_reason,
-                session_id: report.session_id.as_ref(),
-                events: &[],
-                usage: report.usage,
-            };
-            let mut json = serde_json::to_value(answer).unwrap_or_default();
-            if let Some(answer) = json.as_object_mut() {
-                answer.remove("events");
-            }
+            let json = serde_json::to_value(TurnDone::of(report)).unwrap_or_default();
             Event::default().event("done").data(json.to_string())
         }
         Err(error) => Event::default()
@@ -663,7 +654,9 @@ pub(crate) async fn run_command(
     state.admit()?;
     let workspace = handle.status().workspace;
     let command = session_command(&state.root, &workspace, line)?;
-    let events = handle.command(command, None).await?;
+    let report = handle.command_report(command, None).await?;
+    // A `/compact`'s model call counts like a turn's (issue 34).
+    model_tokens(report.model.as_deref(), report.usage.as_ref());
     let mut status = handle.watch_status();
     let _ = tokio::time::timeout(
         STATUS_SETTLE,
@@ -671,7 +664,8 @@ pub(crate) async fn run_command(
     )
     .await;
     let answer = CommandAnswer {
-        events,
+        events: report.events,
+        usage: report.usage,
         session: handle.status(),
     };
     Ok(serde_json::to_value(answer).unwrap_or_default())

@@ -4,6 +4,10 @@
 //! sends turns, approval answers, commands and inbound channel messages (`message:received`,
 //! for chat-channel adapters). See docs/serve.md, "WebSocket".
 //!
+//! Each request runs under a span of its own (`crate::trace::socket_span`): a child of the
+//! `traceparent` the message carries, else of the upgrade request, so a socket's turns join the
+//! trace that opened it (docs/observability.md).
+//!
 //! Bounded: one outgoing queue per socket; a client that reads too slowly misses events (it is
 //! told how many, `{"type":"lagged","missed":n}`) rather than growing the server's memory. A
 //! message over `--body-limit` closes the socket with 1009, a text frame that is not UTF-8 with
@@ -22,9 +26,11 @@ use hookline_messages::record::Decision;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use tokio::sync::{broadcast, mpsc};
+use tracing::Instrument as _;
 
 use super::sessions::{run_command, run_turn, session, TurnBody, TurnMode};
 use super::socket_close;
+use super::TurnDone;
 use crate::auth::{token_matches, WsAuth};
 use crate::{ApiError, AppState, ErrorBody};
 use hookline_host::gateway::{Activity, SessionHandle};
@@ -51,6 +57,8 @@ pub(crate) enum ClientMessage {
     },
     /// A turn, as `POST /v1/sessions/{id}/turns` takes it.
     Turn {
+        /// W3C trace context the turn continues (else the upgrade request's).
+        traceparent: Option<String>,
         /// What the user says.
         text: String,
         /// `work` when absent.
@@ -59,6 +67,8 @@ pub(crate) enum ClientMessage {
     /// An operator's answer to an approval.
     #[serde(rename_all = "camelCase")]
     Approval {
+        /// W3C trace context the answer continues (else the upgrade request's).
+        traceparent: Option<String>,
         /// The tool call's id.
         call_id: String,
         /// `allow` or `deny`.
@@ -66,14 +76,42 @@ pub(crate) enum ClientMessage {
     },
     /// A slash command line.
     Command {
+        /// W3C trace context the command continues (else the upgrade request's).
+        traceparent: Option<String>,
         /// The line, slash first.
         command: String,
     },
     /// An inbound chat-channel message (`message:received`).
     Message {
+        /// W3C trace context the message continues (else the upgrade request's).
+        traceparent: Option<String>,
         /// The message.
         message: WireMessage,
     },
+}
+
+impl ClientMessage {
+    /// The request's name in `done` and `error` answers.
+    fn kind(&self) -> &'static str {
+        match self {
+            Self::Auth { .. } => "auth",
+            Self::Turn { .. } => "turn",
+            Self::Approval { .. } => "approval",
+            Self::Command { .. } => "command",
+            Self::Message { .. } => "message",
+        }
+    }
+
+    /// The trace context the message carries.
+    fn traceparent(&self) -> Option<&str> {
+        match self {
+            Self::Auth { .. } => None,
+            Self::Turn { traceparent, .. }
+            | Self::Approval { traceparent, .. }
+            | Self::Command { traceparent, .. }
+            | Self::Message { traceparent, .. } => traceparent.as_deref(),
+        }
+    }
 }
 
 /// An inbound channel message as a client sends it.
@@ -148,12 +186,14 @@ pub(crate) async fn upgrade(
         .map(|p| p.trim().to_owned())
         .find(|p| p.starts_with("bearer."));
     let ws = socket_close::limit(ws, state.body_limit);
+    // The upgrade's span ends when the socket opens; its requests continue its context.
+    let upgrade = crate::trace::upgrade_context();
     let ws = match offered {
         Some(protocol) if auth == WsAuth::Done => ws.protocols([protocol]),
         _ => ws,
     };
     Ok(ws
-        .on_upgrade(move |socket| run(state, handle, auth, socket))
+        .on_upgrade(move |socket| run(state, handle, auth, upgrade, socket))
         .into_response())
 }
 
@@ -161,7 +201,13 @@ fn text(value: &serde_json::Value) -> Message {
     Message::Text(Utf8Bytes::from(value.to_string()))
 }
 
-async fn run(state: AppState, handle: SessionHandle, auth: WsAuth, socket: WebSocket) {
+async fn run(
+    state: AppState,
+    handle: SessionHandle,
+    auth: WsAuth,
+    upgrade: Option<opentelemetry::Context>,
+    socket: WebSocket,
+) {
     let (mut sink, mut incoming) = socket.split();
     if auth == WsAuth::Pending {
         if let Err(refusal) = authenticate(&state, &mut incoming).await {
@@ -200,7 +246,7 @@ async fn run(state: AppState, handle: SessionHandle, auth: WsAuth, socket: WebSo
             _ => continue,
         };
         match serde_json::from_str::<ClientMessage>(text.as_str()) {
-            Ok(request) => dispatch(&state, &handle, request, &out),
+            Ok(request) => dispatch(&state, &handle, request, upgrade.as_ref(), &out),
             Err(error) => {
                 let error = ApiError::BadJson(error.to_string());
                 let _ = out.try_send(text_error("unknown", &error));
@@ -250,36 +296,34 @@ fn text_error(request: &str, error: &ApiError) -> Message {
 }
 
 /// Runs one request on a task of its own, so the socket keeps reading (an approval answer or a
-/// `/stop` must reach a turn that waits).
+/// `/stop` must reach a turn that waits), under its span (a child of `upgrade` unless the
+/// message carries a `traceparent`).
 fn dispatch(
     state: &AppState,
     handle: &SessionHandle,
     request: ClientMessage,
+    upgrade: Option<&opentelemetry::Context>,
     out: &mpsc::Sender<Message>,
 ) {
     let (state, handle, out) = (state.clone(), handle.clone(), out.clone());
-    tokio::spawn(async move {
-        let (kind, result) = match request {
-            ClientMessage::Auth { .. } => ("auth", Ok(serde_json::json!({}))),
-            ClientMessage::Turn { text, mode } => ("turn", turn(&state, &handle, text, mode).await),
-            ClientMessage::Approval { call_id, decision } => (
-                "approval",
-                handle
-                    .answer_approval(&call_id, decision)
-                    .map(|()| serde_json::json!({ "callId": call_id, "decision": decision }))
-                    .map_err(ApiError::from),
-            ),
-            ClientMessage::Command { command } => {
-                ("command", run_command(&state, &handle, &command).await)
-            }
-            ClientMessage::Message { message } => (
-                "message",
-                handle
-                    .inbound(message.into())
-                    .await
-                    .map(|events| serde_json::json!({ "events": events }))
-                    .map_err(ApiError::from),
-            ),
+    let kind = request.kind();
+    let span = crate::trace::socket_span(kind, upgrade, request.traceparent());
+    let run = async move {
+        let result = match request {
+            ClientMessage::Auth { .. } => Ok(serde_json::json!({})),
+            ClientMessage::Turn { text, mode, .. } => turn(&state, &handle, text, mode).await,
+            ClientMessage::Approval {
+                call_id, decision, ..
+            } => handle
+                .answer_approval(&call_id, decision)
+                .map(|()| serde_json::json!({ "callId": call_id, "decision": decision }))
+                .map_err(ApiError::from),
+            ClientMessage::Command { command, .. } => run_command(&state, &handle, &command).await,
+            ClientMessage::Message { message, .. } => handle
+                .inbound(message.into())
+                .await
+                .map(|events| serde_json::json!({ "events": events }))
+                .map_err(ApiError::from),
         };
         let message = match result {
             Ok(mut body) => {
@@ -290,7 +334,8 @@ fn dispatch(
             Err(error) => text_error(kind, &error),
         };
         let _ = out.send(message).await;
-    });
+    };
+    tokio::spawn(run.instrument(span));
 }
 
 async fn turn(
@@ -303,15 +348,8 @@ async fn turn(
     let input = TurnBody { text, mode }.input();
     // A WebSocket turn streams its events: `hook-changed` carries the patch only.
     let report = run_turn(handle, input, hookline_host::state::Detail::Changes).await?;
-    let mut json = serde_json::json!({
-        "stopReason": report.stop_reason,
-        "sessionId": report.session_id,
-    });
-    // Absent, not zero, when the provider reported no usage (issue 21).
-    if let Some(usage) = report.usage {
-        json["usage"] = serde_json::to_value(usage).unwrap_or_default();
-    }
-    Ok(json)
+    // The SSE `done`'s data: usage absent, not zero, when the provider reported none (issue 21).
+    Ok(serde_json::to_value(TurnDone::of(&report)).unwrap_or_default())
 }
 
 /// Sends the session's events to the socket until the session closes.

@@ -30,6 +30,10 @@ impl Provider for Streamed {
         self.inner.takes_images()
     }
 
+    fn takes_images_for(&self, model: Option<&str>) -> bool {
+        self.inner.takes_images_for(model)
+    }
+
     fn serves_model(&self, name: &str) -> bool {
         self.inner.serves_model(name)
     }
