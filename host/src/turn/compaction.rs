@@ -42,12 +42,8 @@ pub(crate) async fn compact(turn: &mut Turn<'_>) -> Result<bool, HostError> {
         Err(_) => return Ok(false),
     };
     // Issue 25: the answer is archived like a turn's, so replay can answer the call again.
-    turn.session.archive(&ArchiveEntry::ModelResponse {
-        purpose: response.purpose,
-        finish_reason: response.finish_reason,
-        items: response.items.clone(),
-        usage: response.usage,
-    })?;
+    turn.session
+        .archive(&ArchiveEntry::model_response(&response))?;
     let summary = turn
         .text(CompactionPhase::Summary, assistant_text(&response))
         .await?;

@@ -321,9 +321,16 @@ impl Turn<'_> {
         &mut self,
         question: String,
     ) -> Result<Option<String>, HostError> {
+        // Issue 34: archived (never stored as a record) so `hookline replay` asks it again.
+        self.archive(ArchiveEntry::SideQuestion {
+            question: question.clone(),
+        })?;
         let request = self.request(Purpose::Side, Some(question.clone()));
         let answer = match self.model_call(request).await? {
-            Ok(response) => assistant_text(&response),
+            Ok(response) => {
+                self.archive(ArchiveEntry::model_response(&response))?;
+                assistant_text(&response)
+            }
             Err(_) => return Ok(None),
         };
         self.engine.events.push(HostEvent::Side {

@@ -123,6 +123,34 @@ impl Event {
         json.unwrap_or(serde_json::Value::Null)
     }
 
+    /// The event a [`WireEvent`] holds (`hookline replay` emits an archived event again, issue
+    /// 34).
+    ///
+    /// # Errors
+    /// When the context is not the one the key's producer supplies.
+    pub fn from_wire(wire: WireEvent) -> Result<Self, serde_json::Error> {
+        use serde_json::from_value as ctx;
+        let context = wire.context;
+        Ok(match wire.key {
+            EventKey::CommandNew => Self::CommandNew(ctx(context)?),
+            EventKey::CommandReset => Self::CommandReset(ctx(context)?),
+            EventKey::CommandStop => Self::CommandStop(ctx(context)?),
+            EventKey::SessionAutoReset => Self::SessionAutoReset(ctx(context)?),
+            EventKey::SessionPatch => Self::SessionPatch(ctx(context)?),
+            EventKey::SessionCompactBefore => Self::SessionCompactBefore(ctx(context)?),
+            EventKey::SessionCompactAfter => Self::SessionCompactAfter(ctx(context)?),
+            EventKey::AgentBootstrap => Self::AgentBootstrap(ctx(context)?),
+            EventKey::GatewayStartup => Self::GatewayStartup(ctx(context)?),
+            EventKey::GatewayShutdown => Self::GatewayShutdown(ctx(context)?),
+            EventKey::GatewayPreRestart => Self::GatewayPreRestart(ctx(context)?),
+            EventKey::MessageReceived => Self::MessageReceived(ctx(context)?),
+            EventKey::MessageTranscribed => Self::MessageTranscribed(ctx(context)?),
+            EventKey::MessagePreprocessed => Self::MessagePreprocessed(ctx(context)?),
+            EventKey::MessageSent => Self::MessageSent(ctx(context)?),
+            EventKey::Custom(key) => Self::Custom { key, context },
+        })
+    }
+
     /// The event as it goes over the wire to an external plugin.
     pub fn to_wire(&self) -> WireEvent {
         WireEvent {
