@@ -213,3 +213,33 @@ impl EventKey {
         matches!(self, Self::GatewayShutdown | Self::GatewayPreRestart)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_comes_back_from_its_wire_form_and_a_wrong_context_is_refused() {
+        let stop = Event::CommandStop(CommandStopContext {
+            session_id: Some("s1".into()),
+            ..CommandStopContext::default()
+        });
+        let key = CustomKey::new("acme:deployed");
+        assert!(key.is_ok());
+        let events = key.into_iter().map(|key| Event::Custom {
+            key,
+            context: serde_json::json!({"v": 1}),
+        });
+        for event in events.chain([stop]) {
+            let json = serde_json::to_string(&event.to_wire()).unwrap_or_default();
+            let wire: Result<WireEvent, _> = serde_json::from_str(&json);
+            let back = wire.ok().and_then(|wire| Event::from_wire(wire).ok());
+            assert_eq!(back, Some(event));
+        }
+        let wrong = WireEvent {
+            key: EventKey::CommandNew,
+            context: serde_json::json!({"agentId": 3}),
+        };
+        assert!(Event::from_wire(wrong).is_err());
+    }
+}
