@@ -447,3 +447,73 @@ fn operator_answers(archive: &[ArchiveEntry]) -> HashMap<String, (Decision, Opti
     }
     answers
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hookline_messages::model::{FinishReason, Usage};
+    use hookline_messages::note::SkipReason;
+    use hookline_messages::session::SessionId;
+    use hookline_messages::user::StopReason;
+
+    fn info() -> SessionInfo {
+        SessionInfo {
+            workspace_root: "/ws".into(),
+            session_id: SessionId::new("s1"),
+            approval_mode: ApprovalMode::default(),
+        }
+    }
+
+    /// An archive as a build before issue 34 wrote it: a handler's note without its event, a
+    /// side call's failure without its question.
+    fn older_archive() -> Vec<ArchiveEntry> {
+        vec![
+            ArchiveEntry::SessionStarted(info()),
+            ArchiveEntry::note(Note::EventHandlerSkipped {
+                plugin: "audit".into(),
+                event: EventKey::CommandNew,
+                reason: SkipReason::Failed("no".into()),
+            }),
+            ArchiveEntry::ModelFailure {
+                purpose: Purpose::Side,
+                error: "down".into(),
+            },
+            ArchiveEntry::UserMessage {
+                text: "hi".into(),
+                original: None,
+                images: Vec::new(),
+            },
+            ArchiveEntry::ModelResponse {
+                purpose: Purpose::Work,
+                finish_reason: FinishReason::Stop,
+                items: Vec::new(),
+                usage: Usage::default(),
+            },
+            ArchiveEntry::TurnFinished {
+                stop_reason: StopReason::Completed,
+            },
+            ArchiveEntry::SessionEnded(info()),
+        ]
+    }
+
+    #[test]
+    fn an_older_archive_replays_its_session_hooks_and_compares_no_event_note_or_side_call() {
+        let (turns, tail) = turns(&older_archive(), false);
+        assert_eq!(turns.len(), 1);
+        assert_eq!(turns[0].steps, [Step::SessionStarted(info())]);
+        // Only the turn's answer: the side failure is neither answered nor compared, nor is the
+        // note of an event the archive does not hold.
+        assert_eq!(turns[0].answers.len(), 1);
+        let compared = &turns[0].recorded;
+        assert_eq!(compared.len(), 4, "{compared:#?}");
+        assert_eq!(compared[0], ArchiveEntry::SessionStarted(info()));
+        assert!(matches!(compared[1], ArchiveEntry::UserMessage { .. }));
+        assert_eq!(
+            tail.map(|t| t.steps),
+            Some(vec![Step::SessionEnded(info())])
+        );
+        // An archive that records its events compares their handlers' notes.
+        let (turns, _) = super::turns(&older_archive(), true);
+        assert!(matches!(turns[0].recorded[1], ArchiveEntry::Note { .. }));
+    }
+}
