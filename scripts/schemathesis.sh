@@ -38,7 +38,8 @@ stop_server() {
 trap stop_server EXIT
 
 mkdir -p "$scratch/workspaces" "$scratch/home"
-HOOKLINE_HOME="$scratch/home" "$bin" serve --listen 127.0.0.1:0 \
+# The demo plugins run (a server runs none unless asked): their hooks and approvals are fuzzed too.
+HOOKLINE_HOME="$scratch/home" "$bin" serve --listen 127.0.0.1:0 --demo-plugins \
   --workspace-root "$scratch/workspaces" \
   --approval-timeout-ms 2000 --drain-budget-ms 1000 --request-timeout-ms 30000 \
   >"$scratch/serve.out" 2>"$scratch/serve.err" &

@@ -183,3 +183,67 @@ fn serve_takes_the_provider_flags_of_run_and_chat() {
         assert!(!text.contains(KEY), "the key leaked: {text}");
     }
 }
+
+/// What `GET /v1/plugins` lists and what a turn's answer stores for a password (the demo's
+/// house-style plugin would redact it).
+fn plugins_and_a_turn(node: &Node) -> (serde_json::Value, String) {
+    let plugins: serde_json::Value =
+        serde_json::from_str(&http(&format!("{}/v1/plugins", node.url), None)).unwrap();
+    let opened: serde_json::Value =
+        serde_json::from_str(&http(&format!("{}/v1/sessions", node.url), Some(json!({})))).unwrap();
+    let key = opened["key"].as_str().unwrap();
+    let answer = http(
+        &format!("{}/v1/sessions/{key}/turns", node.url),
+        Some(json!({"text": "hello, my password is hunter2"})),
+    );
+    (plugins, answer)
+}
+
+#[test]
+fn serve_with_no_plugin_runs_none_and_says_so_once() {
+    // Issue 34 item 7: an empty plugin directory, then no plugin directory at all.
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty-plugins");
+    std::fs::create_dir_all(&empty).unwrap();
+    let with_empty = Node::spawn(
+        "empty",
+        dir.path(),
+        Command::new(env!("CARGO_BIN_EXE_hookline")),
+        &["--plugins", empty.to_str().unwrap()],
+    );
+    let without = Node::spawn(
+        "none",
+        dir.path(),
+        Command::new(env!("CARGO_BIN_EXE_hookline")),
+        &[],
+    );
+    for node in [&with_empty, &without] {
+        let (plugins, answer) = plugins_and_a_turn(node);
+        assert_eq!(plugins["plugins"], json!([]), "{plugins}");
+        assert_eq!(plugins["inProcess"], json!([]), "{plugins}");
+        // No demo hook ran: the password is stored as typed, nothing changed a hook's value.
+        assert!(answer.contains("my password is hunter2"), "{answer}");
+        assert!(!answer.contains("redacted"), "{answer}");
+        assert!(!answer.contains("house-style"), "{answer}");
+        let log = node.log_text();
+        let said = "serving with no plugins (--demo-plugins runs the bundled demo plugins)";
+        assert_eq!(log.matches(said).count(), 1, "{log}");
+    }
+    // Asked for, the demo plugins run.
+    let demo = Node::spawn(
+        "demo",
+        dir.path(),
+        Command::new(env!("CARGO_BIN_EXE_hookline")),
+        &["--demo-plugins"],
+    );
+    let (plugins, answer) = plugins_and_a_turn(&demo);
+    assert!(
+        plugins["inProcess"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("house-style")),
+        "{plugins}"
+    );
+    assert!(answer.contains("[password redacted]"), "{answer}");
+    assert!(!demo.log_text().contains("serving with no plugins"));
+}

@@ -409,7 +409,7 @@ async fn image_turns_keep_held_plugin_images() {
 }
 
 #[actix_rt::test]
-async fn a_side_question_is_stored_nowhere_skips_on_user_message_and_counts_in_usage() {
+async fn a_side_question_is_no_record_skips_on_user_message_and_counts_in_usage() {
     let log = Seen::default();
     let mut rig = rig(
         vec![PluginRegistration::new("img").with_hooks(Arc::new(ImageAdder(log.clone())))],
@@ -434,14 +434,19 @@ async fn a_side_question_is_stored_nowhere_skips_on_user_message_and_counts_in_u
     let answer = rig.host.side_question("side question").await.unwrap();
     assert_eq!(answer.as_deref(), Some("side answer"));
     assert_eq!(rig.records("s1"), records);
-    // Issue 34: only the answer is archived, so its usage counts (live and on resume).
-    let kept = rig.archive("s1").pop();
+    // The archive keeps the question, its request and its answer, for `hookline replay` (issue
+    // 34); no record, so no later request carries it.
+    let after = rig.archive("s1");
+    assert_eq!(after[..archive.len()], archive[..]);
     assert!(
-        matches!(&kept, Some(ArchiveEntry::ModelResponse { purpose: Purpose::Side, usage: u, .. }) if *u == usage),
-        "{kept:?}"
+        matches!(&after[archive.len()..], [
+            ArchiveEntry::SideQuestion { question },
+            ArchiveEntry::ModelRequest { purpose: Purpose::Side, .. },
+            ArchiveEntry::ModelResponse { purpose: Purpose::Side, usage: u, .. },
+        ] if question == "side question" && *u == usage),
+        "{after:#?}"
     );
-    archive.extend(kept);
-    assert_eq!(rig.archive("s1"), archive);
+    // Issue 34: the answer's usage counts (live and on resume).
     let totals = rig.host.usage().expect("the side call reported usage");
     assert_eq!(
         (

@@ -155,6 +155,26 @@ pub enum ArchiveEntry {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         text: Option<String>,
     },
+    /// A gateway event the session's conversation emitted and waited for (SPEC G5), as its
+    /// handlers received it: `hookline replay` emits it again and compares what the handlers
+    /// did (issue 34).
+    #[serde(rename_all = "camelCase")]
+    GatewayEvent {
+        /// The event and its context, as emitted.
+        event: crate::event::WireEvent,
+        /// How many handler calls its delivery made (SPEC G1.3).
+        calls: usize,
+        /// `agent:bootstrap` only: the `bootstrapFiles` the handlers handed on, when they
+        /// replaced the list (SPEC G5.4).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        handed_on: Option<Vec<crate::event::BootstrapFile>>,
+    },
+    /// A side question (answered with a side call; never a stored record, SPEC P2.3): `hookline
+    /// replay` asks it again (issue 34). Its request, answer or failure follow it.
+    SideQuestion {
+        /// The question as asked.
+        question: String,
+    },
     /// A stored user message.
     #[serde(rename_all = "camelCase")]
     UserMessage {
@@ -262,6 +282,16 @@ pub enum ArchiveEntry {
 }
 
 impl ArchiveEntry {
+    /// The archive entry of a model response the host received.
+    pub fn model_response(response: &crate::model::ModelResponse) -> Self {
+        Self::ModelResponse {
+            purpose: response.purpose,
+            finish_reason: response.finish_reason,
+            items: response.items.clone(),
+            usage: response.usage,
+        }
+    }
+
     /// The archive entry of a note.
     pub fn note(note: Note) -> Self {
         let text = note.text();

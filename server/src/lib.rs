@@ -103,7 +103,7 @@ impl ServeConfig {
 pub struct PluginsView {
     /// Plugins on disk, as `hookline hooks list --json` prints them.
     pub plugins: Vec<PluginStatus>,
-    /// In-process plugins (the bundled demo plugins when none is on disk), in load order.
+    /// In-process plugins, in load order (the bundled demo plugins with `serve --demo-plugins`).
     pub in_process: Vec<String>,
     /// Loading notes (skipped plugins, unknown subscriptions, tools left out).
     pub load_notes: Vec<String>,

@@ -129,18 +129,18 @@ pub(super) async fn plugins(
     no_demo: bool,
 ) -> HostBuilder {
     let report = hookline_host::loading::load(options).await;
-    plugin_builder(report, tools, no_demo)
+    let demo = report.statuses.is_empty() && !no_demo;
+    plugin_builder(report, tools, demo)
 }
 
-/// A builder with the built-in tools, the plugins `report` loaded (or, when it found none and
-/// `no_demo` is false, the bundled demo plugins and their tool), and the external tools of
-/// `tools`. `hookline serve` builds its gateway the same way.
+/// A builder with the built-in tools, the plugins `report` loaded, the bundled demo plugins and
+/// their tool when `demo` is true, and the external tools of `tools`. `hookline serve` builds
+/// its gateway the same way (with the demo plugins only when `--demo-plugins` asks for them).
 pub(super) fn plugin_builder(
     report: hookline_host::loading::LoadReport,
     tools: Option<&Path>,
-    no_demo: bool,
+    demo: bool,
 ) -> HostBuilder {
-    let demo = report.statuses.is_empty() && !no_demo;
     let mut builder = Host::builder()
         .tools(ToolRegistry::with_builtins())
         .loaded_plugins(report);

@@ -5,8 +5,9 @@
 //! many live sessions in one process over HTTP and WebSocket (issue 11, docs/serve.md); with a
 //! PostgreSQL store, one node of several (issue 14, docs/deploy.md).
 //!
-//! Plugins load as `hookline run` loads them (the bundled demo plugins when none is on disk). The
-//! model comes from the provider flags `run` and `chat` share, or the `[[model]]`s of
+//! Plugins load as `hookline run` loads them, without its fallback: a server runs only the
+//! plugins it finds (none, said once at start, when it finds none), and the bundled demo
+//! plugins only when `--demo-plugins` asks for them (issue 34 item 7). The model comes from the provider flags `run` and `chat` share, or the `[[model]]`s of
 //! `--config FILE` (issue 21: each session picks one by name), else the offline
 //! [`EchoProvider`]. The config file's `[serve]`, `[limits]` and `[timeouts]` set what the flags
 //! of the same names set; a flag given wins. Sessions are spread over one arbiter per core.
@@ -51,10 +52,14 @@ pub(crate) struct ServeArgs {
     /// addresses are allowed.
     #[arg(long)]
     listen: Option<SocketAddr>,
-    /// The user plugins directory (default `$HOOKLINE_HOME/plugins` or `~/.hookline/plugins`);
-    /// the bundled demo plugins run when no plugin is found.
+    /// The user plugins directory (default `$HOOKLINE_HOME/plugins` or `~/.hookline/plugins`).
+    /// With no plugin found, the server runs none.
     #[arg(long, value_name = "DIR")]
     plugins: Option<PathBuf>,
+    /// Also run the bundled demo plugins and their `word_count` tool (for trying the server;
+    /// never needed in production).
+    #[arg(long)]
+    demo_plugins: bool,
     /// The directory every session's workspace lies in (default: the current directory).
     #[arg(long, value_name = "DIR")]
     workspace_root: Option<PathBuf>,
@@ -262,13 +267,19 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
         in_process: Vec::new(),
         load_notes: report.notes.iter().map(ToString::to_string).collect(),
     };
-    if report.statuses.is_empty() {
+    if args.demo_plugins {
         view.in_process = example_plugins()
             .iter()
             .map(|p| p.name().to_string())
             .collect();
+    } else if report.statuses.is_empty() {
+        // Said once, on stderr: an operator's server never runs demo code it did not ask for.
+        eprintln!(
+            "hookline serve: no plugin found in {}; serving with no plugins (--demo-plugins runs the bundled demo plugins)",
+            searched(&options)
+        );
     }
-    let builder = plugin_builder(report, None, false);
+    let builder = plugin_builder(report, None, args.demo_plugins);
     // One code path with `run` and `chat`: flags, else the config file's models, else echo.
     let model = match builder
         .tool_registry()
@@ -402,6 +413,20 @@ impl Signals {
             let _ = tokio::signal::ctrl_c().await;
             "Ctrl-C"
         }
+    }
+}
+
+/// The plugin directories `options` searches, for the start line that says none held a plugin.
+fn searched(options: &hookline_host::loading::LoadOptions) -> String {
+    let dirs: Vec<String> = [&options.user_dir, &options.workspace_dir]
+        .into_iter()
+        .flatten()
+        .map(|dir| dir.display().to_string())
+        .collect();
+    if dirs.is_empty() {
+        "no plugin directory".to_owned()
+    } else {
+        dirs.join(" or ")
     }
 }
 

@@ -47,7 +47,7 @@ export class Server {
     });
   }
 
-  /** Starts one: temp HOOKLINE_HOME (no user plugins: the bundled demo plugins run). */
+  /** Starts one: temp HOOKLINE_HOME (no user plugins) and the bundled demo plugins (`--demo-plugins`). */
   static async start() {
     const dir = await mkdtemp(join(tmpdir(), "hookline-console-"));
     const root = join(dir, "root");
@@ -59,7 +59,7 @@ export class Server {
     await writeFile(tokenFile, `${token}\n`, { mode: 0o600 });
     const child = spawn(hooklineBinary(), [
       "serve", "--listen", "127.0.0.1:0", "--token-file", tokenFile,
-      "--workspace-root", root, "--plugins", join(home, "plugins"), "--arbiters", "1",
+      "--workspace-root", root, "--plugins", join(home, "plugins"), "--demo-plugins", "--arbiters", "1",
       "--approval-timeout-ms", "60000", "--drain-budget-ms", "2000",
     ], {
       env: { ...process.env, HOOKLINE_HOME: home, RUST_LOG: "warn" },

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use hookline_actors::events::EventError;
 use hookline_messages::event::{
-    finalize_bootstrap_files, AgentBootstrapContext, BootstrapFile, BootstrapPolicy,
+    finalize_bootstrap_files, AgentBootstrapContext, BootstrapFile, BootstrapPolicy, Event,
 };
 use hookline_messages::note::Note;
 
@@ -51,6 +51,22 @@ pub async fn load_bootstrap_files(workspace_dir: &Path, names: &[String]) -> Vec
     files
 }
 
+/// What one `agent:bootstrap` did (SPEC G5.4): the final list, the handlers' skip notes, and
+/// what the archive keeps of the event (`hookline replay` delivers it again, issue 34).
+#[derive(Debug)]
+pub struct Bootstrapped {
+    /// The list after the handlers, de-duplicated, filtered and budgeted.
+    pub files: Vec<BootstrapFile>,
+    /// A note for each skipped handler call.
+    pub notes: Vec<Note>,
+    /// The event as emitted (the files as read from the workspace).
+    pub emitted: Event,
+    /// The list the handlers handed on, when they replaced it.
+    pub handed_on: Option<Vec<BootstrapFile>>,
+    /// How many handler calls the delivery made.
+    pub calls: usize,
+}
+
 impl GatewayEvents {
     /// Loads the workspace's bootstrap files, runs `agent:bootstrap` (each handler sees the
     /// previous replacement) and returns the final list with the handlers' skip notes.
@@ -61,6 +77,18 @@ impl GatewayEvents {
         &self,
         request: BootstrapRequest,
     ) -> Result<(Vec<BootstrapFile>, Vec<Note>), EventError> {
+        let done = self.bootstrap_delivered(request).await?;
+        Ok((done.files, done.notes))
+    }
+
+    /// [`GatewayEvents::bootstrap`], with the event as emitted and what its handlers did.
+    ///
+    /// # Errors
+    /// [`EventError::Stopped`] when the bus is gone.
+    pub async fn bootstrap_delivered(
+        &self,
+        request: BootstrapRequest,
+    ) -> Result<Bootstrapped, EventError> {
         let workspace = Path::new(&self.facts.workspace_dir);
         let files = load_bootstrap_files(workspace, &request.file_names).await;
         let context = AgentBootstrapContext {
@@ -71,10 +99,20 @@ impl GatewayEvents {
             session_id: request.session_id,
             agent_id: Some(self.facts.agent_id.clone()),
         };
-        let (after, notes) = self.bus.bootstrap(context).await?;
-        Ok((
-            finalize_bootstrap_files(after.bootstrap_files, &request.policy),
-            notes,
-        ))
+        let read = context.bootstrap_files.clone();
+        let emitted = Event::AgentBootstrap(context);
+        let delivery = self.bus.dispatch(emitted.clone()).await?;
+        let after = match delivery.event {
+            Event::AgentBootstrap(after) => after.bootstrap_files,
+            _ => read.clone(),
+        };
+        let handed_on = (after != read).then(|| after.clone());
+        Ok(Bootstrapped {
+            files: finalize_bootstrap_files(after, &request.policy),
+            notes: delivery.notes,
+            emitted,
+            handed_on,
+            calls: delivery.calls,
+        })
     }
 }

@@ -22,7 +22,9 @@ mod command;
 mod compaction;
 mod reset;
 
-pub use bootstrap::{load_bootstrap_files, BootstrapRequest, DEFAULT_BOOTSTRAP_FILES};
+pub use bootstrap::{
+    load_bootstrap_files, BootstrapRequest, Bootstrapped, DEFAULT_BOOTSTRAP_FILES,
+};
 pub use channel::{InboundMessage, MessageChannel};
 pub use command::{command_context, CommandFacts};
 pub use compaction::{CompactionInFlight, CompactionResult};

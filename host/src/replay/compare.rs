@@ -2,8 +2,11 @@
 //! outbound model requests, and the stored records at the end. Entries are aligned first (a
 //! longest common subsequence), so one extra note is one difference rather than a shifted tail;
 //! an entry present on one side only is compared with `null`. Each difference names the hook
-//! whose value it is and the plugins that changed that hook's value in the replayed turn.
+//! whose value it is (or the gateway event) and the plugins that changed that hook's value in
+//! the replayed turn (or handled that event).
 
+use hookline_actors::events::Subscribed;
+use hookline_messages::event::{dispatch_order, EventKey, Subscription};
 use hookline_messages::hook::HookKind;
 use hookline_messages::record::{ArchiveEntry, Record};
 use serde::Serialize;
@@ -14,7 +17,8 @@ use crate::turn::TappedRequest;
 /// One way the replay differs from the recording.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Difference {
-    /// The turn (1-based); `None` for the stored records compared at the end.
+    /// The turn (1-based; what happened between two turns counts with the turn after it);
+    /// `None` for what happened after the last turn and for the stored records.
     pub turn: Option<usize>,
     /// What differs: an archive entry's kind (`tool-result`, `note`, ...), `model-request`, or
     /// a stored record's kind prefixed `record:` (`record:user`).
@@ -24,6 +28,10 @@ pub struct Difference {
     pub index: usize,
     /// The hook whose value it is, when one hook makes it.
     pub hook: Option<HookKind>,
+    /// The gateway event whose delivery it is (`command:new`, `agent:bootstrap`, ...), for a
+    /// `gateway-event` entry and an event handler's note.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
     /// The plugins that changed that hook's value in the replayed turn, in load order (empty
     /// when none did: the recording's change was not made again).
     pub plugins: Vec<String>,
@@ -45,10 +53,11 @@ pub(crate) type Changes = Vec<Change>;
 
 /// Compares the entries of one turn (model requests excluded: see [`requests`]).
 pub(crate) fn entries(
-    turn: usize,
+    turn: Option<usize>,
     recorded: &[ArchiveEntry],
     replayed: &[ArchiveEntry],
     changes: &Changes,
+    handlers: &[Subscribed],
 ) -> Vec<Difference> {
     let keep = |e: &&ArchiveEntry| !matches!(e, ArchiveEntry::ModelRequest { .. });
     // The usual case, a turn reproduced: no JSON, no alignment.
@@ -61,7 +70,7 @@ pub(crate) fn entries(
     }
     let a: Vec<Value> = recorded.iter().filter(keep).map(to_value).collect();
     let b: Vec<Value> = replayed.iter().filter(keep).map(to_value).collect();
-    values(Some(turn), "", &a, &b, changes)
+    values(turn, "", &a, &b, &Blame { changes, handlers })
 }
 
 /// Compares the stored records at the end of a session.
@@ -75,7 +84,11 @@ pub(crate) fn records(
     }
     let a: Vec<Value> = recorded.iter().map(to_value).collect();
     let b: Vec<Value> = replayed.iter().map(to_value).collect();
-    values(None, "record:", &a, &b, changes)
+    let blame = Blame {
+        changes,
+        handlers: &[],
+    };
+    values(None, "record:", &a, &b, &blame)
 }
 
 /// One recorded request as the archive keeps it.
@@ -103,20 +116,25 @@ pub(crate) fn recorded_requests(entries: &[ArchiveEntry]) -> Vec<RecordedRequest
 /// Compares a turn's requests, by position: each replayed request (built, sent) with the
 /// recorded one, rebuilt from the replay's built request and the recorded hook changes.
 pub(crate) fn requests(
-    turn: usize,
+    turn: Option<usize>,
     recorded: &[RecordedRequest<'_>],
     replayed: &[TappedRequest],
     changes: &Changes,
 ) -> Vec<Difference> {
     let mut differences = Vec::new();
-    let (hook, plugins) = blame("model-request", None, changes);
+    let blamed = Blame {
+        changes,
+        handlers: &[],
+    }
+    .of("model-request", None);
     let mut push = |index, patch: json_patch::Patch| {
         differences.push(Difference {
-            turn: Some(turn),
+            turn,
             what: "model-request".into(),
             index,
-            hook,
-            plugins: plugins.clone(),
+            hook: blamed.hook,
+            event: None,
+            plugins: blamed.plugins.clone(),
             patch,
         });
     };
@@ -170,7 +188,7 @@ fn values(
     prefix: &str,
     a: &[Value],
     b: &[Value],
-    changes: &Changes,
+    blame: &Blame<'_>,
 ) -> Vec<Difference> {
     align(a, b)
         .into_iter()
@@ -182,12 +200,17 @@ fn values(
             };
             let shown = if was.is_null() { now } else { was };
             let what = format!("{prefix}{}", kind(shown));
-            let (hook, plugins) = blame(&what, Some(shown), changes);
+            let Blamed {
+                hook,
+                event,
+                plugins,
+            } = blame.of(&what, Some(shown));
             Difference {
                 turn,
                 what,
                 index,
                 hook,
+                event,
                 plugins,
                 patch: json_patch::diff(was, now),
             }
@@ -206,47 +229,95 @@ fn hooks_of(what: &str) -> &'static [HookKind] {
         "tool-result" | "tool-output" | "record:tool-result" => &[OnToolResult],
         "compaction" | "record:summary" => &[OnCompaction, RewriteCompaction],
         "model-request" => &[RebuildModel, TransformModel],
+        "session-started" => &[OnSessionStarted],
+        "session-ended" => &[OnSessionEnded],
         _ => &[],
     }
 }
 
-/// The hook a difference belongs to and the plugins that changed it in the replay: those whose
-/// value the replayed one holds (a tool result's hook change for that call), else every change
-/// of those hooks in the turn. A note names its plugin itself.
-fn blame(what: &str, value: Option<&Value>, changes: &Changes) -> (Option<HookKind>, Vec<String>) {
-    let candidates = hooks_of(what);
-    let of_hooks: Vec<&Change> = changes
-        .iter()
-        .filter(|c| candidates.contains(&c.hook))
-        .collect();
-    let holding: Vec<&Change> = of_hooks
-        .iter()
-        .copied()
-        .filter(|c| value.is_some_and(|v| holds(v, &c.after)))
-        .collect();
-    let chosen = if holding.is_empty() {
-        of_hooks
-    } else {
-        holding
-    };
-    let mut hook = None;
-    let mut plugins: Vec<String> = Vec::new();
-    for change in chosen {
-        hook.get_or_insert(change.hook);
-        for plugin in &change.by {
-            if !plugins.contains(plugin) {
-                plugins.push(plugin.clone());
+/// What a difference is blamed on: the hooks' changes in the replayed turn, and the plugins
+/// that handle each gateway event in the replay.
+struct Blame<'a> {
+    changes: &'a Changes,
+    handlers: &'a [Subscribed],
+}
+
+/// The hook (or event) a difference belongs to, and the plugins it names.
+struct Blamed {
+    hook: Option<HookKind>,
+    event: Option<String>,
+    plugins: Vec<String>,
+}
+
+impl Blame<'_> {
+    /// The hook a difference belongs to and the plugins that changed it in the replay: those
+    /// whose value the replayed one holds (a tool result's hook change for that call), else
+    /// every change of those hooks in the turn. A note names its plugin (and its hook or event)
+    /// itself; a gateway event's difference names the plugins that handle that event.
+    fn of(&self, what: &str, value: Option<&Value>) -> Blamed {
+        let candidates = hooks_of(what);
+        let of_hooks: Vec<&Change> = self
+            .changes
+            .iter()
+            .filter(|c| candidates.contains(&c.hook))
+            .collect();
+        let holding: Vec<&Change> = of_hooks
+            .iter()
+            .copied()
+            .filter(|c| value.is_some_and(|v| holds(v, &c.after)))
+            .collect();
+        let chosen = if holding.is_empty() {
+            of_hooks
+        } else {
+            holding
+        };
+        let mut hook = None;
+        let mut plugins: Vec<String> = Vec::new();
+        for change in chosen {
+            hook.get_or_insert(change.hook);
+            for plugin in &change.by {
+                if !plugins.contains(plugin) {
+                    plugins.push(plugin.clone());
+                }
             }
         }
+        let mut event = None;
+        if what == "note" {
+            let note = value.and_then(|v| v.get("note"));
+            let named = |field| note.and_then(|n| n.get(field)).and_then(Value::as_str);
+            plugins.extend(named("plugin").map(str::to_owned));
+            hook = named("hook").and_then(|h| h.parse().ok());
+            event = named("event").map(str::to_owned);
+        }
+        if what == "gateway-event" {
+            let key = value
+                .and_then(|v| v.pointer("/event/key"))
+                .and_then(Value::as_str);
+            event = key.map(str::to_owned);
+            plugins = key.map(|k| self.handling(k)).unwrap_or_default();
+        }
+        Blamed {
+            hook: hook.or_else(|| candidates.first().copied()),
+            event,
+            plugins,
+        }
     }
-    if what == "note" {
-        let note = value.and_then(|v| v.get("note"));
-        let named = note.and_then(|n| n.get("plugin")).and_then(Value::as_str);
-        plugins.extend(named.map(str::to_owned));
-        let hook_named = note.and_then(|n| n.get("hook")).and_then(Value::as_str);
-        hook = hook_named.and_then(|h| h.parse().ok());
+
+    /// The plugins that handle `key` in the replay, in delivery order (SPEC G1.3), each once.
+    fn handling(&self, key: &str) -> Vec<String> {
+        let Ok(key) = serde_json::from_value::<EventKey>(Value::String(key.to_owned())) else {
+            return Vec::new();
+        };
+        let lists: Vec<&[Subscription]> = self.handlers.iter().map(|h| &*h.subscriptions).collect();
+        let mut plugins: Vec<String> = Vec::new();
+        for index in dispatch_order(&lists, &key) {
+            let name = self.handlers[index].plugin.to_string();
+            if !plugins.contains(&name) {
+                plugins.push(name);
+            }
+        }
+        plugins
     }
-    (hook.or_else(|| candidates.first().copied()), plugins)
 }
 
 /// Whether `entry` holds `value`: each of its fields, as `entry`'s field of that name (an empty
@@ -345,7 +416,11 @@ mod tests {
             json!({"kind": "y", "v": 3}),
         ];
         assert_eq!(align(&a, &b), vec![Pair::Changed(1, 2), Pair::Added(1)]);
-        let d = values(Some(1), "", &a, &b, &Vec::new());
+        let blame = Blame {
+            changes: &Vec::new(),
+            handlers: &[],
+        };
+        let d = values(Some(1), "", &a, &b, &blame);
         assert_eq!(d.len(), 2);
         let patch = serde_json::to_value(&d[0].patch).unwrap_or_default();
         assert_eq!(patch, json!([{"op": "replace", "path": "/v", "value": 3}]));

@@ -11,13 +11,19 @@
 //! stored ([`compare`]): each turn's archive entries (notes among them), each outbound model
 //! request, and the stored records at the end.
 //!
+//! What happened between turns is replayed too, before the turn that followed it (issue 34,
+//! `steps.rs`): session start and end hooks, awaited gateway events (their handlers' calls, the
+//! bootstrap files they hand on, their notes), side questions and compactions, each compared
+//! with what was archived.
+//!
 //! What a replay cannot reproduce is said, never guessed: a call it cannot answer from the
-//! recording is an [`Unmatched`] (and answered with a failure or a refusal). Session start and
-//! end hooks, gateway events and side questions are not replayed (see `docs/replay.md`).
+//! recording is an [`Unmatched`] (and answered with a failure or a refusal). Queued and
+//! detached gateway events are not replayed (see `docs/replay.md`).
 
 mod compare;
 mod plan;
 mod recorded;
+mod steps;
 
 use std::sync::Arc;
 
@@ -33,9 +39,9 @@ use crate::shared::{shutdown_processes, Guards};
 use crate::state::{EventLog, HostError, SessionState};
 use crate::store::{SessionFacts, StoredSession};
 use crate::tools::ToolRegistry;
-use crate::turn::{compact, Engine, RequestTap, StopSignal, TappedChange, Turn};
+use crate::turn::{Engine, RequestTap, StopSignal, TappedChange, Turn};
 use compare::{Change, Changes};
-use plan::{is_compaction, SessionPlan};
+use plan::{SessionPlan, TurnPlan};
 use recorded::{recorded_tools, RecordedModel, RecordedOperator, Script};
 
 /// The plugins a replay runs stored sessions against; built by
@@ -141,55 +147,73 @@ impl Replayer {
     ) -> Result<(Vec<Difference>, Changes), HostError> {
         let mut differences = Vec::new();
         let mut all_changes = Changes::new();
-        for (index, recorded) in plan.turns.iter().enumerate() {
-            let number = index + 1;
-            script.begin_turn(number, recorded);
-            if let Some(mode) = recorded.approval_mode {
-                session.restore_approval_mode(mode);
-            }
-            if let Some(text) = &recorded.bootstrap {
-                session.restore_bootstrap(text.clone());
-            }
-            let mut turn = Turn {
+        let tail = plan.tail.iter().map(|tail| (None, tail));
+        let turns = plan.turns.iter().enumerate().map(|(i, t)| (Some(i + 1), t));
+        for (number, recorded) in turns.chain(tail) {
+            let mut replay = TurnReplay {
+                plan,
+                script,
+                tap,
                 engine: &mut *engine,
                 session: &mut *session,
             };
-            for _ in 0..recorded.compactions {
-                compact(&mut turn).await?;
-            }
-            // Compaction's hook notes are not compared (the recording mixes them with the
-            // commands and events between turns); its request, answer and summary are.
-            let mut replayed: Vec<_> = turn
-                .session
-                .take_archived()
-                .into_iter()
-                .filter(is_compaction)
-                .collect();
-            turn.user_turn(recorded.input.clone()).await?;
-            replayed.extend(session.take_archived());
-            // Nobody reads a replay's events: they go, and the tap says what changed.
-            drop(engine.events.take());
-            let tapped = std::mem::take(
-                &mut *tap
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner),
-            );
-            let changes = changes_of(tapped.changes);
-            let sent = tapped.requests;
-            differences.extend(compare::entries(
-                number,
-                &recorded.recorded,
-                &replayed,
-                &changes,
-            ));
-            let requests = compare::recorded_requests(&recorded.recorded);
-            // A recording that predates stored requests has none to compare.
-            if !requests.is_empty() {
-                differences.extend(compare::requests(number, &requests, &sent, &changes));
-            }
+            let (found, changes) = self.replay_turn(&mut replay, number, recorded).await?;
+            differences.extend(found);
             all_changes.extend(changes);
         }
         Ok((differences, all_changes))
+    }
+
+    /// Replays one turn (`None`: what followed the last turn) with what happened before it.
+    async fn replay_turn(
+        &self,
+        replay: &mut TurnReplay<'_>,
+        number: Option<usize>,
+        recorded: &TurnPlan,
+    ) -> Result<(Vec<Difference>, Changes), HostError> {
+        let script = replay.script;
+        script.begin_turn(number.unwrap_or(replay.plan.turns.len() + 1), recorded);
+        if let Some(mode) = recorded.approval_mode {
+            replay.session.restore_approval_mode(mode);
+        }
+        if let Some(text) = &recorded.bootstrap {
+            replay.session.restore_bootstrap(text.clone());
+        }
+        let mut turn = Turn {
+            engine: &mut *replay.engine,
+            session: &mut *replay.session,
+        };
+        self.run_steps(&recorded.steps, &mut turn, script).await?;
+        // What happened between turns is compared as the recording's is: the entries of the
+        // steps and the notes a replay makes again in the same place.
+        let mut replayed = plan::compared(turn.session.take_archived(), replay.plan.events);
+        if let Some(input) = &recorded.input {
+            turn.user_turn(input.clone()).await?;
+            replayed.extend(turn.session.take_archived());
+        }
+        // Nobody reads a replay's events: they go, and the tap says what changed.
+        drop(replay.engine.events.take());
+        let tapped = std::mem::take(
+            &mut *replay
+                .tap
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        let changes = changes_of(tapped.changes);
+        let handlers = self.pipeline.events().subscribed();
+        let mut differences =
+            compare::entries(number, &recorded.recorded, &replayed, &changes, handlers);
+        let requests = compare::recorded_requests(&recorded.recorded);
+        // A recording that predates stored requests has none to compare.
+        if !requests.is_empty() {
+            differences.extend(compare::requests(
+                number,
+                &requests,
+                &tapped.requests,
+                &changes,
+            ));
+        }
+        Ok((differences, changes))
     }
 
     /// [`Replayer::replay`] on the arbiter of the session's pipeline shard, as a gateway runs
@@ -239,6 +263,15 @@ impl Replayer {
         self.pipeline.stop().await;
         shutdown_processes(&self.processes).await;
     }
+}
+
+/// What replaying one turn of a session works on.
+struct TurnReplay<'a> {
+    plan: &'a SessionPlan,
+    script: &'a Arc<Script>,
+    tap: &'a RequestTap,
+    engine: &'a mut Engine,
+    session: &'a mut SessionState,
 }
 
 /// The hooks that changed a value in a turn, from the tap.

@@ -1,15 +1,16 @@
 //! What a stored session's archive says to replay: its turns (what the operator typed, in which
-//! mode, the compactions run before it), the model's answers of each turn in order, what each
-//! tool answered, and how the operator answered each approval it was asked for.
+//! mode), what happened between them (session starts and ends, awaited gateway events, side
+//! questions, compactions: the [`Step`]s replayed before the turn that followed them, or after
+//! the last turn), the model's answers in order, what each tool answered, and how the operator
+//! answered each approval it was asked for.
 //!
-//! A turn is its archive entries from the user message to `turn-finished`, plus the compaction
-//! entries (request, response or failure, summary) stored since the turn before. A turn without
-//! `turn-finished` (a crash) is not replayed; side questions are stored nowhere and are not
-//! replayed (SPEC P2.3).
+//! A turn is its archive entries from the user message to `turn-finished`, plus what is
+//! compared of the entries stored since the turn before ([`compared_between`]). A turn without
+//! `turn-finished` (a crash) is not replayed.
 
 use std::collections::{HashMap, VecDeque};
 
-use hookline_messages::hook::HookKind;
+use hookline_messages::event::{EventKey, Wait, WireEvent};
 use hookline_messages::model::{MediaType, ModelResponse, Purpose};
 use hookline_messages::note::Note;
 use hookline_messages::prompt::PromptMode;
@@ -52,18 +53,33 @@ pub(crate) struct ToolRun {
     pub(crate) output: ToolOutput,
 }
 
-/// One recorded turn.
+/// One thing that happened between two turns, replayed in archive order (issue 34).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Step {
+    /// A session became active: `on_session_started` (SPEC P3.10).
+    SessionStarted(SessionInfo),
+    /// A session stopped being active: `on_session_ended` (SPEC P3.11).
+    SessionEnded(SessionInfo),
+    /// An awaited gateway event, delivered again to its handlers (SPEC G5).
+    Event(WireEvent),
+    /// A side question, asked again (SPEC P2.3).
+    Side(String),
+    /// A compaction (`/compact` or the automatic one).
+    Compaction,
+}
+
+/// One recorded turn, or what happened after the last one (no input then).
 #[derive(Clone, Debug)]
 pub(crate) struct TurnPlan {
-    /// What the operator typed, its images and its mode.
-    pub(crate) input: UserInput,
+    /// What the operator typed, its images and its mode (`None` after the last turn).
+    pub(crate) input: Option<UserInput>,
     /// The approval mode set since the turn before (`/approvals`), if it changed.
     pub(crate) approval_mode: Option<ApprovalMode>,
     /// The bootstrap text set since the turn before (at a session start or resume), if any.
     pub(crate) bootstrap: Option<Option<String>>,
-    /// Compaction calls made before the turn (`/compact` or the automatic one).
-    pub(crate) compactions: usize,
-    /// The entries replay compares: the compaction entries, then the turn's.
+    /// What happened since the turn before, in order.
+    pub(crate) steps: Vec<Step>,
+    /// The entries replay compares: those of the steps, then the turn's.
     pub(crate) recorded: Vec<ArchiveEntry>,
     /// The model's answers, in order (compactions first).
     pub(crate) answers: VecDeque<Answer>,
@@ -82,6 +98,11 @@ pub(crate) struct SessionPlan {
     /// The records it was created with (`/fork`).
     pub(crate) seed: Vec<Record>,
     pub(crate) turns: Vec<TurnPlan>,
+    /// What happened after the last turn (the session's end, commands), if anything.
+    pub(crate) tail: Option<TurnPlan>,
+    /// Whether the archive records its gateway events (older ones have only their notes, which
+    /// are then not compared).
+    pub(crate) events: bool,
     /// The operator's answers by call id: the decision and the note that came with it.
     pub(crate) operator: HashMap<String, (Decision, Option<Note>)>,
 }
@@ -105,10 +126,17 @@ impl SessionPlan {
                 _ => None,
             })
             .unwrap_or_default();
+        let events = stored
+            .archive
+            .iter()
+            .any(|e| matches!(e, ArchiveEntry::GatewayEvent { .. }));
+        let (turns, tail) = turns(&stored.archive, events);
         Self {
             started,
             seed,
-            turns: turns(&stored.archive),
+            turns,
+            tail,
+            events,
             operator: operator_answers(&stored.archive),
         }
     }
@@ -127,9 +155,10 @@ pub(crate) fn turn_count(archive: &[ArchiveEntry]) -> usize {
         .count()
 }
 
-/// Splits the archive into turns. A turn runs from its user message to its `turn-finished`
-/// and the notes of `on_turn_finished` after it (the hook runs once `turn-finished` is stored).
-fn turns(archive: &[ArchiveEntry]) -> Vec<TurnPlan> {
+/// Splits the archive into turns, and what happened after the last one. A turn runs from its
+/// user message to its `turn-finished` and the notes of `on_turn_finished` after it (the hook
+/// runs once `turn-finished` is stored, issue 34 item 1).
+fn turns(archive: &[ArchiveEntry], events: bool) -> (Vec<TurnPlan>, Option<TurnPlan>) {
     let mut turns = Vec::new();
     let mut between: Vec<ArchiveEntry> = Vec::new();
     let mut current: Option<Vec<ArchiveEntry>> = None;
@@ -140,7 +169,7 @@ fn turns(archive: &[ArchiveEntry]) -> Vec<TurnPlan> {
             continue;
         }
         if let Some((before, entries)) = finished.take() {
-            turns.push(turn(before, entries));
+            turns.push(turn(before, Some(entries), events));
         }
         if let Some(entries) = current.as_mut() {
             entries.push(entry.clone());
@@ -155,15 +184,17 @@ fn turns(archive: &[ArchiveEntry]) -> Vec<TurnPlan> {
         }
     }
     if let Some((before, entries)) = finished {
-        turns.push(turn(before, entries));
+        turns.push(turn(before, Some(entries), events));
     }
-    turns
+    let tail = turn(between, None, events);
+    let tail = (!tail.steps.is_empty() || !tail.recorded.is_empty()).then_some(tail);
+    (turns, tail)
 }
 
 /// Whether `entry` is a note of an `on_turn_finished` call.
 fn is_turn_finished_note(entry: &ArchiveEntry) -> bool {
     matches!(entry, ArchiveEntry::Note { note: Note::Skipped(skip), .. }
-        if skip.hook == HookKind::OnTurnFinished)
+        if skip.hook == hookline_messages::hook::HookKind::OnTurnFinished)
 }
 
 /// Whether `entry` belongs to a compaction (`hookline replay` compares these between turns).
@@ -177,65 +208,134 @@ pub(crate) fn is_compaction(entry: &ArchiveEntry) -> bool {
     }
 }
 
-/// Whether `entry` is a note of an `on_user_message` call.
-fn is_user_message_note(entry: &ArchiveEntry) -> bool {
-    matches!(entry, ArchiveEntry::Note { note: Note::Skipped(skip), .. }
-        if skip.hook == HookKind::OnUserMessage)
-}
-
-/// Whether `entry` belongs to a side question (its answer or failure; never compared).
+/// Whether `entry` belongs to a side question.
 fn is_side(entry: &ArchiveEntry) -> bool {
-    matches!(
-        entry,
-        ArchiveEntry::ModelRequest {
-            purpose: Purpose::Side,
-            ..
-        } | ArchiveEntry::ModelResponse {
-            purpose: Purpose::Side,
-            ..
-        } | ArchiveEntry::ModelFailure {
-            purpose: Purpose::Side,
-            ..
-        }
-    )
+    match entry {
+        ArchiveEntry::ModelRequest { purpose, .. }
+        | ArchiveEntry::ModelResponse { purpose, .. }
+        | ArchiveEntry::ModelFailure { purpose, .. } => *purpose == Purpose::Side,
+        _ => false,
+    }
 }
 
-fn turn(mut between: Vec<ArchiveEntry>, entries: Vec<ArchiveEntry>) -> TurnPlan {
-    // `on_user_message` runs before the message is stored: its notes come just before it.
-    let first_note = between.len()
-        - between
-            .iter()
-            .rev()
-            .take_while(|e| is_user_message_note(e))
-            .count();
-    let user_message_notes = between.split_off(first_note);
-    let approval_mode = between.iter().rev().find_map(|e| match e {
-        ArchiveEntry::ApprovalsSet { mode } => Some(*mode),
-        _ => None,
-    });
-    let bootstrap = between.iter().rev().find_map(|e| match e {
-        ArchiveEntry::Bootstrap { text } => Some(text.clone()),
-        _ => None,
-    });
-    let compaction: Vec<ArchiveEntry> = between.into_iter().filter(is_compaction).collect();
-    let count = |f: fn(&ArchiveEntry) -> bool| compaction.iter().filter(|e| f(e)).count();
-    let requests = count(|e| matches!(e, ArchiveEntry::ModelRequest { .. }));
-    let answered = count(|e| {
-        matches!(
-            e,
-            ArchiveEntry::Compaction { .. } | ArchiveEntry::ModelFailure { .. }
-        )
-    });
-    let recorded: Vec<ArchiveEntry> = compaction
+/// Whether a note stored between turns is one a replay makes again, in the same place: a hook's
+/// skip (session start and end, compaction, side questions, `on_user_message`), and a skipped
+/// handler of an awaited event when the archive records its events (`events`). Notes of queued
+/// and detached events land wherever the bus hands them over (SPEC G3.1); load notes, drops
+/// and shutdown waits are the gateway's, not the session's.
+fn is_replayed_note(note: &Note, events: bool) -> bool {
+    match note {
+        Note::Skipped(_) => true,
+        Note::EventHandlerSkipped { event, .. } => {
+            events && (event.wait() == Wait::Awaited || *event == EventKey::GatewayStartup)
+        }
+        _ => false,
+    }
+}
+
+/// What a replay compares of the entries stored between two turns: each step's entries (a
+/// side call's only after its question was archived: older archives kept only its failure)
+/// and the notes a replay makes again. `side` tracks an open side question.
+fn compared_between(entry: &ArchiveEntry, events: bool, side: &mut bool) -> bool {
+    match entry {
+        ArchiveEntry::SessionStarted(_)
+        | ArchiveEntry::SessionEnded(_)
+        | ArchiveEntry::GatewayEvent { .. } => true,
+        ArchiveEntry::SideQuestion { .. } => {
+            *side = true;
+            true
+        }
+        e if is_side(e) => {
+            let open = *side;
+            *side &= matches!(e, ArchiveEntry::ModelRequest { .. });
+            open
+        }
+        e if is_compaction(e) => true,
+        ArchiveEntry::Note { note, .. } => is_replayed_note(note, events),
+        _ => false,
+    }
+}
+
+/// What a replay compares of `entries`, archived between two turns (see [`compared_between`]).
+pub(crate) fn compared(entries: Vec<ArchiveEntry>, events: bool) -> Vec<ArchiveEntry> {
+    let mut side = false;
+    entries
         .into_iter()
-        .chain(user_message_notes)
-        .chain(entries.into_iter().filter(|e| !is_side(e)))
-        .collect();
-    TurnPlan {
-        input: input(&recorded),
+        .filter(|e| compared_between(e, events, &mut side))
+        .collect()
+}
+
+/// The compared entries of what happened between two turns, their steps, and the settings they
+/// changed.
+struct Between {
+    compared: Vec<ArchiveEntry>,
+    steps: Vec<Step>,
+    approval_mode: Option<ApprovalMode>,
+    bootstrap: Option<Option<String>>,
+}
+
+fn between(entries: Vec<ArchiveEntry>, events: bool) -> Between {
+    let mut out = Between {
+        compared: Vec::new(),
+        steps: Vec::new(),
+        approval_mode: None,
+        bootstrap: None,
+    };
+    // A compaction opened by its request; older archives have only its answer or summary.
+    let (mut compacting, mut side) = (false, false);
+    for entry in entries {
+        let step = match &entry {
+            ArchiveEntry::ApprovalsSet { mode } => {
+                out.approval_mode = Some(*mode);
+                None
+            }
+            ArchiveEntry::Bootstrap { text } => {
+                out.bootstrap = Some(text.clone());
+                None
+            }
+            ArchiveEntry::SessionStarted(info) => Some(Step::SessionStarted(info.clone())),
+            ArchiveEntry::SessionEnded(info) => Some(Step::SessionEnded(info.clone())),
+            ArchiveEntry::GatewayEvent { event, .. } => Some(Step::Event(event.clone())),
+            ArchiveEntry::SideQuestion { question } => Some(Step::Side(question.clone())),
+            ArchiveEntry::ModelRequest {
+                purpose: Purpose::Compaction,
+                ..
+            } => {
+                compacting = true;
+                Some(Step::Compaction)
+            }
+            ArchiveEntry::Compaction { .. }
+            | ArchiveEntry::ModelFailure {
+                purpose: Purpose::Compaction,
+                ..
+            } => (!std::mem::take(&mut compacting)).then_some(Step::Compaction),
+            _ => None,
+        };
+        out.steps.extend(step);
+        if compared_between(&entry, events, &mut side) {
+            out.compared.push(entry);
+        }
+    }
+    out
+}
+
+fn turn(before: Vec<ArchiveEntry>, entries: Option<Vec<ArchiveEntry>>, events: bool) -> TurnPlan {
+    let Between {
+        compared,
+        steps,
         approval_mode,
         bootstrap,
-        compactions: requests.max(answered),
+    } = between(before, events);
+    let has_turn = entries.is_some();
+    let recorded: Vec<ArchiveEntry> = compared
+        .into_iter()
+        .chain(entries.into_iter().flatten().filter(|e| !is_side(e)))
+        .collect();
+    TurnPlan {
+        input: has_turn.then(|| input(&recorded)),
+        approval_mode,
+        bootstrap,
+        steps,
         answers: recorded.iter().filter_map(answer).collect(),
         takes_images: recorded.iter().any(|e| {
             matches!(e, ArchiveEntry::ModelRequest { purpose, accepts_images: true, .. }
@@ -365,4 +465,74 @@ fn operator_answers(archive: &[ArchiveEntry]) -> HashMap<String, (Decision, Opti
         }
     }
     answers
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hookline_messages::model::{FinishReason, Usage};
+    use hookline_messages::note::SkipReason;
+    use hookline_messages::session::SessionId;
+    use hookline_messages::user::StopReason;
+
+    fn info() -> SessionInfo {
+        SessionInfo {
+            workspace_root: "/ws".into(),
+            session_id: SessionId::new("s1"),
+            approval_mode: ApprovalMode::default(),
+        }
+    }
+
+    /// An archive as a build before issue 34 wrote it: a handler's note without its event, a
+    /// side call's failure without its question.
+    fn older_archive() -> Vec<ArchiveEntry> {
+        vec![
+            ArchiveEntry::SessionStarted(info()),
+            ArchiveEntry::note(Note::EventHandlerSkipped {
+                plugin: "audit".into(),
+                event: EventKey::CommandNew,
+                reason: SkipReason::Failed("no".into()),
+            }),
+            ArchiveEntry::ModelFailure {
+                purpose: Purpose::Side,
+                error: "down".into(),
+            },
+            ArchiveEntry::UserMessage {
+                text: "hi".into(),
+                original: None,
+                images: Vec::new(),
+            },
+            ArchiveEntry::ModelResponse {
+                purpose: Purpose::Work,
+                finish_reason: FinishReason::Stop,
+                items: Vec::new(),
+                usage: Usage::default(),
+            },
+            ArchiveEntry::TurnFinished {
+                stop_reason: StopReason::Completed,
+            },
+            ArchiveEntry::SessionEnded(info()),
+        ]
+    }
+
+    #[test]
+    fn an_older_archive_replays_its_session_hooks_and_compares_no_event_note_or_side_call() {
+        let (turns, tail) = turns(&older_archive(), false);
+        assert_eq!(turns.len(), 1);
+        assert_eq!(turns[0].steps, [Step::SessionStarted(info())]);
+        // Only the turn's answer: the side failure is neither answered nor compared, nor is the
+        // note of an event the archive does not hold.
+        assert_eq!(turns[0].answers.len(), 1);
+        let compared = &turns[0].recorded;
+        assert_eq!(compared.len(), 4, "{compared:#?}");
+        assert_eq!(compared[0], ArchiveEntry::SessionStarted(info()));
+        assert!(matches!(compared[1], ArchiveEntry::UserMessage { .. }));
+        assert_eq!(
+            tail.map(|t| t.steps),
+            Some(vec![Step::SessionEnded(info())])
+        );
+        // An archive that records its events compares their handlers' notes.
+        let (turns, _) = super::turns(&older_archive(), true);
+        assert!(matches!(turns[0].recorded[1], ArchiveEntry::Note { .. }));
+    }
 }

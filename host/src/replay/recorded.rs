@@ -73,6 +73,11 @@ impl Script {
         std::mem::take(&mut self.lock().unmatched)
     }
 
+    /// Records what the replay could not reproduce, in the current turn.
+    pub(crate) fn unmatched_now(&self, what: String) {
+        Self::unmatched(&mut self.lock(), what);
+    }
+
     fn unmatched(state: &mut State, what: String) {
         let turn = state.turn;
         state.unmatched.push(Unmatched { turn, what });

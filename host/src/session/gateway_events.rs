@@ -9,6 +9,7 @@ use hookline_messages::event::{
     MessageSentContext, MessageStage, SessionEntry, SessionPatch,
 };
 use hookline_messages::note::Note;
+use hookline_messages::record::ArchiveEntry;
 use hookline_messages::session::SessionInfo;
 
 use super::{CommandOrigin, Conversation, HostError, HostEvent};
@@ -173,14 +174,20 @@ impl Conversation {
             file_names: self.shared.settings.bootstrap_files.clone(),
             policy: self.shared.settings.bootstrap_policy.clone(),
         };
-        let (files, notes) = match self.producers().bootstrap(request).await {
+        let done = match self.producers().bootstrap_delivered(request).await {
             Ok(done) => done,
             Err(error) => return self.delivered(EventKey::AgentBootstrap, Err(error)),
         };
         self.engine
             .events
             .push(HostEvent::gateway(EventKey::AgentBootstrap, "awaited"));
-        self.event_notes(notes)?;
+        self.archive_event(ArchiveEntry::GatewayEvent {
+            event: done.emitted.to_wire(),
+            calls: done.calls,
+            handed_on: done.handed_on,
+        })?;
+        self.event_notes(done.notes)?;
+        let files = done.files;
         self.engine.events.push(HostEvent::Bootstrap {
             files: files.iter().map(describe).collect(),
         });
@@ -249,7 +256,25 @@ impl Conversation {
             wait: "awaited".into(),
             calls: Some(delivery.calls),
         });
+        // Issue 34: `hookline replay` delivers the event again and compares what followed.
+        self.archive_event(ArchiveEntry::GatewayEvent {
+            event: delivery.event.to_wire(),
+            calls: delivery.calls,
+            handed_on: None,
+        })?;
         self.event_notes(delivery.notes)
+    }
+
+    /// Archives an awaited event in the active session; with none active it waits, before the
+    /// notes that wait, for the next one (`gateway:startup` runs before the first session).
+    fn archive_event(&mut self, entry: ArchiveEntry) -> Result<(), HostError> {
+        match self.session.as_mut() {
+            Some(session) => session.archive(&entry),
+            None => {
+                self.pending_events.push(entry);
+                Ok(())
+            }
+        }
     }
 
     /// Reports a queued or detached emit.

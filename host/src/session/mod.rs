@@ -130,6 +130,8 @@ pub struct Conversation {
     approval_mode: ApprovalMode,
     /// Notes waiting for a session to be archived in.
     pending_notes: Vec<Note>,
+    /// Awaited gateway events waiting for a session to be archived in (before those notes).
+    pending_events: Vec<ArchiveEntry>,
     wiring: Wiring,
 }
 
@@ -154,6 +156,7 @@ impl Conversation {
             workspace,
             approval_mode,
             pending_notes,
+            pending_events: Vec::new(),
             wiring: Wiring::default(),
         }
     }
@@ -640,6 +643,9 @@ impl Conversation {
                     .open_session(&session.info.session_id)
                     .await
                     .ok();
+            }
+            for entry in std::mem::take(&mut self.pending_events) {
+                session.archive(&entry)?;
             }
             for note in std::mem::take(&mut self.pending_notes) {
                 crate::state::record_note(&mut self.engine.events, session, note)?;

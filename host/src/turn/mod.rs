@@ -377,6 +377,10 @@ impl Turn<'_> {
         &mut self,
         question: String,
     ) -> Result<Option<String>, HostError> {
+        // Issue 34: archived (never stored as a record) so `hookline replay` asks it again.
+        self.archive(ArchiveEntry::SideQuestion {
+            question: question.clone(),
+        })?;
         let request = self.request(Purpose::Side, Some(question.clone()));
         let answer = match self.model_call(request).await? {
             Ok(response) => {

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use hookline_messages::hook::{OnModelResponse, RebuildModel, TransformModel};
-use hookline_messages::model::{ModelRequest, ModelResponse, Purpose};
+use hookline_messages::model::{ModelRequest, ModelResponse};
 use hookline_messages::note::Note;
 use hookline_messages::record::ArchiveEntry;
 use sha2::{Digest, Sha256};
@@ -53,12 +53,8 @@ impl Turn<'_> {
     /// from the same call (issue 34).
     pub(crate) fn archive_response(&mut self, response: &ModelResponse) -> Result<(), HostError> {
         self.engine.usage.add(&response.usage);
-        self.session.archive(&ArchiveEntry::ModelResponse {
-            purpose: response.purpose,
-            finish_reason: response.finish_reason,
-            items: response.items.clone(),
-            usage: response.usage,
-        })
+        self.session
+            .archive(&ArchiveEntry::model_response(response))
     }
 
     /// The model hooks, the provider call and `on_model_response`.
@@ -90,10 +86,9 @@ impl Turn<'_> {
             built => built,
         };
         let sent = transformed.prepared_for_provider();
-        // Issue 25: what replay compares a replayed request with. A side call is stored nowhere
-        // (SPEC P2.3).
-        let mut sha256 = None;
-        if purpose != Purpose::Side {
+        // Issue 25: what replay compares a replayed request with (a side call's too, issue 34;
+        // it is never a stored record, SPEC P2.3).
+        let sha256 = {
             // The items the hooks left as built are the conversation's: the next call sends
             // them again, so the digest keeps its state after them.
             let stable = built.as_ref().map_or(sent.items.len(), |built| {
@@ -113,8 +108,8 @@ impl Turn<'_> {
                     .as_ref()
                     .and_then(|built| request_changes(built, &sent)),
             })?;
-            sha256 = Some(digest);
-        }
+            digest
+        };
         self.engine.events.push(HostEvent::ModelCall {
             purpose,
             items: sent.items.len(),
@@ -141,7 +136,7 @@ impl Turn<'_> {
             () = stop.raised() => Err(ProviderError::Stopped),
             answer = provider.complete_for(model.as_deref(), &sent, &on_text) => answer,
         };
-        if let (Some(tap), Some(sha256)) = (&self.engine.tap, sha256) {
+        if let Some(tap) = &self.engine.tap {
             tap.lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .requests

@@ -123,6 +123,34 @@ impl Event {
         json.unwrap_or(serde_json::Value::Null)
     }
 
+    /// The event a [`WireEvent`] holds (`hookline replay` emits an archived event again, issue
+    /// 34).
+    ///
+    /// # Errors
+    /// When the context is not the one the key's producer supplies.
+    pub fn from_wire(wire: WireEvent) -> Result<Self, serde_json::Error> {
+        use serde_json::from_value as ctx;
+        let context = wire.context;
+        Ok(match wire.key {
+            EventKey::CommandNew => Self::CommandNew(ctx(context)?),
+            EventKey::CommandReset => Self::CommandReset(ctx(context)?),
+            EventKey::CommandStop => Self::CommandStop(ctx(context)?),
+            EventKey::SessionAutoReset => Self::SessionAutoReset(ctx(context)?),
+            EventKey::SessionPatch => Self::SessionPatch(ctx(context)?),
+            EventKey::SessionCompactBefore => Self::SessionCompactBefore(ctx(context)?),
+            EventKey::SessionCompactAfter => Self::SessionCompactAfter(ctx(context)?),
+            EventKey::AgentBootstrap => Self::AgentBootstrap(ctx(context)?),
+            EventKey::GatewayStartup => Self::GatewayStartup(ctx(context)?),
+            EventKey::GatewayShutdown => Self::GatewayShutdown(ctx(context)?),
+            EventKey::GatewayPreRestart => Self::GatewayPreRestart(ctx(context)?),
+            EventKey::MessageReceived => Self::MessageReceived(ctx(context)?),
+            EventKey::MessageTranscribed => Self::MessageTranscribed(ctx(context)?),
+            EventKey::MessagePreprocessed => Self::MessagePreprocessed(ctx(context)?),
+            EventKey::MessageSent => Self::MessageSent(ctx(context)?),
+            EventKey::Custom(key) => Self::Custom { key, context },
+        })
+    }
+
     /// The event as it goes over the wire to an external plugin.
     pub fn to_wire(&self) -> WireEvent {
         WireEvent {
@@ -183,5 +211,35 @@ impl EventKey {
     /// (SPEC G2.2).
     pub fn outlives_timeout(&self) -> bool {
         matches!(self, Self::GatewayShutdown | Self::GatewayPreRestart)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_comes_back_from_its_wire_form_and_a_wrong_context_is_refused() {
+        let stop = Event::CommandStop(CommandStopContext {
+            session_id: Some("s1".into()),
+            ..CommandStopContext::default()
+        });
+        let key = CustomKey::new("acme:deployed");
+        assert!(key.is_ok());
+        let events = key.into_iter().map(|key| Event::Custom {
+            key,
+            context: serde_json::json!({"v": 1}),
+        });
+        for event in events.chain([stop]) {
+            let json = serde_json::to_string(&event.to_wire()).unwrap_or_default();
+            let wire: Result<WireEvent, _> = serde_json::from_str(&json);
+            let back = wire.ok().and_then(|wire| Event::from_wire(wire).ok());
+            assert_eq!(back, Some(event));
+        }
+        let wrong = WireEvent {
+            key: EventKey::CommandNew,
+            context: serde_json::json!({"agentId": 3}),
+        };
+        assert!(Event::from_wire(wrong).is_err());
     }
 }

@@ -100,12 +100,16 @@ fn session(out: &mut String, result: &SessionReplay) {
         result.session, result.turns
     );
     for d in &result.differences {
-        let turn = d
-            .turn
-            .map_or_else(|| "records".to_owned(), |t| format!("turn {t}"));
-        let hook = d
-            .hook
-            .map_or_else(|| "no hook".to_owned(), |h| h.to_string());
+        let turn = match d.turn {
+            Some(t) => format!("turn {t}"),
+            None if d.what.starts_with("record:") => "records".to_owned(),
+            None => "after the last turn".to_owned(),
+        };
+        let hook = match (d.hook, &d.event) {
+            (Some(hook), _) => hook.to_string(),
+            (None, Some(event)) => event.clone(),
+            (None, None) => "no hook".to_owned(),
+        };
         let plugins = if d.plugins.is_empty() {
             "no plugin changed it in the replay".to_owned()
         } else {
