@@ -248,7 +248,7 @@ fn tokens(metrics: &str, model: &str, direction: &str) -> Option<f64> {
 
 #[actix_rt::test]
 async fn a_compaction_counts_in_the_command_answer_the_status_and_the_metric_of_its_model() {
-    let openai = Stub::start(vec![]).await;
+    let openai = Stub::start(vec![openai_answer("from gpt")]).await;
     let anthropic = Stub::start(vec![
         anthropic_answer("from claude"),
         anthropic_answer("the summary"),
@@ -290,6 +290,23 @@ async fn a_compaction_counts_in_the_command_answer_the_status_and_the_metric_of_
     // A command that calls no model reports no usage.
     let (_, switched) = command(&served, &key, "/mode plan").await;
     assert!(switched.get("usage").is_none(), "{switched}");
+
+    // The status keeps the usage per model that answered (issue 34 item 5).
+    let (status, _) = command(&served, &key, "/model gpt-compact").await;
+    assert_eq!(status, 200);
+    turn(&served, &key, "and now?").await;
+    let (_, shown) = served.get(&format!("/v1/sessions/{key}")).await;
+    let gpt = &shown["session"]["usageByModel"]["gpt-compact"];
+    assert_eq!(gpt["modelCalls"], 1, "{shown}");
+    assert_eq!(
+        shown["session"]["usageByModel"]["claude-compact"],
+        json!({"inputTokens": 6, "outputTokens": 8, "modelCalls": 2}),
+        "{shown}"
+    );
+    assert_eq!(
+        shown["session"]["usage"]["modelCalls"], 3,
+        "the totals are the sum of the models': {shown}"
+    );
     served.shutdown().await;
 }
 

@@ -483,6 +483,38 @@ impl UsageTotals {
     }
 }
 
+/// Token usage per model that answered (issue 34 item 5): a session's turns, side questions and
+/// compactions, each under the model that answered it. Sums to the session's [`UsageTotals`]
+/// over the answers that name their model (archives written before they did name none).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(transparent)]
+pub struct UsageByModel(pub BTreeMap<String, UsageTotals>);
+
+impl UsageByModel {
+    /// Adds one answered call's usage to `model`'s totals.
+    pub fn add(&mut self, model: &str, usage: &Usage) {
+        match self.0.get_mut(model) {
+            Some(totals) => totals.add(usage),
+            None => {
+                let mut totals = UsageTotals::default();
+                totals.add(usage);
+                self.0.insert(model.to_owned(), totals);
+            }
+        }
+    }
+
+    /// The models whose calls reported usage, with their totals; `None` when none did.
+    #[must_use]
+    pub fn reported(&self) -> Option<Self> {
+        let reported: BTreeMap<String, UsageTotals> = self
+            .0
+            .iter()
+            .filter_map(|(model, totals)| Some((model.clone(), totals.reported()?)))
+            .collect();
+        (!reported.is_empty()).then_some(Self(reported))
+    }
+}
+
 /// A finished model call, as `on_model_response` reads it (SPEC P2.6).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

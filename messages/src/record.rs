@@ -205,6 +205,10 @@ pub enum ArchiveEntry {
         items: Vec<Item>,
         /// Token usage.
         usage: Usage,
+        /// The model that answered (the session's, or the provider's default); absent in
+        /// archives written before it was kept (issue 34 item 5).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
     },
     /// An outbound model request, as the provider was sent it (after `rebuild_model`,
     /// `transform_model` and the preparation for the provider): what `hookline replay` compares
@@ -283,12 +287,13 @@ pub enum ArchiveEntry {
 
 impl ArchiveEntry {
     /// The archive entry of a model response the host received.
-    pub fn model_response(response: &crate::model::ModelResponse) -> Self {
+    pub fn model_response(response: &crate::model::ModelResponse, model: Option<String>) -> Self {
         Self::ModelResponse {
             purpose: response.purpose,
             finish_reason: response.finish_reason,
             items: response.items.clone(),
             usage: response.usage,
+            model,
         }
     }
 

@@ -369,6 +369,7 @@ impl Gateway {
             last_activity_ms: shared.settings.clock.now_ms(),
             records: 0,
             usage: None,
+            usage_by_model: None,
         }));
         let stop = Arc::new(StopSignal::default());
         let operator = Arc::new(RemoteOperator {

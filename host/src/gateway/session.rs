@@ -345,6 +345,7 @@ pub(super) fn refresh_status(status: &mut SessionStatus, conversation: &Conversa
     status.records = conversation.records().len();
     status.turns = conversation.user_turns();
     status.usage = conversation.usage();
+    status.usage_by_model = conversation.usage_by_model();
 }
 
 /// Whether a request failed because another node took the session over: the database refused

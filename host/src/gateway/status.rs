@@ -1,7 +1,7 @@
 //! What a gateway session looks like from outside: [`SessionStatus`], kept current by the
 //! session's task on a `watch` channel, so readers never wait for a turn to finish.
 
-use hookline_messages::model::UsageTotals;
+use hookline_messages::model::{UsageByModel, UsageTotals};
 use hookline_messages::session::{ApprovalMode, SessionId};
 use serde::Serialize;
 
@@ -48,6 +48,10 @@ pub struct SessionStatus {
     /// reported any (absent, not zero, when it reported none: the echo model; issue 21).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<UsageTotals>,
+    /// The same per model that answered (turns, side questions and compactions alike; issue 34
+    /// item 5), when any reported usage.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage_by_model: Option<UsageByModel>,
 }
 
 /// Requests waiting in the sessions' inboxes (each bounded by [`GatewayLimits::inbox`]), not

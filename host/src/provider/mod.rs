@@ -55,6 +55,15 @@ pub trait Provider: Send + Sync + 'static {
         None
     }
 
+    /// The model that answers a call for `requested` (the session's model; `None`: it chose
+    /// none), whose name its usage is counted under (issue 34 item 5). The default: the model
+    /// asked for, else [`Provider::default_model`].
+    fn answering_model(&self, requested: Option<&str>) -> Option<String> {
+        requested
+            .map(str::to_owned)
+            .or_else(|| self.default_model())
+    }
+
     /// The names of the models this provider serves, when it serves a fixed set (a server lists
     /// them when a session asks for another). Empty: any name, as a label (the default).
     fn model_names(&self) -> Vec<String> {

@@ -25,8 +25,8 @@ use crate::turn::UserInput;
 /// One recorded model answer.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) enum Answer {
-    /// The response the host received.
-    Response(ModelResponse),
+    /// The response the host received, and the model the archive says answered it.
+    Response(ModelResponse, Option<String>),
     /// The call failed with this text.
     Failure {
         /// Why the call was made.
@@ -39,7 +39,7 @@ pub(crate) enum Answer {
 impl Answer {
     pub(crate) fn purpose(&self) -> Purpose {
         match self {
-            Self::Response(response) => response.purpose,
+            Self::Response(response, _) => response.purpose,
             Self::Failure { purpose, .. } => *purpose,
         }
     }
@@ -383,12 +383,16 @@ fn answer(entry: &ArchiveEntry) -> Option<Answer> {
             finish_reason,
             items,
             usage,
-        } => Some(Answer::Response(ModelResponse {
-            purpose: *purpose,
-            finish_reason: *finish_reason,
-            items: items.clone(),
-            usage: *usage,
-        })),
+            model,
+        } => Some(Answer::Response(
+            ModelResponse {
+                purpose: *purpose,
+                finish_reason: *finish_reason,
+                items: items.clone(),
+                usage: *usage,
+            },
+            model.clone(),
+        )),
         ArchiveEntry::ModelFailure { purpose, error } => Some(Answer::Failure {
             purpose: *purpose,
             error: error.clone(),

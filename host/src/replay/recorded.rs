@@ -42,6 +42,8 @@ struct State {
     answers: VecDeque<Answer>,
     calls: usize,
     takes_images: bool,
+    /// The model the last recorded answer named.
+    answered_by: Option<String>,
     runs: Vec<(ToolRun, bool)>,
     unmatched: Vec<Unmatched>,
 }
@@ -112,7 +114,11 @@ impl Script {
             ));
         }
         match answer {
-            Answer::Response(response) => Ok(response),
+            Answer::Response(response, model) => {
+                // The replayed answer names the model the recorded one did (issue 34 item 5).
+                state.answered_by = model;
+                Ok(response)
+            }
             Answer::Failure { error, .. } if error == ProviderError::Stopped.to_string() => {
                 Err(ProviderError::Stopped)
             }
@@ -145,6 +151,12 @@ pub(crate) struct RecordedModel(pub(crate) Arc<Script>);
 impl Provider for RecordedModel {
     fn takes_images(&self) -> bool {
         self.0.lock().takes_images
+    }
+
+    /// The model the recording says answered the last call: a replay counts usage as the
+    /// recording did, whatever model the session asked for since.
+    fn answering_model(&self, _requested: Option<&str>) -> Option<String> {
+        self.0.lock().answered_by.clone()
     }
 
     async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {

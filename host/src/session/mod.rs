@@ -28,7 +28,7 @@ use std::sync::Arc;
 use actix::{Actor, Addr};
 use hookline_actors::session::{ChangeRefused, ChangeSession, Ran, SessionLifecycle};
 use hookline_actors::{Pipeline, PipelineError, Readmit};
-use hookline_messages::model::UsageTotals;
+use hookline_messages::model::{UsageByModel, UsageTotals};
 use hookline_messages::note::Note;
 use hookline_messages::prompt::PromptMode;
 use hookline_messages::record::ArchiveEntry;
@@ -548,6 +548,12 @@ impl Conversation {
     /// with any compaction before it, or a `/compact`), whichever session was active.
     pub(crate) fn take_usage(&mut self) -> UsageTotals {
         std::mem::take(&mut self.engine.usage)
+    }
+
+    /// Token usage per model that answered, over the active session's calls whose model
+    /// reported usage; `None` when none did (issue 34 item 5).
+    pub fn usage_by_model(&self) -> Option<UsageByModel> {
+        self.session.as_ref()?.usage_by_model().reported()
     }
 
     /// Token usage over the active session's answered model calls, reported or not.

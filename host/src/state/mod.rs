@@ -24,7 +24,7 @@ pub use transcript::work_request;
 
 use hookline_actors::SessionKey;
 use hookline_messages::cut_off::{open_turn, OpenTurn};
-use hookline_messages::model::{HeldImages, ImageRef, MediaType, UsageTotals};
+use hookline_messages::model::{HeldImages, ImageRef, MediaType, UsageByModel, UsageTotals};
 use hookline_messages::note::Note;
 use hookline_messages::prompt::PromptMode;
 use hookline_messages::record::{ArchiveEntry, Record};
@@ -46,6 +46,8 @@ pub(crate) struct SessionState {
     user_turns: u64,
     /// Token usage over the session's answered model calls, counted from its archive too.
     usage: UsageTotals,
+    /// The same, per model that answered.
+    usage_by_model: UsageByModel,
     records: Vec<Record>,
     /// The records as request items, kept in step with `records`.
     transcript: transcript::Transcript,
@@ -116,7 +118,7 @@ impl SessionState {
         };
         let user_turns = stored.user_turns();
         let open_turn = open_turn(&stored.records, &stored.archive);
-        let usage = stored.usage();
+        let usage = (stored.usage(), stored.usage_by_model());
         let StoredSession {
             facts,
             records,
@@ -143,6 +145,7 @@ impl SessionState {
             mode: facts.mode,
             user_turns,
             usage: UsageTotals::default(),
+            usage_by_model: UsageByModel::default(),
             transcript: transcript::Transcript::of(&records),
             records,
             writer: Some(writer),
@@ -152,14 +155,20 @@ impl SessionState {
         }
     }
 
-    fn with_usage(mut self, usage: UsageTotals) -> Self {
+    fn with_usage(mut self, (usage, by_model): (UsageTotals, UsageByModel)) -> Self {
         self.usage = usage;
+        self.usage_by_model = by_model;
         self
     }
 
     /// Token usage over the session's answered model calls.
     pub(crate) fn usage(&self) -> UsageTotals {
         self.usage
+    }
+
+    /// Token usage per model that answered.
+    pub(crate) fn usage_by_model(&self) -> &UsageByModel {
+        &self.usage_by_model
     }
 
     /// A session held in memory only, from `facts` and `records` (`hookline replay`):
@@ -172,6 +181,7 @@ impl SessionState {
             mode: facts.mode,
             user_turns: 0,
             usage: UsageTotals::default(),
+            usage_by_model: UsageByModel::default(),
             transcript: transcript::Transcript::of(&records),
             records,
             writer: None,
@@ -226,7 +236,12 @@ impl SessionState {
     pub(crate) fn archive(&mut self, entry: &ArchiveEntry) -> Result<(), HostError> {
         match entry {
             ArchiveEntry::UserMessage { .. } => self.user_turns += 1,
-            ArchiveEntry::ModelResponse { usage, .. } => self.usage.add(usage),
+            ArchiveEntry::ModelResponse { usage, model, .. } => {
+                self.usage.add(usage);
+                if let Some(model) = model {
+                    self.usage_by_model.add(model, usage);
+                }
+            }
             _ => {}
         }
         self.unflushed.archive.push(entry.clone());

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
-use hookline_messages::model::UsageTotals;
+use hookline_messages::model::{UsageByModel, UsageTotals};
 use hookline_messages::prompt::PromptMode;
 use hookline_messages::record::{ArchiveEntry, Record};
 use hookline_messages::session::{ApprovalMode, SessionId, SessionInfo};
@@ -127,6 +127,22 @@ impl StoredSession {
             }
         }
         totals
+    }
+
+    /// Token usage per model over the archived model responses that name their model.
+    pub fn usage_by_model(&self) -> UsageByModel {
+        let mut by_model = UsageByModel::default();
+        for entry in &self.archive {
+            if let ArchiveEntry::ModelResponse {
+                usage,
+                model: Some(model),
+                ..
+            } = entry
+            {
+                by_model.add(model, usage);
+            }
+        }
+        by_model
     }
 }
 

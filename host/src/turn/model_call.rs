@@ -53,8 +53,10 @@ impl Turn<'_> {
     /// from the same call (issue 34).
     pub(crate) fn archive_response(&mut self, response: &ModelResponse) -> Result<(), HostError> {
         self.engine.usage.add(&response.usage);
+        // Issue 34 item 5: the answer names its model, so usage adds up per model.
+        let model = (self.engine.provider).answering_model(self.session.model.as_deref());
         self.session
-            .archive(&ArchiveEntry::model_response(response))
+            .archive(&ArchiveEntry::model_response(response, model))
     }
 
     /// The model hooks, the provider call and `on_model_response`.

@@ -174,6 +174,7 @@ fn recorded(session: &StoredSession, found: &mut [Vec<Value>]) {
                 finish_reason,
                 items,
                 usage,
+                ..
             } => {
                 let response = hookline_messages::model::ModelResponse {
                     purpose: *purpose,
