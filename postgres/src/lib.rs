@@ -15,11 +15,21 @@
 //! (up to [`MAX_BATCH`]) and commits them in one transaction: one fencing `UPDATE` for all of
 //! them, one `INSERT` for all records, one for all archive entries. A background task renews the
 //! held leases every [`PgStoreOptions::renew_every`].
+//!
+//! Liveness (issue 40 item 1, [`liveness`]): each store holds an advisory lock on its incarnation
+//! for as long as it runs, and a lease records the incarnation that took it; a session whose
+//! holder's lock is gone (the process died) is taken over at once, without waiting for the lease
+//! to expire. The fencing token stays the guarantee.
+//!
+//! TLS ([`connect`]): `sslmode` in the URL, rustls, a CA file.
 
+pub mod connect;
 mod keys;
+mod liveness;
 pub mod migrate;
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -32,10 +42,11 @@ use hookline_messages::session::SessionId;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
-use tokio_postgres::NoTls;
+
+pub use connect::{target, Target, TlsMode};
 
 use hookline_host::store::{
-    fresh_session_id, NewSession, SessionFacts, SessionStore, SessionWriter, StoredSession,
+    fresh_session_id, Holder, NewSession, SessionFacts, SessionStore, SessionWriter, StoredSession,
     ID_TRIES,
 };
 use hookline_host::store::{Claimed, IdempotencyKey, KeyClaim, KeyOutcome};
@@ -60,6 +71,12 @@ pub struct PgStoreOptions {
     /// Apply missing migrations when connecting (`hookline serve --migrate`); otherwise a
     /// database whose schema is behind is refused.
     pub migrate: bool,
+    /// The CA certificates (PEM) `sslmode=verify-ca` and `verify-full` trust; the URL's
+    /// `sslrootcert`, else the public web roots, when `None` (`--database-ca`).
+    pub ca_file: Option<PathBuf>,
+    /// How long a lost liveness connection waits before it connects and locks again (default
+    /// 500 ms; [`liveness`]).
+    pub liveness_retry: Duration,
 }
 
 impl Default for PgStoreOptions {
@@ -72,6 +89,8 @@ impl Default for PgStoreOptions {
             pool_size: 8,
             queue: 4096,
             migrate: false,
+            ca_file: None,
+            liveness_retry: Duration::from_millis(500),
         }
     }
 }
@@ -85,6 +104,9 @@ pub struct Lease {
     pub token: i64,
     /// Milliseconds until it expires (negative when expired); `None` when released.
     pub expires_in_ms: Option<i64>,
+    /// Whether the store that took it still runs (its liveness lock is held); `None` when the
+    /// lease names no incarnation.
+    pub holder_alive: Option<bool>,
 }
 
 /// The PostgreSQL store. Clones share one pool, committer and renewer.
@@ -103,6 +125,10 @@ impl std::fmt::Debug for PgStore {
 
 struct Inner {
     pool: Pool,
+    /// This store's incarnation: the node's name and a random suffix, new on every connect.
+    incarnation: String,
+    /// The liveness lock on `incarnation`, held while the store lives.
+    _liveness: liveness::Liveness,
     jobs: mpsc::Sender<Job>,
     options: PgStoreOptions,
     /// The leases this store holds: session and fencing token. Renewed in the background.
@@ -122,17 +148,14 @@ struct Job {
     reply: oneshot::Sender<Result<(), StoreError>>,
 }
 
-/// Connects a pool to `url` (a libpq URL or key=value string; no TLS).
+/// Connects a pool to `target` ([`connect::target`]: the URL and its TLS).
 ///
 /// # Errors
-/// [`StoreError::Database`] when the URL does not parse or the pool cannot be built.
-pub fn pool(url: &str, size: usize) -> Result<Pool, StoreError> {
-    let config: tokio_postgres::Config = url
-        .parse()
-        .map_err(|e| StoreError::db("parse the database URL", e))?;
+/// [`StoreError::Database`] when the pool cannot be built.
+pub fn pool(target: &Target, size: usize) -> Result<Pool, StoreError> {
     let manager = Manager::from_config(
-        config,
-        NoTls,
+        target.config.clone(),
+        target.tls.clone(),
         ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         },
@@ -146,13 +169,16 @@ pub fn pool(url: &str, size: usize) -> Result<Pool, StoreError> {
         .map_err(|e| StoreError::db("build a connection pool", e))
 }
 
-/// Applies the embedded migrations to the database at `url` (`hookline store migrate`).
-/// Returns the names applied now.
+/// Applies the embedded migrations to the database at `url` (`hookline store migrate`), over
+/// TLS as its `sslmode` says, trusting `ca_file` when given. Returns the names applied now.
 ///
 /// # Errors
-/// [`StoreError::Database`] when it cannot connect or a migration fails.
-pub async fn migrate_url(url: &str) -> Result<Vec<&'static str>, StoreError> {
-    let pool = pool(url, 1)?;
+/// [`StoreError::Database`] when the URL does not parse, it cannot connect or a migration fails.
+pub async fn migrate_url(
+    url: &str,
+    ca_file: Option<&std::path::Path>,
+) -> Result<Vec<&'static str>, StoreError> {
+    let pool = pool(&target(url, ca_file)?, 1)?;
     let mut client = pool.get().await.map_err(|e| StoreError::db("connect", e))?;
     migrate::migrate(&mut client).await
 }
@@ -165,7 +191,8 @@ impl PgStore {
     /// # Errors
     /// [`StoreError::Database`] when it cannot connect or the schema is behind.
     pub async fn connect(url: &str, options: PgStoreOptions) -> Result<Self, StoreError> {
-        let pool = pool(url, options.pool_size)?;
+        let target = target(url, options.ca_file.as_deref())?;
+        let pool = pool(&target, options.pool_size)?;
         let mut client = pool.get().await.map_err(|e| StoreError::db("connect", e))?;
         if options.migrate {
             migrate::migrate(&mut client).await?;
@@ -178,9 +205,13 @@ impl PgStore {
             });
         }
         drop(client);
+        let incarnation = format!("{}/{}", options.node, fresh_session_id());
+        let liveness = liveness::hold(target, incarnation.clone(), options.liveness_retry).await?;
         let (jobs, rx) = mpsc::channel(options.queue.max(1));
         let inner = Arc::new(Inner {
             pool,
+            incarnation,
+            _liveness: liveness,
             jobs,
             options,
             held: Mutex::new(HashMap::new()),
@@ -211,7 +242,8 @@ impl PgStore {
         let row = client
             .query_opt(
                 "SELECT lease_holder, lease_token, \
-                 (extract(epoch FROM lease_expires - now()) * 1000)::bigint \
+                 (extract(epoch FROM lease_expires - now()) * 1000)::bigint, \
+                 hookline_node_alive(lease_incarnation) \
                  FROM hookline_sessions WHERE id = $1",
                 &[&id.as_str()],
             )
@@ -221,7 +253,31 @@ impl PgStore {
             holder: row.get(0),
             token: row.get(1),
             expires_in_ms: row.get(2),
+            holder_alive: row.get(3),
         }))
+    }
+
+    /// Ends the database connection that holds the liveness lock of `id`'s lease holder (as a
+    /// partition between that node and the database would), so the database takes the holder
+    /// for dead; the holder connects again after [`PgStoreOptions::liveness_retry`]. Returns
+    /// whether such a connection was found. For tests and operators.
+    ///
+    /// # Errors
+    /// [`StoreError::Database`] (ending another role's connection needs the rights to).
+    pub async fn terminate_liveness_of(&self, id: &SessionId) -> Result<bool, StoreError> {
+        let client = self.inner.client().await?;
+        let rows = client
+            .query(
+                "SELECT pg_terminate_backend(l.pid) FROM pg_locks l \
+                 JOIN hookline_sessions s ON s.id = $1 \
+                 WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
+                   AND l.classid::bigint = (hookline_node_key(s.lease_incarnation) >> 32) & 4294967295 \
+                   AND l.objid::bigint = hookline_node_key(s.lease_incarnation) & 4294967295",
+                &[&id.as_str()],
+            )
+            .await
+            .map_err(|e| StoreError::db("end a liveness connection", e))?;
+        Ok(rows.iter().any(|row| row.get::<_, bool>(0)))
     }
 
     /// Renews every lease this store holds now (the renewer does this every
@@ -573,6 +629,30 @@ async fn read_body(
     }))
 }
 
+/// A takeover: the lease is released, expired, or its holder is known dead (its liveness lock is
+/// gone; issue 40 item 1). A holder that runs, however silent, keeps it until it expires.
+const TAKE_OVER: &str = "UPDATE hookline_sessions \
+     SET lease_holder = $2, lease_token = lease_token + 1, updated_at = now(), \
+         lease_expires = now() + $3::bigint * interval '1 millisecond', lease_incarnation = $4 \
+     WHERE id = $1 AND (lease_holder IS NULL OR lease_expires <= now() \
+         OR (lease_incarnation IS NOT NULL AND lease_incarnation <> $4 \
+             AND NOT hookline_node_alive(lease_incarnation))) \
+     RETURNING lease_token";
+
+/// A session's holder: its name, milliseconds left, whether it may be taken over now (as
+/// [`TAKE_OVER`] decides), and whether it is this store.
+const HOLDER: &str = "SELECT lease_holder, \
+     (extract(epoch FROM lease_expires - now()) * 1000)::bigint, \
+     lease_expires <= now() OR (lease_incarnation IS NOT NULL AND lease_incarnation <> $2 \
+         AND NOT hookline_node_alive(lease_incarnation)), \
+     lease_incarnation IS NOT DISTINCT FROM $2 \
+     FROM hookline_sessions WHERE id = $1";
+
+/// The holder as [`StoreError::Leased`] names it.
+fn leased_by(node: &str, left_ms: Option<i64>) -> String {
+    format!("node {node} for {} ms more", left_ms.unwrap_or(0))
+}
+
 #[async_trait]
 impl SessionStore for PgStore {
     async fn create(
@@ -593,10 +673,17 @@ impl SessionStore for PgStore {
                 .map_err(|e| StoreError::db("begin a create", e))?;
             let row = tx
                 .query_opt(
-                    "INSERT INTO hookline_sessions (id, info, lease_holder, lease_token, lease_expires) \
-                     VALUES ($1, $2, $3, 1, now() + $4::bigint * interval '1 millisecond') \
+                    "INSERT INTO hookline_sessions \
+                     (id, info, lease_holder, lease_token, lease_expires, lease_incarnation) \
+                     VALUES ($1, $2, $3, 1, now() + $4::bigint * interval '1 millisecond', $5) \
                      ON CONFLICT (id) DO NOTHING RETURNING lease_token",
-                    &[&id.as_str(), &text, &inner.options.node, &inner.ttl_ms()],
+                    &[
+                        &id.as_str(),
+                        &text,
+                        &inner.options.node,
+                        &inner.ttl_ms(),
+                        &inner.incarnation,
+                    ],
                 )
                 .await
                 .map_err(|e| StoreError::db("create a session", e))?;
@@ -631,12 +718,13 @@ impl SessionStore for PgStore {
         let mut client = inner.client().await?;
         let taken = client
             .query_opt(
-                "UPDATE hookline_sessions \
-                 SET lease_holder = $2, lease_token = lease_token + 1, updated_at = now(), \
-                     lease_expires = now() + $3::bigint * interval '1 millisecond' \
-                 WHERE id = $1 AND (lease_holder IS NULL OR lease_expires <= now()) \
-                 RETURNING lease_token",
-                &[&id.as_str(), &inner.options.node, &inner.ttl_ms()],
+                TAKE_OVER,
+                &[
+                    &id.as_str(),
+                    &inner.options.node,
+                    &inner.ttl_ms(),
+                    &inner.incarnation,
+                ],
             )
             .await
             .map_err(|e| StoreError::db("take a lease", e))?;
@@ -657,11 +745,7 @@ impl SessionStore for PgStore {
                     let left: Option<i64> = row.get(1);
                     Err(StoreError::Leased {
                         session: id.clone(),
-                        holder: format!(
-                            "node {} for {} ms more",
-                            holder.unwrap_or_default(),
-                            left.unwrap_or(0)
-                        ),
+                        holder: leased_by(&holder.unwrap_or_default(), left),
                     })
                 }
             };
@@ -707,6 +791,27 @@ impl SessionStore for PgStore {
             .iter()
             .map(|r| SessionId::from(r.get::<_, &str>(0)))
             .collect())
+    }
+
+    async fn holder(&self, id: &SessionId) -> Result<Holder, StoreError> {
+        let client = self.inner.client().await?;
+        let row = client
+            .query_opt(HOLDER, &[&id.as_str(), &self.inner.incarnation])
+            .await
+            .map_err(|e| StoreError::db("read a lease", e))?;
+        let Some(row) = row else {
+            return Ok(Holder::Unknown);
+        };
+        let (holder, left, gone, ours): (Option<String>, Option<i64>, bool, bool) =
+            (row.get(0), row.get(1), row.get(2), row.get(3));
+        Ok(match holder {
+            None => Holder::Unknown,
+            Some(_) if ours => Holder::Unknown,
+            Some(_) if gone => Holder::Gone,
+            Some(node) => Holder::Alive {
+                holder: leased_by(&node, left),
+            },
+        })
     }
 
     async fn claim_key(&self, id: &SessionId, claim: &KeyClaim) -> Result<Claimed, StoreError> {
