@@ -21,6 +21,7 @@ mod approvals;
 mod error;
 mod session;
 mod status;
+mod takeover;
 
 pub use approvals::{Approvals, NotWaiting, PendingApproval};
 pub use error::RequestError;
@@ -126,6 +127,8 @@ struct Inner {
     draining: Arc<AtomicBool>,
     next_arbiter: AtomicUsize,
     feed: broadcast::Sender<FeedEvent>,
+    /// Sessions being taken over from a holder that is gone ([`Gateway::session_or_take_over`]).
+    takeovers: takeover::Takeovers,
 }
 
 impl Gateway {
@@ -140,6 +143,7 @@ impl Gateway {
                 draining: Arc::new(AtomicBool::new(false)),
                 next_arbiter: AtomicUsize::new(0),
                 feed,
+                takeovers: takeover::Takeovers::default(),
             }),
         }
     }

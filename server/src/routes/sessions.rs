@@ -2,7 +2,7 @@
 //! answer, or server-sent events), answer an approval, run a slash command.
 
 use crate::openapi::errors::{
-    BadBody, BadKeyedBody, Internal, KeyBusy, KeyReused, NotJson, NotOpen, SessionBusy,
+    BadBody, BadKeyedBody, Internal, KeyBusy, KeyReused, Leased, NotJson, NotOpen, SessionBusy,
     SessionEnded, TimedOut, TooLarge, Unauthorized, Unavailable,
 };
 use std::convert::Infallible;
@@ -77,12 +77,15 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
     }
 }
 
-/// The open session `id` names.
-pub(crate) fn session(state: &AppState, id: &str) -> Result<SessionHandle, ApiError> {
-    state
+/// The open session `id` names; one this node does not have open is taken over here when its
+/// holder is gone (dead, or its lease expired: issue 40 item 2), with the checks of `/resume`,
+/// so the request is answered as if the session had always been here. 409 `session-leased`
+/// while a holder that runs has it; 404 `unknown-session` otherwise.
+pub(crate) async fn session(state: &AppState, id: &str) -> Result<SessionHandle, ApiError> {
+    Ok(state
         .gateway
-        .session(&SessionId::new(id))
-        .ok_or_else(|| ApiError::UnknownSession(id.to_owned()))
+        .session_or_take_over(&SessionId::new(id))
+        .await?)
 }
 
 /// `POST /v1/sessions` body.
@@ -208,6 +211,7 @@ pub(crate) struct Page {
         (status = 400, description = "The query is not valid (`bad-query`).", body = ErrorBody),
         Unauthorized,
         NotOpen,
+        Leased,
         TimedOut,
         SessionEnded,
         Internal,
@@ -220,7 +224,7 @@ pub(crate) async fn show(
     page: Result<Query<Page>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<SessionView>, ApiError> {
     let Query(page) = page?;
-    let handle = session(&state, &id)?;
+    let handle = session(&state, &id).await?;
     let limit = page.limit.unwrap_or(100).min(MAX_PAGE);
     let status = handle.status();
     // Records are read on the session's task between requests: while a turn runs (perhaps
@@ -430,7 +434,7 @@ pub(crate) async fn turn(
 ) -> Result<Response, ApiError> {
     let Query(TurnQuery { detail }) = query?;
     state.admit()?;
-    let handle = session(&state, &id)?;
+    let handle = session(&state, &id).await?;
     let digest = digest(&serde_json::json!(["turns", body.text, body.mode]));
     let input = body.input();
     let streaming = headers
@@ -607,6 +611,7 @@ pub(crate) struct ApprovalBody {
         (status = 200, description = "The answer was taken: the waiting tool call runs or is refused.", body = ApprovalAnswer),
         BadBody,
         Unauthorized,
+        Leased,
         (status = 404, description = "No open session has this id (`unknown-session`), or no approval waits for this call (`not-waiting`).", body = ErrorBody),
         TimedOut,
         TooLarge,
@@ -618,7 +623,7 @@ pub(crate) async fn approve(
     UrlPath((id, call_id)): UrlPath<(String, String)>,
     Body(body): Body<ApprovalBody>,
 ) -> Result<Json<ApprovalAnswer>, ApiError> {
-    let handle = session(&state, &id)?;
+    let handle = session(&state, &id).await?;
     handle.answer_approval(&call_id, body.decision)?;
     Ok(Json(ApprovalAnswer {
         call_id,
@@ -706,7 +711,7 @@ pub(crate) async fn command(
     IdempotencyHeader(key): IdempotencyHeader,
     Body(body): Body<CommandBody>,
 ) -> Result<Response, ApiError> {
-    let handle = session(&state, &id)?;
+    let handle = session(&state, &id).await?;
     let digest = digest(&serde_json::json!(["commands", body.command]));
     let ticket = match claim(&state, &handle, key, digest).await? {
         Claim::Replay(outcome) => return Ok(replay_json(outcome)),
