@@ -85,3 +85,155 @@ async fn a_dead_node_s_sessions_answer_on_another_node_without_a_resume() {
         assert!(lease.expires_in_ms.unwrap() > 20_000, "{lease:?}");
     }
 }
+
+/// A call the echo model makes, which the default approval mode asks the operator about.
+fn write_call(n: usize) -> String {
+    format!(r#"call write_file {{"path":"out-{n}.txt","content":"approved {n}"}}"#)
+}
+
+/// The approvals `base` lists, as (session, call id, deadline).
+async fn approvals(client: &Client, base: &str) -> Vec<(String, String, u64)> {
+    let (status, body) = client.get(&format!("{base}/v1/approvals")).await.unwrap();
+    assert_eq!(status, 200, "{body}");
+    body["approvals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["session"].as_str().unwrap().to_owned(),
+                a["callId"].as_str().unwrap().to_owned(),
+                a["deadlineMs"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn an_approval_pending_on_a_killed_node_is_pending_on_the_next_and_its_tool_runs_once() {
+    let url = pg::database_url();
+    let dir = tempfile::tempdir().unwrap();
+    let db = reader(&url).await;
+    let timeout = ["--approval-timeout-ms", "60000"];
+    let mut a = Node::start(
+        "a",
+        dir.path(),
+        &url,
+        &[&["--node", "a", "--migrate"][..], &timeout].concat(),
+    );
+    let b = Node::start(
+        "b",
+        dir.path(),
+        &url,
+        &[&["--node", "b"][..], &timeout].concat(),
+    );
+    let client = Client::new();
+    // Two sessions on A, each with a turn waiting for the operator.
+    let mut keys = Vec::new();
+    for n in 0..2 {
+        let key = client.open(&a.url).await;
+        let (client, base, key2) = (client.clone(), a.url.clone(), key.clone());
+        // The client's turn: it gets no answer, A dies first.
+        tokio::spawn(async move { client.turn(&base, &key2, &write_call(n)).await });
+        keys.push(key);
+    }
+    let deadline = Instant::now() + TAKEOVER_BOUND;
+    let asked = loop {
+        let asked = approvals(&client, &a.url).await;
+        if asked.len() == keys.len() {
+            break asked;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the approvals were never asked: {asked:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    a.kill();
+
+    // Session 0: the operator's page on B shows it once the session is read there.
+    let (key0, call0, deadline0) = asked.iter().find(|(k, ..)| k == &keys[0]).unwrap().clone();
+    let shown = loop {
+        let (status, body) = client
+            .get(&format!("{}/v1/sessions/{key0}", b.url))
+            .await
+            .unwrap();
+        if status == 200 {
+            break body;
+        }
+        assert_eq!(body["error"]["code"], "session-leased", "{body}");
+        assert!(Instant::now() < deadline, "{key0} never moved");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(shown["session"]["activity"], "approval", "{shown}");
+    assert_eq!(
+        shown["pendingApprovals"],
+        serde_json::json!([call0]),
+        "{shown}"
+    );
+    // Same id, and the deadline counted from when A first asked.
+    assert!(approvals(&client, &b.url)
+        .await
+        .contains(&(key0.clone(), call0.clone(), deadline0)));
+
+    // Session 1: the answer itself goes to B (the balancer sent it there) and is taken.
+    let (key1, call1, _) = asked.iter().find(|(k, ..)| k == &keys[1]).unwrap().clone();
+    for (key, call) in [(&key1, &call1), (&key0, &call0)] {
+        let answer = loop {
+            let (status, body) = client
+                .post(
+                    &format!("{}/v1/sessions/{key}/approvals/{call}", b.url),
+                    serde_json::json!({ "decision": "allow" }),
+                )
+                .await
+                .unwrap();
+            if status != 409 {
+                break (status, body);
+            }
+            assert!(Instant::now() < deadline, "{key} never moved: {body}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        assert_eq!(answer.0, 200, "{key}: {}", answer.1);
+    }
+    // The turns go on on B: each tool ran once, after the answer, and the turn finished.
+    for (n, key) in keys.iter().enumerate() {
+        let records = loop {
+            let (status, body) = client
+                .get(&format!("{}/v1/sessions/{key}?limit=1000", b.url))
+                .await
+                .unwrap();
+            assert_eq!(status, 200, "{body}");
+            if body["session"]["activity"] == "idle" {
+                break stored(&db, key).await;
+            }
+            assert!(
+                Instant::now() < deadline + TAKEOVER_BOUND,
+                "{key} never finished: {body}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        assert_turns_whole(key, &records);
+        let results: Vec<_> = records
+            .iter()
+            .filter_map(|r| match r {
+                hookline::messages::record::Record::ToolResult { success, .. } => Some(*success),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            results,
+            [true],
+            "{key}: one result, of the tool's one run: {records:?}"
+        );
+        assert!(
+            !records
+                .iter()
+                .any(|r| matches!(r, hookline::messages::record::Record::CutOff { .. })),
+            "{key} was continued, not cut off: {records:?}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(b.root.join(format!("out-{n}.txt"))).unwrap(),
+            format!("approved {n}")
+        );
+    }
+}

@@ -22,6 +22,7 @@ mod error;
 mod session;
 mod status;
 mod takeover;
+mod waiting;
 
 pub use approvals::{Approvals, NotWaiting, PendingApproval};
 pub use error::RequestError;
@@ -558,6 +559,7 @@ impl Boot {
         conversation.set_operator(self.operator);
         conversation.set_stop_signal(self.stop);
         conversation.attach_live(self.sink);
+        conversation.continue_waiting_approvals();
         let opened = match (&self.resume, self.created) {
             (Some(id), _) => conversation.resume(id).await.map(|()| id.clone()),
             (None, Some(created)) => conversation.open_created(created).await,
@@ -586,7 +588,22 @@ impl Boot {
         });
         let events = conversation.take_events();
         let stop = conversation.stop_signal();
-        if self.opened.send(Ok((key.clone(), stop, events))).is_err() {
+        let answer = (key.clone(), stop, events);
+        let sent = if conversation.has_waiting_turn() {
+            let continued =
+                waiting::continue_waiting(&mut conversation, &self.status, self.opened, answer)
+                    .await;
+            if continued.lost {
+                if let Some(gateway) = self.gateway.upgrade() {
+                    gateway.forget_ended(&key);
+                }
+                return;
+            }
+            continued.sent
+        } else {
+            self.opened.send(Ok(answer)).is_ok()
+        };
+        if !sent {
             // The caller gave up waiting: end the session again.
             let _ = conversation.close().await;
             return;

@@ -228,6 +228,8 @@ impl Replayer {
             stop: Arc::new(StopSignal::default()),
             tap: Some(tap.clone()),
             digests: crate::turn::RequestDigests::default(),
+            // Only a detached session's archive reads it.
+            clock: Arc::new(crate::shared::SystemClock),
             // Nothing a replay does reaches a store (its session is detached).
             durable_steps: false,
         }

@@ -2,10 +2,16 @@
 //! again: the records [`OpenTurn::closing`] makes (a failed result for every call left without
 //! one, then the marker), the note, `on_turn_finished` with [`StopReason::Interrupted`], and the
 //! `turn-finished` entry, all stored in the resume's one durable append.
+//!
+//! The one exception (issue 40 item 3): a turn cut off while the operator was asked about a call
+//! ([`OpenTurn::waiting`]) is continued on a gateway instead: the operator is asked again with
+//! the same call id and the deadline counted from the first question; the answer decides the
+//! call, which then runs (once, here) or is refused, and the turn goes on as it would have.
 
-use hookline_messages::cut_off::OpenTurn;
+use hookline_messages::cut_off::{OpenTurn, WaitingApproval};
 use hookline_messages::hook::OnTurnFinished;
 use hookline_messages::record::ArchiveEntry;
+use hookline_messages::record::Decider;
 use hookline_messages::user::{StopReason, TurnInfo};
 
 use super::Turn;
@@ -28,5 +34,41 @@ impl Turn<'_> {
             .events
             .push(HostEvent::TurnFinished { stop_reason });
         Ok(())
+    }
+
+    /// Continues the turn `open`, cut off while `waiting` was asked: asks again, then the call's
+    /// remaining steps, the turn's later calls, its further model calls and its end.
+    pub(crate) async fn continue_waiting(
+        &mut self,
+        open: OpenTurn,
+        waiting: WaitingApproval,
+    ) -> Result<StopReason, HostError> {
+        let WaitingApproval {
+            call,
+            classification,
+            asked_ms,
+            later_calls,
+        } = waiting;
+        let purpose = super::purpose_of(open.mode);
+        let images_allowed = self.request(purpose, None).accepts_images;
+        let answer = (self.engine.operator)
+            .answer_asked(&call, &classification, asked_ms)
+            .await;
+        if let Some(note) = answer.note {
+            self.note(note)?;
+        }
+        let decision =
+            self.record_approval(&call, classification, answer.decision, Decider::Operator)?;
+        self.finish_call(&call, decision, images_allowed).await?;
+        for later in later_calls {
+            self.tool_call(later, images_allowed).await?;
+        }
+        let stop_reason = self.model_loop(open.mode).await?;
+        let info = TurnInfo {
+            user_text: open.user_text,
+            mode: open.mode,
+            stop_reason: None,
+        };
+        self.finish_turn(info, stop_reason).await
     }
 }

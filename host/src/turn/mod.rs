@@ -63,6 +63,8 @@ pub(crate) struct Engine {
     pub(crate) tap: Option<RequestTap>,
     /// The digest of each request's stable prefix, so a call hashes only what is new.
     pub(crate) digests: digest::RequestDigests,
+    /// The gateway's clock: when an approval was asked is stored (issue 40 item 3).
+    pub(crate) clock: Arc<dyn crate::shared::Clock>,
 }
 
 /// What `hookline replay` listens for in a turn (issue 25): each stored-path model request, and
@@ -157,6 +159,7 @@ impl Engine {
             stop: Arc::new(StopSignal::default()),
             tap: None,
             digests: digest::RequestDigests::default(),
+            clock: shared.settings.clock.clone(),
         }
     }
 }
@@ -234,6 +237,15 @@ impl Turn<'_> {
         self.hook::<OnTurnStarted>(info.clone()).await?;
         self.compose_turn_prompt(input.mode).await?;
         let stop_reason = self.model_loop(input.mode).await?;
+        self.finish_turn(info, stop_reason).await
+    }
+
+    /// The turn's last steps: `on_turn_finished` with its stop reason, and its archive entry.
+    async fn finish_turn(
+        &mut self,
+        info: TurnInfo,
+        stop_reason: StopReason,
+    ) -> Result<StopReason, HostError> {
         self.hook::<OnTurnFinished>(TurnInfo {
             stop_reason: Some(stop_reason),
             ..info
@@ -248,11 +260,7 @@ impl Turn<'_> {
 
     /// Model calls and their tool calls until the model stops asking for tools.
     async fn model_loop(&mut self, mode: PromptMode) -> Result<StopReason, HostError> {
-        let purpose = if mode == PromptMode::Plan {
-            Purpose::Plan
-        } else {
-            Purpose::Work
-        };
+        let purpose = purpose_of(mode);
         for _ in 0..self.engine.max_model_calls {
             // Durable step: the user message, the composed system text and every tool result
             // so far are stored before the model is called (issue 22).
@@ -344,6 +352,15 @@ impl Turn<'_> {
 
     fn archive(&mut self, entry: ArchiveEntry) -> Result<(), HostError> {
         self.session.archive(&entry)
+    }
+}
+
+/// The purpose of a turn's model calls in `mode`.
+fn purpose_of(mode: PromptMode) -> Purpose {
+    if mode == PromptMode::Plan {
+        Purpose::Plan
+    } else {
+        Purpose::Work
     }
 }
 
