@@ -287,6 +287,7 @@ async fn killed_nodes_sessions_answer_again_through_the_balancer_without_a_resum
         let killed = Instant::now();
         slots[victim].node = None;
         // Each of its sessions answers again, on the other node.
+        let mut this = Vec::new();
         for key in &moving {
             let first = loop {
                 let next = acks
@@ -300,18 +301,24 @@ async fn killed_nodes_sessions_answer_again_through_the_balancer_without_a_resum
                 assert!(killed.elapsed() < MOVE_BOUND, "{key} never answered again");
                 tokio::time::sleep(Duration::from_millis(10)).await;
             };
-            moves.push(first.saturating_duration_since(killed));
+            this.push(first.saturating_duration_since(killed));
         }
+        this.sort();
         if kill == 0 {
             answer_approvals(&client, &lb, &waiting, &calls).await;
         }
         slots[victim].start(dir.path(), &url);
         open_on(&client, &lb, &slots, victim).await;
-        eprintln!(
-            "kill {kill}: node {} held {} sessions",
-            slots[victim].name,
-            moving.len()
-        );
+        if let Some(max) = this.last() {
+            eprintln!(
+                "kill {kill}: node {} held {} sessions; kill to first good answer p50 {:?}, max \
+                 {max:?}",
+                slots[victim].name,
+                moving.len(),
+                percentile(&this, 0.5),
+            );
+        }
+        moves.extend(this);
     }
     stop.store(true, Ordering::Release);
     for driver in drivers {
@@ -334,7 +341,7 @@ async fn killed_nodes_sessions_answer_again_through_the_balancer_without_a_resum
 
     // No acknowledged turn is lost: each session stores them all, in order (a turn cut off by a
     // kill and sent again may be stored twice: once closed as cut off, once answered).
-    let acks = acks.lock().unwrap();
+    let acks = std::mem::take(&mut *acks.lock().unwrap());
     for key in &keys {
         let records = stored(&db, key).await;
         assert_turns_whole(key, &records);

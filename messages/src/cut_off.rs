@@ -459,7 +459,9 @@ mod tests {
     fn a_turn_cut_off_while_the_operator_was_asked_waits_for_that_approval() {
         let records = [user("a"), call("c1"), call("c2")];
         let open = opened(&records, &[typed("a"), asked("c1", 7)]);
-        let waiting = open.waiting.expect("the approval of c1 waits");
+        let Some(waiting) = open.waiting else {
+            panic!("the approval of c1 does not wait")
+        };
         assert_eq!(waiting.call.call_id, "c1");
         assert_eq!(waiting.asked_ms, 7);
         assert_eq!(waiting.later_calls, vec![call("c2")]);

@@ -348,6 +348,7 @@ impl ServerCertVerifier for AnyName {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]
