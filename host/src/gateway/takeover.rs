@@ -67,7 +67,10 @@ impl Gateway {
         }
         let store = |e| RequestError::Host(HostError::Store(e));
         match self.session_store().holder(key).await.map_err(store)? {
-            Holder::Unknown => Err(RequestError::Unknown(key.clone())),
+            // A session that ended here and is not yet forgotten answers as it did before.
+            Holder::Unknown => self
+                .session(key)
+                .ok_or_else(|| RequestError::Unknown(key.clone())),
             Holder::Alive { holder } => Err(store(StoreError::Leased {
                 session: key.clone(),
                 holder,
