@@ -140,7 +140,7 @@ async fn bench() {
         results[2].per_second / results[1].per_second
     );
     let url = pg::database_url();
-    hookline::postgres::migrate_url(&url).await.unwrap();
+    hookline::postgres::migrate_url(&url, None).await.unwrap();
     let mut pg_results = Vec::new();
     for (name, group_commit) in [
         ("postgres, without group commit", false),

@@ -2,8 +2,10 @@
 //! PostgreSQL. One session's turn waits for the operator's approval, another's tool is running
 //! (a plugin tool that signals once it started and then never returns); the server is killed,
 //! another server starts on the same store and resumes both. Each durable step the turn had
-//! reached is stored, the turn is closed with a failed result for its open call and the
-//! cut-off marker, and the session runs another turn, which the echo model answers.
+//! reached is stored; the running tool's turn is closed with a failed result for its open call
+//! and the cut-off marker, the approval's turn waits for the approval again there (issue 40 item
+//! 3) and ends once it is answered; and each session runs another turn, which the echo model
+//! answers.
 //! (The model-streaming case, where the echo model is too quick to be caught, is in-process in
 //! `tests/turn_cut_off.rs`.)
 //!
@@ -168,30 +170,47 @@ async fn killed_mid_turn_then_resumed(backend: Backend, dir: &Path) {
 
     let b = Node::start("b", dir, &backend.store_arg(), &backend.args());
     let deadline = Instant::now() + DEADLINE;
-    for (key, text, call_id, name, at, result) in [
-        (
-            &waiting,
-            WRITE,
-            "call-2",
-            "write_file",
-            CutOff::BeforeTool {
-                call_id: "call-2".into(),
-                name: "write_file".into(),
-            },
-            "The turn was cut off before this call ran; it did not run.",
-        ),
-        (
-            &running,
-            "call slow {}",
-            "call-2",
-            "slow",
-            CutOff::ToolStarted {
-                call_id: "call-2".into(),
-                name: "slow".into(),
-            },
-            "The turn was cut off while this call ran; its result was not stored.",
-        ),
-    ] {
+    // Issue 40 item 3: the turn that waited for the operator is the one not closed: it waits
+    // again on b, with the same call id; denied there, its call never runs and the turn ends.
+    let status = client.resume(&b.url, &waiting, deadline).await;
+    assert_eq!(status["activity"], "approval", "{status}");
+    let (code, answer) = client
+        .post(
+            &format!("{}/v1/sessions/{waiting}/approvals/call-2", b.url),
+            serde_json::json!({ "decision": "deny" }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(code, 200, "{answer}");
+    until("the continued turn ends", async || {
+        let (_, body) = client
+            .get(&format!("{}/v1/sessions/{waiting}", b.url))
+            .await
+            .unwrap();
+        body["session"]["activity"] == "idle"
+    })
+    .await;
+    let records = backend.records(&waiting).await;
+    let steps = after_user(&records, WRITE);
+    assert!(
+        matches!(&steps[..2], [Record::ToolCall { call_id, .. }, Record::ToolResult { success: false, .. }] if call_id == "call-2"),
+        "{steps:?}"
+    );
+    assert!(
+        !steps.iter().any(|r| matches!(r, Record::CutOff { .. })),
+        "{steps:?}"
+    );
+    for (key, text, call_id, name, at, result) in [(
+        &running,
+        "call slow {}",
+        "call-2",
+        "slow",
+        CutOff::ToolStarted {
+            call_id: "call-2".into(),
+            name: "slow".into(),
+        },
+        "The turn was cut off while this call ran; its result was not stored.",
+    )] {
         let status = client.resume(&b.url, key, deadline).await;
         assert_eq!(status["key"], key.as_str(), "{status}");
         let records = backend.records(key).await;
@@ -224,6 +243,7 @@ async fn killed_mid_turn_then_resumed(backend: Backend, dir: &Path) {
         );
         cluster::assert_turns_whole(key, &records);
     }
+    cluster::assert_turns_whole(&waiting, &backend.records(&waiting).await);
     assert!(
         !b.root.join("a.txt").exists(),
         "the call waiting for approval never ran"

@@ -235,11 +235,21 @@ async fn sessions_survive_a_killed_node_and_a_stale_node_cannot_write() {
             message.contains(key.as_str()) && message.contains("another node"),
             "{message}"
         );
+        // Dropped: a request for it on c now finds b holding it (issue 40 item 2: c would take
+        // it over only if b were gone).
         let (status, body) = client
             .get(&format!("{}/v1/sessions/{key}", c.url))
             .await
             .unwrap();
-        assert_eq!(status, 404, "node c dropped {key}: {body}");
+        assert_eq!(status, 409, "node c dropped {key}: {body}");
+        assert_eq!(body["error"]["code"], "session-leased", "{body}");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("node b"),
+            "{body}"
+        );
     }
     for (key, before) in keys.iter().zip(&before) {
         assert_eq!(

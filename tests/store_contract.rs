@@ -504,9 +504,9 @@ async fn both_backends_store_the_same_session() {
 async fn migration_is_idempotent() {
     let url = pg::database_url();
     // Whatever ran first, a second and third run apply nothing and the store connects.
-    migrate_url(&url).await.unwrap();
-    assert!(migrate_url(&url).await.unwrap().is_empty());
-    assert!(migrate_url(&url).await.unwrap().is_empty());
+    migrate_url(&url, None).await.unwrap();
+    assert!(migrate_url(&url, None).await.unwrap().is_empty());
+    assert!(migrate_url(&url, None).await.unwrap().is_empty());
     PgStore::connect(
         &url,
         PgStoreOptions {

@@ -277,7 +277,7 @@ async fn file_store_loses_no_acknowledged_append_under_sigkill() {
 async fn postgres_store_loses_no_acknowledged_append_under_sigkill() {
     let url = pg::database_url();
     // The schema first, so children only connect.
-    hookline::postgres::migrate_url(&url).await.unwrap();
+    hookline::postgres::migrate_url(&url, None).await.unwrap();
     let acked = kill_children(&format!("pg:{url}"), iterations(15), seed());
     let store = PgStore::connect(&url, PgStoreOptions::default())
         .await

@@ -15,9 +15,11 @@ use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 
+use crate::approval::Classification;
 use crate::note::Note;
 use crate::prompt::PromptMode;
 use crate::record::{ArchiveEntry, Decision, Record};
+use crate::tool::ToolCall;
 
 /// Where a turn was cut off, as far as the stored steps tell.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
@@ -69,6 +71,23 @@ pub struct OpenTurn {
     /// Every tool call of the turn left without a result, in order, and what its made-up
     /// result says.
     pub open_calls: Vec<(String, String, CutOffCall)>,
+    /// The approval the turn was waiting for, when it was cut off there (issue 40 item 3): the
+    /// one cut-off turn a gateway does not close, but continues by asking again.
+    pub waiting: Option<WaitingApproval>,
+}
+
+/// A turn cut off while the operator was asked about its first open call: what was asked, and
+/// the turn's later calls of the same model answer, which never ran.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WaitingApproval {
+    /// The call as it waits (after `on_tool_call`).
+    pub call: ToolCall,
+    /// The classification the operator was shown.
+    pub classification: Classification,
+    /// When it was first asked, in milliseconds since the Unix epoch.
+    pub asked_ms: u64,
+    /// The turn's other calls left without a result, as stored, in order.
+    pub later_calls: Vec<Record>,
 }
 
 impl OpenTurn {
@@ -140,6 +159,44 @@ pub fn open_turn(records: &[Record], archive: &[ArchiveEntry]) -> Option<OpenTur
         mode: mode_of(records, steps),
         at: cut_off_at(turn, steps, &unanswered),
         open_calls: open_calls(steps, &unanswered),
+        waiting: waiting(turn, steps, &unanswered),
+    })
+}
+
+/// The approval the first open call waits for: asked, and neither decided nor answered since.
+fn waiting(
+    turn: &[Record],
+    steps: &[ArchiveEntry],
+    unanswered: &[(&str, &str)],
+) -> Option<WaitingApproval> {
+    let &(first, _) = unanswered.first()?;
+    let decided = steps
+        .iter()
+        .any(|e| matches!(e, ArchiveEntry::Approval(a) if a.call_id == first));
+    if decided {
+        return None;
+    }
+    let (call, classification, asked_ms) = steps.iter().rev().find_map(|e| match e {
+        ArchiveEntry::ApprovalAsked {
+            call,
+            classification,
+            asked_ms,
+        } if call.call_id == first => Some((call, classification, *asked_ms)),
+        _ => None,
+    })?;
+    let later: HashSet<&str> = unanswered.iter().skip(1).map(|&(id, _)| id).collect();
+    let later_calls = turn
+        .iter()
+        .filter(
+            |r| matches!(r, Record::ToolCall { call_id, .. } if later.contains(call_id.as_str())),
+        )
+        .cloned()
+        .collect();
+    Some(WaitingApproval {
+        call: call.clone(),
+        classification: classification.clone(),
+        asked_ms,
+        later_calls,
     })
 }
 
@@ -378,5 +435,52 @@ mod tests {
         ];
         assert_eq!(opened(&records, &[typed("a")]).mode, PromptMode::Plan);
         assert_eq!(opened(&[user("a")], &[typed("a")]).mode, PromptMode::Work);
+    }
+
+    fn asked(id: &str, asked_ms: u64) -> ArchiveEntry {
+        ArchiveEntry::ApprovalAsked {
+            call: ToolCall {
+                provider: crate::tool::ToolProvider::BuiltIn,
+                call_id: id.into(),
+                name: "write_file".into(),
+                arguments: serde_json::json!({}),
+            },
+            classification: Classification {
+                risk: Risk::Write,
+                authority: Authority::Workspace,
+                requires_prompt: true,
+                summary: "write".into(),
+            },
+            asked_ms,
+        }
+    }
+
+    #[test]
+    fn a_turn_cut_off_while_the_operator_was_asked_waits_for_that_approval() {
+        let records = [user("a"), call("c1"), call("c2")];
+        let open = opened(&records, &[typed("a"), asked("c1", 7)]);
+        let Some(waiting) = open.waiting else {
+            panic!("the approval of c1 does not wait")
+        };
+        assert_eq!(waiting.call.call_id, "c1");
+        assert_eq!(waiting.asked_ms, 7);
+        assert_eq!(waiting.later_calls, vec![call("c2")]);
+        assert_eq!(
+            open.at,
+            CutOff::BeforeTool {
+                call_id: "c1".into(),
+                name: "write_file".into()
+            }
+        );
+        // Decided (allowed: the tool may have started), or never asked: nothing waits.
+        let decided = [typed("a"), asked("c1", 7), approval("c1", Decision::Allow)];
+        assert_eq!(opened(&records, &decided).waiting, None);
+        assert_eq!(opened(&records, &[typed("a")]).waiting, None);
+        // Asked about an earlier call that was answered: that approval does not wait.
+        let records = [user("a"), call("c0"), result("c0"), call("c1")];
+        assert_eq!(
+            opened(&records, &[typed("a"), asked("c0", 1)]).waiting,
+            None
+        );
     }
 }

@@ -243,6 +243,18 @@ pub enum ArchiveEntry {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         rewritten_from: Option<ToolCall>,
     },
+    /// The operator was asked about a call (stored before the question, issue 40 item 3): a
+    /// node that takes the session over while the answer is awaited asks again, with the same
+    /// call id and the deadline counted from `asked_ms`.
+    #[serde(rename_all = "camelCase")]
+    ApprovalAsked {
+        /// The call as it waits (after `on_tool_call`).
+        call: ToolCall,
+        /// The classification the operator is shown (after `on_approval`, `rewrite_approval`).
+        classification: Classification,
+        /// When it was first asked, in milliseconds since the Unix epoch.
+        asked_ms: u64,
+    },
     /// An approval decision.
     Approval(ApprovalRecord),
     /// What a tool answered, when `on_tool_result` changed it before it was stored (the

@@ -15,31 +15,47 @@
 //! (up to [`MAX_BATCH`]) and commits them in one transaction: one fencing `UPDATE` for all of
 //! them, one `INSERT` for all records, one for all archive entries. A background task renews the
 //! held leases every [`PgStoreOptions::renew_every`].
+//!
+//! Liveness (issue 40 item 1, [`liveness`]): each store holds an advisory lock on its incarnation
+//! for as long as it runs, and a lease records the incarnation that took it; a session whose
+//! holder's lock is gone (the process died) is taken over at once, without waiting for the lease
+//! to expire. The fencing token stays the guarantee.
+//!
+//! TLS ([`connect`]): `sslmode` in the URL, rustls, a CA file.
 
+mod commit;
+pub mod connect;
 mod keys;
+mod liveness;
 pub mod migrate;
+mod writer;
+
+use commit::{committer, renew, renewer};
+use writer::PgWriter;
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use hookline_messages::record::{ArchiveEntry, Record};
+use hookline_messages::record::Record;
 use hookline_messages::session::SessionId;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use tokio::sync::{mpsc, oneshot};
-use tokio_postgres::NoTls;
 
+pub use connect::{target, Target, TlsMode};
+
+use hookline_host::store::CommitStats;
 use hookline_host::store::{
-    fresh_session_id, NewSession, SessionFacts, SessionStore, SessionWriter, StoredSession,
+    fresh_session_id, Holder, NewSession, SessionFacts, SessionStore, SessionWriter, StoredSession,
     ID_TRIES,
 };
 use hookline_host::store::{Claimed, IdempotencyKey, KeyClaim, KeyOutcome};
-use hookline_host::store::{CommitStats, MAX_BATCH};
 use hookline_host::store::{StoreError, MAX_RECORD_BYTES};
 
 /// How a [`PgStore`] connects, commits and holds leases.
@@ -60,6 +76,12 @@ pub struct PgStoreOptions {
     /// Apply missing migrations when connecting (`hookline serve --migrate`); otherwise a
     /// database whose schema is behind is refused.
     pub migrate: bool,
+    /// The CA certificates (PEM) `sslmode=verify-ca` and `verify-full` trust; the URL's
+    /// `sslrootcert`, else the public web roots, when `None` (`--database-ca`).
+    pub ca_file: Option<PathBuf>,
+    /// How long a lost liveness connection waits before it connects and locks again (default
+    /// 500 ms; [`liveness`]).
+    pub liveness_retry: Duration,
 }
 
 impl Default for PgStoreOptions {
@@ -72,6 +94,8 @@ impl Default for PgStoreOptions {
             pool_size: 8,
             queue: 4096,
             migrate: false,
+            ca_file: None,
+            liveness_retry: Duration::from_millis(500),
         }
     }
 }
@@ -85,6 +109,9 @@ pub struct Lease {
     pub token: i64,
     /// Milliseconds until it expires (negative when expired); `None` when released.
     pub expires_in_ms: Option<i64>,
+    /// Whether the store that took it still runs (its liveness lock is held); `None` when the
+    /// lease names no incarnation.
+    pub holder_alive: Option<bool>,
 }
 
 /// The PostgreSQL store. Clones share one pool, committer and renewer.
@@ -101,8 +128,12 @@ impl std::fmt::Debug for PgStore {
     }
 }
 
-struct Inner {
+pub(crate) struct Inner {
     pool: Pool,
+    /// This store's incarnation: the node's name and a random suffix, new on every connect.
+    incarnation: String,
+    /// The liveness lock on `incarnation`, held while the store lives.
+    _liveness: liveness::Liveness,
     jobs: mpsc::Sender<Job>,
     options: PgStoreOptions,
     /// The leases this store holds: session and fencing token. Renewed in the background.
@@ -112,7 +143,7 @@ struct Inner {
 }
 
 /// One append waiting for the committer.
-struct Job {
+pub(crate) struct Job {
     session: SessionId,
     token: i64,
     first_record: i64,
@@ -122,17 +153,14 @@ struct Job {
     reply: oneshot::Sender<Result<(), StoreError>>,
 }
 
-/// Connects a pool to `url` (a libpq URL or key=value string; no TLS).
+/// Connects a pool to `target` ([`connect::target`]: the URL and its TLS).
 ///
 /// # Errors
-/// [`StoreError::Database`] when the URL does not parse or the pool cannot be built.
-pub fn pool(url: &str, size: usize) -> Result<Pool, StoreError> {
-    let config: tokio_postgres::Config = url
-        .parse()
-        .map_err(|e| StoreError::db("parse the database URL", e))?;
+/// [`StoreError::Database`] when the pool cannot be built.
+pub fn pool(target: &Target, size: usize) -> Result<Pool, StoreError> {
     let manager = Manager::from_config(
-        config,
-        NoTls,
+        target.config.clone(),
+        target.tls.clone(),
         ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
         },
@@ -146,13 +174,16 @@ pub fn pool(url: &str, size: usize) -> Result<Pool, StoreError> {
         .map_err(|e| StoreError::db("build a connection pool", e))
 }
 
-/// Applies the embedded migrations to the database at `url` (`hookline store migrate`).
-/// Returns the names applied now.
+/// Applies the embedded migrations to the database at `url` (`hookline store migrate`), over
+/// TLS as its `sslmode` says, trusting `ca_file` when given. Returns the names applied now.
 ///
 /// # Errors
-/// [`StoreError::Database`] when it cannot connect or a migration fails.
-pub async fn migrate_url(url: &str) -> Result<Vec<&'static str>, StoreError> {
-    let pool = pool(url, 1)?;
+/// [`StoreError::Database`] when the URL does not parse, it cannot connect or a migration fails.
+pub async fn migrate_url(
+    url: &str,
+    ca_file: Option<&std::path::Path>,
+) -> Result<Vec<&'static str>, StoreError> {
+    let pool = pool(&target(url, ca_file)?, 1)?;
     let mut client = pool.get().await.map_err(|e| StoreError::db("connect", e))?;
     migrate::migrate(&mut client).await
 }
@@ -165,7 +196,8 @@ impl PgStore {
     /// # Errors
     /// [`StoreError::Database`] when it cannot connect or the schema is behind.
     pub async fn connect(url: &str, options: PgStoreOptions) -> Result<Self, StoreError> {
-        let pool = pool(url, options.pool_size)?;
+        let target = target(url, options.ca_file.as_deref())?;
+        let pool = pool(&target, options.pool_size)?;
         let mut client = pool.get().await.map_err(|e| StoreError::db("connect", e))?;
         if options.migrate {
             migrate::migrate(&mut client).await?;
@@ -178,9 +210,13 @@ impl PgStore {
             });
         }
         drop(client);
+        let incarnation = format!("{}/{}", options.node, fresh_session_id());
+        let liveness = liveness::hold(target, incarnation.clone(), options.liveness_retry).await?;
         let (jobs, rx) = mpsc::channel(options.queue.max(1));
         let inner = Arc::new(Inner {
             pool,
+            incarnation,
+            _liveness: liveness,
             jobs,
             options,
             held: Mutex::new(HashMap::new()),
@@ -211,7 +247,8 @@ impl PgStore {
         let row = client
             .query_opt(
                 "SELECT lease_holder, lease_token, \
-                 (extract(epoch FROM lease_expires - now()) * 1000)::bigint \
+                 (extract(epoch FROM lease_expires - now()) * 1000)::bigint, \
+                 hookline_node_alive(lease_incarnation) \
                  FROM hookline_sessions WHERE id = $1",
                 &[&id.as_str()],
             )
@@ -221,7 +258,31 @@ impl PgStore {
             holder: row.get(0),
             token: row.get(1),
             expires_in_ms: row.get(2),
+            holder_alive: row.get(3),
         }))
+    }
+
+    /// Ends the database connection that holds the liveness lock of `id`'s lease holder (as a
+    /// partition between that node and the database would), so the database takes the holder
+    /// for dead; the holder connects again after [`PgStoreOptions::liveness_retry`]. Returns
+    /// whether such a connection was found. For tests and operators.
+    ///
+    /// # Errors
+    /// [`StoreError::Database`] (ending another role's connection needs the rights to).
+    pub async fn terminate_liveness_of(&self, id: &SessionId) -> Result<bool, StoreError> {
+        let client = self.inner.client().await?;
+        let rows = client
+            .query(
+                "SELECT pg_terminate_backend(l.pid) FROM pg_locks l \
+                 JOIN hookline_sessions s ON s.id = $1 \
+                 WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 \
+                   AND l.classid::bigint = (hookline_node_key(s.lease_incarnation) >> 32) & 4294967295 \
+                   AND l.objid::bigint = hookline_node_key(s.lease_incarnation) & 4294967295",
+                &[&id.as_str()],
+            )
+            .await
+            .map_err(|e| StoreError::db("end a liveness connection", e))?;
+        Ok(rows.iter().any(|row| row.get::<_, bool>(0)))
     }
 
     /// Renews every lease this store holds now (the renewer does this every
@@ -258,11 +319,14 @@ impl Inner {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-fn encode<T: Serialize>(session: &SessionId, items: &[T]) -> Result<Vec<String>, StoreError> {
+pub(crate) fn encode<T: Serialize>(
+    session: &SessionId,
+    items: &[T],
+) -> Result<Vec<String>, StoreError> {
     items
         .iter()
         .map(|item| {
@@ -294,25 +358,25 @@ fn decode<T: DeserializeOwned>(
     })
 }
 
-fn len_i64(n: usize) -> i64 {
+pub(crate) fn len_i64(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-const INSERT_RECORDS: &str = "INSERT INTO hookline_records (session_id, seq, body) \
+pub(crate) const INSERT_RECORDS: &str = "INSERT INTO hookline_records (session_id, seq, body) \
      SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[])";
-const INSERT_ARCHIVE: &str = "INSERT INTO hookline_archive (session_id, seq, body) \
+pub(crate) const INSERT_ARCHIVE: &str = "INSERT INTO hookline_archive (session_id, seq, body) \
      SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[])";
 
 /// Rows for one `INSERT ... unnest`: session ids, sequence numbers, bodies.
 #[derive(Default)]
-struct Rows {
+pub(crate) struct Rows {
     sessions: Vec<String>,
     seqs: Vec<i64>,
     bodies: Vec<String>,
 }
 
 impl Rows {
-    fn push(&mut self, session: &SessionId, first: i64, bodies: &[String]) {
+    pub(crate) fn push(&mut self, session: &SessionId, first: i64, bodies: &[String]) {
         for (i, body) in bodies.iter().enumerate() {
             self.sessions.push(session.as_str().to_owned());
             self.seqs.push(first + len_i64(i));
@@ -320,7 +384,11 @@ impl Rows {
         }
     }
 
-    async fn insert(&self, tx: &impl GenericClient, sql: &str) -> Result<(), StoreError> {
+    pub(crate) async fn insert(
+        &self,
+        tx: &impl GenericClient,
+        sql: &str,
+    ) -> Result<(), StoreError> {
         if self.sessions.is_empty() {
             return Ok(());
         }
@@ -337,7 +405,7 @@ const FENCE_ONE: &str = "UPDATE hookline_sessions \
      SET updated_at = now(), lease_expires = now() + $3::bigint * interval '1 millisecond' \
      WHERE id = $1 AND lease_token = $2 AND lease_holder IS NOT NULL";
 
-async fn fence_one(
+pub(crate) async fn fence_one(
     tx: &impl GenericClient,
     inner: &Inner,
     session: &SessionId,
@@ -378,136 +446,9 @@ macro_rules! fence_many {
 }
 
 /// [`fence_many!`] for a group commit: also marks the sessions written.
-const FENCE_MANY_WRITE: &str = fence_many!("updated_at = now(), ");
+pub(crate) const FENCE_MANY_WRITE: &str = fence_many!("updated_at = now(), ");
 /// [`fence_many!`] for the renewer.
-const FENCE_MANY_RENEW: &str = fence_many!("");
-
-/// The committer: every queued append (up to [`MAX_BATCH`]) in one transaction.
-async fn committer(mut rx: mpsc::Receiver<Job>, inner: Weak<Inner>) {
-    while let Some(first) = rx.recv().await {
-        let Some(store) = inner.upgrade() else {
-            let _ = first.reply.send(Err(StoreError::Closed));
-            return;
-        };
-        let mut batch = vec![first];
-        if store.options.group_commit {
-            while batch.len() < MAX_BATCH {
-                match rx.try_recv() {
-                    Ok(job) => batch.push(job),
-                    Err(_) => break,
-                }
-            }
-        }
-        let count = len_i64(batch.len()) as u64;
-        match commit_batch(&store, &batch).await {
-            Ok(lost) => {
-                store.commits.fetch_add(1, Ordering::Relaxed);
-                store
-                    .appends
-                    .fetch_add(count - lost.len() as u64, Ordering::Relaxed);
-                for job in batch {
-                    let answer = if lost.contains(&job.session) {
-                        store.drop_hold(&job.session, job.token);
-                        Err(StoreError::LeaseLost {
-                            session: job.session,
-                            token: job.token,
-                        })
-                    } else {
-                        Ok(())
-                    };
-                    let _ = job.reply.send(answer);
-                }
-            }
-            Err(e) => {
-                // Nothing of the batch was committed; every append in it fails with the cause
-                // (the driver's own text is only "db error": its cause says what happened).
-                let text = e.with_causes();
-                for job in batch {
-                    let _ = job.reply.send(Err(StoreError::Database {
-                        action: "commit an append",
-                        source: text.clone().into(),
-                    }));
-                }
-            }
-        }
-    }
-}
-
-/// Commits a batch; returns the sessions whose fencing check failed (nothing of theirs was
-/// written).
-async fn commit_batch(inner: &Inner, batch: &[Job]) -> Result<Vec<SessionId>, StoreError> {
-    let mut client = inner.client().await?;
-    let tx = client
-        .transaction()
-        .await
-        .map_err(|e| StoreError::db("begin a commit", e))?;
-    let ids: Vec<&str> = batch.iter().map(|j| j.session.as_str()).collect();
-    let tokens: Vec<i64> = batch.iter().map(|j| j.token).collect();
-    let rows = tx
-        .query(FENCE_MANY_WRITE, &[&ids, &tokens, &inner.ttl_ms()])
-        .await
-        .map_err(|e| StoreError::db("check leases", e))?;
-    let fenced: std::collections::HashSet<String> = rows.iter().map(|r| r.get(0)).collect();
-    let (mut records, mut archive, mut lost) = (Rows::default(), Rows::default(), Vec::new());
-    for job in batch {
-        if fenced.contains(job.session.as_str()) {
-            records.push(&job.session, job.first_record, &job.records);
-            archive.push(&job.session, job.first_archive, &job.archive);
-        } else {
-            lost.push(job.session.clone());
-        }
-    }
-    records.insert(&tx, INSERT_RECORDS).await?;
-    archive.insert(&tx, INSERT_ARCHIVE).await?;
-    tx.commit()
-        .await
-        .map_err(|e| StoreError::db("commit appends", e))?;
-    Ok(lost)
-}
-
-/// Renews every held lease in one statement; forgets those taken over.
-async fn renew(inner: &Inner) -> Result<usize, StoreError> {
-    let (ids, tokens): (Vec<String>, Vec<i64>) = lock(&inner.held)
-        .iter()
-        .map(|(id, token)| (id.as_str().to_owned(), *token))
-        .unzip();
-    if ids.is_empty() {
-        return Ok(0);
-    }
-    let client = inner.client().await?;
-    let rows = client
-        .query(FENCE_MANY_RENEW, &[&ids, &tokens, &inner.ttl_ms()])
-        .await
-        .map_err(|e| StoreError::db("renew leases", e))?;
-    let renewed: std::collections::HashSet<String> = rows.iter().map(|r| r.get(0)).collect();
-    let mut held = lock(&inner.held);
-    for (id, token) in ids.iter().zip(tokens) {
-        if !renewed.contains(id) {
-            let id = SessionId::from(id.as_str());
-            if held.get(&id) == Some(&token) {
-                tracing::warn!("lease on session {id} was taken over; it is no longer renewed");
-                held.remove(&id);
-            }
-        }
-    }
-    Ok(renewed.len())
-}
-
-/// Renews the held leases every `every` until the store is dropped.
-async fn renewer(inner: Weak<Inner>, every: Duration) {
-    let mut tick = tokio::time::interval(every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    tick.tick().await;
-    loop {
-        tick.tick().await;
-        let Some(store) = inner.upgrade() else {
-            return;
-        };
-        if let Err(e) = renew(&store).await {
-            tracing::warn!("could not renew session leases: {e}");
-        }
-    }
-}
+pub(crate) const FENCE_MANY_RENEW: &str = fence_many!("");
 
 async fn read_rows<T: DeserializeOwned>(
     tx: &impl GenericClient,
@@ -573,6 +514,30 @@ async fn read_body(
     }))
 }
 
+/// A takeover: the lease is released, expired, or its holder is known dead (its liveness lock is
+/// gone; issue 40 item 1). A holder that runs, however silent, keeps it until it expires.
+const TAKE_OVER: &str = "UPDATE hookline_sessions \
+     SET lease_holder = $2, lease_token = lease_token + 1, updated_at = now(), \
+         lease_expires = now() + $3::bigint * interval '1 millisecond', lease_incarnation = $4 \
+     WHERE id = $1 AND (lease_holder IS NULL OR lease_expires <= now() \
+         OR (lease_incarnation IS NOT NULL AND lease_incarnation <> $4 \
+             AND NOT hookline_node_alive(lease_incarnation))) \
+     RETURNING lease_token";
+
+/// A session's holder: its name, milliseconds left, whether it may be taken over now (as
+/// [`TAKE_OVER`] decides), and whether it is this store.
+const HOLDER: &str = "SELECT lease_holder, \
+     (extract(epoch FROM lease_expires - now()) * 1000)::bigint, \
+     lease_expires <= now() OR (lease_incarnation IS NOT NULL AND lease_incarnation <> $2 \
+         AND NOT hookline_node_alive(lease_incarnation)), \
+     lease_incarnation IS NOT DISTINCT FROM $2 \
+     FROM hookline_sessions WHERE id = $1";
+
+/// The holder as [`StoreError::Leased`] names it.
+fn leased_by(node: &str, left_ms: Option<i64>) -> String {
+    format!("node {node} for {} ms more", left_ms.unwrap_or(0))
+}
+
 #[async_trait]
 impl SessionStore for PgStore {
     async fn create(
@@ -593,10 +558,17 @@ impl SessionStore for PgStore {
                 .map_err(|e| StoreError::db("begin a create", e))?;
             let row = tx
                 .query_opt(
-                    "INSERT INTO hookline_sessions (id, info, lease_holder, lease_token, lease_expires) \
-                     VALUES ($1, $2, $3, 1, now() + $4::bigint * interval '1 millisecond') \
+                    "INSERT INTO hookline_sessions \
+                     (id, info, lease_holder, lease_token, lease_expires, lease_incarnation) \
+                     VALUES ($1, $2, $3, 1, now() + $4::bigint * interval '1 millisecond', $5) \
                      ON CONFLICT (id) DO NOTHING RETURNING lease_token",
-                    &[&id.as_str(), &text, &inner.options.node, &inner.ttl_ms()],
+                    &[
+                        &id.as_str(),
+                        &text,
+                        &inner.options.node,
+                        &inner.ttl_ms(),
+                        &inner.incarnation,
+                    ],
                 )
                 .await
                 .map_err(|e| StoreError::db("create a session", e))?;
@@ -631,12 +603,13 @@ impl SessionStore for PgStore {
         let mut client = inner.client().await?;
         let taken = client
             .query_opt(
-                "UPDATE hookline_sessions \
-                 SET lease_holder = $2, lease_token = lease_token + 1, updated_at = now(), \
-                     lease_expires = now() + $3::bigint * interval '1 millisecond' \
-                 WHERE id = $1 AND (lease_holder IS NULL OR lease_expires <= now()) \
-                 RETURNING lease_token",
-                &[&id.as_str(), &inner.options.node, &inner.ttl_ms()],
+                TAKE_OVER,
+                &[
+                    &id.as_str(),
+                    &inner.options.node,
+                    &inner.ttl_ms(),
+                    &inner.incarnation,
+                ],
             )
             .await
             .map_err(|e| StoreError::db("take a lease", e))?;
@@ -657,11 +630,7 @@ impl SessionStore for PgStore {
                     let left: Option<i64> = row.get(1);
                     Err(StoreError::Leased {
                         session: id.clone(),
-                        holder: format!(
-                            "node {} for {} ms more",
-                            holder.unwrap_or_default(),
-                            left.unwrap_or(0)
-                        ),
+                        holder: leased_by(&holder.unwrap_or_default(), left),
                     })
                 }
             };
@@ -709,6 +678,27 @@ impl SessionStore for PgStore {
             .collect())
     }
 
+    async fn holder(&self, id: &SessionId) -> Result<Holder, StoreError> {
+        let client = self.inner.client().await?;
+        let row = client
+            .query_opt(HOLDER, &[&id.as_str(), &self.inner.incarnation])
+            .await
+            .map_err(|e| StoreError::db("read a lease", e))?;
+        let Some(row) = row else {
+            return Ok(Holder::Unknown);
+        };
+        let (holder, left, gone, ours): (Option<String>, Option<i64>, bool, bool) =
+            (row.get(0), row.get(1), row.get(2), row.get(3));
+        Ok(match holder {
+            None => Holder::Unknown,
+            Some(_) if ours => Holder::Unknown,
+            Some(_) if gone => Holder::Gone,
+            Some(node) => Holder::Alive {
+                holder: leased_by(&node, left),
+            },
+        })
+    }
+
     async fn claim_key(&self, id: &SessionId, claim: &KeyClaim) -> Result<Claimed, StoreError> {
         let mut client = self.inner.client().await?;
         keys::claim(&mut client, id, claim).await
@@ -723,141 +713,5 @@ impl SessionStore for PgStore {
     ) -> Result<bool, StoreError> {
         let client = self.inner.client().await?;
         keys::settle(&client, id, key, owner, outcome).await
-    }
-}
-
-/// The writer of one PostgreSQL session: its fencing token and where its rows continue.
-struct PgWriter {
-    id: SessionId,
-    token: i64,
-    inner: Arc<Inner>,
-    next_record: i64,
-    next_archive: i64,
-}
-
-impl Drop for PgWriter {
-    /// A writer dropped without [`SessionWriter::release`] stops being renewed, so its lease
-    /// expires after the TTL instead of being held for as long as the store lives.
-    fn drop(&mut self) {
-        self.inner.drop_hold(&self.id, self.token);
-    }
-}
-
-impl PgWriter {
-    async fn fenced_tx<F>(&self, action: &'static str, body: F) -> Result<(), StoreError>
-    where
-        F: for<'t> FnOnce(
-                &'t deadpool_postgres::Transaction<'t>,
-            ) -> futures::future::BoxFuture<'t, Result<(), StoreError>>
-            + Send,
-    {
-        let mut client = self.inner.client().await?;
-        let tx = client
-            .transaction()
-            .await
-            .map_err(|e| StoreError::db(action, e))?;
-        if let Err(e) = fence_one(&tx, &self.inner, &self.id, self.token).await {
-            if matches!(e, StoreError::LeaseLost { .. }) {
-                self.inner.drop_hold(&self.id, self.token);
-            }
-            return Err(e);
-        }
-        body(&tx).await?;
-        tx.commit().await.map_err(|e| StoreError::db(action, e))
-    }
-}
-
-#[async_trait]
-impl SessionWriter for PgWriter {
-    fn session_id(&self) -> &SessionId {
-        &self.id
-    }
-
-    async fn append(
-        &mut self,
-        records: &[Record],
-        archive: &[ArchiveEntry],
-    ) -> Result<(), StoreError> {
-        if records.is_empty() && archive.is_empty() {
-            return Ok(());
-        }
-        let (reply, answer) = oneshot::channel();
-        let job = Job {
-            session: self.id.clone(),
-            token: self.token,
-            first_record: self.next_record,
-            records: encode(&self.id, records)?,
-            first_archive: self.next_archive,
-            archive: encode(&self.id, archive)?,
-            reply,
-        };
-        self.inner
-            .jobs
-            .send(job)
-            .await
-            .map_err(|_| StoreError::Closed)?;
-        answer.await.map_err(|_| StoreError::Closed)??;
-        self.next_record += len_i64(records.len());
-        self.next_archive += len_i64(archive.len());
-        Ok(())
-    }
-
-    async fn replace_records(
-        &mut self,
-        records: &[Record],
-        archive: &[ArchiveEntry],
-    ) -> Result<(), StoreError> {
-        let (id, first_archive) = (self.id.clone(), self.next_archive);
-        let mut new_records = Rows::default();
-        new_records.push(&id, 0, &encode(&id, records)?);
-        let mut new_archive = Rows::default();
-        new_archive.push(&id, first_archive, &encode(&id, archive)?);
-        self.fenced_tx("replace records", move |tx| {
-            Box::pin(async move {
-                tx.execute(
-                    "DELETE FROM hookline_records WHERE session_id = $1",
-                    &[&id.as_str()],
-                )
-                .await
-                .map_err(|e| StoreError::db("delete records", e))?;
-                new_records.insert(tx, INSERT_RECORDS).await?;
-                new_archive.insert(tx, INSERT_ARCHIVE).await
-            })
-        })
-        .await?;
-        self.next_record = len_i64(records.len());
-        self.next_archive += len_i64(archive.len());
-        Ok(())
-    }
-
-    async fn set_facts(&mut self, facts: &SessionFacts) -> Result<(), StoreError> {
-        let text = encode(&self.id, std::slice::from_ref(facts))?.concat();
-        let id = self.id.clone();
-        self.fenced_tx("update facts", move |tx| {
-            Box::pin(async move {
-                tx.execute(
-                    "UPDATE hookline_sessions SET info = $2 WHERE id = $1",
-                    &[&id.as_str(), &text],
-                )
-                .await
-                .map_err(|e| StoreError::db("update facts", e))?;
-                Ok(())
-            })
-        })
-        .await
-    }
-
-    async fn release(self: Box<Self>) -> Result<(), StoreError> {
-        self.inner.drop_hold(&self.id, self.token);
-        let client = self.inner.client().await?;
-        client
-            .execute(
-                "UPDATE hookline_sessions SET lease_holder = NULL, lease_expires = NULL \
-                 WHERE id = $1 AND lease_token = $2",
-                &[&self.id.as_str(), &self.token],
-            )
-            .await
-            .map_err(|e| StoreError::db("release a lease", e))?;
-        Ok(())
     }
 }

@@ -29,6 +29,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0002_idempotency_keys.sql",
         sql: include_str!("../../migrations/0002_idempotency_keys.sql"),
     },
+    Migration {
+        version: 3,
+        name: "0003_node_liveness.sql",
+        sql: include_str!("../../migrations/0003_node_liveness.sql"),
+    },
 ];
 
 /// The schema version this build needs.

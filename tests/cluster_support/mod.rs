@@ -55,14 +55,26 @@ impl Node {
     /// Starts `command` (the binary, or a shell that ends in `exec` of it) with `serve --listen
     /// 127.0.0.1:0 --workspace-root DIR/root` and then `args`, its plugins home in `dir` and its
     /// stderr in `dir/NAME.log`.
-    pub fn spawn(name: &str, dir: &Path, mut command: Command, args: &[&str]) -> Node {
+    pub fn spawn(name: &str, dir: &Path, command: Command, args: &[&str]) -> Node {
+        Node::spawn_on(name, dir, command, "127.0.0.1:0", args)
+    }
+
+    /// [`Node::start`] listening on `listen` (a node started again where a balancer expects it).
+    pub fn start_on(name: &str, dir: &Path, store: &str, listen: &str, extra: &[&str]) -> Node {
+        let command = Command::new(env!("CARGO_BIN_EXE_hookline"));
+        let mut args = vec!["--store", store];
+        args.extend_from_slice(extra);
+        Node::spawn_on(name, dir, command, listen, &args)
+    }
+
+    fn spawn_on(name: &str, dir: &Path, mut command: Command, listen: &str, args: &[&str]) -> Node {
         let root = dir.join("root");
         let home = dir.join(format!("home-{name}"));
         std::fs::create_dir_all(&root).unwrap();
         std::fs::create_dir_all(&home).unwrap();
         let log = dir.join(format!("{name}.log"));
         let mut child = command
-            .args(["serve", "--listen", "127.0.0.1:0", "--workspace-root"])
+            .args(["serve", "--listen", listen, "--workspace-root"])
             .arg(&root)
             .args(args)
             .env("HOOKLINE_HOME", &home)

@@ -84,6 +84,51 @@ fn as_cluster_user(program: &Path) -> Command {
 }
 
 fn start_cluster() -> Result<String, String> {
+    start_cluster_with(&[], |_| Ok(()))
+        .map(|port| format!("postgres://postgres@127.0.0.1:{port}/postgres"))
+}
+
+/// A throwaway cluster serving TLS with the PEM certificate chain `cert` and key `key` (issue 40
+/// item 4); returns its port on 127.0.0.1. Non-TLS connections are still accepted.
+pub(crate) fn tls_cluster(cert: &str, key: &str) -> Result<u16, String> {
+    let files = |dir: &Path| -> Result<(), String> {
+        for (name, text) in [("server.crt", cert), ("server.key", key)] {
+            let path = dir.join(name);
+            std::fs::write(&path, text).map_err(|e| format!("could not write {name}: {e}"))?;
+            // PostgreSQL refuses a key others can read.
+            std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+                .map_err(|e| format!("could not restrict {name}: {e}"))?;
+            if is_root() {
+                std::os::unix::fs::chown(&path, Some(NOBODY), Some(NOBODY))
+                    .map_err(|e| format!("could not hand {name} to nobody: {e}"))?;
+            }
+        }
+        Ok(())
+    };
+    let conf = |dir: &Path| {
+        vec![
+            "ssl=on".to_owned(),
+            format!("ssl_cert_file={}", dir.join("server.crt").display()),
+            format!("ssl_key_file={}", dir.join("server.key").display()),
+        ]
+    };
+    start_cluster_with_conf(conf, files)
+}
+
+/// Starts a cluster with `-c` settings `conf` gives for its directory, after `setup` wrote what
+/// they name into it; returns its port.
+fn start_cluster_with(
+    conf: &[String],
+    setup: impl FnOnce(&Path) -> Result<(), String>,
+) -> Result<u16, String> {
+    let conf = conf.to_vec();
+    start_cluster_with_conf(move |_| conf, setup)
+}
+
+fn start_cluster_with_conf(
+    conf: impl FnOnce(&Path) -> Vec<String>,
+    setup: impl FnOnce(&Path) -> Result<(), String>,
+) -> Result<u16, String> {
     let bin = bin_dir()?;
     let dir = tempfile::Builder::new()
         .prefix("hookline-pg-")
@@ -109,6 +154,7 @@ fn start_cluster() -> Result<String, String> {
             String::from_utf8_lossy(&out.stderr)
         ));
     }
+    setup(&dir)?;
     let port = TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map_err(|e| format!("no free loopback port: {e}"))?
@@ -141,6 +187,9 @@ fn start_cluster() -> Result<String, String> {
         "-c".into(),
         "max_connections=200".into(),
     ]);
+    for setting in conf(&dir) {
+        argv.extend(["-c".into(), setting]);
+    }
     Command::new("sh")
         .arg("-c")
         .arg(script)
@@ -163,7 +212,7 @@ fn start_cluster() -> Result<String, String> {
             .status()
             .is_ok_and(|s| s.success());
         if ready {
-            return Ok(format!("postgres://postgres@127.0.0.1:{port}/postgres"));
+            return Ok(port);
         }
         if Instant::now() > deadline {
             let log = std::fs::read_to_string(dir.join("postgres.log")).unwrap_or_default();

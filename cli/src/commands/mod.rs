@@ -56,7 +56,8 @@ enum Command {
     /// plugins when none is found).
     Run(run::RunArgs),
     /// Serve many live sessions over HTTP and WebSocket (docs/serve.md).
-    Serve(serve::ServeArgs),
+    // Boxed: its many flags make it far larger than the other variants.
+    Serve(Box<serve::ServeArgs>),
     /// Soak: many sessions through every hook, then a shutdown under load; checks memory,
     /// queue bounds, notes and the shutdown budget.
     Soak(soak::SoakArgs),

@@ -1,7 +1,8 @@
 //! The session store `hookline serve` runs on (issue 14 item 1): `--store DIR` (or nothing) keeps
 //! the file store; `--store postgres://...` connects a [`PgStore`] that several nodes share, with
 //! this node's name and lease timings (`--node`, `--lease-ttl-ms`, `--lease-renew-ms`),
-//! `--migrate` to apply the schema first, and `--no-group-commit` to commit each append alone.
+//! `--migrate` to apply the schema first, `--no-group-commit` to commit each append alone, and
+//! `--database-ca` for TLS (`sslmode` in the URL; hookline_postgres::connect).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -67,6 +68,11 @@ pub(crate) struct StoreArgs {
     /// committing appends that arrive together at once (for measuring).
     #[arg(long)]
     no_group_commit: bool,
+    /// With a PostgreSQL store: the CA certificates (PEM) that `sslmode=verify-ca` and
+    /// `verify-full` in the URL trust (default: the URL's `sslrootcert`, else the public web
+    /// roots).
+    #[arg(long, value_name = "FILE")]
+    database_ca: Option<PathBuf>,
 }
 
 /// Why the store could not be set up.
@@ -141,6 +147,7 @@ impl StoreArgs {
             (self.lease_ttl_ms != DEFAULT_LEASE_TTL_MS, "--lease-ttl-ms"),
             (self.lease_renew_ms.is_some(), "--lease-renew-ms"),
             (self.no_group_commit, "--no-group-commit"),
+            (self.database_ca.is_some(), "--database-ca"),
         ];
         match given.iter().find(|(set, _)| *set) {
             Some((_, flag)) => Err(StoreSetupError::NeedsPostgres(flag)),
@@ -161,6 +168,7 @@ impl StoreArgs {
             renew_every: Some(Duration::from_millis(renew)),
             group_commit: !self.no_group_commit,
             migrate: self.migrate,
+            ca_file: self.database_ca.clone(),
             ..PgStoreOptions::default()
         })
     }

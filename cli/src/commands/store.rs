@@ -24,28 +24,33 @@ enum StoreCommand {
         /// string. Defaults to $HOOKLINE_DATABASE_URL.
         #[arg(long)]
         database_url: Option<String>,
+        /// The CA certificates (PEM) that `sslmode=verify-ca` and `verify-full` in the URL
+        /// trust (default: the URL's `sslrootcert`, else the public web roots).
+        #[arg(long, value_name = "FILE")]
+        database_ca: Option<std::path::PathBuf>,
     },
 }
 
 /// Runs `hookline store`.
 pub(crate) fn run(args: StoreArgs) -> ExitCode {
     match args.command {
-        StoreCommand::Migrate { database_url } => {
-            match database_url.or_else(|| std::env::var("HOOKLINE_DATABASE_URL").ok()) {
-                Some(url) => migrate(&url),
-                None => {
-                    eprintln!(
-                        "hookline store migrate: give the database with --database-url URL \
+        StoreCommand::Migrate {
+            database_url,
+            database_ca,
+        } => match database_url.or_else(|| std::env::var("HOOKLINE_DATABASE_URL").ok()) {
+            Some(url) => migrate(&url, database_ca.as_deref()),
+            None => {
+                eprintln!(
+                    "hookline store migrate: give the database with --database-url URL \
                          (or $HOOKLINE_DATABASE_URL)"
-                    );
-                    ExitCode::from(2)
-                }
+                );
+                ExitCode::from(2)
             }
-        }
+        },
     }
 }
 
-fn migrate(url: &str) -> ExitCode {
+fn migrate(url: &str, ca_file: Option<&std::path::Path>) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -56,7 +61,7 @@ fn migrate(url: &str) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match runtime.block_on(migrate_url(url)) {
+    match runtime.block_on(migrate_url(url, ca_file)) {
         Ok(applied) if applied.is_empty() => {
             println!("The schema is current; no migration was needed.");
             ExitCode::SUCCESS
@@ -72,7 +77,7 @@ fn migrate(url: &str) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => {
-            eprintln!("hookline store migrate: {e}");
+            eprintln!("hookline store migrate: {}", e.with_causes());
             ExitCode::from(2)
         }
     }

@@ -46,6 +46,19 @@ pub trait Operator: Send + Sync + 'static {
             note: None,
         }
     }
+
+    /// Asks again about a call first asked at `asked_ms` (milliseconds since the Unix epoch)
+    /// on a node that died (issue 40 item 3): as [`Operator::answer`], with the same call id and
+    /// the wait counted from then. The default asks as if anew.
+    async fn answer_asked(
+        &self,
+        call: &ToolCall,
+        classification: &Classification,
+        asked_ms: u64,
+    ) -> Answer {
+        let _ = asked_ms;
+        self.answer(call, classification).await
+    }
 }
 
 /// An operator's answer: the decision, and a note to record beside it.

@@ -129,8 +129,21 @@ impl Operator for RemoteOperator {
     }
 
     async fn answer(&self, call: &ToolCall, classification: &Classification) -> Answer {
+        self.answer_asked(call, classification, self.clock.now_ms())
+            .await
+    }
+
+    /// Issue 40 item 3: the deadline counts from when the call was first asked.
+    async fn answer_asked(
+        &self,
+        call: &ToolCall,
+        classification: &Classification,
+        asked_ms: u64,
+    ) -> Answer {
         let (reply, answered) = oneshot::channel();
         let timeout_ms = u64::try_from(self.timeout.as_millis()).unwrap_or(u64::MAX);
+        let deadline_ms = asked_ms.saturating_add(timeout_ms);
+        let left = Duration::from_millis(deadline_ms.saturating_sub(self.clock.now_ms()));
         let asked = PendingApproval {
             call_id: call.call_id.clone(),
             tool: call.name.clone(),
@@ -138,7 +151,7 @@ impl Operator for RemoteOperator {
             risk: classification.risk,
             authority: classification.authority,
             summary: classification.summary.clone(),
-            deadline_ms: self.clock.now_ms().saturating_add(timeout_ms),
+            deadline_ms,
         };
         self.approvals
             .lock()
@@ -153,7 +166,7 @@ impl Operator for RemoteOperator {
             timeout_ms,
         });
         let answer = tokio::select! {
-            answer = tokio::time::timeout(self.timeout, answered) => Some(answer),
+            answer = tokio::time::timeout(left, answered) => Some(answer),
             () = self.stop.raised_or_ending() => None,
         };
         self.approvals.lock().remove(&call.call_id);

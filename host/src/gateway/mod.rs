@@ -21,6 +21,8 @@ mod approvals;
 mod error;
 mod session;
 mod status;
+mod takeover;
+mod waiting;
 
 pub use approvals::{Approvals, NotWaiting, PendingApproval};
 pub use error::RequestError;
@@ -126,6 +128,8 @@ struct Inner {
     draining: Arc<AtomicBool>,
     next_arbiter: AtomicUsize,
     feed: broadcast::Sender<FeedEvent>,
+    /// Sessions being taken over from a holder that is gone ([`Gateway::session_or_take_over`]).
+    takeovers: takeover::Takeovers,
 }
 
 impl Gateway {
@@ -140,6 +144,7 @@ impl Gateway {
                 draining: Arc::new(AtomicBool::new(false)),
                 next_arbiter: AtomicUsize::new(0),
                 feed,
+                takeovers: takeover::Takeovers::default(),
             }),
         }
     }
@@ -559,6 +564,7 @@ impl Boot {
         conversation.set_operator(self.operator);
         conversation.set_stop_signal(self.stop);
         conversation.attach_live(self.sink);
+        conversation.continue_waiting_approvals();
         let opened = match (&self.resume, self.created) {
             (Some(id), _) => conversation.resume(id).await.map(|()| id.clone()),
             (None, Some(created)) => conversation.open_created(created).await,
@@ -587,7 +593,22 @@ impl Boot {
         });
         let events = conversation.take_events();
         let stop = conversation.stop_signal();
-        if self.opened.send(Ok((key.clone(), stop, events))).is_err() {
+        let answer = (key.clone(), stop, events);
+        let sent = if conversation.has_waiting_turn() {
+            let continued =
+                waiting::continue_waiting(&mut conversation, &self.status, self.opened, answer)
+                    .await;
+            if continued.lost {
+                if let Some(gateway) = self.gateway.upgrade() {
+                    gateway.forget_ended(&key);
+                }
+                return;
+            }
+            continued.sent
+        } else {
+            self.opened.send(Ok(answer)).is_ok()
+        };
+        if !sent {
             // The caller gave up waiting: end the session again.
             let _ = conversation.close().await;
             return;

@@ -51,7 +51,9 @@ pub(crate) struct Change {
 /// The values hooks changed in a replayed turn, in order.
 pub(crate) type Changes = Vec<Change>;
 
-/// Compares the entries of one turn (model requests excluded: see [`requests`]).
+/// Compares the entries of one turn (model requests excluded: see [`requests`]; so are the
+/// notes that the operator was asked, which hold the clock's time: the decision that follows is
+/// compared).
 pub(crate) fn entries(
     turn: Option<usize>,
     recorded: &[ArchiveEntry],
@@ -59,7 +61,12 @@ pub(crate) fn entries(
     changes: &Changes,
     handlers: &[Subscribed],
 ) -> Vec<Difference> {
-    let keep = |e: &&ArchiveEntry| !matches!(e, ArchiveEntry::ModelRequest { .. });
+    let keep = |e: &&ArchiveEntry| {
+        !matches!(
+            e,
+            ArchiveEntry::ModelRequest { .. } | ArchiveEntry::ApprovalAsked { .. }
+        )
+    };
     // The usual case, a turn reproduced: no JSON, no alignment.
     if recorded
         .iter()

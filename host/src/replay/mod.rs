@@ -253,6 +253,8 @@ impl Replayer {
             tap: Some(tap.clone()),
             digests: crate::turn::RequestDigests::default(),
             usage: hookline_messages::model::UsageTotals::default(),
+            // Only a detached session's archive reads it.
+            clock: Arc::new(crate::shared::SystemClock),
             // Nothing a replay does reaches a store (its session is detached).
             durable_steps: false,
         }

@@ -19,6 +19,7 @@ mod gateway_events;
 mod settings;
 pub(crate) mod shutdown;
 mod stored;
+mod waiting;
 mod wiring;
 
 use std::path::{Path, PathBuf};
@@ -133,6 +134,8 @@ pub struct Conversation {
     /// Awaited gateway events waiting for a session to be archived in (before those notes).
     pending_events: Vec<ArchiveEntry>,
     wiring: Wiring,
+    /// A resumed turn that waits for an approval, to continue (issue 40 item 3).
+    waiting: waiting::WaitingTurn,
 }
 
 impl Conversation {
@@ -158,6 +161,7 @@ impl Conversation {
             pending_notes,
             pending_events: Vec::new(),
             wiring: Wiring::default(),
+            waiting: waiting::WaitingTurn::default(),
         }
     }
 
@@ -215,8 +219,9 @@ impl Conversation {
         }
         let open_turn = opened.open_turn.take();
         self.activate(Cause::Resume, opened).await?;
-        if let Some(open) = open_turn {
-            // Issue 22: a turn a crash or a lost lease cut off is closed before anything else.
+        // Issue 22: a turn a crash or a lost lease cut off is closed before anything else; one
+        // that waited for an approval is kept to continue where the conversation does that.
+        if let Some(open) = open_turn.and_then(|open| self.waiting.keep(open)) {
             self.turn()?.close_cut_off(open).await?;
         }
         self.flush().await

@@ -154,6 +154,21 @@ pub(crate) fn count_user_turns(archive: &[ArchiveEntry]) -> u64 {
         .count() as u64
 }
 
+/// Who holds a stored session ([`SessionStore::holder`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Holder {
+    /// Not stored, released, held by this store, or a store that cannot tell.
+    Unknown,
+    /// Held by a writer known dead (its liveness lock is gone) or whose lease expired: it may be
+    /// taken over now.
+    Gone,
+    /// Held by another writer that runs.
+    Alive {
+        /// Its name and how long its lease lasts, as [`StoreError::Leased`] says it.
+        holder: String,
+    },
+}
+
 /// A store of sessions. Cheap to share (`Arc<dyn SessionStore>`); every method may be called
 /// from many tasks at once.
 #[async_trait]
@@ -200,6 +215,18 @@ pub trait SessionStore: Send + Sync + 'static {
     /// [`StoreError`] when the store cannot be reached.
     async fn ping(&self) -> Result<(), StoreError> {
         Ok(())
+    }
+
+    /// Who holds session `id` as far as the store can tell (issue 40 item 2): a node's request
+    /// for a session it does not have open takes it over at once when its holder is gone, and
+    /// answers `session-leased` naming a holder that runs. The default knows nothing
+    /// ([`Holder::Unknown`]: a local store's sessions are opened with `/resume` only).
+    ///
+    /// # Errors
+    /// [`StoreError`] when the store cannot be read.
+    async fn holder(&self, id: &SessionId) -> Result<Holder, StoreError> {
+        let _ = id;
+        Ok(Holder::Unknown)
     }
 
     /// Claims an idempotency key of session `id` (issue 22 item 3, [`keys`](super::keys)):

@@ -50,7 +50,7 @@ use std::path::{Path, PathBuf};
 use hookline_messages::session::SessionId;
 
 pub use api::{
-    fresh_session_id, NewSession, SessionFacts, SessionStore, SessionWriter, StoredSession,
+    fresh_session_id, Holder, NewSession, SessionFacts, SessionStore, SessionWriter, StoredSession,
     ID_TRIES,
 };
 pub use error::StoreError;

@@ -70,6 +70,8 @@ pub(crate) struct Engine {
     /// Usage of the answers kept since the gateway last took it: what one request (a turn, a
     /// `/compact`) reports, whichever session was active (issue 34).
     pub(crate) usage: UsageTotals,
+    /// The gateway's clock: when an approval was asked is stored (issue 40 item 3).
+    pub(crate) clock: Arc<dyn crate::shared::Clock>,
 }
 
 /// What `hookline replay` listens for in a turn (issue 25): each stored-path model request, and
@@ -201,6 +203,7 @@ impl Engine {
             tap: None,
             digests: digest::RequestDigests::default(),
             usage: UsageTotals::default(),
+            clock: shared.settings.clock.clone(),
         }
     }
 }
@@ -308,11 +311,7 @@ impl Turn<'_> {
 
     /// Model calls and their tool calls until the model stops asking for tools.
     async fn model_loop(&mut self, mode: PromptMode) -> Result<StopReason, HostError> {
-        let purpose = if mode == PromptMode::Plan {
-            Purpose::Plan
-        } else {
-            Purpose::Work
-        };
+        let purpose = purpose_of(mode);
         for _ in 0..self.engine.max_model_calls {
             // Durable step: the user message, the composed system text and every tool result
             // so far are stored before the model is called (issue 22).
@@ -407,6 +406,15 @@ impl Turn<'_> {
 
     fn archive(&mut self, entry: ArchiveEntry) -> Result<(), HostError> {
         self.session.archive(&entry)
+    }
+}
+
+/// The purpose of a turn's model calls in `mode`.
+fn purpose_of(mode: PromptMode) -> Purpose {
+    if mode == PromptMode::Plan {
+        Purpose::Plan
+    } else {
+        Purpose::Work
     }
 }
 

@@ -98,9 +98,19 @@ impl Turn<'_> {
             }
             None => self.approve(&call).await?,
         };
+        self.finish_call(&call, decision, images_allowed).await
+    }
+
+    /// A call's steps once it is decided: the tool (when allowed), `on_tool_result`, store.
+    pub(crate) async fn finish_call(
+        &mut self,
+        call: &ToolCall,
+        decision: Decision,
+        images_allowed: bool,
+    ) -> Result<(), HostError> {
         // Durable step: the call, as approved, is stored before the tool runs (issue 22).
         self.durable_step().await?;
-        let result = self.run_tool(&call, decision).await;
+        let result = self.run_tool(call, decision).await;
         let mut held = self.session.held_images();
         result
             .images
@@ -176,7 +186,7 @@ impl Turn<'_> {
     }
 
     /// Archives and reports one approval decision.
-    fn record_approval(
+    pub(crate) fn record_approval(
         &mut self,
         call: &ToolCall,
         classification: Classification,
@@ -204,10 +214,19 @@ impl Turn<'_> {
         match verdict(self.session.info.approval_mode, classification) {
             Verdict::Allow => Ok((Decision::Allow, Decider::Policy)),
             Verdict::Ask => {
-                // Durable step: the call is stored before the operator is asked, however long
-                // the answer takes (issue 22).
+                // Durable step: the call, and that the operator is asked, are stored before
+                // the question, however long the answer takes (issue 22); a node that takes
+                // the session over asks again (issue 40 item 3).
+                let asked_ms = self.engine.clock.now_ms();
+                self.session.archive(&ArchiveEntry::ApprovalAsked {
+                    call: call.clone(),
+                    classification: classification.clone(),
+                    asked_ms,
+                })?;
                 self.durable_step().await?;
-                let answer = self.engine.operator.answer(call, classification).await;
+                let answer = (self.engine.operator)
+                    .answer_asked(call, classification, asked_ms)
+                    .await;
                 if let Some(note) = answer.note {
                     self.note(note)?;
                 }

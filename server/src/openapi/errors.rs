@@ -53,11 +53,13 @@ error_answers! {
     /// 401 `unauthorized`.
     Unauthorized: 401, "No or a wrong bearer token (`unauthorized`).";
     /// 404 `unknown-session` for a session that is not open here.
-    NotOpen: 404, "No open session has this id (`unknown-session`).";
+    NotOpen: 404, "No session with this id is open here, and none whose holder is gone can be taken over here (`unknown-session`).";
+    /// 409 `session-leased` for a session another node that runs holds.
+    Leased: 409 + retry, "Another node that runs holds the session (`session-leased`, naming it, with `Retry-After`); one whose node died or whose lease expired is taken over here instead.";
     /// 408 `timeout`.
     TimedOut: 408, "The request took longer than `--request-timeout` (`timeout`).";
     /// 409 for an `Idempotency-Key` whose first request runs or was cut off, with `Retry-After`.
-    KeyBusy: 409 + retry, "A request with this `Idempotency-Key` still runs (`request-in-progress`; `Retry-After` says when to retry), or the node running it stopped before it answered (`request-interrupted`: it will not run again).";
+    KeyBusy: 409 + retry, "A request with this `Idempotency-Key` still runs (`request-in-progress`; `Retry-After` says when to retry), or the node running it stopped before it answered (`request-interrupted`: it will not run again); or another node that runs holds the session (`session-leased`, naming it, with `Retry-After`; one whose node died or whose lease expired is taken over here instead).";
     /// 422 `idempotency-key-reused`.
     KeyReused: 422, "This `Idempotency-Key` was used with another body or route (`idempotency-key-reused`).";
     /// 410 `session-ended`.

@@ -2,7 +2,7 @@
 //! answer, or server-sent events), answer an approval, run a slash command.
 
 use crate::openapi::errors::{
-    BadBody, BadKeyedBody, Internal, KeyBusy, KeyReused, NotJson, NotOpen, SessionBusy,
+    BadBody, BadKeyedBody, Internal, KeyBusy, KeyReused, Leased, NotJson, NotOpen, SessionBusy,
     SessionEnded, TimedOut, TooLarge, Unauthorized, Unavailable,
 };
 use std::convert::Infallible;
@@ -78,12 +78,15 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
     }
 }
 
-/// The open session `id` names.
-pub(crate) fn session(state: &AppState, id: &str) -> Result<SessionHandle, ApiError> {
-    state
+/// The open session `id` names; one this node does not have open is taken over here when its
+/// holder is gone (dead, or its lease expired: issue 40 item 2), with the checks of `/resume`,
+/// so the request is answered as if the session had always been here. 409 `session-leased`
+/// while a holder that runs has it; 404 `unknown-session` otherwise.
+pub(crate) async fn session(state: &AppState, id: &str) -> Result<SessionHandle, ApiError> {
+    Ok(state
         .gateway
-        .session(&SessionId::new(id))
-        .ok_or_else(|| ApiError::UnknownSession(id.to_owned()))
+        .session_or_take_over(&SessionId::new(id))
+        .await?)
 }
 
 /// `POST /v1/sessions` body.
@@ -209,6 +212,7 @@ pub(crate) struct Page {
         (status = 400, description = "The query is not valid (`bad-query`).", body = ErrorBody),
         Unauthorized,
         NotOpen,
+        Leased,
         TimedOut,
         SessionEnded,
         Internal,
@@ -221,7 +225,7 @@ pub(crate) async fn show(
     page: Result<Query<Page>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<SessionView>, ApiError> {
     let Query(page) = page?;
-    let handle = session(&state, &id)?;
+    let handle = session(&state, &id).await?;
     let limit = page.limit.unwrap_or(100).min(MAX_PAGE);
     let status = handle.status();
     // Records are read on the session's task between requests: while a turn runs (perhaps
@@ -430,7 +434,7 @@ pub(crate) async fn turn(
 ) -> Result<Response, ApiError> {
     let Query(TurnQuery { detail }) = query?;
     state.admit()?;
-    let handle = session(&state, &id)?;
+    let handle = session(&state, &id).await?;
     let digest = digest(&serde_json::json!(["turns", body.text, body.mode]));
     let input = body.input();
     let streaming = headers
@@ -598,6 +602,7 @@ pub(crate) struct ApprovalBody {
         (status = 200, description = "The answer was taken: the waiting tool call runs or is refused.", body = ApprovalAnswer),
         BadBody,
         Unauthorized,
+        Leased,
         (status = 404, description = "No open session has this id (`unknown-session`), or no approval waits for this call (`not-waiting`).", body = ErrorBody),
         TimedOut,
         TooLarge,
@@ -609,7 +614,7 @@ pub(crate) async fn approve(
     UrlPath((id, call_id)): UrlPath<(String, String)>,
     Body(body): Body<ApprovalBody>,
 ) -> Result<Json<ApprovalAnswer>, ApiError> {
-    let handle = session(&state, &id)?;
+    let handle = session(&state, &id).await?;
     handle.answer_approval(&call_id, body.decision)?;
     Ok(Json(ApprovalAnswer {
         call_id,
@@ -700,7 +705,7 @@ pub(crate) async fn command(
     IdempotencyHeader(key): IdempotencyHeader,
     Body(body): Body<CommandBody>,
 ) -> Result<Response, ApiError> {
-    let handle = session(&state, &id)?;
+    let handle = session(&state, &id).await?;
     let digest = digest(&serde_json::json!(["commands", body.command]));
     let ticket = match claim(&state, &handle, key, digest).await? {
         Claim::Replay(outcome) => return Ok(replay_json(outcome)),

@@ -13,7 +13,7 @@
 //! message over `--body-limit` closes the socket with 1009, a text frame that is not UTF-8 with
 //! 1007 ([`socket_close`]).
 
-use crate::openapi::errors::{NotOpen, Unauthorized};
+use crate::openapi::errors::{Leased, NotOpen, Unauthorized};
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
@@ -166,6 +166,7 @@ impl From<WireMessage> for InboundMessage {
         (status = 400, description = "Not a WebSocket handshake (`http`).", body = ErrorBody),
         Unauthorized,
         NotOpen,
+        Leased,
         (status = 426, description = "The connection cannot be upgraded (`http`).", body = ErrorBody),
     )
 )]
@@ -176,7 +177,7 @@ pub(crate) async fn upgrade(
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Result<Response, ApiError> {
-    let handle = session(&state, &id)?;
+    let handle = session(&state, &id).await?;
     // A browser that offered `bearer.<token>` needs the protocol echoed to accept the socket.
     let offered = headers
         .get_all(axum::http::header::SEC_WEBSOCKET_PROTOCOL)

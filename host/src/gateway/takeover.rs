@@ -1,0 +1,84 @@
+//! A request for a session this node does not have open (issue 40 item 2): when the store says
+//! its holder is gone (known dead, or its lease expired), the session is resumed here at once,
+//! with the same checks as `/resume`, and the request is answered as if the session had always
+//! been here; when its holder runs, the request is refused naming it (`StoreError::Leased`).
+//!
+//! Requests for one session that arrive together take it over once: the first resumes it, the
+//! others wait for that and then find it open.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use hookline_messages::session::SessionId;
+
+use super::{Gateway, RequestError, SessionHandle};
+use crate::state::HostError;
+use crate::store::{Holder, StoreError};
+
+/// The takeovers under way, by session: one lock each.
+#[derive(Default)]
+pub(super) struct Takeovers(Mutex<HashMap<SessionId, Arc<tokio::sync::Mutex<()>>>>);
+
+impl Takeovers {
+    fn lock_for(&self, key: &SessionId) -> Arc<tokio::sync::Mutex<()>> {
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        map.entry(key.clone()).or_default().clone()
+    }
+
+    /// Forgets `key`'s lock once nobody else waits on it.
+    fn done(&self, key: &SessionId, lock: Arc<tokio::sync::Mutex<()>>) {
+        let mut map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        // The map's reference and ours: nobody else holds or waits for it.
+        if Arc::strong_count(&lock) <= 2 {
+            map.remove(key);
+        }
+    }
+}
+
+impl Gateway {
+    /// The open session `key`, or the stored session taken over and resumed here when its
+    /// holder is gone ([`Holder::Gone`]).
+    ///
+    /// # Errors
+    /// [`RequestError::Unknown`] when it is neither open here nor held by a writer that is gone
+    /// (never stored, released, or a store without leases: `/resume` opens those);
+    /// [`HostError::Store`] with [`StoreError::Leased`] when a writer that runs holds it; as
+    /// [`Gateway::resume`] when resuming it fails.
+    pub async fn session_or_take_over(
+        &self,
+        key: &SessionId,
+    ) -> Result<SessionHandle, RequestError> {
+        if let Some(handle) = self.session(key).filter(|h| !h.has_ended()) {
+            return Ok(handle);
+        }
+        let lock = self.inner.takeovers.lock_for(key);
+        let result = {
+            let _taking = lock.lock().await;
+            self.take_over(key).await
+        };
+        self.inner.takeovers.done(key, lock);
+        result
+    }
+
+    async fn take_over(&self, key: &SessionId) -> Result<SessionHandle, RequestError> {
+        // Another request for it may have taken it over while this one waited.
+        if let Some(handle) = self.session(key).filter(|h| !h.has_ended()) {
+            return Ok(handle);
+        }
+        let store = |e| RequestError::Host(HostError::Store(e));
+        match self.session_store().holder(key).await.map_err(store)? {
+            // A session that ended here and is not yet forgotten answers as it did before.
+            Holder::Unknown => self
+                .session(key)
+                .ok_or_else(|| RequestError::Unknown(key.clone())),
+            Holder::Alive { holder } => Err(store(StoreError::Leased {
+                session: key.clone(),
+                holder,
+            })),
+            Holder::Gone => {
+                tracing::info!(session = %key, "taking over a session whose holder is gone");
+                self.resume(key).await
+            }
+        }
+    }
+}
