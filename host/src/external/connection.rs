@@ -1,6 +1,6 @@
 //! One running plugin process: the handshake, its [`Outbox`] (callers encode their requests into
 //! it and the caller's own runtime flushes it, many lines per write), its [`ReadSide`] (a reader
-//! task on the first caller's runtime matches reply ids, so many requests are in flight at once),
+//! task, started by the first request, matches reply ids, so many requests are in flight at once),
 //! and a lifecycle task that owns the child and runs the bounded shutdown (goodbye, close stdin,
 //! terminate, kill).
 
@@ -125,7 +125,7 @@ impl Connection {
             Err(Refused::Closed) => return Err(SkipReason::Exited),
             Err(Refused::Unencodable) => return Err(SkipReason::Undecodable),
         }
-        // The first request starts the reader here: the replies wake this thread.
+        // The first request starts the reader (see `ReadSide`).
         self.read_side.start_here();
         let answer = rx.await.unwrap_or(Err(SkipReason::Exited));
         guard.answered = true;

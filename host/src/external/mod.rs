@@ -8,9 +8,8 @@
 //! declares is a [`PluginTool`], a [`Tool`](crate::tools::Tool) like any other. Underneath:
 //! - a call encodes its value once, straight into the process's outbox, and the caller's own
 //!   runtime flushes the outbox right after it yields, every line queued meanwhile in the same
-//!   write; a reader task on the runtime of the first call matches reply ids, so many calls are
-//!   in flight at once and a reply wakes the calling thread itself (docs/performance.md, issue 35:
-//!   a pipe round trip is almost all process wake-up, so no hop through a third thread);
+//!   write, with no writer task to wake (docs/performance.md, issue 35: a pipe round trip is
+//!   almost all wake-ups); a reader task matches reply ids, so many calls are in flight at once;
 //! - a call that times out is given up and a `cancel` is sent; its late reply is dropped;
 //! - output that is not the protocol, a line over the cap, a reply with an unknown id, or a crash
 //!   mid-reply skips the calls in flight with a note; a second reply to an answered call skips

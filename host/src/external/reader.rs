@@ -1,12 +1,15 @@
 //! The read side of one plugin process: a task that reads the replies and hands each to its
 //! caller (ids matched in [`Pending`], so many calls are in flight at once).
 //!
-//! The task runs on the runtime of the connection's first request, not where the process was
-//! started (issue 35): a pipeline's plugin actors call from their shard's thread, and a reply
-//! then wakes that thread itself, with no hop through the thread that started the plugin. The
-//! pipe is registered with the reader's own runtime. If that runtime ends while the process lives
-//! on (a pipeline stopped, its plugins kept), the reader parks the pipe with the bytes it had
-//! read, and goes on at the connection's home runtime.
+//! The task starts with the connection's first request. By default it runs where the process
+//! was started (its home). With [`READER_PLACEMENT_ENV`] set to `caller` it runs on the runtime
+//! of that first request instead (issue 35): a pipeline's plugin actors call from their shard's
+//! thread, and a reply then wakes that thread itself, with no hop through the home thread. That
+//! was measured no faster for one call and slower with 100 sessions in flight (every reader of
+//! a pipeline lands on the one shard that made the first call, which then reads and parses for
+//! both; docs/performance.md), so it is not the default. The pipe is registered with the
+//! reader's own runtime. If that runtime ends while the process lives on (a pipeline stopped, its
+//! plugins kept), the reader parks the pipe with the bytes it had read, and goes on at home.
 
 use std::io::Cursor;
 use std::os::fd::OwnedFd;
@@ -34,15 +37,16 @@ struct Parked {
     in_bad_run: bool,
 }
 
-/// Set to `home` to run every reader where its process started (the placement before issue 35),
-/// for an A/B of the two placements in one build.
+/// Set to `caller` to run each reader on the runtime of its connection's first request rather
+/// than where its process started (the default), for an A/B of the two placements in one build.
 pub const READER_PLACEMENT_ENV: &str = "HOOKLINE_EXTERNAL_READER";
 
 /// One process's stdout and where its reader stands.
 pub(crate) struct ReadSide {
     parked: Mutex<Option<Parked>>,
     home: Handle,
-    /// The reader runs at home whoever calls first ([`READER_PLACEMENT_ENV`]).
+    /// The reader runs at home whoever calls first (unless [`READER_PLACEMENT_ENV`] says
+    /// `caller`).
     at_home: bool,
     name: Arc<str>,
     pending: Arc<Mutex<Pending>>,
@@ -78,7 +82,7 @@ impl ReadSide {
                 in_bad_run: false,
             })),
             home: Handle::current(),
-            at_home: std::env::var_os(READER_PLACEMENT_ENV).is_some_and(|v| v == "home"),
+            at_home: std::env::var_os(READER_PLACEMENT_ENV).is_none_or(|v| v != "caller"),
             name,
             pending,
             faults,
@@ -86,7 +90,8 @@ impl ReadSide {
         }))
     }
 
-    /// Starts the reader on the caller's runtime (at home outside any), unless it runs already.
+    /// Starts the reader (at home, or on the caller's runtime; see [`READER_PLACEMENT_ENV`]),
+    /// unless it runs already.
     pub(crate) fn start_here(self: &Arc<Self>) {
         let Some(parked) = lock(&self.parked).take() else {
             return;
