@@ -2,7 +2,9 @@
 """The minimal Python children benches/external.rs measures (standard library only).
 
 Modes (first argument): `protocol` (a long-lived protocol plugin: on_user_message appends " #e",
-on_prompt and on_tool_call are kept), `raw` (echoes every line unchanged), `once` (answers one
+on_prompt and on_tool_call are kept), `raw` (echoes every line unchanged), `json` (decodes each
+line with the `json` module and writes it encoded again: `hookline bench`'s Python pipe peer),
+`once` (answers one
 request and exits: a process spawned per call). Replies to a burst of requests are written at once:
 every complete line read in one chunk is answered, then one write.
 """
@@ -24,7 +26,7 @@ def answer(line):
     return json.dumps({"type": "replace", "id": request["id"], "value": value})
 
 
-def serve(protocol):
+def serve(protocol, decode=False):
     out = sys.stdout.buffer
     if protocol:
         out.write(HELLO.encode())
@@ -36,7 +38,9 @@ def serve(protocol):
             return
         pending += chunk
         *lines, pending = pending.split(b"\n")
-        if not protocol:
+        if decode:
+            out.write("".join(json.dumps(json.loads(line)) + "\n" for line in lines).encode())
+        elif not protocol:
             out.write(b"".join(line + b"\n" for line in lines))
         else:
             replies = (answer(line) for line in lines if line)
@@ -56,7 +60,9 @@ if __name__ == "__main__":
         serve(True)
     elif mode == "raw":
         serve(False)
+    elif mode == "json":
+        serve(False, decode=True)
     elif mode == "once":
         once()
     else:
-        sys.exit("usage: echo.py protocol|raw|once")
+        sys.exit("usage: echo.py protocol|raw|json|once")

@@ -4,7 +4,12 @@
 // protocol of docs/protocol.md on stdin/stdout: the hello is built from what is registered,
 // requests are answered by id with many in flight, `cancel` aborts the call's signal and no reply
 // is sent, `goodbye` or the end of stdin ends the plugin.
-import { createInterface } from "node:readline";
+//
+// The fast path (issue 35): stdin is split into lines by hand (no readline interface), each line
+// is decoded with JSON.parse and dispatched at once; a handler that returns a plain value (not a
+// promise) is answered in the same tick, with no promise and no microtask, and every reply ready
+// after one chunk of stdin leaves in one write. A handler returning a promise is answered when it
+// settles, while the calls of other sessions go on.
 
 /** The protocol version this kit speaks. */
 export const PROTOCOL_VERSION = 1;
@@ -105,33 +110,60 @@ export class Plugin {
 
   run(input = process.stdin, output = process.stdout) {
     this.output = output;
+    this.#replies = [];
     this.#send(this.hello());
-    const lines = createInterface({ input, crlfDelay: Infinity });
+    this.#flush();
     return new Promise((resolve) => {
+      let pending = "";
+      let ended = false;
       const end = () => {
+        if (ended) return;
+        ended = true;
         for (const controller of this.inFlight.values()) controller.abort();
         this.inFlight.clear();
-        lines.close();
+        input.off("data", onData);
+        input.off("end", end);
+        this.#flush();
         resolve();
         // A plugin process ends here, even with cancelled work's timers still pending.
         if (input === process.stdin) output.write("", () => process.exit(0));
       };
-      lines.on("line", (line) => {
-        if (!line.trim()) return;
-        let message;
-        try {
-          message = JSON.parse(line);
-        } catch (error) {
-          this.log(`${this.name}: unreadable request: ${error.message}`);
-          return;
+      const onData = (chunk) => {
+        const lines = (pending + chunk).split("\n");
+        pending = lines.pop();
+        for (const line of lines) {
+          if (ended) return;
+          if (this.#line(line) === "goodbye") end();
         }
-        if (message.type === "goodbye") return end();
-        if (message.type === "cancel") return this.#cancel(message.id);
-        if (["hook", "tool", "event"].includes(message.type)) return void this.#answer(message);
-        this.log(`${this.name}: unknown request type ${message.type}`);
-      });
-      lines.on("close", end);
+        this.#flush();
+      };
+      input.setEncoding("utf8");
+      input.on("data", onData);
+      input.on("end", end);
     });
+  }
+
+  #line(line) {
+    if (!line.trim()) return;
+    let message;
+    try {
+      message = JSON.parse(line);
+    } catch (error) {
+      this.log(`${this.name}: unreadable request: ${error.message}`);
+      return;
+    }
+    switch (message.type) {
+      case "goodbye":
+        return "goodbye";
+      case "cancel":
+        return this.#cancel(message.id);
+      case "hook":
+      case "tool":
+      case "event":
+        return this.#answer(message);
+      default:
+        this.log(`${this.name}: unknown request type ${message.type}`);
+    }
   }
 
   #cancel(id) {
@@ -141,25 +173,40 @@ export class Plugin {
     controller.abort();
   }
 
-  async #answer(message) {
+  /** Answers at once when the handler returns a plain value; when it returns a promise, once that
+   * settles (unless the call was cancelled meanwhile). */
+  #answer(message) {
     const id = message.id;
     const controller = new AbortController();
-    this.inFlight.set(id, controller);
     let reply;
     try {
-      reply = await this.#dispatch(message, controller.signal);
+      reply = this.#dispatch(message, controller.signal);
     } catch (error) {
-      reply = { type: "error", id, message: `${this.name}: ${error?.message ?? error}` };
+      reply = this.#error(id, error);
     }
-    // A cancelled call (or one still running at goodbye) gets no reply.
-    if (this.inFlight.get(id) !== controller) return;
-    this.inFlight.delete(id);
-    this.#send(reply);
+    if (!(reply instanceof Promise)) return this.#send(reply);
+    this.inFlight.set(id, controller);
+    reply
+      .catch((error) => this.#error(id, error))
+      .then((settled) => {
+        // A cancelled call (or one still running at goodbye) gets no reply.
+        if (this.inFlight.get(id) !== controller) return;
+        this.inFlight.delete(id);
+        this.#send(settled);
+        this.#flushSoon();
+      });
   }
 
-  async #dispatch(message, signal) {
+  #error(id, error) {
+    return { type: "error", id, message: `${this.name}: ${error?.message ?? error}` };
+  }
+
+  /** The reply, or a promise of it when the handler's result is a promise. */
+  #dispatch(message, signal) {
     const id = message.id;
-    if (message.type === "tool") return { type: "replace", id, value: await this.#tool(message, signal) };
+    if (message.type === "tool") {
+      return this.#tool(message, signal).then((value) => ({ type: "replace", id, value }));
+    }
     let handler, value, cx;
     if (message.type === "hook") {
       handler = this.hooks.get(message.hook) ?? this.rawHooks.get(message.hook);
@@ -172,9 +219,9 @@ export class Plugin {
       cx = { id, name: message.key, session: "", traceparent: message.traceparent, signal };
     }
     if (!handler) return { type: "keep", id };
-    const result = await handler(value, cx);
-    if (result === undefined || result === null) return { type: "keep", id };
-    return { type: "replace", id, value: result };
+    const result = handler(value, cx);
+    if (result instanceof Promise) return result.then((settled) => reply(id, settled));
+    return reply(id, result);
   }
 
   async #tool(message, signal) {
@@ -198,7 +245,30 @@ export class Plugin {
     }
   }
 
+  #replies = [];
+  #flushDue = false;
+
+  /** Queues a reply; the replies queued meanwhile leave together at the next flush. */
   #send(message) {
-    this.output.write(JSON.stringify(message) + "\n");
+    this.#replies.push(JSON.stringify(message));
   }
+
+  #flushSoon() {
+    if (this.#flushDue) return;
+    this.#flushDue = true;
+    queueMicrotask(() => this.#flush());
+  }
+
+  #flush() {
+    this.#flushDue = false;
+    if (this.#replies.length === 0) return;
+    const data = this.#replies.join("\n") + "\n";
+    this.#replies = [];
+    this.output.write(data);
+  }
+}
+
+function reply(id, result) {
+  if (result === undefined || result === null) return { type: "keep", id };
+  return { type: "replace", id, value: result };
 }

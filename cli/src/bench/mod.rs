@@ -9,16 +9,19 @@
 //!
 //! Used by `hookline bench` and by the criterion benches in `benches/`.
 
+mod compared;
 mod driver;
 mod hook;
 mod memory;
 mod peers;
+mod pipe_peer;
 pub mod plugin_set;
 mod report;
 mod sharded;
 mod source;
 mod workload;
 
+pub use compared::Compared;
 pub use driver::{
     closed_loop, drive_calls, on_shards, open_sessions, run_closed_loop, run_closed_loop_batched,
     run_open_loop, session_ids, Measured, Progress,
@@ -26,6 +29,7 @@ pub use driver::{
 pub use hook::BenchHook;
 pub use memory::{idle_sessions, resident_bytes, MemoryReport};
 pub use peers::{run_peer, Peer, PeerChain, PEER_BATCH};
+pub use pipe_peer::{run_pipe_peer, PipePeer};
 pub use report::{BenchReport, Latency, PeerFigures};
 pub use sharded::{run as run_on_arbiters, run_peers, Plan};
 pub use source::{start_plugins, Plugins, Source, RUST_ECHO_BIN, RUST_EXAMPLE_BIN};

@@ -33,6 +33,10 @@ pub struct PeerFigures {
     pub throughput_ratio: f64,
     /// The peer's p50 divided by hookline's (above 1: hookline's single call is faster).
     pub p50_speedup: f64,
+    /// A pipe peer (issue 35): hookline's per-plugin step (p50 over the plugins) as a multiple
+    /// of the peer's (1.0 = the pipe's own cost).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step_multiple: Option<f64>,
 }
 
 impl PeerFigures {
@@ -46,7 +50,16 @@ impl PeerFigures {
             latency,
             throughput_ratio: hookline.calls_per_second / calls_per_second.max(f64::MIN_POSITIVE),
             p50_speedup: latency.p50_ns as f64 / (hookline.latency.p50_ns.max(1)) as f64,
+            step_multiple: None,
         }
+    }
+
+    /// The same figures with hookline's per-plugin step as a multiple of the peer's, when
+    /// `pipe` (both go through the same plugins, so it is the ratio of the p50s).
+    #[must_use]
+    pub fn with_step_multiple(mut self, pipe: bool) -> Self {
+        self.step_multiple = pipe.then(|| 1.0 / self.p50_speedup.max(f64::MIN_POSITIVE));
+        self
     }
 }
 
@@ -210,6 +223,17 @@ impl fmt::Display for BenchReport {
                 peer.throughput_ratio,
                 peer.p50_speedup
             )?;
+            if let Some(multiple) = peer.step_multiple {
+                let plugins = self.plugins.max(1) as u64;
+                write!(
+                    f,
+                    "\n{:<18} per plugin {} against {}: {:.2}x the peer's step",
+                    "",
+                    micros(self.latency.p50_ns / plugins),
+                    micros(peer.latency.p50_ns / plugins),
+                    multiple
+                )?;
+            }
         }
         Ok(())
     }

@@ -12,7 +12,7 @@ use super::workload::appender_plugins;
 use hookline_host::external::{ExternalConfig, ExternalPlugin};
 
 /// The minimal Python protocol plugin (`benches/plugins/echo.py`), run with `python3 -c`.
-const PYTHON_ECHO: &str = include_str!("../../../benches/plugins/echo.py");
+pub(super) const PYTHON_ECHO: &str = include_str!("../../../benches/plugins/echo.py");
 
 /// The Rust echo plugin's binary (`benches/plugins/echo.rs`), expected beside `hookline`.
 pub const RUST_ECHO_BIN: &str = "hookline-bench-echo";
@@ -85,7 +85,7 @@ pub async fn start_plugins(
 }
 
 /// A binary installed beside the running executable (cargo puts a package's binaries together).
-fn sibling_binary(name: &str) -> Result<PathBuf, String> {
+pub(super) fn sibling_binary(name: &str) -> Result<PathBuf, String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot locate hookline: {e}"))?;
     let path = exe.with_file_name(name);
     if path.is_file() {
@@ -132,7 +132,7 @@ fn examples(dir: &Path) -> Result<Vec<ExternalConfig>, String> {
 }
 
 /// `python3` resolved on this process's `PATH` (the plugin's environment is allowlisted).
-fn python3() -> PathBuf {
+pub(super) fn python3() -> PathBuf {
     std::env::var_os("PATH")
         .iter()
         .flat_map(std::env::split_paths)

@@ -11,8 +11,8 @@ use hookline_messages::hook::HookKind;
 use serde::Serialize;
 
 use crate::bench::{
-    idle_sessions, run_on_arbiters, run_peers, BenchHook, BenchReport, Measured, Peer, PeerFigures,
-    Plan, Progress, Source,
+    idle_sessions, run_on_arbiters, BenchHook, BenchReport, Compared, Measured, PeerFigures, Plan,
+    Progress, Source,
 };
 
 /// Where the plugins come from.
@@ -68,8 +68,8 @@ pub(super) struct BenchArgs {
     /// it, one `Pipeline::call` per call.
     #[arg(long)]
     call_many: Option<usize>,
-    /// Skip the actor peers (naive chain, relay chain, batched relay) of in-process closed-loop
-    /// runs.
+    /// Skip the peers of closed-loop runs: the actor peers (naive chain, relay chain, batched
+    /// relay) of in-process ones, the pipe peers (raw echo, Python json echo) of external ones.
     #[arg(long)]
     no_peers: bool,
     /// How long to run, in seconds.
@@ -175,7 +175,8 @@ and on_tool_call"
         .on(source_name(args.source), plan.arbiters)
         .in_rounds(args.rounds());
         for (peer, measured) in peers? {
-            let figures = PeerFigures::new(peer.name(), &measured, &report);
+            let figures = PeerFigures::new(peer.name(), &measured, &report)
+                .with_step_multiple(peer.is_pipe());
             report.peers.push(figures);
         }
         Ok(report)
@@ -184,7 +185,7 @@ and on_tool_call"
 }
 
 /// hookline's run (with the plugins each call went through) and its peers' runs.
-type Runs = ((Measured, usize), Vec<(Peer, Measured)>);
+type Runs = ((Measured, usize), Vec<(Compared, Measured)>);
 
 /// Hookline's closed loop and then its peers, `--rounds` times for `--duration / rounds` each,
 /// every implementation's rounds merged.
@@ -227,18 +228,15 @@ impl<P: Progress> Progress for Later<'_, P> {
     }
 }
 
-/// The peers of an in-process closed-loop run on `on_user_message`, measured right after it.
-fn with_peers(args: &BenchArgs, plan: &Plan) -> Result<Vec<(Peer, Measured)>, String> {
-    let comparable = matches!(args.source, SourceArg::InProcess)
-        && plan.rate.is_none()
-        && plan.hook == BenchHook::OnUserMessage
-        && !args.no_peers;
-    if !comparable {
+/// The peers of a closed-loop run on `on_user_message` ([`Compared::of`]), measured right after
+/// it.
+fn with_peers(args: &BenchArgs, plan: &Plan) -> Result<Vec<(Compared, Measured)>, String> {
+    if args.no_peers {
         return Ok(Vec::new());
     }
-    Peer::ALL
+    Compared::of(plan)
         .into_iter()
-        .map(|peer| run_peers(peer, plan).map(|m| (peer, m)))
+        .map(|peer| peer.run(plan).map(|m| (peer, m)))
         .collect()
 }
 

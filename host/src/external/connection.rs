@@ -1,6 +1,8 @@
-//! One running plugin process: the handshake, a writer task that coalesces writes, a reader task
-//! that matches reply ids (so many requests are in flight at once), and a lifecycle task that owns
-//! the child and runs the bounded shutdown (goodbye, close stdin, terminate, kill).
+//! One running plugin process: the handshake, its [`Outbox`] (callers encode their requests into
+//! it and the caller's own runtime flushes it, many lines per write), its [`ReadSide`] (a reader
+//! task, started by the first request, matches reply ids, so many requests are in flight at once),
+//! and a lifecycle task that owns the child and runs the bounded shutdown (goodbye, close stdin,
+//! terminate, kill).
 
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -11,25 +13,17 @@ use hookline_messages::note::SkipReason;
 use hookline_messages::protocol::{
     Hello, HostMessage, PluginMessage, ReplyBody, RequestId, PROTOCOL_VERSION,
 };
-use tokio::io::{AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
-use tokio::sync::{mpsc, oneshot};
+use tokio::io::BufReader;
+use tokio::process::{Child, ChildStdout, Command};
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use super::codec::{read_line, Line};
 use super::faults::FaultLog;
-use super::pending::{Matched, Pending};
+use super::outbox::{Outbox, Refused};
+use super::pending::Pending;
+use super::reader::ReadSide;
 use super::{stderr, ExternalConfig, StartError};
-
-/// How many lines may wait for the writer task. Callers wait (under their deadline) beyond it.
-const OUTBOX_CAPACITY: usize = 1024;
-/// The writer stops gathering lines into one write at this size.
-const MAX_COALESCED_BYTES: usize = 256 * 1024;
-
-enum Outgoing {
-    Line(Vec<u8>),
-    Close,
-}
 
 /// How a process ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,7 +37,8 @@ pub(crate) enum Exit {
 /// A live plugin process and its three tasks.
 pub(crate) struct Connection {
     name: Arc<str>,
-    outbox: mpsc::Sender<Outgoing>,
+    outbox: Arc<Outbox>,
+    read_side: Arc<ReadSide>,
     pending: Arc<Mutex<Pending>>,
     next_id: AtomicU64,
     stop: Mutex<Option<oneshot::Sender<()>>>,
@@ -80,16 +75,16 @@ impl Connection {
                 return Err(error);
             }
         };
-        let (outbox, rx) = mpsc::channel(OUTBOX_CAPACITY);
-        tokio::spawn(write_lines(stdin, rx));
+        let outbox = Outbox::new(stdin).map_err(StartError::Spawn)?;
         let pending = Arc::new(Mutex::new(Pending::default()));
-        tokio::spawn(read_replies(
+        let read_side = ReadSide::new(
             name.clone(),
             stdout,
             pending.clone(),
             faults,
             config.line_cap,
-        ));
+        )
+        .map_err(StartError::Spawn)?;
         let (stop, stop_rx) = oneshot::channel();
         let lifecycle = tokio::spawn(lifecycle(
             child,
@@ -100,6 +95,7 @@ impl Connection {
         let connection = Self {
             name,
             outbox,
+            read_side,
             pending,
             next_id: AtomicU64::new(1),
             stop: Mutex::new(Some(stop)),
@@ -107,14 +103,15 @@ impl Connection {
         Ok((Arc::new(connection), hello, lifecycle))
     }
 
-    /// Sends the request `build(id)` and waits for its reply. Dropping the future (a timeout)
-    /// gives the id up and sends a cancel for it.
+    /// Sends the request line `encode(id, line)` appends (newline included; `false`: it could
+    /// not be encoded) and waits for its reply. Dropping the future (a timeout) gives the id up
+    /// and sends a cancel for it.
     ///
     /// # Cancel safety
     /// Cancel safe: a dropped call leaves no waiter behind and tells the plugin.
     pub(crate) async fn request(
         &self,
-        build: impl FnOnce(RequestId) -> HostMessage,
+        encode: impl FnOnce(RequestId, &mut Vec<u8>) -> bool,
     ) -> Result<ReplyBody, SkipReason> {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let rx = lock(&self.pending).register(id)?;
@@ -123,10 +120,13 @@ impl Connection {
             id,
             answered: false,
         };
-        let line = encode(&build(id));
-        if self.outbox.send(Outgoing::Line(line)).await.is_err() {
-            return Err(SkipReason::Exited);
+        match self.outbox.send(|line| encode(id, line)).await {
+            Ok(()) => {}
+            Err(Refused::Closed) => return Err(SkipReason::Exited),
+            Err(Refused::Unencodable) => return Err(SkipReason::Undecodable),
         }
+        // The first request starts the reader (see `ReadSide`).
+        self.read_side.start_here();
         let answer = rx.await.unwrap_or(Err(SkipReason::Exited));
         guard.answered = true;
         answer
@@ -170,16 +170,19 @@ impl Drop for InFlight<'_> {
         }
         tracing::debug!(plugin = %self.connection.name, id = self.id, "cancelling request");
         // A full outbox or a gone process: the cancel is advisory, the late reply is dropped anyway.
-        let cancel = encode(&HostMessage::Cancel { id: self.id });
-        let _ = self.connection.outbox.try_send(Outgoing::Line(cancel));
+        let cancel = HostMessage::Cancel { id: self.id };
+        let _ = self
+            .connection
+            .outbox
+            .try_send(|line| encode_into(line, &cancel));
     }
 }
 
-fn encode(message: &HostMessage) -> Vec<u8> {
-    // Host messages hold only strings, numbers and JSON values: encoding cannot fail.
-    let mut line = serde_json::to_vec(message).unwrap_or_default();
+/// Appends `message` and a newline to `line`; `false` when it does not encode.
+pub(crate) fn encode_into(line: &mut Vec<u8>, message: &impl serde::Serialize) -> bool {
+    let encoded = serde_json::to_writer(&mut *line, message).is_ok();
     line.push(b'\n');
-    line
+    encoded
 }
 
 fn spawn(config: &ExternalConfig) -> Result<Child, StartError> {
@@ -221,123 +224,22 @@ async fn handshake(
     }
 }
 
-/// Writes queued lines, gathering whatever else is queued into the same write (one wake-up of
-/// the plugin for many requests).
-async fn write_lines(mut stdin: ChildStdin, mut rx: mpsc::Receiver<Outgoing>) {
-    let mut buffer = Vec::new();
-    while let Some(first) = rx.recv().await {
-        let mut close = false;
-        let mut next = Some(first);
-        while let Some(item) = next.take() {
-            match item {
-                Outgoing::Line(line) => buffer.extend_from_slice(&line),
-                Outgoing::Close => close = true,
-            }
-            if !close && buffer.len() < MAX_COALESCED_BYTES {
-                next = rx.try_recv().ok();
-            }
-        }
-        let written = stdin.write_all(&buffer).await.and(stdin.flush().await);
-        buffer.clear();
-        if close || written.is_err() {
-            break;
-        }
-    }
-    // Dropping stdin closes it: the plugin sees end of input.
-}
-
-/// Reads replies and hands each to its caller. A fault that cannot be pinned on one request fails
-/// every request in flight, and the bad output is dropped. A second reply to an answered request
-/// is pinned on the plugin (`faults`) and fails nothing: the calls in flight are innocent.
-///
-/// A run of lines that are not the protocol (or are over the cap), with no reply between them, is
-/// one fault: it fails the requests in flight when the run began, and the rest of the run is
-/// dropped without failing requests sent meanwhile. A flood is written in one go, before the
-/// plugin reads the next request, so failing that request for it would make one flood cost calls
-/// that came after it, depending on how fast the host drains the pipe. A request the plugin never
-/// answers still ends at its timeout.
-async fn read_replies(
-    name: Arc<str>,
-    mut stdout: BufReader<ChildStdout>,
-    pending: Arc<Mutex<Pending>>,
-    faults: Arc<FaultLog>,
-    cap: usize,
-) {
-    let mut in_bad_run = false;
-    loop {
-        let fault = match read_line(&mut stdout, cap).await {
-            Line::End => {
-                lock(&pending).close(SkipReason::Exited);
-                return;
-            }
-            Line::TooLong => SkipReason::LineTooLong { limit: cap as u64 },
-            Line::Text(text) => match serde_json::from_slice::<PluginMessage>(&text)
-                .ok()
-                .and_then(PluginMessage::into_reply)
-            {
-                None => SkipReason::NotProtocol,
-                Some((id, body)) => {
-                    match complete_ending_run(&pending, &mut in_bad_run, id, body) {
-                        Matched::Delivered => continue,
-                        Matched::Late => {
-                            tracing::warn!(plugin = %name, id, "dropped a reply that came after its timeout");
-                            continue;
-                        }
-                        Matched::Repeated => {
-                            tracing::warn!(plugin = %name, id, "dropped a second reply to one request");
-                            faults.record(&name, SkipReason::RepeatedReplyId);
-                            continue;
-                        }
-                        Matched::Unknown => SkipReason::UnknownReplyId,
-                    }
-                }
-            },
-        };
-        let unpinned = matches!(
-            fault,
-            SkipReason::NotProtocol | SkipReason::LineTooLong { .. }
-        );
-        if unpinned && in_bad_run {
-            tracing::debug!(plugin = %name, "dropped plugin output: {fault}");
-            continue;
-        }
-        in_bad_run = unpinned;
-        tracing::warn!(plugin = %name, "dropped plugin output: {fault}");
-        lock(&pending).fail_all(&fault);
-    }
-}
-
-/// Hands a reply to its caller; any reply ends a run of bad lines.
-fn complete_ending_run(
-    pending: &Mutex<Pending>,
-    in_bad_run: &mut bool,
-    id: RequestId,
-    body: ReplyBody,
-) -> Matched {
-    *in_bad_run = false;
-    lock(pending).complete(id, body)
-}
-
 /// Owns the child: reports a crash when it ends on its own, or runs the bounded shutdown when
 /// asked.
 async fn lifecycle(
     mut child: Child,
     stop: oneshot::Receiver<()>,
-    outbox: mpsc::Sender<Outgoing>,
+    outbox: Arc<Outbox>,
     grace: Duration,
 ) -> Exit {
     tokio::select! {
         _ = child.wait() => return Exit::Crashed,
         _ = stop => {}
     }
-    let goodbye = async {
-        // Each send is bounded: a plugin that stopped reading cannot hold the shutdown up.
-        let _ = outbox
-            .send(Outgoing::Line(encode(&HostMessage::Goodbye)))
-            .await;
-        let _ = outbox.send(Outgoing::Close).await;
-    };
+    // Bounded: a plugin that stopped reading cannot hold the shutdown up.
+    let goodbye = outbox.send(|line| encode_into(line, &HostMessage::Goodbye));
     let _ = tokio::time::timeout(grace, goodbye).await;
+    outbox.close();
     if tokio::time::timeout(grace, child.wait()).await.is_ok() {
         return Exit::Requested;
     }

@@ -25,16 +25,16 @@ fn skip(reason: SkipReason) -> HookError {
 }
 
 impl ExternalPlugin {
-    /// Calls `hook` on `value` and decodes a replacement as `T`.
+    /// Calls `hook` on `value` and decodes a replacement as `T`. The value is encoded once,
+    /// into the request line; the plugin actor's timeout bounds the call.
     async fn typed<T: Serialize + DeserializeOwned>(
         &self,
         hook: HookKind,
         cx: &HookContext,
         value: T,
     ) -> HookResult<Reply<T>> {
-        let json = serde_json::to_value(value).map_err(|_| skip(SkipReason::Undecodable))?;
         match self
-            .call_hook(hook, &cx.session_id, json)
+            .hook_round_trip(hook, &cx.session_id, &value, None)
             .await
             .map_err(skip)?
         {
@@ -53,9 +53,8 @@ impl ExternalPlugin {
         cx: &HookContext,
         value: T,
     ) -> HookResult<()> {
-        let json = serde_json::to_value(value).map_err(|_| skip(SkipReason::Undecodable))?;
         match self
-            .call_hook(hook, &cx.session_id, json)
+            .hook_round_trip(hook, &cx.session_id, &value, None)
             .await
             .map_err(skip)?
         {

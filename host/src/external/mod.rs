@@ -6,9 +6,10 @@
 //! [`EventHandler`](hookline_actors::events::EventHandler) traits, so the same plugin actors,
 //! coordinator and event bus run it and every rule and note applies unchanged; each tool it
 //! declares is a [`PluginTool`], a [`Tool`](crate::tools::Tool) like any other. Underneath:
-//! - a reader task matches reply ids, so many calls are in flight at once, and a writer task
-//!   coalesces queued requests into one write (`../shared/PERFORMANCE-NOTES.md`: a pipe round trip
-//!   is almost all process wake-up);
+//! - a call encodes its value once, straight into the process's outbox, and the caller's own
+//!   runtime flushes the outbox right after it yields, every line queued meanwhile in the same
+//!   write, with no writer task to wake (docs/performance.md, issue 35: a pipe round trip is
+//!   almost all wake-ups); a reader task matches reply ids, so many calls are in flight at once;
 //! - a call that times out is given up and a `cancel` is sent; its late reply is dropped;
 //! - output that is not the protocol, a line over the cap, a reply with an unknown id, or a crash
 //!   mid-reply skips the calls in flight with a note; a second reply to an answered call skips
@@ -25,7 +26,9 @@ mod error;
 mod events;
 mod faults;
 mod hooks;
+mod outbox;
 mod pending;
+mod reader;
 mod signal;
 mod stderr;
 mod supervisor;
@@ -41,13 +44,14 @@ use hookline_actors::plugin::{PluginRegistration, Timeouts, DEFAULT_HOOK_TIMEOUT
 use hookline_messages::hook::{HookKind, HookSet};
 use hookline_messages::note::SkipReason;
 use hookline_messages::protocol::{
-    EventRequest, Hello, HookRequest, HostMessage, ReplyBody, RequestId, PROTOCOL_VERSION,
+    EventRequest, Hello, HookRequestRef, HostMessage, ReplyBody, RequestId, PROTOCOL_VERSION,
 };
 use hookline_messages::session::SessionId;
 use tokio::time::Instant;
 
 pub use codec::DEFAULT_LINE_CAP;
 pub use error::StartError;
+pub use reader::READER_PLACEMENT_ENV;
 pub use supervisor::RestartPolicy;
 pub use tools::{PluginTool, TOOL_TIMEOUT};
 
@@ -274,16 +278,31 @@ impl ExternalPlugin {
         session: &SessionId,
         value: serde_json::Value,
     ) -> Result<ReplyBody, SkipReason> {
-        let session = session.to_string();
         let limit = self.timeouts.get(hook);
-        self.request(limit, move |id| {
-            HostMessage::Hook(HookRequest {
+        self.hook_round_trip(hook, session, &value, Some(limit))
+            .await
+    }
+
+    /// Runs `hook` on `value`, encoded once, straight into the request line (no JSON tree
+    /// built first). `limit`: the deadline the call itself keeps; `None` when the caller bounds
+    /// it (the plugin actor's timeout does, with the typed note: no second timer per call).
+    pub(crate) async fn hook_round_trip<T: serde::Serialize>(
+        &self,
+        hook: HookKind,
+        session: &SessionId,
+        value: &T,
+        limit: Option<Duration>,
+    ) -> Result<ReplyBody, SkipReason> {
+        let session = session.as_str();
+        self.round_trip(limit, |id, traceparent, line| {
+            let request = HookRequestRef {
                 id,
                 hook,
                 session,
                 value,
-                traceparent: None,
-            })
+                traceparent,
+            };
+            connection::encode_into(line, &request).then_some("hook")
         })
         .await
     }
@@ -320,7 +339,22 @@ impl ExternalPlugin {
         limit: Duration,
         build: impl FnOnce(RequestId) -> HostMessage,
     ) -> Result<ReplyBody, SkipReason> {
-        let deadline = Instant::now() + limit + BACKSTOP;
+        self.round_trip(Some(limit), |id, traceparent, line| {
+            let message = build(id).with_traceparent(traceparent.map(str::to_owned));
+            connection::encode_into(line, &message).then(|| message.kind())
+        })
+        .await
+    }
+
+    /// Sends the request line `encode(id, traceparent, line)` appends (returning the request's
+    /// kind, `None` when it does not encode) and waits for its reply: at most `limit` (plus a
+    /// small backstop margin for the actor's own timeout to fire first) when given; without one,
+    /// the caller's own deadline bounds it. The wait for a restart counts.
+    async fn round_trip(
+        &self,
+        limit: Option<Duration>,
+        encode: impl FnOnce(RequestId, Option<&str>, &mut Vec<u8>) -> Option<&'static str>,
+    ) -> Result<ReplyBody, SkipReason> {
         // One span per round trip (docs/observability.md); its context travels with the request
         // so the plugin's own spans join the trace.
         let span = tracing::info_span!(
@@ -336,22 +370,25 @@ impl ExternalPlugin {
             // Read inside the span: the plugin's spans become children of this round trip.
             let traceparent = crate::trace::traceparent();
             connection
-                .request(|id| {
-                    let message = build(id).with_traceparent(traceparent);
+                .request(|id, line| {
+                    let kind = encode(id, traceparent.as_deref(), line);
                     if !on_span.is_disabled() {
-                        on_span.record("request", message.kind());
+                        if let Some(kind) = kind {
+                            on_span.record("request", kind);
+                        }
                         on_span.record("request_id", id);
                     }
-                    message
+                    kind.is_some()
                 })
                 .await
         };
-        let reply = tokio::time::timeout_at(
-            deadline,
-            tracing::Instrument::instrument(call, span.clone()),
-        )
-        .await
-        .unwrap_or(Err(SkipReason::timed_out(limit)));
+        let call = tracing::Instrument::instrument(call, span.clone());
+        let reply = match limit {
+            None => call.await,
+            Some(limit) => tokio::time::timeout_at(Instant::now() + limit + BACKSTOP, call)
+                .await
+                .unwrap_or(Err(SkipReason::timed_out(limit))),
+        };
         if !span.is_disabled() {
             match &reply {
                 Ok(body) => span.record("outcome", body.kind()),

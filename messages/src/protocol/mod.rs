@@ -141,6 +141,25 @@ pub struct HookRequest {
     pub traceparent: Option<String>,
 }
 
+/// A hook call whose value is borrowed: it encodes to exactly the line of [`HostMessage::Hook`]
+/// holding the value's JSON, without that JSON being built first (the host encodes each hook
+/// call's value once, straight into the request line).
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename = "hook")]
+pub struct HookRequestRef<'a, T: ?Sized> {
+    /// The request id.
+    pub id: RequestId,
+    /// The hook.
+    pub hook: HookKind,
+    /// The session the call belongs to.
+    pub session: &'a str,
+    /// The hook's value, encoded as its JSON.
+    pub value: &'a T,
+    /// As [`HookRequest::traceparent`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<&'a str>,
+}
+
 /// A tool run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -304,6 +323,33 @@ mod tests {
         match serde_json::from_str(&json) {
             Ok(back) => back,
             Err(error) => panic!("{json} did not round-trip: {error}"),
+        }
+    }
+
+    #[test]
+    fn a_borrowed_hook_request_is_the_same_line_as_an_owned_one() {
+        let value = serde_json::json!({"callId": "c", "arguments": {"path": "a.txt"}});
+        for traceparent in [
+            None,
+            Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
+        ] {
+            let borrowed = HookRequestRef {
+                id: 7,
+                hook: HookKind::OnToolCall,
+                session: "s1",
+                value: &value,
+                traceparent,
+            };
+            let owned = HostMessage::Hook(HookRequest {
+                id: 7,
+                hook: HookKind::OnToolCall,
+                session: "s1".into(),
+                value: value.clone(),
+                traceparent: traceparent.map(str::to_owned),
+            });
+            let line = serde_json::to_string(&borrowed).unwrap_or_default();
+            assert_eq!(line, serde_json::to_string(&owned).unwrap_or_default());
+            assert_eq!(serde_json::from_str::<HostMessage>(&line).ok(), Some(owned));
         }
     }
 

@@ -9,7 +9,7 @@ seen = []
 
 @plugin.hook("on_user_message")
 def tag(message, cx):
-    # A sync handler: it runs on the kit's thread pool.
+    # A sync handler: it runs inline on the event loop (no thread, no task).
     message["text"] += " [kit]"
     # The trace context, when the host sends one, is the handler's to use (here: echoed).
     if cx.traceparent:
