@@ -327,15 +327,17 @@ fn answer(n: u64) -> KeyOutcome {
 }
 
 /// Issue 22 item 3: a key is claimed once; its owner settles it; the answer reads back on
-/// another store (process or node); only the owner settles; a forgotten key is free again.
+/// another store (process or node) once the session is let go; only the owner settles; a
+/// forgotten key is free again. Keys are claimed by the store that holds the session (issue 34
+/// item 3: the file store keeps a claim with the session's next commit).
 async fn idempotency_keys(b: &Backend) {
     let (info, w) = b.store.create(new_session(), &[]).await.unwrap();
     let id = info.session_id;
     let first = key_claim("k-1", "d1", "a/1", 10);
     assert_eq!(b.store.claim_key(&id, &first).await.unwrap(), Claimed::New);
-    // Claimed again (by another request, on the other store): running, with its digest.
+    // Claimed again (by another request): running, with its digest.
     let again = key_claim("k-1", "d2", "b/1", 20);
-    let Claimed::Existing(entry) = b.other.claim_key(&id, &again).await.unwrap() else {
+    let Claimed::Existing(entry) = b.store.claim_key(&id, &again).await.unwrap() else {
         panic!("the key was claimed twice");
     };
     assert_eq!(entry.digest, "d1");
@@ -359,6 +361,8 @@ async fn idempotency_keys(b: &Backend) {
         .await
         .unwrap());
     assert!(!b.store.settle_key(&id, &key, "a/1", None).await.unwrap());
+    w.release().await.unwrap();
+    // The answer on the other store (a process or node that resumes the session).
     let Claimed::Existing(entry) = b.other.claim_key(&id, &again).await.unwrap() else {
         panic!("the settled key was claimed again");
     };
@@ -366,13 +370,13 @@ async fn idempotency_keys(b: &Backend) {
     // A key forgotten by its owner (a refused request) is free for the next claim.
     let refused = key_claim("k-2", "d1", "a/2", 30);
     assert_eq!(
-        b.store.claim_key(&id, &refused).await.unwrap(),
+        b.other.claim_key(&id, &refused).await.unwrap(),
         Claimed::New
     );
     let k2 = IdempotencyKey::parse("k-2").unwrap();
-    assert!(b.store.settle_key(&id, &k2, "a/2", None).await.unwrap());
+    assert!(b.other.settle_key(&id, &k2, "a/2", None).await.unwrap());
     assert_eq!(
-        b.other.claim_key(&id, &refused).await.unwrap(),
+        b.store.claim_key(&id, &refused).await.unwrap(),
         Claimed::New
     );
     // Keys are the session's own: another session has none of them.
@@ -381,7 +385,6 @@ async fn idempotency_keys(b: &Backend) {
         b.store.claim_key(&other.session_id, &first).await.unwrap(),
         Claimed::New
     );
-    w.release().await.unwrap();
     w2.release().await.unwrap();
 }
 
@@ -418,6 +421,7 @@ async fn idempotency_keys_expire_and_are_bounded(b: &Backend) {
             .await
             .unwrap());
     }
+    w.release().await.unwrap();
     // Five entries: the oldest finished one ("f-1") went, the running "old" stayed.
     let f1 = key_claim("f-1", "d", "a/x", 2_100);
     assert_eq!(b.other.claim_key(&id, &f1).await.unwrap(), Claimed::New);
@@ -434,7 +438,6 @@ async fn idempotency_keys_expire_and_are_bounded(b: &Backend) {
         panic!("the newest finished key was forgotten");
     };
     assert_eq!(entry.state, KeyState::Done { outcome: answer(4) });
-    w.release().await.unwrap();
 }
 
 macro_rules! contract {
