@@ -440,6 +440,70 @@ async fn idempotency_keys_expire_and_are_bounded(b: &Backend) {
     assert_eq!(entry.state, KeyState::Done { outcome: answer(4) });
 }
 
+/// Issue 34 item 3: keys go through the group committer. Keyed requests of many sessions at
+/// once share commits, with each other and with the sessions' records: every claim with its
+/// turn's first append, then every answer, cost a handful of commits, not one or two each.
+async fn keys_share_group_commits(b: &Backend) {
+    const SESSIONS: usize = 64;
+    let mut writers = Vec::new();
+    for _ in 0..SESSIONS {
+        writers.push(b.store.create(new_session(), &[]).await.unwrap());
+    }
+    let before = (b.stats)();
+    let steps = writers.iter_mut().enumerate().map(|(n, (info, w))| {
+        let (store, id) = (b.store.clone(), info.session_id.clone());
+        async move {
+            let claim = key_claim(&format!("k-{n}"), "d", &format!("a/{n}"), 10);
+            assert_eq!(store.claim_key(&id, &claim).await.unwrap(), Claimed::New);
+            w.append(&[user("x")], &[]).await.unwrap();
+        }
+    });
+    join_all(steps).await;
+    let claimed = (b.stats)();
+    assert_eq!(claimed.appends - before.appends, SESSIONS as u64);
+    let commits = claimed.commits - before.commits;
+    assert!(
+        commits <= SESSIONS as u64 / 2,
+        "{SESSIONS} claims and appends took {commits} commits"
+    );
+    let answers = writers.iter().enumerate().map(|(n, (info, _))| {
+        let (store, id) = (b.store.clone(), info.session_id.clone());
+        async move {
+            let key = IdempotencyKey::parse(&format!("k-{n}")).unwrap();
+            let (owner, outcome) = (format!("a/{n}"), answer(n as u64));
+            let answered = store.settle_key(&id, &key, &owner, Some(&outcome));
+            assert!(answered.await.unwrap());
+        }
+    });
+    join_all(answers).await;
+    let settled = (b.stats)();
+    let commits = settled.commits - claimed.commits;
+    // The answers were committed by the committer (not written beside it), together.
+    assert!(
+        (1..=SESSIONS as u64 / 4).contains(&commits),
+        "{SESSIONS} answers took {commits} commits"
+    );
+    assert_eq!(
+        settled.appends, claimed.appends,
+        "an answer is not an append"
+    );
+    // Each answer reads back once the sessions are let go.
+    for (n, (info, w)) in writers.into_iter().enumerate() {
+        w.release().await.unwrap();
+        let probe = key_claim(&format!("k-{n}"), "d", "b/1", 20);
+        let Claimed::Existing(entry) = b.other.claim_key(&info.session_id, &probe).await.unwrap()
+        else {
+            panic!("the answer of k-{n} was lost");
+        };
+        assert_eq!(
+            entry.state,
+            KeyState::Done {
+                outcome: answer(n as u64)
+            }
+        );
+    }
+}
+
 macro_rules! contract {
     ($backend:ident, $make:expr) => {
         mod $backend {
@@ -483,6 +547,11 @@ macro_rules! contract {
             #[tokio::test]
             async fn an_idempotency_key_is_claimed_once_and_its_answer_kept() {
                 idempotency_keys(&$make).await;
+            }
+
+            #[tokio::test]
+            async fn keys_of_many_sessions_share_group_commits() {
+                keys_share_group_commits(&$make).await;
             }
 
             #[tokio::test]

@@ -13,11 +13,14 @@
 //!
 //! Group commit: appends go to one committer task per store, which takes every append queued
 //! (up to [`MAX_BATCH`]) and commits them in one transaction: one fencing `UPDATE` for all of
-//! them, one `INSERT` for all records, one for all archive entries. A background task renews the
-//! held leases every [`PgStoreOptions::renew_every`].
+//! them, one `INSERT` for all records, one for all archive entries. Idempotency keys' claims and
+//! answers queue with them and run in the same transaction ([`keys`], issue 34 item 3). A
+//! background task renews the held leases every [`PgStoreOptions::renew_every`].
 
 mod keys;
 pub mod migrate;
+
+use keys::{KeyAnswer, KeyChange, KeyJob};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -103,12 +106,18 @@ impl std::fmt::Debug for PgStore {
 
 struct Inner {
     pool: Pool,
-    jobs: mpsc::Sender<Job>,
+    jobs: mpsc::Sender<Work>,
     options: PgStoreOptions,
     /// The leases this store holds: session and fencing token. Renewed in the background.
     held: Mutex<HashMap<SessionId, i64>>,
     appends: AtomicU64,
     commits: AtomicU64,
+}
+
+/// What waits for the committer: an append, or a key change.
+enum Work {
+    Append(Job),
+    Key(KeyJob),
 }
 
 /// One append waiting for the committer.
@@ -231,6 +240,24 @@ impl PgStore {
     /// [`StoreError::Database`].
     pub async fn renew_now(&self) -> Result<usize, StoreError> {
         renew(&self.inner).await
+    }
+}
+
+impl PgStore {
+    /// A key change, committed with the batch the committer forms now.
+    async fn key_change(&self, id: &SessionId, change: KeyChange) -> Result<KeyAnswer, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        let job = KeyJob {
+            session: id.clone(),
+            change,
+            reply,
+        };
+        self.inner
+            .jobs
+            .send(Work::Key(job))
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        answer.await.map_err(|_| StoreError::Closed)?
     }
 }
 
@@ -382,24 +409,37 @@ const FENCE_MANY_WRITE: &str = fence_many!("updated_at = now(), ");
 /// [`fence_many!`] for the renewer.
 const FENCE_MANY_RENEW: &str = fence_many!("");
 
-/// The committer: every queued append (up to [`MAX_BATCH`]) in one transaction.
-async fn committer(mut rx: mpsc::Receiver<Job>, inner: Weak<Inner>) {
+/// The committer: every queued append and key change (up to [`MAX_BATCH`]) in one
+/// transaction.
+async fn committer(mut rx: mpsc::Receiver<Work>, inner: Weak<Inner>) {
     while let Some(first) = rx.recv().await {
         let Some(store) = inner.upgrade() else {
-            let _ = first.reply.send(Err(StoreError::Closed));
+            match first {
+                Work::Append(job) => drop(job.reply.send(Err(StoreError::Closed))),
+                Work::Key(job) => drop(job.reply.send(Err(StoreError::Closed))),
+            }
             return;
         };
-        let mut batch = vec![first];
+        let mut work = vec![first];
         if store.options.group_commit {
-            while batch.len() < MAX_BATCH {
+            while work.len() < MAX_BATCH {
                 match rx.try_recv() {
-                    Ok(job) => batch.push(job),
+                    Ok(job) => work.push(job),
                     Err(_) => break,
                 }
             }
         }
+        let (mut batch, mut key_jobs) = (Vec::new(), Vec::new());
+        for job in work {
+            match job {
+                Work::Append(job) => batch.push(job),
+                Work::Key(job) => key_jobs.push(job),
+            }
+        }
         let count = len_i64(batch.len()) as u64;
-        match commit_batch(&store, &batch).await {
+        let committed = commit_batch(&store, &batch, &key_jobs).await;
+        answer_keys(key_jobs, committed.as_ref().map(|(_, answers)| answers));
+        match committed.map(|(lost, _)| lost) {
             Ok(lost) => {
                 store.commits.fetch_add(1, Ordering::Relaxed);
                 store
@@ -433,14 +473,64 @@ async fn committer(mut rx: mpsc::Receiver<Job>, inner: Weak<Inner>) {
     }
 }
 
-/// Commits a batch; returns the sessions whose fencing check failed (nothing of theirs was
-/// written).
-async fn commit_batch(inner: &Inner, batch: &[Job]) -> Result<Vec<SessionId>, StoreError> {
+/// Sends each key job its answer once its batch has committed (or the batch's failure).
+fn answer_keys(jobs: Vec<KeyJob>, committed: Result<&Vec<KeyAnswer>, &StoreError>) {
+    match committed {
+        Ok(answers) => {
+            for (job, answer) in jobs.into_iter().zip(answers) {
+                let answer = match answer {
+                    KeyAnswer::Claimed(claimed) => KeyAnswer::Claimed(claimed.clone()),
+                    KeyAnswer::Settled(settled) => KeyAnswer::Settled(*settled),
+                };
+                let _ = job.reply.send(Ok(answer));
+            }
+        }
+        Err(e) => {
+            let text = e.with_causes();
+            for job in jobs {
+                let _ = job.reply.send(Err(StoreError::Database {
+                    action: "commit an idempotency key",
+                    source: text.clone().into(),
+                }));
+            }
+        }
+    }
+}
+
+/// Commits a batch of appends and key changes; returns the sessions whose fencing check failed
+/// (nothing of theirs was written) and the key changes' answers.
+async fn commit_batch(
+    inner: &Inner,
+    batch: &[Job],
+    key_jobs: &[KeyJob],
+) -> Result<(Vec<SessionId>, Vec<KeyAnswer>), StoreError> {
     let mut client = inner.client().await?;
     let tx = client
         .transaction()
         .await
         .map_err(|e| StoreError::db("begin a commit", e))?;
+    let lost = if batch.is_empty() {
+        Vec::new()
+    } else {
+        write_appends(inner, &tx, batch).await?
+    };
+    let answers = if key_jobs.is_empty() {
+        Vec::new()
+    } else {
+        keys::apply(&tx, key_jobs).await?
+    };
+    tx.commit()
+        .await
+        .map_err(|e| StoreError::db("commit appends", e))?;
+    Ok((lost, answers))
+}
+
+/// The appends of a batch, fenced, in its transaction; the sessions whose fence failed.
+async fn write_appends(
+    inner: &Inner,
+    tx: &deadpool_postgres::Transaction<'_>,
+    batch: &[Job],
+) -> Result<Vec<SessionId>, StoreError> {
     let ids: Vec<&str> = batch.iter().map(|j| j.session.as_str()).collect();
     let tokens: Vec<i64> = batch.iter().map(|j| j.token).collect();
     let rows = tx
@@ -457,11 +547,8 @@ async fn commit_batch(inner: &Inner, batch: &[Job]) -> Result<Vec<SessionId>, St
             lost.push(job.session.clone());
         }
     }
-    records.insert(&tx, INSERT_RECORDS).await?;
-    archive.insert(&tx, INSERT_ARCHIVE).await?;
-    tx.commit()
-        .await
-        .map_err(|e| StoreError::db("commit appends", e))?;
+    records.insert(tx, INSERT_RECORDS).await?;
+    archive.insert(tx, INSERT_ARCHIVE).await?;
     Ok(lost)
 }
 
@@ -710,8 +797,10 @@ impl SessionStore for PgStore {
     }
 
     async fn claim_key(&self, id: &SessionId, claim: &KeyClaim) -> Result<Claimed, StoreError> {
-        let mut client = self.inner.client().await?;
-        keys::claim(&mut client, id, claim).await
+        match self.key_change(id, KeyChange::Claim(claim.clone())).await? {
+            KeyAnswer::Claimed(claimed) => Ok(claimed),
+            KeyAnswer::Settled(_) => Err(StoreError::Closed),
+        }
     }
 
     async fn settle_key(
@@ -721,8 +810,15 @@ impl SessionStore for PgStore {
         owner: &str,
         outcome: Option<&KeyOutcome>,
     ) -> Result<bool, StoreError> {
-        let client = self.inner.client().await?;
-        keys::settle(&client, id, key, owner, outcome).await
+        let change = KeyChange::Settle {
+            key: key.clone(),
+            owner: owner.to_owned(),
+            outcome: outcome.cloned(),
+        };
+        match self.key_change(id, change).await? {
+            KeyAnswer::Settled(settled) => Ok(settled),
+            KeyAnswer::Claimed(_) => Err(StoreError::Closed),
+        }
     }
 }
 
@@ -793,7 +889,7 @@ impl SessionWriter for PgWriter {
         };
         self.inner
             .jobs
-            .send(job)
+            .send(Work::Append(job))
             .await
             .map_err(|_| StoreError::Closed)?;
         answer.await.map_err(|_| StoreError::Closed)??;

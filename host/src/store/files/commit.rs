@@ -93,14 +93,16 @@ pub(super) struct Written {
     commits: u64,
 }
 
-/// The answers of one batch, to send once the counters are updated.
+/// The answers of one batch, to send once the counters are updated; each marked whether it was
+/// an append (records or archive entries) rather than keys alone.
 pub(super) type Answers = Vec<(
     oneshot::Sender<Result<(), StoreError>>,
     Result<(), StoreError>,
+    bool,
 )>;
 
 pub(super) fn send_answers(answers: Answers) {
-    for (reply, answer) in answers {
+    for (reply, answer, _) in answers {
         // The caller may have stopped waiting; the append is durable or undone either way.
         let _ = reply.send(answer);
     }
@@ -112,8 +114,9 @@ pub(super) fn commit_batch(batch: Vec<Job>, sync_threads: usize) -> Answers {
     let mut replies = Vec::with_capacity(batch.len());
     for job in batch {
         sessions.push(job.files);
+        let append = !job.records.is_empty() || !job.archive.is_empty();
         bytes.push((job.records, job.archive));
-        replies.push(job.reply);
+        replies.push((job.reply, append));
     }
     let mut guards: Vec<MutexGuard<'_, SessionFiles>> = Vec::with_capacity(sessions.len());
     let mut results: Vec<Result<(Written, DataFiles), StoreError>> =
@@ -163,7 +166,11 @@ pub(super) fn commit_batch(batch: Vec<Job>, sync_threads: usize) -> Answers {
     // returned is not kept open by this batch.
     drop(guards);
     drop(sessions);
-    replies.into_iter().zip(answers).collect()
+    replies
+        .into_iter()
+        .zip(answers)
+        .map(|((reply, append), answer)| (reply, answer, append))
+        .collect()
 }
 
 /// Opens the session's data files and writes one append's frames and its commit point (not yet

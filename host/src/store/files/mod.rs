@@ -144,7 +144,10 @@ struct Inner {
 impl Inner {
     /// Counts one commit of `answers`' successful appends (before they are answered).
     fn count_commit(&self, answers: &Answers) {
-        let ok = answers.iter().filter(|(_, a)| a.is_ok()).count() as u64;
+        let ok = answers
+            .iter()
+            .filter(|(_, a, append)| a.is_ok() && *append)
+            .count() as u64;
         self.commits.fetch_add(1, Ordering::Relaxed);
         self.appends.fetch_add(ok, Ordering::Relaxed);
     }
