@@ -132,7 +132,7 @@ impl From<WireMessage> for InboundMessage {
 /// The route: upgrades when the session exists.
 #[utoipa::path(
     get, path = "/v1/sessions/{id}/ws", tag = "events",
-    description = "One session over a WebSocket (docs/serve.md, \"WebSocket\"). The client sends JSON text messages (`SocketRequest`: `auth`, `turn`, `approval`, `command`, `message`); the server sends `{\"type\": \"event\", \"event\": HostEvent}` for the session's events, `{\"type\": \"done\", \"request\": ...}` or `{\"type\": \"error\", \"request\": ..., \"error\": {...}}` for each request, and `{\"type\": \"lagged\", \"missed\": n}`. A browser may offer its token as the subprotocol `bearer.<token>`. Close codes: 4401 (not authenticated), 1009 (a message over `--body-limit`), 1007 (a text frame that is not UTF-8).",
+    description = "One session over a WebSocket (docs/serve.md, \"WebSocket\"). The client sends JSON text messages (`SocketRequest`: `auth`, `turn`, `approval`, `command`, `message`; a `turn` or `command` may carry a `key`, the `Idempotency-Key` of HTTP: a repeat is answered with the stored answer, marked `\"replayed\": true`, and runs nothing); the server sends `{\"type\": \"event\", \"event\": HostEvent}` for the session's events, `{\"type\": \"done\", \"request\": ...}` or `{\"type\": \"error\", \"request\": ..., \"error\": {...}}` for each request, and `{\"type\": \"lagged\", \"missed\": n}`. A browser may offer its token as the subprotocol `bearer.<token>`. Close codes: 4401 (not authenticated), 1009 (a message over `--body-limit`), 1007 (a text frame that is not UTF-8).",
     params(("id" = String, Path, description = "The session's key.")),
     responses(
         (status = 101, description = "Switched to the WebSocket protocol."),
