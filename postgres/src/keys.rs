@@ -69,6 +69,30 @@ impl Pairs {
     }
 }
 
+/// Sends each key job its answer once its batch has committed (or the batch's failure).
+pub(crate) fn answer(jobs: Vec<KeyJob>, committed: Result<&Vec<KeyAnswer>, &StoreError>) {
+    match committed {
+        Ok(answers) => {
+            for (job, answer) in jobs.into_iter().zip(answers) {
+                let answer = match answer {
+                    KeyAnswer::Claimed(claimed) => KeyAnswer::Claimed(claimed.clone()),
+                    KeyAnswer::Settled(settled) => KeyAnswer::Settled(*settled),
+                };
+                let _ = job.reply.send(Ok(answer));
+            }
+        }
+        Err(e) => {
+            let text = e.with_causes();
+            for job in jobs {
+                let _ = job.reply.send(Err(StoreError::Database {
+                    action: "commit an idempotency key",
+                    source: text.clone().into(),
+                }));
+            }
+        }
+    }
+}
+
 /// Runs `jobs`' key changes in the batch's transaction `tx`; their answers, in order, to send
 /// once it has committed.
 ///

@@ -438,7 +438,7 @@ async fn committer(mut rx: mpsc::Receiver<Work>, inner: Weak<Inner>) {
         }
         let count = len_i64(batch.len()) as u64;
         let committed = commit_batch(&store, &batch, &key_jobs).await;
-        answer_keys(key_jobs, committed.as_ref().map(|(_, answers)| answers));
+        keys::answer(key_jobs, committed.as_ref().map(|(_, answers)| answers));
         match committed.map(|(lost, _)| lost) {
             Ok(lost) => {
                 store.commits.fetch_add(1, Ordering::Relaxed);
@@ -468,30 +468,6 @@ async fn committer(mut rx: mpsc::Receiver<Work>, inner: Weak<Inner>) {
                         source: text.clone().into(),
                     }));
                 }
-            }
-        }
-    }
-}
-
-/// Sends each key job its answer once its batch has committed (or the batch's failure).
-fn answer_keys(jobs: Vec<KeyJob>, committed: Result<&Vec<KeyAnswer>, &StoreError>) {
-    match committed {
-        Ok(answers) => {
-            for (job, answer) in jobs.into_iter().zip(answers) {
-                let answer = match answer {
-                    KeyAnswer::Claimed(claimed) => KeyAnswer::Claimed(claimed.clone()),
-                    KeyAnswer::Settled(settled) => KeyAnswer::Settled(*settled),
-                };
-                let _ = job.reply.send(Ok(answer));
-            }
-        }
-        Err(e) => {
-            let text = e.with_causes();
-            for job in jobs {
-                let _ = job.reply.send(Err(StoreError::Database {
-                    action: "commit an idempotency key",
-                    source: text.clone().into(),
-                }));
             }
         }
     }
