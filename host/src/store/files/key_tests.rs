@@ -55,7 +55,7 @@ async fn found(root: &Path, id: &SessionId, name: &str) -> Claimed {
 }
 
 #[tokio::test]
-async fn one_group_commit_carries_a_claim_with_its_records_and_the_answer_costs_one_more() {
+async fn one_group_commit_carries_a_claim_with_its_records_and_the_answer_is_synced_at_once() {
     let tmp = tempfile::tempdir().unwrap();
     let store = FileStore::open(tmp.path(), FileStoreOptions::default()).unwrap();
     let (info, mut w) = store.create(new(), &[]).await.unwrap();
@@ -79,12 +79,13 @@ async fn one_group_commit_carries_a_claim_with_its_records_and_the_answer_costs_
     // The commit point that committed the records names the claim's frame.
     let points = scan::<CommitPoint>(&dir.join(COMMITS)).unwrap().unwrap();
     assert_eq!(points.records.last().unwrap().keys, Some(1));
-    // The answer is one group commit of its own, durable when settle returns.
+    // The answer is synced when settle returns, beside the committer (no commit of its own).
     assert!(store
         .settle_key(&id, &key("k"), "a/1", Some(&answer(1)))
         .await
         .unwrap());
-    assert_eq!(store.stats().commits - stats.commits, 1);
+    assert_eq!(store.stats(), stats);
+    assert_eq!(keys::durable_seq(&dir).unwrap(), 2);
     // As a crash leaves it (the writer gone without release): the answer is there.
     drop(w);
     let Claimed::Existing(entry) = found(tmp.path(), &id, "k").await else {

@@ -354,24 +354,22 @@ impl SessionStore for FileStore {
         let dir = self.session_dir(id)?;
         let (inner, id, key) = (Arc::clone(&self.inner), id.clone(), key.clone());
         let (owner, answer) = (owner.to_owned(), outcome.cloned());
-        let (settled, held) = blocking(self.inner.inline, move || {
+        blocking(self.inner.inline, move || {
             let _one = inner.key_lock(&id);
-            match inner.held_files(&id) {
-                Some(files) => {
-                    let settled = lock(&files).keys()?.settle(&key, &owner, answer.as_ref());
-                    Ok((settled, Some(files)))
-                }
-                None => unheld_keys(&dir, &id, |log| log.settle(&key, &owner, answer.as_ref()))
-                    .map(|settled| (settled, None)),
+            let Some(files) = inner.held_files(&id) else {
+                return unheld_keys(&dir, &id, |log| log.settle(&key, &owner, answer.as_ref()));
+            };
+            let mut files = lock(&files);
+            let settled = files.keys()?.settle(&key, &owner, answer.as_ref());
+            // An answer is durable before it is given: its frame is appended and synced here,
+            // beside the committer's batches rather than queued behind them (the journal folds
+            // these syncs with the batches' own). A forgotten key waits for the next write.
+            if settled && answer.is_some() {
+                files.sync_keys()?;
             }
+            Ok(settled)
         })
-        .await?;
-        // An answer is durable before it is given: the committer writes it with the batch now
-        // forming. A forgotten key waits for the session's next write.
-        if let (true, Some(files), Some(_)) = (settled, held, outcome) {
-            self.inner.commit(files, Vec::new(), Vec::new()).await?;
-        }
-        Ok(settled)
+        .await
     }
 }
 
