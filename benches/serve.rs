@@ -75,6 +75,7 @@ async fn served(arbiters: &[actix::Arbiter]) -> (f64, u64) {
         transport: Transport::Http,
         token: None,
         keep: false,
+        idempotency: None,
     };
     let (tx, rx) = tokio::sync::oneshot::channel();
     std::thread::spawn(move || {

@@ -77,6 +77,7 @@ async fn load(node: &Node, (sessions, turns): (usize, usize)) -> LoadReport {
         transport: Transport::Http,
         token: None,
         keep: false,
+        idempotency: None,
     };
     let report = drive(options, Arc::new(())).await.unwrap();
     assert_eq!(report.error_count(), 0, "{:?}", report.errors);
@@ -128,6 +129,7 @@ async fn failover(dir: &std::path::Path, url: &str) -> (f64, f64) {
         transport: Transport::Http,
         token: None,
         keep: true,
+        idempotency: None,
     };
     let report = drive(options, Arc::new(())).await.unwrap();
     assert_eq!(report.error_count(), 0, "{:?}", report.errors);

@@ -2,7 +2,10 @@
 //! the server inside the test process: a repeated keyed turn runs once (its turns and tool runs
 //! counted) and gets the first answer, as JSON or as a stream; another body with the key is a
 //! 422; a repeat while the first waits for an approval is a 409 with `Retry-After`; malformed
-//! keys are 400s; a repeated `/new` opens one session; an expired key runs again.
+//! keys are 400s; a repeated `/new` opens one session; an expired key runs again. Issue 34
+//! item 3: the same keys on the WebSocket's turns and commands (a repeat answers the stored
+//! answer, `"replayed": true`, and runs nothing; a key sent over HTTP replays there too), and
+//! `hookline load --idempotency` sending every turn with a key of its own.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod serve_support;
@@ -10,10 +13,13 @@ mod serve_support;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::{SinkExt as _, StreamExt as _};
+use hookline::cli::load::{run as drive, turn_text, LoadOptions, Transport};
 use hookline::host::gateway::Activity;
 use hookline::host::provider::EchoProvider;
 use serde_json::json;
-use serve_support::{serve, until_activity, Served, SseReader};
+use serve_support::{serve, until_activity, Served, SseReader, DEADLINE};
+use tokio_tungstenite::tungstenite::Message;
 
 const WRITE: &str = r#"call write_file {"path":"out.txt","content":"once"}"#;
 /// A tool call that runs without an approval (a read).
@@ -262,5 +268,139 @@ async fn an_expired_key_runs_its_request_again() {
     let (status, _, replayed, _) = keyed(&served, &path, Some("k"), json!({ "text": "a" })).await;
     assert_eq!((status, replayed), (200, false));
     assert_eq!(counts(&served, &key, "user").await, (2, 2));
+    served.shutdown().await;
+}
+
+type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// Sends `request` on the socket and returns the answer to it (`done` or `error`), skipping
+/// the session's events.
+async fn ask(socket: &mut Socket, request: serde_json::Value) -> serde_json::Value {
+    socket
+        .send(Message::text(request.to_string()))
+        .await
+        .unwrap();
+    loop {
+        let message = tokio::time::timeout(DEADLINE, socket.next())
+            .await
+            .expect("nothing came on the socket")
+            .expect("the socket closed")
+            .unwrap();
+        let Message::Text(text) = message else {
+            continue;
+        };
+        let reply: serde_json::Value = serde_json::from_str(text.as_str()).unwrap();
+        if reply["type"] == "done" || reply["type"] == "error" {
+            return reply;
+        }
+    }
+}
+
+#[actix_rt::test]
+async fn a_repeated_key_over_the_websocket_runs_once_and_replays_the_answer() {
+    let served = serve(Arc::new(EchoProvider::new()), |_| {}, |_| {}).await;
+    let key = served.open().await;
+    let (mut socket, _) =
+        tokio_tungstenite::connect_async(served.ws(&format!("/v1/sessions/{key}/ws")))
+            .await
+            .unwrap();
+    let turn = json!({ "type": "turn", "text": READ, "key": "ws-1" });
+    let first = ask(&mut socket, turn.clone()).await;
+    assert_eq!(first["type"], "done", "{first}");
+    assert_eq!(first["request"], "turn");
+    assert_eq!(first.get("replayed"), None);
+    assert_eq!(counts(&served, &key, "tool-result").await, (1, 1));
+
+    let again = ask(&mut socket, turn).await;
+    assert_eq!(again["type"], "done", "{again}");
+    assert_eq!(again["replayed"], true);
+    assert_eq!(again["stopReason"], first["stopReason"]);
+    assert_eq!(again["sessionId"], first["sessionId"]);
+    // One turn, one tool run: the repeat ran nothing.
+    assert_eq!(counts(&served, &key, "tool-result").await, (1, 1));
+
+    // The same key over HTTP is the same entry: the stored answer, with the turn's events.
+    let path = format!("/v1/sessions/{key}/turns");
+    let (status, _, replayed, stored) =
+        keyed(&served, &path, Some("ws-1"), json!({ "text": READ })).await;
+    assert_eq!((status, replayed), (200, true), "{stored}");
+    assert_eq!(stored["stopReason"], first["stopReason"]);
+    assert!(!stored["events"].as_array().unwrap().is_empty(), "{stored}");
+    assert_eq!(counts(&served, &key, "tool-result").await, (1, 1));
+
+    // Another request with the key, a malformed key: refused, as over HTTP.
+    let reused = ask(
+        &mut socket,
+        json!({ "type": "turn", "text": "other", "key": "ws-1" }),
+    )
+    .await;
+    assert_eq!(reused["type"], "error", "{reused}");
+    assert_eq!(reused["error"]["code"], "idempotency-key-reused");
+    let bad = ask(
+        &mut socket,
+        json!({ "type": "turn", "text": "x", "key": "" }),
+    )
+    .await;
+    assert_eq!(bad["error"]["code"], "bad-idempotency-key", "{bad}");
+
+    // Commands take keys too: a repeated `/new` opens one session.
+    let new = json!({ "type": "command", "command": "/new", "key": "new-1" });
+    let opened = ask(&mut socket, new.clone()).await;
+    assert_eq!(opened["type"], "done", "{opened}");
+    let fresh = opened["session"]["sessionId"].clone();
+    let repeated = ask(&mut socket, new).await;
+    assert_eq!(repeated["replayed"], true, "{repeated}");
+    assert_eq!(repeated["session"]["sessionId"], fresh);
+    let (_, shown) = served.get(&format!("/v1/sessions/{key}")).await;
+    assert_eq!(shown["session"]["sessionId"], fresh);
+    served.shutdown().await;
+}
+
+#[actix_rt::test]
+async fn load_with_idempotency_sends_every_turn_with_a_key_of_its_own() {
+    let served = serve(Arc::new(EchoProvider::new()), |_| {}, |_| {}).await;
+    for (transport, prefix) in [(Transport::Http, "http"), (Transport::Ws, "ws")] {
+        let options = LoadOptions {
+            url: served.url(""),
+            sessions: 2,
+            turns: 2,
+            transport,
+            token: None,
+            keep: true,
+            idempotency: Some(prefix.into()),
+        };
+        let report = drive(options.clone(), Arc::new(())).await.unwrap();
+        assert_eq!((report.turns, report.error_count()), (4, 0), "{report:?}");
+        let (_, listed) = served.get("/v1/sessions").await;
+        let mut replays = 0;
+        for session in listed["sessions"].as_array().unwrap() {
+            let key = session["key"].as_str().unwrap();
+            let (_, shown) = served.get(&format!("/v1/sessions/{key}?limit=10")).await;
+            let items = shown["records"]["items"].as_array().unwrap();
+            let first = items
+                .iter()
+                .find(|r| r["kind"] == "user")
+                .and_then(|r| r["text"].as_str())
+                .unwrap_or_default();
+            // Sessions of this run only: their first turn says which session number they were.
+            let Some(n) = (0..2).find(|&n| first == turn_text(n, 0)) else {
+                continue;
+            };
+            if shown["session"]["turns"] != 2 {
+                continue;
+            }
+            for turn in 0..2 {
+                let path = format!("/v1/sessions/{key}/turns");
+                let body = json!({ "text": turn_text(n, turn) });
+                let key = options.turn_key(n, turn).unwrap();
+                let (status, _, replayed, _) = keyed(&served, &path, Some(&key), body).await;
+                assert_eq!((status, replayed), (200, true), "{prefix} {key}");
+                replays += 1;
+            }
+            served.delete(&format!("/v1/sessions/{key}")).await;
+        }
+        assert_eq!(replays, 4, "{prefix}: every turn of the load was keyed");
+    }
     served.shutdown().await;
 }

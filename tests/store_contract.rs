@@ -327,15 +327,17 @@ fn answer(n: u64) -> KeyOutcome {
 }
 
 /// Issue 22 item 3: a key is claimed once; its owner settles it; the answer reads back on
-/// another store (process or node); only the owner settles; a forgotten key is free again.
+/// another store (process or node) once the session is let go; only the owner settles; a
+/// forgotten key is free again. Keys are claimed by the store that holds the session (issue 34
+/// item 3: the file store keeps a claim with the session's next commit).
 async fn idempotency_keys(b: &Backend) {
     let (info, w) = b.store.create(new_session(), &[]).await.unwrap();
     let id = info.session_id;
     let first = key_claim("k-1", "d1", "a/1", 10);
     assert_eq!(b.store.claim_key(&id, &first).await.unwrap(), Claimed::New);
-    // Claimed again (by another request, on the other store): running, with its digest.
+    // Claimed again (by another request): running, with its digest.
     let again = key_claim("k-1", "d2", "b/1", 20);
-    let Claimed::Existing(entry) = b.other.claim_key(&id, &again).await.unwrap() else {
+    let Claimed::Existing(entry) = b.store.claim_key(&id, &again).await.unwrap() else {
         panic!("the key was claimed twice");
     };
     assert_eq!(entry.digest, "d1");
@@ -359,6 +361,8 @@ async fn idempotency_keys(b: &Backend) {
         .await
         .unwrap());
     assert!(!b.store.settle_key(&id, &key, "a/1", None).await.unwrap());
+    w.release().await.unwrap();
+    // The answer on the other store (a process or node that resumes the session).
     let Claimed::Existing(entry) = b.other.claim_key(&id, &again).await.unwrap() else {
         panic!("the settled key was claimed again");
     };
@@ -366,13 +370,13 @@ async fn idempotency_keys(b: &Backend) {
     // A key forgotten by its owner (a refused request) is free for the next claim.
     let refused = key_claim("k-2", "d1", "a/2", 30);
     assert_eq!(
-        b.store.claim_key(&id, &refused).await.unwrap(),
+        b.other.claim_key(&id, &refused).await.unwrap(),
         Claimed::New
     );
     let k2 = IdempotencyKey::parse("k-2").unwrap();
-    assert!(b.store.settle_key(&id, &k2, "a/2", None).await.unwrap());
+    assert!(b.other.settle_key(&id, &k2, "a/2", None).await.unwrap());
     assert_eq!(
-        b.other.claim_key(&id, &refused).await.unwrap(),
+        b.store.claim_key(&id, &refused).await.unwrap(),
         Claimed::New
     );
     // Keys are the session's own: another session has none of them.
@@ -381,7 +385,6 @@ async fn idempotency_keys(b: &Backend) {
         b.store.claim_key(&other.session_id, &first).await.unwrap(),
         Claimed::New
     );
-    w.release().await.unwrap();
     w2.release().await.unwrap();
 }
 
@@ -418,6 +421,7 @@ async fn idempotency_keys_expire_and_are_bounded(b: &Backend) {
             .await
             .unwrap());
     }
+    w.release().await.unwrap();
     // Five entries: the oldest finished one ("f-1") went, the running "old" stayed.
     let f1 = key_claim("f-1", "d", "a/x", 2_100);
     assert_eq!(b.other.claim_key(&id, &f1).await.unwrap(), Claimed::New);
@@ -434,7 +438,70 @@ async fn idempotency_keys_expire_and_are_bounded(b: &Backend) {
         panic!("the newest finished key was forgotten");
     };
     assert_eq!(entry.state, KeyState::Done { outcome: answer(4) });
-    w.release().await.unwrap();
+}
+
+/// Issue 34 item 3: keys go through the group committer. Keyed requests of many sessions at
+/// once share commits, with each other and with the sessions' records: every claim with its
+/// turn's first append, then every answer, cost a handful of commits, not one or two each.
+async fn keys_share_group_commits(b: &Backend) {
+    const SESSIONS: usize = 64;
+    let mut writers = Vec::new();
+    for _ in 0..SESSIONS {
+        writers.push(b.store.create(new_session(), &[]).await.unwrap());
+    }
+    let before = (b.stats)();
+    let steps = writers.iter_mut().enumerate().map(|(n, (info, w))| {
+        let (store, id) = (b.store.clone(), info.session_id.clone());
+        async move {
+            let claim = key_claim(&format!("k-{n}"), "d", &format!("a/{n}"), 10);
+            assert_eq!(store.claim_key(&id, &claim).await.unwrap(), Claimed::New);
+            w.append(&[user("x")], &[]).await.unwrap();
+        }
+    });
+    join_all(steps).await;
+    let claimed = (b.stats)();
+    assert_eq!(claimed.appends - before.appends, SESSIONS as u64);
+    let commits = claimed.commits - before.commits;
+    assert!(
+        commits <= SESSIONS as u64 / 2,
+        "{SESSIONS} claims and appends took {commits} commits"
+    );
+    let answers = writers.iter().enumerate().map(|(n, (info, _))| {
+        let (store, id) = (b.store.clone(), info.session_id.clone());
+        async move {
+            let key = IdempotencyKey::parse(&format!("k-{n}")).unwrap();
+            let (owner, outcome) = (format!("a/{n}"), answer(n as u64));
+            let answered = store.settle_key(&id, &key, &owner, Some(&outcome));
+            assert!(answered.await.unwrap());
+        }
+    });
+    join_all(answers).await;
+    let settled = (b.stats)();
+    let commits = settled.commits - claimed.commits;
+    // Together (PostgreSQL), or synced beside the committer's batches (the file store).
+    assert!(
+        commits <= SESSIONS as u64 / 4,
+        "{SESSIONS} answers took {commits} commits"
+    );
+    assert_eq!(
+        settled.appends, claimed.appends,
+        "an answer is not an append"
+    );
+    // Each answer reads back once the sessions are let go.
+    for (n, (info, w)) in writers.into_iter().enumerate() {
+        w.release().await.unwrap();
+        let probe = key_claim(&format!("k-{n}"), "d", "b/1", 20);
+        let Claimed::Existing(entry) = b.other.claim_key(&info.session_id, &probe).await.unwrap()
+        else {
+            panic!("the answer of k-{n} was lost");
+        };
+        assert_eq!(
+            entry.state,
+            KeyState::Done {
+                outcome: answer(n as u64)
+            }
+        );
+    }
 }
 
 macro_rules! contract {
@@ -483,6 +550,11 @@ macro_rules! contract {
             }
 
             #[tokio::test]
+            async fn keys_of_many_sessions_share_group_commits() {
+                keys_share_group_commits(&$make).await;
+            }
+
+            #[tokio::test]
             async fn idempotency_keys_expire_and_are_bounded_per_session() {
                 idempotency_keys_expire_and_are_bounded(&$make).await;
             }
@@ -498,6 +570,28 @@ async fn both_backends_store_the_same_session() {
     let files = round_trip(&file_backend()).await;
     let postgres = round_trip(&pg_backend().await).await;
     assert_eq!(files, postgres);
+}
+
+/// Issue 34 item 3: PostgreSQL's claims and answers are transactions of the committer (before,
+/// each was a transaction of its own beside it).
+#[tokio::test]
+async fn postgres_keys_are_committed_by_the_committer() {
+    let b = pg_backend().await;
+    let (info, w) = b.store.create(new_session(), &[]).await.unwrap();
+    let id = info.session_id;
+    let before = (b.stats)();
+    let claim = key_claim("k", "d", "a/1", 10);
+    assert_eq!(b.store.claim_key(&id, &claim).await.unwrap(), Claimed::New);
+    let key = IdempotencyKey::parse("k").unwrap();
+    assert!(b
+        .store
+        .settle_key(&id, &key, "a/1", Some(&answer(1)))
+        .await
+        .unwrap());
+    let after = (b.stats)();
+    assert_eq!(after.commits - before.commits, 2);
+    assert_eq!(after.appends, before.appends);
+    w.release().await.unwrap();
 }
 
 #[tokio::test]

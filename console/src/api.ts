@@ -61,9 +61,15 @@ export class Api {
     return (await response.json()) as T;
   }
 
-  /** A request; rejects with [`ApiError`] on a status other than 2xx. */
-  async send(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<Response> {
-    const headers = this.headers(body === undefined ? {} : { "Content-Type": "application/json" });
+  /** A request (with `extra` headers); rejects with [`ApiError`] on a status other than 2xx. */
+  async send(
+    method: string,
+    path: string,
+    body?: unknown,
+    signal?: AbortSignal,
+    extra: Record<string, string> = {},
+  ): Promise<Response> {
+    const headers = this.headers(body === undefined ? extra : { ...extra, "Content-Type": "application/json" });
     const timeout = AbortSignal.timeout(REQUEST_TIMEOUT_MS);
     const response = await fetch(path, {
       method,
@@ -102,9 +108,13 @@ export class Api {
     await this.send("DELETE", `/v1/sessions/${encodeURIComponent(key)}`);
   }
 
-  /** `POST /v1/sessions/{id}/turns` (JSON: answers when the turn ends). */
-  async turn(key: string, text: string): Promise<void> {
-    await this.send("POST", `/v1/sessions/${encodeURIComponent(key)}/turns`, { text });
+  /**
+   * `POST /v1/sessions/{id}/turns` (JSON: answers when the turn ends), with a fresh
+   * `Idempotency-Key`: the same turn sent again with it runs once (docs/serve.md).
+   */
+  async turn(key: string, text: string, idempotencyKey: string = freshKey()): Promise<void> {
+    const path = `/v1/sessions/${encodeURIComponent(key)}/turns`;
+    await this.send("POST", path, { text }, undefined, { "Idempotency-Key": idempotencyKey });
   }
 
   /** `POST /v1/sessions/{id}/approvals/{callId}`. */
@@ -130,6 +140,15 @@ export class Api {
   async metrics(): Promise<string> {
     return (await this.send("GET", "/metrics")).text();
   }
+}
+
+/**
+ * A fresh idempotency key: 128 random bits in hex. `crypto.getRandomValues`, not `randomUUID`,
+ * which a page served over plain HTTP from another host does not have.
+ */
+export function freshKey(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
 async function errorOf(response: Response): Promise<ApiError> {

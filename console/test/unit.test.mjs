@@ -23,6 +23,29 @@ const { parseMetrics, hookStats, hooksOf, totalSkips, formatSeconds } = await lo
 const { diffWords, valueTexts, patchChanges, patchText } = await load("diff.ts");
 const { Store, approvalKey } = await load("state.ts");
 const { usageText } = await load("usage.ts");
+const { Api, freshKey } = await load("api.ts");
+
+test("api: every turn is sent with a fresh Idempotency-Key", async () => {
+  assert.match(freshKey(), /^[0-9a-f]{32}$/);
+  const sent = [];
+  const realFetch = globalThis.fetch;
+  globalThis.fetch = async (path, init) => {
+    sent.push({ path, key: init.headers.get("Idempotency-Key"), type: init.headers.get("Content-Type") });
+    return new Response("{}", { status: 200 });
+  };
+  try {
+    const api = new Api("t");
+    await api.turn("s1", "hello");
+    await api.turn("s1", "hello");
+  } finally {
+    globalThis.fetch = realFetch;
+  }
+  assert.equal(sent.length, 2);
+  assert.equal(sent[0].path, "/v1/sessions/s1/turns");
+  assert.equal(sent[0].type, "application/json");
+  assert.match(sent[0].key, /^[0-9a-f]{32}$/);
+  assert.notEqual(sent[0].key, sent[1].key);
+});
 
 test("usage: reported counts are shown, unreported ones left out, none said so", () => {
   assert.equal(usageText({ inputTokens: 1234, outputTokens: 56, modelCalls: 3 }), "1,234 in · 56 out · 3 model calls");

@@ -1,5 +1,5 @@
-//! The store's background tasks: the committer (group commit, [`MAX_BATCH`] appends in one
-//! transaction) and the lease renewer.
+//! The store's background tasks: the committer (group commit, [`MAX_BATCH`] appends and
+//! idempotency key changes in one transaction) and the lease renewer.
 
 use std::sync::atomic::Ordering;
 use std::sync::Weak;
@@ -10,27 +10,41 @@ use hookline_host::store::{StoreError, MAX_BATCH};
 use hookline_messages::session::SessionId;
 use tokio::sync::mpsc;
 
-use crate::{len_i64, lock, Inner, Job, Rows, FENCE_MANY_RENEW, FENCE_MANY_WRITE};
+use crate::keys::{self, KeyAnswer, KeyJob};
+use crate::{len_i64, lock, Inner, Job, Rows, Work, FENCE_MANY_RENEW, FENCE_MANY_WRITE};
 use crate::{INSERT_ARCHIVE, INSERT_RECORDS};
 
-/// The committer: every queued append (up to [`MAX_BATCH`]) in one transaction.
-pub(crate) async fn committer(mut rx: mpsc::Receiver<Job>, inner: Weak<Inner>) {
+/// The committer: every queued append and key change (up to [`MAX_BATCH`]) in one
+/// transaction (key changes: issue 34 item 3).
+pub(crate) async fn committer(mut rx: mpsc::Receiver<Work>, inner: Weak<Inner>) {
     while let Some(first) = rx.recv().await {
         let Some(store) = inner.upgrade() else {
-            let _ = first.reply.send(Err(StoreError::Closed));
+            match first {
+                Work::Append(job) => drop(job.reply.send(Err(StoreError::Closed))),
+                Work::Key(job) => drop(job.reply.send(Err(StoreError::Closed))),
+            }
             return;
         };
-        let mut batch = vec![first];
+        let mut work = vec![first];
         if store.options.group_commit {
-            while batch.len() < MAX_BATCH {
+            while work.len() < MAX_BATCH {
                 match rx.try_recv() {
-                    Ok(job) => batch.push(job),
+                    Ok(job) => work.push(job),
                     Err(_) => break,
                 }
             }
         }
+        let (mut batch, mut key_jobs) = (Vec::new(), Vec::new());
+        for job in work {
+            match job {
+                Work::Append(job) => batch.push(job),
+                Work::Key(job) => key_jobs.push(job),
+            }
+        }
         let count = len_i64(batch.len()) as u64;
-        match commit_batch(&store, &batch).await {
+        let committed = commit_batch(&store, &batch, &key_jobs).await;
+        keys::answer(key_jobs, committed.as_ref().map(|(_, answers)| answers));
+        match committed.map(|(lost, _)| lost) {
             Ok(lost) => {
                 store.commits.fetch_add(1, Ordering::Relaxed);
                 store
@@ -64,14 +78,40 @@ pub(crate) async fn committer(mut rx: mpsc::Receiver<Job>, inner: Weak<Inner>) {
     }
 }
 
-/// Commits a batch; returns the sessions whose fencing check failed (nothing of theirs was
-/// written).
-async fn commit_batch(inner: &Inner, batch: &[Job]) -> Result<Vec<SessionId>, StoreError> {
+/// Commits a batch of appends and key changes; returns the sessions whose fencing check failed
+/// (nothing of theirs was written) and the key changes' answers.
+async fn commit_batch(
+    inner: &Inner,
+    batch: &[Job],
+    key_jobs: &[KeyJob],
+) -> Result<(Vec<SessionId>, Vec<KeyAnswer>), StoreError> {
     let mut client = inner.client().await?;
     let tx = client
         .transaction()
         .await
         .map_err(|e| StoreError::db("begin a commit", e))?;
+    let lost = if batch.is_empty() {
+        Vec::new()
+    } else {
+        write_appends(inner, &tx, batch).await?
+    };
+    let answers = if key_jobs.is_empty() {
+        Vec::new()
+    } else {
+        keys::apply(&tx, key_jobs).await?
+    };
+    tx.commit()
+        .await
+        .map_err(|e| StoreError::db("commit appends", e))?;
+    Ok((lost, answers))
+}
+
+/// The appends of a batch, fenced, in its transaction; the sessions whose fence failed.
+async fn write_appends(
+    inner: &Inner,
+    tx: &deadpool_postgres::Transaction<'_>,
+    batch: &[Job],
+) -> Result<Vec<SessionId>, StoreError> {
     let ids: Vec<&str> = batch.iter().map(|j| j.session.as_str()).collect();
     let tokens: Vec<i64> = batch.iter().map(|j| j.token).collect();
     let rows = tx
@@ -88,11 +128,8 @@ async fn commit_batch(inner: &Inner, batch: &[Job]) -> Result<Vec<SessionId>, St
             lost.push(job.session.clone());
         }
     }
-    records.insert(&tx, INSERT_RECORDS).await?;
-    archive.insert(&tx, INSERT_ARCHIVE).await?;
-    tx.commit()
-        .await
-        .map_err(|e| StoreError::db("commit appends", e))?;
+    records.insert(tx, INSERT_RECORDS).await?;
+    archive.insert(tx, INSERT_ARCHIVE).await?;
     Ok(lost)
 }
 

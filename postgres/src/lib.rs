@@ -13,8 +13,9 @@
 //!
 //! Group commit: appends go to one committer task per store, which takes every append queued
 //! (up to [`MAX_BATCH`]) and commits them in one transaction: one fencing `UPDATE` for all of
-//! them, one `INSERT` for all records, one for all archive entries. A background task renews the
-//! held leases every [`PgStoreOptions::renew_every`].
+//! them, one `INSERT` for all records, one for all archive entries. Idempotency keys' claims and
+//! answers queue with them and run in the same transaction ([`keys`], issue 34 item 3). A
+//! background task renews the held leases every [`PgStoreOptions::renew_every`].
 //!
 //! Liveness (issue 40 item 1, [`liveness`]): each store holds an advisory lock on its incarnation
 //! for as long as it runs, and a lease records the incarnation that took it; a session whose
@@ -32,6 +33,8 @@ mod writer;
 
 use commit::{committer, renew, renewer};
 use writer::PgWriter;
+
+use keys::{KeyAnswer, KeyChange, KeyJob};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -134,12 +137,18 @@ pub(crate) struct Inner {
     incarnation: String,
     /// The liveness lock on `incarnation`, held while the store lives.
     _liveness: liveness::Liveness,
-    jobs: mpsc::Sender<Job>,
+    jobs: mpsc::Sender<Work>,
     options: PgStoreOptions,
     /// The leases this store holds: session and fencing token. Renewed in the background.
     held: Mutex<HashMap<SessionId, i64>>,
     appends: AtomicU64,
     commits: AtomicU64,
+}
+
+/// What waits for the committer: an append, or a key change.
+pub(crate) enum Work {
+    Append(Job),
+    Key(KeyJob),
 }
 
 /// One append waiting for the committer.
@@ -292,6 +301,24 @@ impl PgStore {
     /// [`StoreError::Database`].
     pub async fn renew_now(&self) -> Result<usize, StoreError> {
         renew(&self.inner).await
+    }
+}
+
+impl PgStore {
+    /// A key change, committed with the batch the committer forms now.
+    async fn key_change(&self, id: &SessionId, change: KeyChange) -> Result<KeyAnswer, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        let job = KeyJob {
+            session: id.clone(),
+            change,
+            reply,
+        };
+        self.inner
+            .jobs
+            .send(Work::Key(job))
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        answer.await.map_err(|_| StoreError::Closed)?
     }
 }
 
@@ -700,8 +727,10 @@ impl SessionStore for PgStore {
     }
 
     async fn claim_key(&self, id: &SessionId, claim: &KeyClaim) -> Result<Claimed, StoreError> {
-        let mut client = self.inner.client().await?;
-        keys::claim(&mut client, id, claim).await
+        match self.key_change(id, KeyChange::Claim(claim.clone())).await? {
+            KeyAnswer::Claimed(claimed) => Ok(claimed),
+            KeyAnswer::Settled(_) => Err(StoreError::Closed),
+        }
     }
 
     async fn settle_key(
@@ -711,7 +740,14 @@ impl SessionStore for PgStore {
         owner: &str,
         outcome: Option<&KeyOutcome>,
     ) -> Result<bool, StoreError> {
-        let client = self.inner.client().await?;
-        keys::settle(&client, id, key, owner, outcome).await
+        let change = KeyChange::Settle {
+            key: key.clone(),
+            owner: owner.to_owned(),
+            outcome: outcome.cloned(),
+        };
+        match self.key_change(id, change).await? {
+            KeyAnswer::Settled(settled) => Ok(settled),
+            KeyAnswer::Claimed(_) => Err(StoreError::Closed),
+        }
     }
 }

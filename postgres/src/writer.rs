@@ -8,7 +8,7 @@ use hookline_messages::record::{ArchiveEntry, Record};
 use hookline_messages::session::SessionId;
 use tokio::sync::oneshot;
 
-use crate::{encode, fence_one, len_i64, Inner, Job, Rows, INSERT_ARCHIVE, INSERT_RECORDS};
+use crate::{encode, fence_one, len_i64, Inner, Job, Rows, Work, INSERT_ARCHIVE, INSERT_RECORDS};
 
 /// The writer of one PostgreSQL session: its fencing token and where its rows continue.
 pub(crate) struct PgWriter {
@@ -77,7 +77,7 @@ impl SessionWriter for PgWriter {
         };
         self.inner
             .jobs
-            .send(job)
+            .send(Work::Append(job))
             .await
             .map_err(|_| StoreError::Closed)?;
         answer.await.map_err(|_| StoreError::Closed)??;

@@ -1,4 +1,5 @@
-//! `hookline load --url URL --sessions N --turns M [--ws] [--token-file FILE] [--keep] [--json]`:
+//! `hookline load --url URL --sessions N --turns M [--transport ws] [--idempotency]
+//! [--token-file FILE] [--keep] [--json]`:
 //! drives a running `hookline serve` over real HTTP (or one WebSocket per session) with a
 //! progress bar, then prints turns/s, hook calls/s, turn latency p50/p99, errors and the server's
 //! resident memory (issue 11 item 5); with 100 turns or more per session also the mean time and
@@ -12,7 +13,7 @@ use std::sync::Arc;
 use clap::Args;
 
 use super::progress::Bar;
-use crate::load::{run as drive, LoadOptions, LoadReport, Transport};
+use crate::load::{fresh_key_prefix, run as drive, LoadOptions, LoadReport, Transport};
 
 /// Arguments of `hookline load`.
 #[derive(Debug, Args)]
@@ -35,6 +36,10 @@ pub(crate) struct LoadArgs {
     /// Leave the sessions open at the end.
     #[arg(long)]
     keep: bool,
+    /// Send every turn with a fresh idempotency key (`Idempotency-Key`, or `key` on a
+    /// WebSocket), to measure what keys cost.
+    #[arg(long)]
+    idempotency: bool,
     /// Print one JSON report.
     #[arg(long)]
     json: bool,
@@ -71,6 +76,7 @@ pub(crate) fn run(args: &LoadArgs) -> ExitCode {
         transport: args.transport,
         token,
         keep: args.keep,
+        idempotency: args.idempotency.then(fresh_key_prefix),
     };
     let report = runtime.block_on(drive(options, bar.clone()));
     bar.finish();

@@ -5,6 +5,9 @@
 //! long conversations (issue 22), the mean time and answer size of turns 51-100 and of the last
 //! 50 turns, and the server's resident memory per session.
 //!
+//! With [`LoadOptions::idempotency`] every turn carries a key of its own (`Idempotency-Key` over
+//! HTTP, `key` on a WebSocket), to measure what keys cost (issue 34 item 3).
+//!
 //! Bounded: each request has a timeout; sessions are opened at most [`OPENING`] at a time.
 
 use std::collections::BTreeMap;
@@ -50,6 +53,31 @@ pub struct LoadOptions {
     pub token: Option<String>,
     /// Leave the sessions open at the end (to measure a server holding them).
     pub keep: bool,
+    /// Send every turn with an idempotency key of its own: this prefix, then `-<session>-<turn>`
+    /// (session and turn counted from 0). `None`: turns without keys.
+    pub idempotency: Option<String>,
+}
+
+impl LoadOptions {
+    /// The key of turn `turn` of session number `session`, when turns carry keys.
+    pub fn turn_key(&self, session: usize, turn: usize) -> Option<String> {
+        self.idempotency
+            .as_ref()
+            .map(|prefix| format!("{prefix}-{session}-{turn}"))
+    }
+}
+
+/// A key prefix no earlier run used: the time and this process, in hex.
+pub fn fresh_key_prefix() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("load-{nanos:x}-{:x}", std::process::id())
+}
+
+/// The text of turn `turn` of session number `session` (what a repeat with its key must send).
+pub fn turn_text(session: usize, turn: usize) -> String {
+    format!("load {session} turn {turn}")
 }
 
 /// What a run measured.
@@ -394,9 +422,12 @@ async fn http_turns(shared: &Shared, i: usize, key: &str) {
     let url = format!("{}/v1/sessions/{key}/turns", shared.options.url);
     for turn in 0..shared.options.turns {
         let started = Instant::now();
-        let request = shared
+        let mut request = shared
             .request(shared.http.post(&url))
-            .json(&serde_json::json!({ "text": format!("load {i} turn {turn}") }));
+            .json(&serde_json::json!({ "text": turn_text(i, turn) }));
+        if let Some(key) = shared.options.turn_key(i, turn) {
+            request = request.header("idempotency-key", key);
+        }
         match sized_answer(request).await {
             Ok((_, bytes)) => shared.turn(turn, started.elapsed(), bytes),
             Err(code) => shared.error(code),
@@ -424,8 +455,10 @@ async fn ws_turns(shared: &Shared, i: usize, key: &str) {
     };
     for turn in 0..shared.options.turns {
         let started = Instant::now();
-        let message =
-            serde_json::json!({ "type": "turn", "text": format!("load {i} turn {turn}") });
+        let mut message = serde_json::json!({ "type": "turn", "text": turn_text(i, turn) });
+        if let Some(key) = shared.options.turn_key(i, turn) {
+            message["key"] = key.into();
+        }
         if socket
             .send(Message::text(message.to_string()))
             .await
@@ -512,6 +545,24 @@ fn parse_scrape(text: &str) -> Scrape {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keyed_turns_get_a_key_each_and_plain_ones_none() {
+        let mut options = LoadOptions {
+            url: String::new(),
+            sessions: 2,
+            turns: 2,
+            transport: Transport::Http,
+            token: None,
+            keep: false,
+            idempotency: None,
+        };
+        assert_eq!(options.turn_key(0, 0), None);
+        options.idempotency = Some("p".into());
+        assert_eq!(options.turn_key(1, 0).as_deref(), Some("p-1-0"));
+        assert_ne!(options.turn_key(0, 1), options.turn_key(1, 0));
+        assert_ne!(fresh_key_prefix(), "");
+    }
 
     #[test]
     fn a_scrape_sums_hook_calls_over_labels() {

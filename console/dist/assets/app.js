@@ -49,9 +49,9 @@ var Api = class {
     const response = await this.send(method, path, body);
     return await response.json();
   }
-  /** A request; rejects with [`ApiError`] on a status other than 2xx. */
-  async send(method, path, body, signal) {
-    const headers = this.headers(body === void 0 ? {} : { "Content-Type": "application/json" });
+  /** A request (with `extra` headers); rejects with [`ApiError`] on a status other than 2xx. */
+  async send(method, path, body, signal, extra = {}) {
+    const headers = this.headers(body === void 0 ? extra : { ...extra, "Content-Type": "application/json" });
     const timeout = AbortSignal.timeout(REQUEST_TIMEOUT_MS);
     const response = await fetch(path, {
       method,
@@ -84,9 +84,13 @@ var Api = class {
   async close(key) {
     await this.send("DELETE", `/v1/sessions/${encodeURIComponent(key)}`);
   }
-  /** `POST /v1/sessions/{id}/turns` (JSON: answers when the turn ends). */
-  async turn(key, text) {
-    await this.send("POST", `/v1/sessions/${encodeURIComponent(key)}/turns`, { text });
+  /**
+   * `POST /v1/sessions/{id}/turns` (JSON: answers when the turn ends), with a fresh
+   * `Idempotency-Key`: the same turn sent again with it runs once (docs/serve.md).
+   */
+  async turn(key, text, idempotencyKey = freshKey()) {
+    const path = `/v1/sessions/${encodeURIComponent(key)}/turns`;
+    await this.send("POST", path, { text }, void 0, { "Idempotency-Key": idempotencyKey });
   }
   /** `POST /v1/sessions/{id}/approvals/{callId}`. */
   async answer(key, callId, decision) {
@@ -109,6 +113,10 @@ var Api = class {
     return (await this.send("GET", "/metrics")).text();
   }
 };
+function freshKey() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
 async function errorOf(response) {
   let code = `http-${response.status}`;
   let message = `The server answered ${response.status} ${response.statusText}.`;

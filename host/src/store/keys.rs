@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 pub const MAX_KEY_BYTES: usize = 255;
 
 /// A valid idempotency key: 1 to [`MAX_KEY_BYTES`] printable ASCII characters.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct IdempotencyKey(String);
 

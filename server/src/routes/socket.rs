@@ -8,6 +8,11 @@
 //! `traceparent` the message carries, else of the upgrade request, so a socket's turns join the
 //! trace that opened it (docs/observability.md).
 //!
+//! A turn or a command may carry a `key`: the `Idempotency-Key` of HTTP, with its semantics
+//! (`idempotency.rs`; the same digests, so a key sent over HTTP and repeated here, or the other
+//! way round, finds the same entry). A repeat is answered with the stored answer, marked
+//! `"replayed": true`, and runs nothing.
+//!
 //! Bounded: one outgoing queue per socket; a client that reads too slowly misses events (it is
 //! told how many, `{"type":"lagged","missed":n}`) rather than growing the server's memory. A
 //! message over `--body-limit` closes the socket with 1009, a text frame that is not UTF-8 with
@@ -28,6 +33,7 @@ use serde::Deserialize;
 use tokio::sync::{broadcast, mpsc};
 use tracing::Instrument as _;
 
+use super::idempotency::{claim, digest, once, Claim};
 use super::sessions::{run_command, run_turn, session, TurnBody, TurnMode};
 use super::socket_close;
 use super::TurnDone;
@@ -35,6 +41,7 @@ use crate::auth::{token_matches, WsAuth};
 use crate::{ApiError, AppState, ErrorBody};
 use hookline_host::gateway::{Activity, SessionHandle};
 use hookline_host::producers::InboundMessage;
+use hookline_host::store::{IdempotencyKey, KeyOutcome};
 
 /// How long a socket that must authenticate by message has to send it.
 const AUTH_WAIT: Duration = Duration::from_secs(5);
@@ -63,6 +70,8 @@ pub(crate) enum ClientMessage {
         text: String,
         /// `work` when absent.
         mode: Option<TurnMode>,
+        /// An idempotency key, as the `Idempotency-Key` header of HTTP.
+        key: Option<String>,
     },
     /// An operator's answer to an approval.
     #[serde(rename_all = "camelCase")]
@@ -80,6 +89,8 @@ pub(crate) enum ClientMessage {
         traceparent: Option<String>,
         /// The line, slash first.
         command: String,
+        /// An idempotency key, as the `Idempotency-Key` header of HTTP.
+        key: Option<String>,
     },
     /// An inbound chat-channel message (`message:received`).
     Message {
@@ -159,7 +170,7 @@ impl From<WireMessage> for InboundMessage {
 /// The route: upgrades when the session exists.
 #[utoipa::path(
     get, path = "/v1/sessions/{id}/ws", tag = "events",
-    description = "One session over a WebSocket (docs/serve.md, \"WebSocket\"). The client sends JSON text messages (`SocketRequest`: `auth`, `turn`, `approval`, `command`, `message`); the server sends `{\"type\": \"event\", \"event\": HostEvent}` for the session's events, `{\"type\": \"done\", \"request\": ...}` or `{\"type\": \"error\", \"request\": ..., \"error\": {...}}` for each request, and `{\"type\": \"lagged\", \"missed\": n}`. A browser may offer its token as the subprotocol `bearer.<token>`. Close codes: 4401 (not authenticated), 1009 (a message over `--body-limit`), 1007 (a text frame that is not UTF-8).",
+    description = "One session over a WebSocket (docs/serve.md, \"WebSocket\"). The client sends JSON text messages (`SocketRequest`: `auth`, `turn`, `approval`, `command`, `message`; a `turn` or `command` may carry a `key`, the `Idempotency-Key` of HTTP: a repeat is answered with the stored answer, marked `\"replayed\": true`, and runs nothing); the server sends `{\"type\": \"event\", \"event\": HostEvent}` for the session's events, `{\"type\": \"done\", \"request\": ...}` or `{\"type\": \"error\", \"request\": ..., \"error\": {...}}` for each request, and `{\"type\": \"lagged\", \"missed\": n}`. A browser may offer its token as the subprotocol `bearer.<token>`. Close codes: 4401 (not authenticated), 1009 (a message over `--body-limit`), 1007 (a text frame that is not UTF-8).",
     params(("id" = String, Path, description = "The session's key.")),
     responses(
         (status = 101, description = "Switched to the WebSocket protocol."),
@@ -311,27 +322,30 @@ fn dispatch(
     let span = crate::trace::socket_span(kind, upgrade, request.traceparent());
     let run = async move {
         let result = match request {
-            ClientMessage::Auth { .. } => Ok(serde_json::json!({})),
-            ClientMessage::Turn { text, mode, .. } => turn(&state, &handle, text, mode).await,
+            ClientMessage::Auth { .. } => Ok(Answered::Ran(serde_json::json!({}))),
+            ClientMessage::Turn {
+                text, mode, key, ..
+            } => turn(&state, &handle, text, mode, key).await,
             ClientMessage::Approval {
                 call_id, decision, ..
             } => handle
                 .answer_approval(&call_id, decision)
-                .map(|()| serde_json::json!({ "callId": call_id, "decision": decision }))
+                .map(|()| {
+                    Answered::Ran(serde_json::json!({ "callId": call_id, "decision": decision }))
+                })
                 .map_err(ApiError::from),
-            ClientMessage::Command { command, .. } => run_command(&state, &handle, &command).await,
+            ClientMessage::Command { command, key, .. } => {
+                command_once(&state, &handle, command, key).await
+            }
             ClientMessage::Message { message, .. } => handle
                 .inbound(message.into())
                 .await
-                .map(|events| serde_json::json!({ "events": events }))
+                .map(|events| Answered::Ran(serde_json::json!({ "events": events })))
                 .map_err(ApiError::from),
         };
         let message = match result {
-            Ok(mut body) => {
-                body["type"] = "done".into();
-                body["request"] = kind.into();
-                text(&body)
-            }
+            Ok(Answered::Ran(body)) => done(kind, body),
+            Ok(Answered::Replayed(outcome)) => replayed(kind, outcome),
             Err(error) => text_error(kind, &error),
         };
         let _ = out.send(message).await;
@@ -339,18 +353,92 @@ fn dispatch(
     tokio::spawn(run.instrument(span));
 }
 
+/// What a request answered: what it ran to, or the stored answer of its key.
+enum Answered {
+    Ran(serde_json::Value),
+    Replayed(KeyOutcome),
+}
+
+fn done(kind: &str, mut body: serde_json::Value) -> Message {
+    body["type"] = "done".into();
+    body["request"] = kind.into();
+    text(&body)
+}
+
+/// A stored answer: `done` (a turn's without its events, which went out as they happened), or
+/// the stored error; either marked `"replayed": true`.
+fn replayed(kind: &str, outcome: KeyOutcome) -> Message {
+    let mut body = outcome.body;
+    if let Some(fields) = body.as_object_mut() {
+        if kind == "turn" {
+            fields.remove("events");
+        }
+        fields.insert("replayed".into(), true.into());
+    }
+    if outcome.status == 200 {
+        return done(kind, body);
+    }
+    body["type"] = "error".into();
+    body["request"] = kind.into();
+    text(&body)
+}
+
+/// `key` parsed as the `Idempotency-Key` header is (400 `bad-idempotency-key`).
+fn parse_key(key: Option<String>) -> Result<Option<IdempotencyKey>, ApiError> {
+    key.map(|key| {
+        IdempotencyKey::parse(key.trim())
+            .map_err(|bad| ApiError::BadIdempotencyKey(bad.to_string()))
+    })
+    .transpose()
+}
+
 async fn turn(
     state: &AppState,
     handle: &SessionHandle,
     text: String,
     mode: Option<TurnMode>,
-) -> Result<serde_json::Value, ApiError> {
+    key: Option<String>,
+) -> Result<Answered, ApiError> {
     state.admit()?;
+    let key = parse_key(key)?;
+    // The digest of `POST /v1/sessions/{id}/turns`: one key, one entry, whichever way it came.
+    let digest = digest(&serde_json::json!(["turns", text, mode]));
+    let ticket = match claim(state, handle, key, digest).await? {
+        Claim::Replay(outcome) => return Ok(Answered::Replayed(outcome)),
+        Claim::Run(ticket) => ticket,
+    };
     let input = TurnBody { text, mode }.input();
-    // A WebSocket turn streams its events: `hook-changed` carries the patch only.
-    let report = run_turn(handle, input, hookline_host::state::Detail::Changes).await?;
+    let handle = handle.clone();
+    // A WebSocket turn streams its events: `hook-changed` carries the patch only. A keyed one
+    // stores the answer a JSON turn gets (with its events).
+    let report = once(ticket, async move {
+        run_turn(&handle, input, hookline_host::state::Detail::Changes).await
+    })
+    .await?;
     // The SSE `done`'s data: usage absent, not zero, when the provider reported none (issue 21).
-    Ok(serde_json::to_value(TurnDone::of(&report)).unwrap_or_default())
+    Ok(Answered::Ran(
+        serde_json::to_value(TurnDone::of(&report)).unwrap_or_default(),
+    ))
+}
+
+async fn command_once(
+    state: &AppState,
+    handle: &SessionHandle,
+    command: String,
+    key: Option<String>,
+) -> Result<Answered, ApiError> {
+    let key = parse_key(key)?;
+    let digest = digest(&serde_json::json!(["commands", command]));
+    let ticket = match claim(state, handle, key, digest).await? {
+        Claim::Replay(outcome) => return Ok(Answered::Replayed(outcome)),
+        Claim::Run(ticket) => ticket,
+    };
+    let (state, handle) = (state.clone(), handle.clone());
+    once(ticket, async move {
+        run_command(&state, &handle, &command).await
+    })
+    .await
+    .map(Answered::Ran)
 }
 
 /// Sends the session's events to the socket until the session closes.

@@ -1,16 +1,21 @@
 //! Writing appends: the committer thread, one batch's writes and syncs, the undo of a failed
 //! append, and compaction. Each commit opens the data files it writes ([`DataFiles`]) and closes
-//! them once synced.
+//! them once synced. The session's idempotency keys waiting for a write go with its append (or
+//! make an append of their own, without a commit point): `keys.log` is synced with the other
+//! files of the batch.
 
+use super::keys::KeyWrite;
 use super::recovery::{open_existing, replace_file};
 use super::*;
 
 /// The data files one commit writes, open for that commit only. `records` and `archive` are
-/// opened only when the append has frames for them.
+/// opened only when the append has frames for them, `commits` unless the append holds keys
+/// only, and `keys` carries the keys written.
 pub(super) struct DataFiles {
     records: Option<File>,
     archive: Option<File>,
-    commits: File,
+    commits: Option<File>,
+    keys: Option<KeyWrite>,
 }
 
 impl DataFiles {
@@ -21,7 +26,8 @@ impl DataFiles {
         Ok(Self {
             records: open(RECORDS, records).transpose()?,
             archive: open(ARCHIVE, archive).transpose()?,
-            commits: open_existing(&dir.join(COMMITS))?,
+            commits: open(COMMITS, records || archive).transpose()?,
+            keys: None,
         })
     }
 
@@ -30,7 +36,11 @@ impl DataFiles {
         [
             self.records.as_ref().map(|f| (f, RECORDS)),
             self.archive.as_ref().map(|f| (f, ARCHIVE)),
-            Some((&self.commits, COMMITS)),
+            self.commits.as_ref().map(|f| (f, COMMITS)),
+            self.keys
+                .as_ref()
+                .and_then(|k| k.file.as_ref())
+                .map(|f| (f, keys::KEYS_LOG)),
         ]
         .into_iter()
         .flatten()
@@ -83,14 +93,16 @@ pub(super) struct Written {
     commits: u64,
 }
 
-/// The answers of one batch, to send once the counters are updated.
+/// The answers of one batch, to send once the counters are updated; each marked whether it was
+/// an append (records or archive entries) rather than keys alone.
 pub(super) type Answers = Vec<(
     oneshot::Sender<Result<(), StoreError>>,
     Result<(), StoreError>,
+    bool,
 )>;
 
 pub(super) fn send_answers(answers: Answers) {
-    for (reply, answer) in answers {
+    for (reply, answer, _) in answers {
         // The caller may have stopped waiting; the append is durable or undone either way.
         let _ = reply.send(answer);
     }
@@ -102,8 +114,9 @@ pub(super) fn commit_batch(batch: Vec<Job>, sync_threads: usize) -> Answers {
     let mut replies = Vec::with_capacity(batch.len());
     for job in batch {
         sessions.push(job.files);
+        let append = !job.records.is_empty() || !job.archive.is_empty();
         bytes.push((job.records, job.archive));
-        replies.push(job.reply);
+        replies.push((job.reply, append));
     }
     let mut guards: Vec<MutexGuard<'_, SessionFiles>> = Vec::with_capacity(sessions.len());
     let mut results: Vec<Result<(Written, DataFiles), StoreError>> =
@@ -134,14 +147,15 @@ pub(super) fn commit_batch(batch: Vec<Job>, sync_threads: usize) -> Answers {
     let mut answers = Vec::with_capacity(replies.len());
     for ((files, result), failure) in guards.iter_mut().zip(results).zip(failed) {
         answers.push(match (result, failure) {
-            (Ok((written, _)), None) => {
+            (Ok((written, mut data)), None) => {
                 files.records_end = written.records;
                 files.archive_end = written.archive;
                 files.commits_end = written.commits;
+                finish_keys(files, &mut data, true);
                 Ok(())
             }
-            (Ok((_, data)), Some(e)) => {
-                undo(files, &data);
+            (Ok((_, mut data)), Some(e)) => {
+                undo(files, &mut data);
                 Err(e)
             }
             (Err(e), _) => Err(e),
@@ -152,7 +166,11 @@ pub(super) fn commit_batch(batch: Vec<Job>, sync_threads: usize) -> Answers {
     // returned is not kept open by this batch.
     drop(guards);
     drop(sessions);
-    replies.into_iter().zip(answers).collect()
+    replies
+        .into_iter()
+        .zip(answers)
+        .map(|((reply, append), answer)| (reply, answer, append))
+        .collect()
 }
 
 /// Opens the session's data files and writes one append's frames and its commit point (not yet
@@ -170,15 +188,37 @@ pub(super) fn write_append(
     let written = Written {
         records: files.records_end + records.len() as u64,
         archive: files.archive_end + archive.len() as u64,
-        commits: 0,
+        commits: files.commits_end,
+    };
+    let keys = match files.keys.as_mut() {
+        Some(log) => log.prepare()?,
+        None => None,
     };
     let point = CommitPoint {
         records: written.records,
         archive: written.archive,
         replace: None,
+        keys: keys.as_ref().map(|k| k.seq),
     };
-    let point = encode_records(&files.dir.join(COMMITS), &[point])?;
-    let data = DataFiles::open(&files.dir, !records.is_empty(), !archive.is_empty())?;
+    let opened = match encode_records(&files.dir.join(COMMITS), &[point]) {
+        Ok(point) => DataFiles::open(&files.dir, !records.is_empty(), !archive.is_empty())
+            .map(|data| (point, data)),
+        Err(e) => Err(e),
+    };
+    let (point, mut data) = match opened {
+        Ok(opened) => opened,
+        Err(e) => {
+            if let (Some(log), Some(keys)) = (files.keys.as_mut(), keys) {
+                log.finish(keys, false);
+            }
+            return Err(e);
+        }
+    };
+    data.keys = keys;
+    if data.commits.is_none() {
+        // Keys alone: `keys.log` is their only file, and no commit point names them.
+        return Ok((written, data));
+    }
     let write = |file: Option<&File>, bytes: &[u8], at: u64, name: &str| match file {
         Some(file) => file
             .write_all_at(bytes, at)
@@ -187,7 +227,7 @@ pub(super) fn write_append(
     };
     let outcome = write(data.records.as_ref(), records, files.records_end, RECORDS)
         .and_then(|()| write(data.archive.as_ref(), archive, files.archive_end, ARCHIVE))
-        .and_then(|()| write(Some(&data.commits), &point, files.commits_end, COMMITS));
+        .and_then(|()| write(data.commits.as_ref(), &point, files.commits_end, COMMITS));
     match outcome {
         Ok(()) => Ok((
             Written {
@@ -197,17 +237,25 @@ pub(super) fn write_append(
             data,
         )),
         Err(e) => {
-            undo(files, &data);
+            undo(files, &mut data);
             Err(e)
         }
     }
 }
 
+/// Keeps the keys an append wrote, or (`synced` false) cuts them off to wait for the next write.
+fn finish_keys(files: &mut SessionFiles, data: &mut DataFiles, synced: bool) {
+    if let (Some(log), Some(keys)) = (files.keys.as_mut(), data.keys.take()) {
+        log.finish(keys, synced);
+    }
+}
+
 /// Cuts every file `data` holds back to its last committed end; poisons the writer if that
 /// fails.
-pub(super) fn undo(files: &mut SessionFiles, data: &DataFiles) {
+pub(super) fn undo(files: &mut SessionFiles, data: &mut DataFiles) {
+    finish_keys(files, data, false);
     let cut = [
-        (Some(&data.commits), files.commits_end),
+        (data.commits.as_ref(), files.commits_end),
         (data.records.as_ref(), files.records_end),
         (data.archive.as_ref(), files.archive_end),
     ]
@@ -278,7 +326,7 @@ pub(super) fn replace(
         return Err(e);
     }
     let archive_end = files.archive_end + archive.len() as u64;
-    let data = match DataFiles::open(&files.dir, false, true) {
+    let mut data = match DataFiles::open(&files.dir, false, true) {
         Ok(data) => data,
         Err(e) => {
             let _ = fs::remove_file(&rewrite);
@@ -291,7 +339,7 @@ pub(super) fn replace(
     });
     if let Err(e) = appended {
         let _ = fs::remove_file(&rewrite);
-        undo(files, &data);
+        undo(files, &mut data);
         return Err(StoreError::io(files.dir.join(ARCHIVE), "append to", e));
     }
     let point = CommitPoint {
@@ -301,12 +349,13 @@ pub(super) fn replace(
             len: records.len() as u64,
             crc: crc32c::crc32c(records),
         }),
+        keys: None,
     };
     let commits_path = files.dir.join(COMMITS);
     let point = encode_records(&commits_path, &[point])?;
     if let Err(e) = replace_file(&commits_path, &point) {
         let _ = fs::remove_file(&rewrite);
-        undo(files, &data);
+        undo(files, &mut data);
         return Err(e);
     }
     drop(data);

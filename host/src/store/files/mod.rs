@@ -9,6 +9,8 @@
 //! - `lock`, held with `flock(LOCK_EX)` by the session's one writer: the file store's lease. Two
 //!   processes (or two stores in one process) never write one session; a dead process's lock
 //!   goes with it.
+//! - `keys.log`, the session's idempotency keys ([`keys`]), written by the committer with the
+//!   session's appends.
 //!
 //! An idle open session holds one file descriptor, its `lock`: each commit opens the data files
 //! it writes and closes them once they are synced (see [`SessionFiles`]).
@@ -20,13 +22,13 @@
 //! appends cost about one device flush rather than N. Each append is acknowledged only after its
 //! own files are synced, so the crash guarantees are those of a single append.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use async_trait::async_trait;
 use hookline_messages::record::{ArchiveEntry, Record};
@@ -102,6 +104,12 @@ struct CommitPoint {
     /// `records.log` (renamed on open when a crash came before the rename).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     replace: Option<Rewrite>,
+    /// Set when the append carried idempotency keys (a claim riding with the records): the
+    /// number of the last `keys.log` frame it wrote. The point is committed only when
+    /// `keys.log` holds that frame, so records never outlive the claim of the request that
+    /// stored them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    keys: Option<u64>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -125,14 +133,21 @@ struct Inner {
     next_id: AtomicU64,
     /// [`FileStoreOptions::inline`].
     inline: bool,
-    /// Idempotency key claims and settles of one session run one at a time (striped by id).
+    /// Idempotency key claims and settles of one session, and the taking and giving up of its
+    /// lock, run one at a time (striped by id).
     key_locks: [Mutex<()>; KEY_LOCKS],
+    /// The sessions this store holds (their writers are open): their keys ride with their
+    /// appends.
+    held: Mutex<HashMap<SessionId, Weak<Mutex<SessionFiles>>>>,
 }
 
 impl Inner {
     /// Counts one commit of `answers`' successful appends (before they are answered).
     fn count_commit(&self, answers: &Answers) {
-        let ok = answers.iter().filter(|(_, a)| a.is_ok()).count() as u64;
+        let ok = answers
+            .iter()
+            .filter(|(_, a, append)| a.is_ok() && *append)
+            .count() as u64;
         self.commits.fetch_add(1, Ordering::Relaxed);
         self.appends.fetch_add(ok, Ordering::Relaxed);
     }
@@ -167,6 +182,33 @@ struct SessionFiles {
     poisoned: bool,
     /// Holds the session's `flock`; dropped with the writer.
     lock: File,
+    /// The session's idempotency keys, read on first use.
+    keys: Option<KeyLog>,
+}
+
+impl SessionFiles {
+    /// The session's keys, read from disk the first time.
+    fn keys(&mut self) -> Result<&mut KeyLog, StoreError> {
+        let log = match self.keys.take() {
+            Some(log) => log,
+            None => KeyLog::load(&self.dir)?,
+        };
+        Ok(self.keys.insert(log))
+    }
+
+    /// Writes and syncs the keys waiting for a write now, on this thread (before a compaction
+    /// or a facts change, which do not go through the committer, and at release).
+    fn sync_keys(&mut self) -> Result<(), StoreError> {
+        let Some(log) = self.keys.as_mut() else {
+            return Ok(());
+        };
+        let Some(write) = log.prepare()? else {
+            return Ok(());
+        };
+        let synced = write.file.as_ref().map_or(Ok(()), File::sync_data);
+        log.finish(write, synced.is_ok());
+        synced.map_err(|e| StoreError::io(self.dir.join(keys::KEYS_LOG), "sync", e))
+    }
 }
 
 impl FileStore {
@@ -189,6 +231,7 @@ impl FileStore {
             next_id: AtomicU64::new(highest),
             inline: options.inline,
             key_locks: Default::default(),
+            held: Mutex::default(),
         });
         let weak = Arc::downgrade(&inner);
         std::thread::Builder::new()
@@ -216,10 +259,12 @@ impl FileStore {
     }
 
     fn writer(&self, id: SessionId, files: SessionFiles) -> Box<dyn SessionWriter> {
+        let files = Arc::new(Mutex::new(files));
+        self.inner.held().insert(id.clone(), Arc::downgrade(&files));
         Box::new(FileWriter {
             id,
             store: Arc::clone(&self.inner),
-            files: Arc::new(Mutex::new(files)),
+            files,
         })
     }
 }
@@ -261,8 +306,14 @@ impl SessionStore for FileStore {
         id: &SessionId,
     ) -> Result<Option<(StoredSession, Box<dyn SessionWriter>)>, StoreError> {
         let dir = self.session_dir(id)?;
-        let session = id.clone();
-        let opened = blocking(self.inner.inline, move || open_session(&dir, &session)).await?;
+        let (session, inner) = (id.clone(), Arc::clone(&self.inner));
+        let opened = blocking(self.inner.inline, move || {
+            // Not while a key of the session is written without its writer (which takes the
+            // session's lock for that moment).
+            let _one = inner.key_lock(&session);
+            open_session(&dir, &session)
+        })
+        .await?;
         Ok(opened.map(|(stored, files)| {
             let writer = self.writer(id.clone(), files);
             (stored, writer)
@@ -284,7 +335,11 @@ impl SessionStore for FileStore {
         let (inner, claim, id) = (Arc::clone(&self.inner), claim.clone(), id.clone());
         blocking(self.inner.inline, move || {
             let _one = inner.key_lock(&id);
-            keys::claim(&dir, &claim)
+            match inner.held_files(&id) {
+                // Held: the claim rides with the session's next commit (see `keys`).
+                Some(files) => Ok(lock(&files).keys()?.claim(&claim)),
+                None => unheld_keys(&dir, &id, |log| log.claim(&claim)),
+            }
         })
         .await
     }
@@ -298,13 +353,43 @@ impl SessionStore for FileStore {
     ) -> Result<bool, StoreError> {
         let dir = self.session_dir(id)?;
         let (inner, id, key) = (Arc::clone(&self.inner), id.clone(), key.clone());
-        let (owner, outcome) = (owner.to_owned(), outcome.cloned());
+        let (owner, answer) = (owner.to_owned(), outcome.cloned());
         blocking(self.inner.inline, move || {
             let _one = inner.key_lock(&id);
-            keys::settle(&dir, &key, &owner, outcome.as_ref())
+            let Some(files) = inner.held_files(&id) else {
+                return unheld_keys(&dir, &id, |log| log.settle(&key, &owner, answer.as_ref()));
+            };
+            let mut files = lock(&files);
+            let settled = files.keys()?.settle(&key, &owner, answer.as_ref());
+            // An answer is durable before it is given: its frame is appended and synced here,
+            // beside the committer's batches rather than queued behind them (the journal folds
+            // these syncs with the batches' own). A forgotten key waits for the next write.
+            if settled && answer.is_some() {
+                files.sync_keys()?;
+            }
+            Ok(settled)
         })
         .await
     }
+}
+
+/// A key change of a session this store does not hold: under the session's lock for the
+/// moment, its keys read, changed and the change synced at once.
+fn unheld_keys<T>(
+    dir: &Path,
+    id: &SessionId,
+    change: impl FnOnce(&mut KeyLog) -> T,
+) -> Result<T, StoreError> {
+    let lock = recovery::take_lock(dir, id)?;
+    let mut log = KeyLog::load(dir)?;
+    let result = change(&mut log);
+    if let Some(write) = log.prepare()? {
+        let synced = write.file.as_ref().map_or(Ok(()), File::sync_data);
+        log.finish(write, synced.is_ok());
+        synced.map_err(|e| StoreError::io(dir.join(keys::KEYS_LOG), "sync", e))?;
+    }
+    drop(lock);
+    Ok(result)
 }
 
 impl Inner {
@@ -317,6 +402,54 @@ impl Inner {
         self.key_locks[stripe]
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn held(&self) -> MutexGuard<'_, HashMap<SessionId, Weak<Mutex<SessionFiles>>>> {
+        self.held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The files of session `id` when this store holds it.
+    fn held_files(&self, id: &SessionId) -> Option<Arc<Mutex<SessionFiles>>> {
+        self.held().get(id).and_then(Weak::upgrade)
+    }
+
+    /// Forgets that this store holds session `id` through `files`.
+    fn let_go(&self, id: &SessionId, files: &Arc<Mutex<SessionFiles>>) {
+        let mut held = self.held();
+        if held
+            .get(id)
+            .is_some_and(|w| std::ptr::eq(w.as_ptr(), Arc::as_ptr(files)))
+        {
+            held.remove(id);
+        }
+    }
+
+    /// Commits an append of `files`' session (records, archive entries and any keys waiting),
+    /// through the committer, or here for an inline store; returns once it is durable.
+    async fn commit(
+        &self,
+        files: Arc<Mutex<SessionFiles>>,
+        records: Vec<u8>,
+        archive: Vec<u8>,
+    ) -> Result<(), StoreError> {
+        let (reply, answer) = oneshot::channel();
+        let job = Job {
+            files,
+            records,
+            archive,
+            reply,
+        };
+        if self.inline {
+            // A batch of one, committed here: the answer is ready when this returns.
+            let answers = commit_batch(vec![job], 1);
+            self.count_commit(&answers);
+            send_answers(answers);
+        } else {
+            self.jobs.send(job).await.map_err(|_| StoreError::Closed)?;
+        }
+        answer.await.map_err(|_| StoreError::Closed)?
     }
 }
 
@@ -343,26 +476,9 @@ impl SessionWriter for FileWriter {
         }
         let records = encode_records(Path::new(RECORDS), records)?;
         let archive = encode_records(Path::new(ARCHIVE), archive)?;
-        let (reply, answer) = oneshot::channel();
-        let job = Job {
-            files: Arc::clone(&self.files),
-            records,
-            archive,
-            reply,
-        };
-        if self.store.inline {
-            // A batch of one, committed here: the answer is ready when this returns.
-            let answers = commit_batch(vec![job], 1);
-            self.store.count_commit(&answers);
-            send_answers(answers);
-        } else {
-            self.store
-                .jobs
-                .send(job)
-                .await
-                .map_err(|_| StoreError::Closed)?;
-        }
-        answer.await.map_err(|_| StoreError::Closed)?
+        self.store
+            .commit(Arc::clone(&self.files), records, archive)
+            .await
     }
 
     async fn replace_records(
@@ -374,7 +490,10 @@ impl SessionWriter for FileWriter {
         let archive = encode_records(Path::new(ARCHIVE), archive)?;
         let files = Arc::clone(&self.files);
         blocking(self.store.inline, move || {
-            replace(&mut lock(&files), &records, &archive)
+            let mut files = lock(&files);
+            // Keys claimed for the request first: never records without their claim.
+            files.sync_keys()?;
+            replace(&mut files, &records, &archive)
         })
         .await
     }
@@ -383,18 +502,39 @@ impl SessionWriter for FileWriter {
         let files = Arc::clone(&self.files);
         let bytes = encode_records(Path::new(META), std::slice::from_ref(facts))?;
         blocking(self.store.inline, move || {
-            let dir = lock(&files).dir.clone();
-            replace_file(&dir.join(META), &bytes)
+            let mut files = lock(&files);
+            files.sync_keys()?;
+            replace_file(&files.dir.join(META), &bytes)
         })
         .await
     }
 
     async fn release(self: Box<Self>) -> Result<(), StoreError> {
-        // Unlock explicitly: another holder of the handles (a batch finishing) must not keep
-        // the session locked after release returns.
-        let files = lock(&self.files);
-        flock(&files.lock, FlockOperation::Unlock)
-            .map_err(|e| StoreError::io(files.dir.join(LOCK), "unlock", e.into()))
+        let (store, id, files) = (
+            Arc::clone(&self.store),
+            self.id.clone(),
+            Arc::clone(&self.files),
+        );
+        blocking(self.store.inline, move || {
+            let _one = store.key_lock(&id);
+            store.let_go(&id, &files);
+            let mut files = lock(&files);
+            // Keys still waiting (a request that wrote nothing else) are stored before the
+            // session is let go: from here its keys are written without a writer.
+            let synced = files.sync_keys();
+            // Unlock explicitly: another holder of the handles (a batch finishing) must not
+            // keep the session locked after release returns.
+            flock(&files.lock, FlockOperation::Unlock)
+                .map_err(|e| StoreError::io(files.dir.join(LOCK), "unlock", e.into()))?;
+            synced
+        })
+        .await
+    }
+}
+
+impl Drop for FileWriter {
+    fn drop(&mut self) {
+        self.store.let_go(&self.id, &self.files);
     }
 }
 
@@ -407,12 +547,15 @@ fn lock(files: &Mutex<SessionFiles>) -> MutexGuard<'_, SessionFiles> {
 }
 
 mod commit;
+#[cfg(test)]
+mod key_tests;
 mod keys;
 mod recovery;
 #[cfg(test)]
 mod tests;
 
 use commit::{commit_batch, committer, replace, send_answers, Answers};
+use keys::KeyLog;
 use recovery::{
     create_session, highest_numbered, list_sessions, open_session, read_session, replace_file,
 };

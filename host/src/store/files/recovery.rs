@@ -97,6 +97,7 @@ pub(super) fn create_session(
         records: records.len() as u64,
         archive: 0,
         replace: None,
+        keys: None,
     };
     let point = encode_records(&dir.join(COMMITS), &[point])?;
     write_new_file(&dir.join(RECORDS), records)?;
@@ -113,6 +114,7 @@ pub(super) fn create_session(
         dir,
         poisoned: false,
         lock,
+        keys: None,
     };
     Ok((info, files))
 }
@@ -161,8 +163,10 @@ pub(super) fn read_files(dir: &Path) -> Result<Option<Reading>, StoreError> {
     let records_torn = torn(records_source, &records)?;
     let archive_torn = torn(&dir.join(ARCHIVE), &archive)?;
     let boundary = |ends: &[u64], at: u64| at == 0 || ends.binary_search(&at).is_ok();
-    // The latest commit point both logs reach, at a frame boundary. No points at all is a
-    // session written before commit points existed: its valid frames are all committed.
+    let keys = keys::durable_seq(dir)?;
+    // The latest commit point both logs reach, at a frame boundary, whose keys `keys.log`
+    // holds. No points at all is a session written before commit points existed: its valid
+    // frames are all committed.
     let chosen = points
         .iter()
         .rposition(|p| {
@@ -170,6 +174,7 @@ pub(super) fn read_files(dir: &Path) -> Result<Option<Reading>, StoreError> {
                 && p.archive <= archive.end
                 && boundary(&records.ends, p.records)
                 && boundary(&archive.ends, p.archive)
+                && p.keys.is_none_or(|seq| seq <= keys)
         })
         .map(|i| (i, points[i]));
     let (records_end, archive_end, cut_points) = match chosen {
@@ -325,6 +330,7 @@ pub(super) fn open_session(
         records: reading.records_end,
         archive: reading.archive_end,
         replace: None,
+        keys: None,
     };
     let one_point = encode_records(&commits_path, &[point])?;
     if reading.cut_points
@@ -358,6 +364,7 @@ pub(super) fn open_session(
         commits_end,
         poisoned: false,
         lock,
+        keys: None,
     };
     let stored = StoredSession {
         facts: reading.info,
