@@ -629,6 +629,11 @@ impl Pipeline {
         &self.plugins
     }
 
+    /// Whether any loaded plugin implements `kind` (a call of it reaches a plugin).
+    pub fn implements(&self, kind: HookKind) -> bool {
+        self.plugins.iter().any(|p| p.implements.contains(kind))
+    }
+
     /// Notes recorded at load: `Plugin '<name>' registered a raw hook.` for each plugin with raw
     /// hooks, in load order (SPEC R0.2), then `Plugin '<name>' subscribes to '<key>', which the
     /// gateway never emits.` for each unknown event subscription (SPEC G4.1).

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use tracing::Instrument;
 
 use hookline_actors::Pipeline;
-use hookline_messages::hook::{OnTurnFinished, OnTurnStarted, OnUserMessage};
+use hookline_messages::hook::{HookKind, OnTurnFinished, OnTurnStarted, OnUserMessage};
 use hookline_messages::model::{
     ItemBody, MediaType, ModelRequest, ModelResponse, Purpose, UsageTotals,
 };
@@ -280,7 +280,7 @@ impl Turn<'_> {
         };
         // The hook reads the stored user text (SPEC P2.4): it is durable first, so a plugin
         // never acts on a turn a crash then loses (issue 34 item 1).
-        self.durable_step().await?;
+        self.durable_step_before(HookKind::OnTurnStarted).await?;
         self.hook::<OnTurnStarted>(info.clone()).await?;
         self.compose_turn_prompt(input.mode).await?;
         let stop_reason = self.model_loop(input.mode).await?;
@@ -297,7 +297,7 @@ impl Turn<'_> {
         stop_reason: StopReason,
     ) -> Result<(), HostError> {
         self.archive(ArchiveEntry::TurnFinished { stop_reason })?;
-        self.durable_step().await?;
+        self.durable_step_before(HookKind::OnTurnFinished).await?;
         self.hook::<OnTurnFinished>(TurnInfo {
             stop_reason: Some(stop_reason),
             ..info
@@ -393,6 +393,15 @@ impl Turn<'_> {
             answer: answer.clone(),
         });
         Ok(Some(answer))
+    }
+
+    /// A durable step before `hook` tells plugins what is stored (issue 34 item 1); none when
+    /// no plugin implements it, since nobody is told anything (the next step stores it all).
+    async fn durable_step_before(&mut self, hook: HookKind) -> Result<(), HostError> {
+        if self.engine.pipeline.implements(hook) {
+            self.durable_step().await?;
+        }
+        Ok(())
     }
 
     /// Stores what the turn has done so far in one atomic append, before the step that could
