@@ -422,7 +422,7 @@ async fn a_side_question_is_no_record_skips_on_user_message_and_counts_in_usage(
         .user_turn(UserInput::work("stored question"))
         .await
         .unwrap();
-    let (records, mut archive) = (rig.records("s1"), rig.archive("s1"));
+    let (records, archive) = (rig.records("s1"), rig.archive("s1"));
     let usage = Usage {
         input_tokens: Some(7),
         output_tokens: Some(2),

@@ -511,6 +511,7 @@ mod tests {
                 finish_reason: FinishReason::Stop,
                 items: Vec::new(),
                 usage: Usage::default(),
+                model: None,
             },
             ArchiveEntry::TurnFinished {
                 stop_reason: StopReason::Completed,
