@@ -2,9 +2,15 @@
 
 A plugin is a :class:`Plugin` with handlers registered by decorator; :meth:`Plugin.run` speaks the
 protocol of ``docs/protocol.md`` on stdin/stdout: the hello (built from the handlers), request ids,
-many calls in flight at once (each request is its own task; sync handlers run on a thread pool),
-``cancel`` (the task is cancelled and no reply is sent) and ``goodbye`` (pending work is
-cancelled and the process exits). Logs go to stderr (``plugin.log``).
+many calls in flight at once, ``cancel`` (the call is cancelled and no reply is sent) and
+``goodbye`` (pending work is cancelled and the process exits). Logs go to stderr (``plugin.log``).
+
+Calls are read, decoded (``json``), dispatched and answered on the event loop's own thread, with no
+thread or task hop per call: a sync handler runs inline, an async one runs inline until it first
+waits (most finish there) and only then becomes a task, so the calls of other sessions go on
+meanwhile. Every reply ready after one read of stdin leaves in one write. An async handler is a
+task (on Python 3.12 and later an eager one: it runs inline until it first waits). A sync handler
+that blocks (I/O, sleeps) is registered with ``blocking=True`` and runs on a thread pool instead.
 
 A handler returns ``None`` to keep the value, or the replacement; raising an exception answers
 ``error`` with its message (the host skips the hook with that note). Handlers may be ``async``.
@@ -95,11 +101,18 @@ class Context:
     name: str
     #: The session the call belongs to ("" for events).
     session: str = ""
-    #: Set once the host has cancelled the call; a sync handler may check it to stop early.
-    cancelled: threading.Event = field(default_factory=threading.Event)
     #: The W3C trace context of the host's span for this call (``00-<trace>-<span>-<flags>``),
     #: when the host exports traces; start your own spans under it to join the turn's trace.
     traceparent: Optional[str] = None
+    _cancelled: Optional[threading.Event] = field(default=None, repr=False, compare=False)
+
+    @property
+    def cancelled(self) -> threading.Event:
+        """Set once the host has cancelled the call; a blocking handler may check it to stop
+        early. Made when first asked for: most calls never need one."""
+        if self._cancelled is None:
+            self._cancelled = threading.Event()
+        return self._cancelled
 
 
 @dataclass
@@ -143,28 +156,34 @@ class Plugin:
         self._out: IO[str] = sys.stdout
         self._tasks: Dict[int, "asyncio.Task[None]"] = {}
         self._contexts: Dict[int, Context] = {}
+        self._blocking: set = set()
+        self._inline: Dict[Handler, bool] = {}
+        self._replies: List[str] = []
+        self._flush_due = False
+        self._done: Optional["asyncio.Future[None]"] = None
 
     # Registration -------------------------------------------------------------------------
 
-    def hook(self, name: str) -> Callable[[Handler], Handler]:
-        """Registers an ordinary hook handler ``(value, cx) -> replacement or None``."""
+    def hook(self, name: str, blocking: bool = False) -> Callable[[Handler], Handler]:
+        """Registers an ordinary hook handler ``(value, cx) -> replacement or None``. A sync
+        handler that blocks is registered with ``blocking=True`` (it then runs on a thread)."""
         if name not in HOOKS:
             raise PluginError(f"'{name}' is not an ordinary hook (one of {', '.join(HOOKS)})")
-        return self._register(self._hooks, name)
+        return self._register(self._hooks, name, blocking)
 
-    def raw_hook(self, name: str) -> Callable[[Handler], Handler]:
+    def raw_hook(self, name: str, blocking: bool = False) -> Callable[[Handler], Handler]:
         """Registers a raw hook handler (SPEC R); the host notes that the plugin has one."""
         if name not in RAW_HOOKS:
             raise PluginError(f"'{name}' is not a raw hook (one of {', '.join(RAW_HOOKS)})")
-        return self._register(self._raw_hooks, name)
+        return self._register(self._raw_hooks, name, blocking)
 
-    def event(self, key: str) -> Callable[[Handler], Handler]:
+    def event(self, key: str, blocking: bool = False) -> Callable[[Handler], Handler]:
         """Subscribes a handler ``(context, cx) -> None`` to a gateway event key or family
         (``command:new``, ``session``). Only ``agent:bootstrap`` may return a replacement (the
         new ``bootstrapFiles`` list)."""
         if not key:
             raise PluginError("an event key cannot be empty")
-        return self._register(self._events, key)
+        return self._register(self._events, key, blocking)
 
     def tool(
         self,
@@ -172,6 +191,7 @@ class Plugin:
         description: str = "",
         risk: str = "read",
         authority: str = "workspace",
+        blocking: bool = False,
     ) -> Callable[[Handler], Handler]:
         """Declares a tool whose handler ``(arguments, cx: ToolContext)`` returns a string, a
         :class:`ToolResult`, or raises (a failed result with the error's text)."""
@@ -183,16 +203,24 @@ class Plugin:
             raise PluginError(f"the tool '{name}' is declared twice")
 
         def register(handler: Handler) -> Handler:
+            if blocking:
+                self._blocking.add(handler)
             self._tools[name] = _Tool(handler, description, risk, authority)
             return handler
 
         return register
 
-    def _register(self, table: Dict[str, Handler], name: str) -> Callable[[Handler], Handler]:
+    def _register(
+        self, table: Dict[str, Handler], name: str, blocking: bool
+    ) -> Callable[[Handler], Handler]:
         if name in table:
             raise PluginError(f"'{name}' has two handlers")
 
         def register(handler: Handler) -> Handler:
+            if blocking:
+                self._blocking.add(handler)
+            # Decided once: a sync handler that does not block is called inline.
+            self._inline[handler] = not blocking and not inspect.iscoroutinefunction(handler)
             table[name] = handler
             return handler
 
@@ -226,19 +254,60 @@ class Plugin:
     async def _serve(self, stdin: IO[str]) -> None:
         loop = asyncio.get_running_loop()
         loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(self._max_workers))
-        lines: "asyncio.Queue[Optional[str]]" = asyncio.Queue()
+        self._done = loop.create_future()
+        eager = getattr(asyncio, "eager_task_factory", None)
+        if eager is not None:
+            loop.set_task_factory(eager)
+        self._send(self.hello())
+        self._flush()
+        fd = _readable_fd(stdin)
+        if fd is None:
+            self._read_on_thread(loop, stdin)
+        else:
+            pending = [b""]
+
+            def on_readable() -> None:
+                try:
+                    chunk = os.read(fd, 1 << 16)
+                except BlockingIOError:
+                    return
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    self._end()
+                    return
+                *lines, pending[0] = (pending[0] + chunk).split(b"\n")
+                self._lines(lines)
+
+            loop.add_reader(fd, on_readable)
+        try:
+            await self._done
+        finally:
+            if fd is not None:
+                loop.remove_reader(fd)
+            for task in list(self._tasks.values()):
+                task.cancel()
+            self._flush()
+
+    def _read_on_thread(self, loop: asyncio.AbstractEventLoop, stdin: IO[str]) -> None:
+        """For a stdin without a file descriptor: lines are read on a thread."""
 
         def read() -> None:
             for line in stdin:
-                loop.call_soon_threadsafe(lines.put_nowait, line)
-            loop.call_soon_threadsafe(lines.put_nowait, None)
+                loop.call_soon_threadsafe(self._lines, [line])
+            loop.call_soon_threadsafe(self._end)
 
-        self._send(self.hello())
         threading.Thread(target=read, name="hookline-stdin", daemon=True).start()
-        while True:
-            line = await lines.get()
-            if line is None:
-                break
+
+    def _end(self) -> None:
+        if self._done is not None and not self._done.done():
+            self._done.set_result(None)
+
+    def _lines(self, lines: List[Any]) -> None:
+        """Handles the lines of one read; every reply ready at its end leaves in one write."""
+        for line in lines:
+            if self._done is None or self._done.done():
+                return
             if not line.strip():
                 continue
             try:
@@ -246,20 +315,19 @@ class Plugin:
             except ValueError as error:
                 self.log(f"{self.name}: unreadable request: {error}")
                 continue
-            kind = message.get("type")
-            if kind == "goodbye":
-                break
-            if kind == "cancel":
-                self._cancel(message.get("id"))
-            elif kind in ("hook", "tool", "event"):
-                request_id = message.get("id")
-                task = asyncio.ensure_future(self._answer(message))
-                if isinstance(request_id, int):
-                    self._tasks[request_id] = task
-            else:
-                self.log(f"{self.name}: unknown request type {kind!r}")
-        for task in list(self._tasks.values()):
-            task.cancel()
+            self._request(message)
+        self._flush()
+
+    def _request(self, message: Dict[str, Json]) -> None:
+        kind = message.get("type")
+        if kind == "goodbye":
+            self._end()
+        elif kind == "cancel":
+            self._cancel(message.get("id"))
+        elif kind in ("hook", "tool", "event"):
+            self._answer(message)
+        else:
+            self.log(f"{self.name}: unknown request type {kind!r}")
 
     def _cancel(self, request_id: Any) -> None:
         cx = self._contexts.pop(request_id, None)
@@ -269,17 +337,57 @@ class Plugin:
         if task is not None:
             task.cancel()
 
-    async def _answer(self, message: Dict[str, Json]) -> None:
+    def _answer(self, message: Dict[str, Json]) -> None:
+        """Answers a hook call with a sync handler inline (no coroutine, no task); anything else
+        (async or blocking handlers, tools, events) as a task."""
         request_id = message["id"]
+        if message["type"] == "hook":
+            name = message["hook"]
+            handler = self._hooks.get(name) or self._raw_hooks.get(name)
+            if handler is None:
+                return self._send({"type": "keep", "id": request_id})
+            if self._inline.get(handler, False):
+                return self._answer_inline(message, name, handler)
+        task = asyncio.ensure_future(self._later(request_id, self._dispatch(message)))
+        if isinstance(request_id, int):
+            self._tasks[request_id] = task
+
+    def _answer_inline(self, message: Dict[str, Json], name: str, handler: Handler) -> None:
+        request_id = message["id"]
+        cx = Context(
+            request_id, name, message.get("session", ""), traceparent=message.get("traceparent")
+        )
         try:
-            reply = await self._dispatch(message)
-        except asyncio.CancelledError:
-            return  # cancelled by the host or at goodbye: no reply
+            result = handler(message.get("value"), cx)
         except Exception as error:  # a bug in a handler is an error reply, never a dead plugin
-            reply = {"type": "error", "id": request_id, "message": f"{self.name}: {error}"}
+            return self._send(self._error(request_id, error))
+        if inspect.isawaitable(result):
+            # A sync handler that returned an awaitable: it is finished as a task.
+            self._contexts[request_id] = cx
+            task = asyncio.ensure_future(self._later(request_id, _settle(request_id, result)))
+            if isinstance(request_id, int):
+                self._tasks[request_id] = task
+            return
+        self._send(_reply(request_id, result))
+
+    async def _later(self, request_id: Any, call: Awaitable[Dict[str, Json]]) -> None:
+        """Finishes a call as a task."""
+        try:
+            reply = await call
+        except asyncio.CancelledError:
+            self._contexts.pop(request_id, None)
+            return  # cancelled by the host or at goodbye: no reply
+        except Exception as error:
+            reply = self._error(request_id, error)
         finally:
             self._tasks.pop(request_id, None)
-            cx = self._contexts.pop(request_id, None)
+        self._reply(request_id, reply)
+
+    def _error(self, request_id: Any, error: BaseException) -> Dict[str, Json]:
+        return {"type": "error", "id": request_id, "message": f"{self.name}: {error}"}
+
+    def _reply(self, request_id: Any, reply: Dict[str, Json]) -> None:
+        cx = self._contexts.pop(request_id, None)
         if cx is not None and cx.cancelled.is_set():
             return
         self._send(reply)
@@ -304,10 +412,17 @@ class Plugin:
         if handler is None:
             return {"type": "keep", "id": request_id}
         self._contexts[request_id] = cx
-        result = await self._call(handler, value, cx)
-        if result is None:
-            return {"type": "keep", "id": request_id}
-        return {"type": "replace", "id": request_id, "value": result}
+        return _reply(request_id, await self._call(handler, value, cx))
+
+    def _handler_of(self, message: Dict[str, Json]) -> Optional[Handler]:
+        kind = message.get("type")
+        if kind == "tool":
+            tool = self._tools.get(message.get("tool", ""))
+            return None if tool is None else tool.handler
+        if kind == "hook":
+            name = message.get("hook", "")
+            return self._hooks.get(name) or self._raw_hooks.get(name)
+        return self._event_handler(message.get("key", ""))
 
     def _event_handler(self, key: str) -> Optional[Handler]:
         family = key.split(":", 1)[0]
@@ -339,16 +454,47 @@ class Plugin:
         return {"type": "replace", "id": request_id, "value": value}
 
     async def _call(self, handler: Handler, value: Json, cx: Context) -> Json:
-        if inspect.iscoroutinefunction(handler):
-            return await handler(value, cx)
-        loop = asyncio.get_running_loop()
-        result = await loop.run_in_executor(None, handler, value, cx)
+        if handler in self._blocking:
+            loop = asyncio.get_running_loop()
+            result = await loop.run_in_executor(None, handler, value, cx)
+        else:
+            result = handler(value, cx)
         if inspect.isawaitable(result):
             return await result
         return result
 
     def _send(self, message: Dict[str, Json]) -> None:
-        line = json.dumps(message, separators=(",", ":")) + "\n"
+        """Queues a reply; the replies queued meanwhile leave together at the next flush."""
+        self._replies.append(json.dumps(message, separators=(",", ":")))
+        if not self._flush_due:
+            self._flush_due = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_due = False
+        if not self._replies:
+            return
+        data = "\n".join(self._replies) + "\n"
+        self._replies.clear()
         with self._write_lock:
-            self._out.write(line)
+            self._out.write(data)
             self._out.flush()
+
+
+def _reply(request_id: Any, result: Json) -> Dict[str, Json]:
+    if result is None:
+        return {"type": "keep", "id": request_id}
+    return {"type": "replace", "id": request_id, "value": result}
+
+
+async def _settle(request_id: Any, result: Awaitable[Json]) -> Dict[str, Json]:
+    return _reply(request_id, await result)
+
+
+def _readable_fd(stdin: IO[str]) -> Optional[int]:
+    """stdin's file descriptor, when the event loop can watch it (a pipe, a socket, a tty)."""
+    try:
+        fd = stdin.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
+    return fd if isinstance(fd, int) and fd >= 0 else None
