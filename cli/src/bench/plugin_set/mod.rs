@@ -274,9 +274,11 @@ async fn rounds(
     let run_err = |e: hookline_actors::PipelineError| SetError::Run(e.to_string());
     let slices = plan.rounds.max(1) * u32::try_from(runs.len().max(1)).unwrap_or(u32::MAX);
     let slice = plan.duration / slices;
-    // A warm-up the report leaves out: processes, caches and allocators settle.
+    // A warm-up the report leaves out: processes, caches and allocators settle. A round's worth
+    // per hook, at least 200 ms: a shorter one left the first hook measured slower in some
+    // runs than in others (a baseline then failed against itself on a quiet machine).
     for (_, run) in runs {
-        let warm = (slice / 4).min(Duration::from_millis(100));
+        let warm = slice.max(Duration::from_millis(200));
         run.closed_loop(pipeline, plan.sessions, warm)
             .await
             .map_err(run_err)?;
