@@ -141,17 +141,17 @@ async fn a_killed_turn_is_interrupted_not_run_again(dir: &Path, store: &str, ext
         tokio::spawn(request.send())
     };
     let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    let asked = loop {
         let (_, shown) = client
             .get(&format!("{}/v1/sessions/{key}", node.url))
             .await
             .unwrap();
         if shown["session"]["activity"] == "approval" {
-            break;
+            break shown["pendingApprovals"].clone();
         }
         assert!(Instant::now() < deadline, "the turn never asked: {shown}");
         tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    };
     node.kill();
     // The client of the killed request loses its connection; it never got an answer.
     assert!(waiting.await.unwrap().is_err());
@@ -181,8 +181,10 @@ async fn a_killed_turn_is_interrupted_not_run_again(dir: &Path, store: &str, ext
         .get(&format!("{}/v1/sessions/{key}", node.url))
         .await
         .unwrap();
-    assert_eq!(shown["session"]["activity"], "idle", "{shown}");
-    assert_eq!(shown["pendingApprovals"], json!([]), "{shown}");
+    // The turn the request started is not run again either: it waits for the same approval
+    // again on this node (issue 40 item 3), and its tool runs only once that is answered.
+    assert_eq!(shown["session"]["activity"], "approval", "{shown}");
+    assert_eq!(shown["pendingApprovals"], asked, "{shown}");
 }
 
 #[actix_rt::test]

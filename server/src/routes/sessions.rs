@@ -231,22 +231,28 @@ pub(crate) async fn show(
     // Records are read on the session's task between requests: while a turn runs (perhaps
     // waiting for an approval) the page would wait for it and take a slot of its inbox, so the
     // answer says the session is busy instead; the `session` event of /v1/events tells when it
-    // is idle again.
-    let busy = matches!(status.activity, Activity::Turn | Activity::Approval);
-    let records = if busy {
-        RecordsView {
-            total: status.records,
-            offset: page.offset,
-            items: Vec::new(),
-            busy: true,
-        }
+    // is idle again. A turn queued just before the read (the status still said idle) is waited
+    // for at most STATUS_SETTLE, never for its approval (issue 34 item 2).
+    let busy_view = || RecordsView {
+        total: status.records,
+        offset: page.offset,
+        items: Vec::new(),
+        busy: true,
+    };
+    let records = if matches!(status.activity, Activity::Turn | Activity::Approval) {
+        busy_view()
     } else {
-        let records = handle.records(page.offset, limit).await?;
-        RecordsView {
-            total: records.total,
-            offset: page.offset,
-            items: records.records,
-            busy: false,
+        match tokio::time::timeout(STATUS_SETTLE, handle.records(page.offset, limit)).await {
+            Ok(records) => {
+                let records = records?;
+                RecordsView {
+                    total: records.total,
+                    offset: page.offset,
+                    items: records.records,
+                    busy: false,
+                }
+            }
+            Err(_) => busy_view(),
         }
     };
     Ok(Json(SessionView {
