@@ -51,15 +51,22 @@ async fn turn_waiting_for_approval(
     }
 }
 
-/// The `approval-session-ended` notes among a turn answer's events.
-fn ended_notes(answer: &Value) -> Vec<Value> {
-    answer["events"]
+/// Checks that the turn answered 200, ended `cancelled`, and carries exactly one
+/// `approval-session-ended` note, naming `by`; returns that note.
+fn assert_cancelled_by(turn: Result<(u16, Value), String>, by: &str) -> Value {
+    let (status, answer) = turn.unwrap();
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["stopReason"], "cancelled", "{answer}");
+    let notes: Vec<&Value> = answer["events"]
         .as_array()
         .into_iter()
         .flatten()
         .filter(|e| e["note"]["kind"] == "approval-session-ended")
-        .map(|e| e["note"].clone())
-        .collect()
+        .map(|e| &e["note"])
+        .collect();
+    assert_eq!(notes.len(), 1, "{answer}");
+    assert_eq!(notes[0]["by"], by, "{answer}");
+    notes[0].clone()
 }
 
 fn start(dir: &Path) -> Node {
@@ -88,12 +95,7 @@ async fn closing_a_session_denies_its_waiting_approval_at_once_and_cancels_the_t
         "the close waited {:?}",
         asked.elapsed()
     );
-    let (status, answer) = turn.await.unwrap().unwrap();
-    assert_eq!(status, 200, "{answer}");
-    assert_eq!(answer["stopReason"], "cancelled", "{answer}");
-    let notes = ended_notes(&answer);
-    assert_eq!(notes.len(), 1, "{answer}");
-    assert_eq!(notes[0]["by"], "close", "{answer}");
+    assert_cancelled_by(turn.await.unwrap(), "close");
     assert!(!node.root.join("never.txt").exists(), "the denied tool ran");
 }
 
@@ -119,16 +121,11 @@ async fn clear_during_an_approval_wait_stops_the_turn_with_the_note() {
         "/clear waited {:?}",
         asked.elapsed()
     );
-    let (status, answer) = turn.await.unwrap().unwrap();
-    assert_eq!(status, 200, "{answer}");
-    assert_eq!(answer["stopReason"], "cancelled", "{answer}");
-    let notes = ended_notes(&answer);
-    assert_eq!(notes.len(), 1, "{answer}");
-    assert_eq!(notes[0]["by"], "replaced", "{answer}");
+    let note = assert_cancelled_by(turn.await.unwrap(), "replaced");
     assert_eq!(
-        notes[0]["call_id"].as_str().map(str::is_empty),
+        note["call_id"].as_str().map(str::is_empty),
         Some(false),
-        "{answer}"
+        "{note}"
     );
 
     // The session goes on: a fresh one replaced it, and a turn runs on it.

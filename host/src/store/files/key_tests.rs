@@ -1,27 +1,11 @@
 //! The file store's idempotency keys (issue 34 item 3): a claim rides with the session's next
-//! commit, an answer is synced by the committer before it is acknowledged, and a crash keeps
+//! commit, an answer is synced (beside the committer's batches) before it is acknowledged, and a crash keeps
 //! neither records without their claim nor an acknowledged answer's loss.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use super::tests::{new, user};
 use super::*;
 use crate::store::keys::{KeyEntry, KeyState};
-use hookline_messages::session::ApprovalMode;
-
-fn user(text: &str) -> Record {
-    Record::User {
-        text: text.into(),
-        images: Vec::new(),
-    }
-}
-
-fn new() -> NewSession {
-    NewSession {
-        workspace_root: "/w".into(),
-        approval_mode: ApprovalMode::AskAll,
-        model: None,
-        mode: None,
-    }
-}
 
 fn claim(key: &str, owner: &str, now_ms: u64, max_keys: usize) -> KeyClaim {
     KeyClaim {

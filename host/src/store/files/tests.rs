@@ -4,14 +4,14 @@
 use super::*;
 use hookline_messages::session::ApprovalMode;
 
-fn user(text: &str) -> Record {
+pub(super) fn user(text: &str) -> Record {
     Record::User {
         text: text.into(),
         images: Vec::new(),
     }
 }
 
-fn new() -> NewSession {
+pub(super) fn new() -> NewSession {
     NewSession {
         workspace_root: "/w".into(),
         approval_mode: ApprovalMode::AskAll,
