@@ -9,7 +9,8 @@ functions are the kits' shared tests: each kit's `tests/test_kit.py` imports the
 does.
 
 As a program, `python3 wasm_abi.py PLUGIN.wasm` checks a built plugin (exports, imports, abi,
-hello, a hook call) and prints its hello; `hookline new plugin --lang c|zig`'s tests use that.
+hello, a hook call), prints its hello, then answers each request line of its stdin (JSON) with
+the guest's reply line: a host in miniature, which `hookline new plugin --lang c|zig`'s tests use.
 """
 import json
 import os
@@ -248,4 +249,8 @@ def test_a_bad_request_gets_an_error_reply_not_a_trap(guest):
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit("usage: wasm_abi.py PLUGIN.wasm")
-    print(json.dumps(check_module(Path(sys.argv[1]))))
+    print(json.dumps(check_module(Path(sys.argv[1]))), flush=True)
+    guest = Guest(Path(sys.argv[1]))
+    for line in sys.stdin:
+        if line.strip():
+            print(guest.call_bytes(line.strip().encode()).decode(), flush=True)
