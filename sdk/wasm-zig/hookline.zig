@@ -204,7 +204,8 @@ pub fn exportPlugin(comptime Plugin: type) void {
                 .events = h.events,
                 .tools = h.tools,
             }, .{}) catch return pack(
-                \\{"type":"hello","protocol":1,"hooks":[],"error":"out of memory"}
+                // Not a hello: the host refuses to load the plugin, with a note.
+                \\{"type":"error","id":0,"message":"the plugin ran out of memory"}
             );
             return pack(json);
         }
