@@ -41,3 +41,29 @@ pub(crate) fn program(test: &str, program: &str, extra: &[&str], install: &str) 
 pub(crate) fn required() -> bool {
     std::env::var(REQUIRE_ENV).is_ok_and(|v| v == "1")
 }
+
+/// Whether `python3` imports every one of `modules` (PyPI packages: `ziglang`, `wasmtime`);
+/// `false` (after saying why) when one is missing and the system tests are not required.
+///
+/// # Panics
+/// When one is missing and `HOOKLINE_REQUIRE_SYSTEM_TESTS=1`, naming how to install it.
+pub(crate) fn python_modules(test: &str, modules: &[&str]) -> bool {
+    let imports = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(format!("import {}", modules.join(", ")))
+        .output();
+    if imports.is_ok_and(|out| out.status.success()) {
+        return true;
+    }
+    let install = format!("python3 -m pip install {}", modules.join(" "));
+    let why = format!(
+        "{test} needs the Python packages {}, which python3 cannot import ({install})",
+        modules.join(" and ")
+    );
+    assert!(!required(), "{why}; {REQUIRE_ENV}=1 makes this a failure");
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED: {why}; set {REQUIRE_ENV}=1 to fail instead"
+    );
+    false
+}

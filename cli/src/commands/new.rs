@@ -1,10 +1,12 @@
-//! `hookline new plugin NAME --lang python|node|rust [--dir DIR] [--kit DIR]`: writes a working
-//! plugin directory `DIR/NAME` (default: the current directory) built on the plugin kit of that
-//! language (`sdk/`), with a README for its author. The Python and Node kits are copied in (a
-//! plugin resolves nothing outside its directory, SPEC L2), so `hookline hooks check` passes and
-//! `hookline run` loads it at once; a Rust plugin is a Cargo project that depends on the Rust kit
-//! (`--kit`, default `sdk/rust` of the checkout this binary was built from) and loads once built
-//! into `bin/` (its README says how).
+//! `hookline new plugin NAME --lang python|node|rust|c|zig [--dir DIR] [--kit DIR]`: writes a
+//! working plugin directory `DIR/NAME` (default: the current directory) built on the plugin kit
+//! of that language (`sdk/`), with a README for its author. The Python and Node kits are copied
+//! in (a plugin resolves nothing outside its directory, SPEC L2), so `hookline hooks check`
+//! passes and `hookline run` loads it at once; a Rust plugin is a Cargo project that depends on
+//! the Rust kit (`--kit`, default `sdk/rust` of the checkout this binary was built from) and loads
+//! once built into `bin/` (its README says how). A C or Zig plugin is a WebAssembly plugin
+//! (docs/wasm.md): the WebAssembly kit (`sdk/wasm-c`, `sdk/wasm-zig`) is copied in beside a
+//! handler and a `build.sh` that builds `plugin.wasm` with `python3 -m ziglang`.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -30,7 +32,7 @@ enum NewCommand {
 struct PluginArgs {
     /// The plugin's name (its directory name).
     name: String,
-    /// The language.
+    /// The language: python, node or rust (a plugin process), c or zig (a WebAssembly plugin).
     #[arg(long, value_enum)]
     lang: Lang,
     /// Where to create the plugin directory (default: the current directory).
@@ -46,6 +48,8 @@ enum Lang {
     Python,
     Node,
     Rust,
+    C,
+    Zig,
 }
 
 const PYTHON_KIT: &str = include_str!("../../../sdk/python/src/hookline_plugin/__init__.py");
@@ -54,6 +58,10 @@ const NODE_TYPES: &str = include_str!("../../../sdk/node/index.d.ts");
 const NODE_PROTOCOL: &str = include_str!("../../../sdk/node/protocol.d.ts");
 const NODE_PACKAGE: &str = include_str!("../../../sdk/node/package.json");
 const README: &str = include_str!("templates/README.md.in");
+const WASM_C_HEADER: &str = include_str!("../../../sdk/wasm-c/hookline.h");
+const WASM_C_KIT: &str = include_str!("../../../sdk/wasm-c/hookline.c");
+const WASM_ZIG_KIT: &str = include_str!("../../../sdk/wasm-zig/hookline.zig");
+const WASM_README: &str = include_str!("templates/README.wasm.md.in");
 
 /// Runs `hookline new`.
 pub(crate) fn run(args: NewArgs) -> ExitCode {
@@ -93,8 +101,23 @@ fn plugin(args: &PluginArgs) -> Result<PathBuf, String> {
             std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
         }
         std::fs::write(&target, text).map_err(|e| format!("{}: {e}", target.display()))?;
+        if path.ends_with(".sh") {
+            executable(&target)?;
+        }
     }
     Ok(dir)
+}
+
+#[cfg(unix)]
+fn executable(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+#[cfg(not(unix))]
+fn executable(_path: &Path) -> Result<(), String> {
+    Ok(())
 }
 
 /// Every file of the plugin directory, by relative path.
@@ -102,6 +125,7 @@ fn files(args: &PluginArgs, parent: &Path) -> Result<Vec<(&'static str, String)>
     let name = args.name.as_str();
     let fill = |text: &str| text.replace("{{name}}", name);
     let (language, build, mut files) = match args.lang {
+        Lang::C | Lang::Zig => return Ok(wasm_files(args, parent)),
         Lang::Python => (
             "Python",
             String::new(),
@@ -151,6 +175,69 @@ fn files(args: &PluginArgs, parent: &Path) -> Result<Vec<(&'static str, String)>
         .replace("{{parent}}", &parent.display().to_string());
     files.push(("README.md", readme));
     Ok(files)
+}
+
+/// A WebAssembly plugin: the kit, a handler, `build.sh`, a scenario calling its tool, a README.
+fn wasm_files(args: &PluginArgs, parent: &Path) -> Vec<(&'static str, String)> {
+    let name = args.name.as_str();
+    let fill = |text: &str| text.replace("{{name}}", name);
+    // The README's commands work from any directory.
+    let absolute = std::path::absolute(parent).unwrap_or_else(|_| parent.to_path_buf());
+    let (language, kit, sdk, compiler, command, mut files) = if args.lang == Lang::C {
+        (
+            "C",
+            "`hookline.h`, `hookline.c`",
+            "wasm-c",
+            "Zig's clang",
+            "python3 -m ziglang cc --target=wasm32-freestanding -nostdlib -Os -Wl,--no-entry \\\n    \
+             -o plugin.wasm plugin.c hookline.c",
+            vec![
+                ("plugin.c", fill(include_str!("templates/plugin.c"))),
+                ("hookline.h", WASM_C_HEADER.to_owned()),
+                ("hookline.c", WASM_C_KIT.to_owned()),
+                ("build.sh", include_str!("templates/build-c.sh").to_owned()),
+                (".gitignore", "/plugin.wasm\n".to_owned()),
+            ],
+        )
+    } else {
+        (
+            "Zig (0.17)",
+            "`hookline.zig`",
+            "wasm-zig",
+            "Zig",
+            "python3 -m ziglang build-exe plugin.zig -target wasm32-freestanding -fno-entry \\\n    \
+             -O ReleaseSmall --export=hookline_abi --export=hookline_alloc \\\n    \
+             --export=hookline_hello --export=hookline_call -femit-bin=plugin.wasm",
+            vec![
+                ("plugin.zig", fill(include_str!("templates/plugin.zig"))),
+                ("hookline.zig", WASM_ZIG_KIT.to_owned()),
+                ("build.sh", include_str!("templates/build-zig.sh").to_owned()),
+                (".gitignore", "/plugin.wasm\n/.zig-cache/\n".to_owned()),
+            ],
+        )
+    };
+    let manifest = serde_json::json!({
+        "entry": "plugin.wasm",
+        "description": "A WebAssembly plugin written with the hookline WebAssembly kit; see README.md.",
+        "wasm": { "memory_mb": 16 },
+    });
+    let mut manifest = serde_json::to_string_pretty(&manifest).unwrap_or_default();
+    manifest.push('\n');
+    files.push(("plugin.json", manifest));
+    files.push((
+        "scenario.json",
+        include_str!("templates/scenario.json").to_owned(),
+    ));
+    let readme = WASM_README
+        .replace("{{name}}", name)
+        .replace("{{language}}", language)
+        .replace("{{kit}}", kit)
+        .replace("{{sdk}}", sdk)
+        .replace("{{compiler}}", compiler)
+        .replace("{{command}}", command)
+        .replace("{{parent}}", &absolute.display().to_string());
+    files.push(("README.md", readme));
+    files
 }
 
 fn manifest(entry: &str, interpreter: Option<&str>) -> String {
