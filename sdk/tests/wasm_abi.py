@@ -103,6 +103,38 @@ class Guest:
         return self.memory.size(self.store)
 
 
+class ComponentGuest:
+    """One instance of a component of the world `docs/wasm/hookline-plugin.wit`, with WASI 0.2
+    linked and nothing granted (no files, environment, sockets; output discarded)."""
+
+    def __init__(self, path: Path):
+        import wasmtime
+        import wasmtime.component as component
+
+        self.engine = wasmtime.Engine()
+        self.component = component.Component.from_file(self.engine, str(path))
+        self.store = wasmtime.Store(self.engine)
+        self.store.set_wasi(wasmtime.WasiConfig())
+        linker = component.Linker(self.engine)
+        linker.add_wasip2()
+        self.instance = linker.instantiate(self.store, self.component)
+        guest = self.instance.get_export_index(self.store, "hookline:plugin/guest@1.0.0")
+        assert guest is not None, "no export hookline:plugin/guest@1.0.0"
+        self._hello = self.instance.get_func(
+            self.store, self.instance.get_export_index(self.store, "hello", guest))
+        self._call = self.instance.get_func(
+            self.store, self.instance.get_export_index(self.store, "call", guest))
+
+    def hello(self) -> dict:
+        return json.loads(self._hello(self.store))
+
+    def call_text(self, request: str) -> str:
+        return self._call(self.store, request)
+
+    def call(self, request) -> dict:
+        return json.loads(self.call_text(request if isinstance(request, str) else json.dumps(request)))
+
+
 def check_module(path: Path) -> dict:
     """Exports exactly the ABI, imports only `hookline.*`, speaks ABI 1, a valid hello, and
     answers a hook call with its id; returns the hello."""
