@@ -180,3 +180,78 @@ async fn a_large_batch_with_busy_and_repeated_sessions_keeps_each_sessions_order
         "every count released"
     );
 }
+
+/// Issue 35: the calls of one batch that await finish in one task and go on to the next plugin
+/// as they finish: the quick ones are held up neither by a slow one nor by one that will time
+/// out, and each keeps its own outcome (the slow one its value, the stuck one its timeout
+/// note).
+#[actix_rt::test]
+async fn calls_that_await_go_on_as_they_finish_and_one_timing_out_holds_none_up() {
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
+    let released = Arc::new(tokio::sync::Mutex::new(Some(released)));
+    let wait = PluginRegistration::new("wait")
+        .on_async(OnUserMessage, move |cx, mut message| {
+            let released = released.clone();
+            async move {
+                match cx.session_id.as_str() {
+                    "slow" => {
+                        if let Some(released) = released.lock().await.take() {
+                            let _ = released.await;
+                        }
+                    }
+                    "stuck" => std::future::pending::<()>().await,
+                    // Not ready at the first poll: the call leaves the batch like the others.
+                    _ => tokio::task::yield_now().await,
+                }
+                message.text.push_str(" waited");
+                Ok(Reply::Replace(message))
+            }
+        })
+        .with_timeout(
+            hookline::messages::hook::HookKind::OnUserMessage,
+            std::time::Duration::from_secs(3),
+        );
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let recorder = PluginRegistration::new("recorder").on(OnUserMessage, move |cx, _| {
+        log.lock().unwrap().push(cx.session_id.as_str().to_owned());
+        Ok(Reply::Keep)
+    });
+    let pipeline = Pipeline::builder()
+        .plugin(wait)
+        .plugin(recorder)
+        .shards(1)
+        .start()
+        .unwrap();
+    let names = ["a", "slow", "b", "stuck", "c"];
+    let many = pipeline.call_many::<OnUserMessage>(calls(&names, "hi"));
+    let (answers, ()) = futures::join!(many, async {
+        // The quick calls reach the next plugin while the slow one still waits and the stuck
+        // one has not timed out yet.
+        let quick = async {
+            while seen.lock().unwrap().len() < 3 {
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+        };
+        let passed = tokio::time::timeout(std::time::Duration::from_secs(10), quick).await;
+        assert!(passed.is_ok(), "held up: {:?}", seen.lock().unwrap());
+        assert_eq!(*seen.lock().unwrap(), ["a", "b", "c"]);
+        let _ = release.send(());
+    });
+    for (name, answer) in names.iter().zip(&answers) {
+        let outcome = answer.as_ref().unwrap();
+        if *name == "stuck" {
+            assert_eq!(outcome.value.text, "hi stuck");
+            assert_eq!(outcome.failed, ["wait"]);
+            assert!(
+                outcome.notes[0].to_string().contains("timed out"),
+                "{:?}",
+                outcome.notes
+            );
+        } else {
+            assert_eq!(outcome.value.text, format!("hi {name} waited"));
+            assert!(outcome.failed.is_empty(), "{name}");
+        }
+    }
+    assert_eq!(*seen.lock().unwrap(), ["a", "b", "c", "slow", "stuck"]);
+}

@@ -7,8 +7,9 @@
 //! - `once`: answers one hook request read from stdin and exits (a process spawned per call, as
 //!   Claude Code and Codex run hooks).
 //!
-//! Output is buffered and flushed only when no more input is waiting, so a burst of requests is
-//! answered with one write (as `examples/plugins/rust-guard` does).
+//! Input is read a pipe's worth (64 KiB) at a time and output buffered as much and flushed only
+//! when no more input is waiting, so a burst of requests is one read and its replies one write
+//! (as `examples/plugins/rust-guard` does).
 
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
 
@@ -19,21 +20,24 @@ const HELLO: &str =
 
 /// The reply to one request line, or `None` for a line that needs none (cancel, goodbye).
 fn answer(line: &str) -> Option<Value> {
-    let request: Value = serde_json::from_str(line).ok()?;
+    let mut request: Value = serde_json::from_str(line).ok()?;
     let id = request.get("id")?.as_u64()?;
     if request.get("hook").and_then(Value::as_str) != Some("on_user_message") {
         return Some(json!({"type": "keep", "id": id}));
     }
-    let mut value = request.get("value")?.clone();
+    let mut value = request.get_mut("value")?.take();
     if let Some(Value::String(text)) = value.get_mut("text") {
         text.push_str(" #e");
     }
     Some(json!({"type": "replace", "id": id, "value": value}))
 }
 
+/// A pipe's worth on Linux.
+const BUFFER: usize = 64 * 1024;
+
 fn serve(protocol: bool) -> io::Result<()> {
-    let mut input = BufReader::new(io::stdin().lock());
-    let mut out = BufWriter::new(io::stdout().lock());
+    let mut input = BufReader::with_capacity(BUFFER, io::stdin().lock());
+    let mut out = BufWriter::with_capacity(BUFFER, io::stdout().lock());
     if protocol {
         writeln!(out, "{HELLO}")?;
         out.flush()?;

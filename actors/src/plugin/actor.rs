@@ -8,14 +8,19 @@
 //! rule where the reply is made, and hands the batch straight to the next plugin actor in load
 //! order (a relay; the last one answers the callers). A synchronous hook runs inline: no future,
 //! no box, no task, no timer, no copy of the value. An async hook's future is polled once inline;
-//! a call still pending leaves the batch, finishes as its own task under its timeout, and goes
-//! on alone from the next plugin, so the rest of the batch moves on at once.
+//! the calls still pending leave the batch, so the rest of it moves on at once, and finish in
+//! one task for the batch, each under its own timeout; those finished by the time that task runs
+//! go on together from the next plugin (an external plugin's replies to one write mostly come
+//! back in one read), never held up by a slower one.
 
+use std::future::Future;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use actix::{Actor, Addr, Context, Handler};
 use futures::future::BoxFuture;
+use futures::stream::{FuturesUnordered, StreamExt};
 use hookline_messages::hook::{HookContext, HookKind};
 use hookline_messages::note::SkipReason;
 use metrics::Histogram;
@@ -168,28 +173,71 @@ impl PluginActor {
         }
     }
 
-    /// Finishes a call that awaits as its own task, then sends it on alone from the next plugin.
-    fn resume<H: Dispatch>(
-        &self,
-        mut job: Job<H>,
-        later: BoxFuture<'static, CallResult<H::Value>>,
-        step: tracing::Span,
-        route: Arc<Route<H>>,
-        at: usize,
-    ) {
+    /// Finishes the calls of a batch that await, all in one task (each still under its own
+    /// timeout and panic guard), and sends them on from the next plugin in groups: every call
+    /// that has finished by the time the task runs goes on in one batch. Replies read together
+    /// (an external plugin answers a burst in one write) thus travel on together: one task, one
+    /// wake-up and one message to the next plugin per group, not per call (issue 35). A call
+    /// that finishes late does not hold up the others; calls of one batch are of distinct
+    /// sessions, so no session's order changes.
+    fn resume<H: Dispatch>(&self, waiting: Vec<Waiting<H>>, route: Arc<Route<H>>, at: usize) {
         let latency = self.metrics.latency(H::KIND).clone();
-        actix_rt::spawn(
-            async move {
-                let started = Instant::now();
-                let result = later.await;
-                latency.record(started.elapsed());
-                job.absorb(at, &route.names[at], result);
-                job.record_step(&tracing::Span::current(), at);
-                forward(vec![job], None, route, at + 1);
+        let started = Instant::now();
+        let mut calls: FuturesUnordered<_> = waiting
+            .into_iter()
+            .map(|Waiting { job, later, step }| {
+                let latency = latency.clone();
+                let span = step.clone();
+                async move {
+                    let result = later.await;
+                    latency.record(started.elapsed());
+                    (job, result, step)
+                }
+                .instrument(span)
+            })
+            .collect();
+        actix_rt::spawn(async move {
+            while let Some(finished) = ready_now(&mut calls).await {
+                let name = &route.names[at];
+                let jobs = finished
+                    .into_iter()
+                    .map(|(mut job, result, step)| {
+                        job.absorb(at, name, result);
+                        job.record_step(&step, at);
+                        job
+                    })
+                    .collect();
+                forward(jobs, None, route.clone(), at + 1);
             }
-            .instrument(step),
-        );
+        });
     }
+}
+
+/// A call of a batch that did not finish inline, with the step's span.
+struct Waiting<H: Dispatch> {
+    job: Job<H>,
+    later: BoxFuture<'static, CallResult<H::Value>>,
+    step: tracing::Span,
+}
+
+/// Waits until at least one of `calls` has finished, then takes every one finished by then;
+/// `None` once all are done.
+async fn ready_now<F: Future>(calls: &mut FuturesUnordered<F>) -> Option<Vec<F::Output>> {
+    std::future::poll_fn(|cx| {
+        let mut ready = Vec::new();
+        loop {
+            match calls.poll_next_unpin(cx) {
+                Poll::Ready(Some(output)) => ready.push(output),
+                // All done: what was taken goes on, then the next poll ends the loop.
+                Poll::Ready(None) if ready.is_empty() => return Poll::Ready(None),
+                Poll::Ready(None) | Poll::Pending if !ready.is_empty() => {
+                    return Poll::Ready(Some(ready))
+                }
+                Poll::Ready(None) | Poll::Pending => return Poll::Pending,
+            }
+        }
+    })
+    .await
 }
 
 impl Actor for PluginActor {
@@ -225,6 +273,7 @@ impl<H: Dispatch> Handler<Relay<H>> for PluginActor {
         };
         // Every call of the batch is this plugin's to handle: one add for the whole batch.
         self.metrics.called(H::KIND, jobs.len());
+        let mut waiting = Vec::new();
         let mut index = 0;
         while index < jobs.len() {
             let job = &mut jobs[index];
@@ -251,19 +300,19 @@ impl<H: Dispatch> Handler<Relay<H>> for PluginActor {
                 }
                 Some(later) => {
                     drop(entered);
-                    let job = jobs.remove(index);
-                    self.resume(
-                        job,
+                    waiting.push(Waiting {
+                        job: jobs.remove(index),
                         later,
-                        step.unwrap_or_else(tracing::Span::none),
-                        route.clone(),
-                        at,
-                    );
+                        step: step.unwrap_or_else(tracing::Span::none),
+                    });
                 }
             }
         }
         if let Some(started) = started {
             record_share(self.metrics.latency(H::KIND), started.elapsed(), jobs.len());
+        }
+        if !waiting.is_empty() {
+            self.resume(waiting, route.clone(), at);
         }
         self.pass_on(jobs, spare, route, at + 1);
     }

@@ -1,8 +1,7 @@
 //! One running plugin process: the handshake, its [`Outbox`] (callers encode their requests into
-//! it and the caller's own runtime flushes it, many lines per write), its [`ReadSide`] (a reader
-//! task, started by the first request, matches reply ids, so many requests are in flight at once),
-//! and a lifecycle task that owns the child and runs the bounded shutdown (goodbye, close stdin,
-//! terminate, kill).
+//! it and the caller's own runtime flushes it, many lines per write), its [`Reader`] (a task that
+//! matches reply ids, so many requests are in flight at once), and a lifecycle task that owns the
+//! child and runs the bounded shutdown (goodbye, close stdin, terminate, kill).
 
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,7 +21,7 @@ use super::codec::{read_line, Line};
 use super::faults::FaultLog;
 use super::outbox::{Outbox, Refused};
 use super::pending::Pending;
-use super::reader::ReadSide;
+use super::reader::{Reader, READ_BUFFER};
 use super::{stderr, ExternalConfig, StartError};
 
 /// How a process ended.
@@ -38,7 +37,6 @@ pub(crate) enum Exit {
 pub(crate) struct Connection {
     name: Arc<str>,
     outbox: Arc<Outbox>,
-    read_side: Arc<ReadSide>,
     pending: Arc<Mutex<Pending>>,
     next_id: AtomicU64,
     stop: Mutex<Option<oneshot::Sender<()>>>,
@@ -66,7 +64,7 @@ impl Connection {
         };
         let name: Arc<str> = config.name.as_str().into();
         tokio::spawn(stderr::forward(name.clone(), stderr, config.echo_stderr));
-        let mut stdout = BufReader::new(stdout);
+        let mut stdout = BufReader::with_capacity(READ_BUFFER, stdout);
         let hello = match handshake(&mut stdout, config).await {
             Ok(hello) => hello,
             Err(error) => {
@@ -77,14 +75,13 @@ impl Connection {
         };
         let outbox = Outbox::new(stdin).map_err(StartError::Spawn)?;
         let pending = Arc::new(Mutex::new(Pending::default()));
-        let read_side = ReadSide::new(
-            name.clone(),
-            stdout,
-            pending.clone(),
+        let reader = Reader {
+            name: name.clone(),
+            pending: pending.clone(),
             faults,
-            config.line_cap,
-        )
-        .map_err(StartError::Spawn)?;
+            cap: config.line_cap,
+        };
+        tokio::spawn(reader.run(stdout));
         let (stop, stop_rx) = oneshot::channel();
         let lifecycle = tokio::spawn(lifecycle(
             child,
@@ -95,7 +92,6 @@ impl Connection {
         let connection = Self {
             name,
             outbox,
-            read_side,
             pending,
             next_id: AtomicU64::new(1),
             stop: Mutex::new(Some(stop)),
@@ -125,8 +121,6 @@ impl Connection {
             Err(Refused::Closed) => return Err(SkipReason::Exited),
             Err(Refused::Unencodable) => return Err(SkipReason::Undecodable),
         }
-        // The first request starts the reader (see `ReadSide`).
-        self.read_side.start_here();
         let answer = rx.await.unwrap_or(Err(SkipReason::Exited));
         guard.answered = true;
         answer

@@ -29,6 +29,7 @@ mod hooks;
 mod outbox;
 mod pending;
 mod reader;
+mod reply;
 mod signal;
 mod stderr;
 mod supervisor;
@@ -51,7 +52,6 @@ use tokio::time::Instant;
 
 pub use codec::DEFAULT_LINE_CAP;
 pub use error::StartError;
-pub use reader::READER_PLACEMENT_ENV;
 pub use supervisor::RestartPolicy;
 pub use tools::{PluginTool, TOOL_TIMEOUT};
 
