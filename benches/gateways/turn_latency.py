@@ -113,14 +113,23 @@ class Server:
         return self.log.read().decode(errors="replace")[-2000:]
 
     def post(self, path, body, headers):
-        if self.conn is None:
-            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
-        self.conn.request("POST", path, body=body, headers=headers)
-        response = self.conn.getresponse()
+        try:
+            response = self._send(path, body, headers)
+        except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+            # A server that closed the idle keep-alive connection while the others were
+            # measured (Node closes it after 5 s): connect again, once.
+            self.conn = None
+            response = self._send(path, body, headers)
         data = response.read()
         if response.status >= 300:
             raise RuntimeError(f"{self.kind}@{self.hooks}: {response.status} {data[:300]!r}")
         return data
+
+    def _send(self, path, body, headers):
+        if self.conn is None:
+            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        self.conn.request("POST", path, body=body, headers=headers)
+        return self.conn.getresponse()
 
     def turn(self):
         started = time.perf_counter()
