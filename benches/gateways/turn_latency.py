@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""Turn latency added per hook: `hookline serve` with N Python kit plugins, beside LiteLLM's proxy
+with N custom guardrails and Portkey's gateway with N mutators, all in front of the same local
+model stub (`scripts/stub-model.py`), the same client, in one sitting (issue 35 item 4).
+
+Usage (from a checkout, after `cargo build --release --bin hookline`):
+
+    python3 benches/gateways/turn_latency.py [--rounds 4] [--turns 200] [--hooks 0,1,4,8]
+        [--litellm PATH/TO/litellm] [--portkey PATH/TO/start-server.js]
+
+Each gateway is optional beside hookline: give the `litellm` executable of a venv where
+`pip install 'litellm[proxy]'` ran, and `start-server.js` of `npm install @portkey-ai/gateway`
+(its `build/start-server.js`). Nothing of theirs is part of this repository; this script only
+writes their configuration into a temporary directory.
+
+What each hook does:
+- hookline: a Python kit plugin (`sdk/python`) with a sync `transform_model` handler that keeps
+  the request (one hook call per turn, through the external protocol);
+- LiteLLM: a `CustomGuardrail` whose `async_pre_call_hook` returns the request unchanged
+  (`mode: pre_call`, `default_on: true`), in the proxy's own process;
+- Portkey: a `before_request_hooks` mutator running the built-in `default.addPrefix`.
+
+Every server is started once; the rounds interleave them (round 1: every gateway at every hook
+count, then round 2, ...), each round sending `--turns` turns one after another on one
+keep-alive connection, after a warm-up of 20. The report is each one's median over the rounds
+of the per-round p50, and the latency added per hook: (p50 at the most hooks - p50 at 0) /
+hooks. The load average is printed beside it.
+"""
+import argparse
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+KIT = os.path.join(ROOT, "sdk", "python", "src", "hookline_plugin")
+STUB = os.path.join(ROOT, "scripts", "stub-model.py")
+
+HOOKLINE_PLUGIN = '''from hookline_plugin import Plugin
+
+plugin = Plugin()
+
+
+@plugin.hook("transform_model")
+def keep(request, cx):
+    return None
+
+
+if __name__ == "__main__":
+    plugin.run()
+'''
+
+LITELLM_KEY = "sk-hookline-bench-local"
+
+LITELLM_GUARDRAIL = '''from litellm.integrations.custom_guardrail import CustomGuardrail
+
+
+class Keep(CustomGuardrail):
+    async def async_pre_call_hook(self, user_api_key_dict, cache, data, call_type):
+        return data
+'''
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(port, path="/", timeout=90.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=2)
+            conn.request("GET", path)
+            conn.getresponse().read()
+            return True
+        except OSError:
+            time.sleep(0.3)
+    return False
+
+
+class Server:
+    """One gateway process at one hook count, and how to send it a turn."""
+
+    def __init__(self, kind, hooks, argv, port, env=None, cwd=None):
+        self.kind, self.hooks, self.port = kind, hooks, port
+        self.log = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT, env=env,
+                                     cwd=cwd, start_new_session=True)
+        self.conn = None
+        self.path, self.headers, self.body = None, {}, b""
+
+    def stop(self):
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            self.proc.wait(timeout=10)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def tail(self):
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")[-2000:]
+
+    def post(self, path, body, headers):
+        try:
+            response = self._send(path, body, headers)
+        except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+            # A server that closed the idle keep-alive connection while the others were
+            # measured (Node closes it after 5 s): connect again, once.
+            self.conn = None
+            response = self._send(path, body, headers)
+        data = response.read()
+        if response.status >= 300:
+            raise RuntimeError(f"{self.kind}@{self.hooks}: {response.status} {data[:300]!r}")
+        return data
+
+    def _send(self, path, body, headers):
+        if self.conn is None:
+            self.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        self.conn.request("POST", path, body=body, headers=headers)
+        return self.conn.getresponse()
+
+    def turn(self):
+        started = time.perf_counter()
+        self.post(self.path, self.body, self.headers)
+        return time.perf_counter() - started
+
+
+def start_hookline(hooks, stub_url, work):
+    binary = os.path.join(ROOT, "target", "release", "hookline")
+    plugins = os.path.join(work, f"hookline-{hooks}")
+    os.makedirs(plugins)
+    for index in range(hooks):
+        directory = os.path.join(plugins, f"keep-{index}")
+        os.makedirs(directory)
+        shutil.copytree(KIT, os.path.join(directory, "hookline_plugin"))
+        with open(os.path.join(directory, "plugin.py"), "w") as f:
+            f.write(HOOKLINE_PLUGIN)
+        with open(os.path.join(directory, "plugin.json"), "w") as f:
+            json.dump({"entry": "plugin.py", "interpreter": "python3"}, f)
+    home = os.path.join(work, f"home-{hooks}")
+    os.makedirs(home)
+    port = free_port()
+    env = dict(os.environ, HOOKLINE_HOME=home)
+    argv = [binary, "serve", "--listen", f"127.0.0.1:{port}", "--plugins", plugins,
+            "--provider", "openai", "--base-url", stub_url, "--model", "stub"]
+    server = Server("hookline", hooks, argv, port, env=env, cwd=work)
+    if not wait_http(port, "/healthz"):
+        raise RuntimeError("hookline serve did not start: " + server.tail())
+    session = json.loads(server.post("/v1/sessions", b"{}", {"content-type": "application/json"}))
+    server.path = f"/v1/sessions/{session['key']}/turns"
+    server.headers = {"content-type": "application/json"}
+    server.body = json.dumps({"text": "Say ok."}).encode()
+    return server
+
+
+def start_litellm(hooks, stub_url, work, litellm):
+    directory = os.path.join(work, f"litellm-{hooks}")
+    os.makedirs(directory)
+    with open(os.path.join(directory, "keep_guardrail.py"), "w") as f:
+        f.write(LITELLM_GUARDRAIL)
+    guardrails = "".join(
+        f"  - guardrail_name: keep-{i}\n    litellm_params:\n"
+        f"      guardrail: keep_guardrail.Keep\n      mode: pre_call\n      default_on: true\n"
+        for i in range(hooks))
+    config = ("model_list:\n  - model_name: stub\n    litellm_params:\n"
+              f"      model: openai/stub\n      api_base: {stub_url}\n      api_key: none\n")
+    if hooks:
+        config += "guardrails:\n" + guardrails
+    with open(os.path.join(directory, "config.yaml"), "w") as f:
+        f.write(config)
+    port = free_port()
+    # No fetch of the remote cost map at start; a master key (the proxy refuses to start
+    # without one).
+    env = dict(os.environ, PYTHONPATH=directory, LITELLM_LOG="ERROR",
+               LITELLM_LOCAL_MODEL_COST_MAP="True", LITELLM_MASTER_KEY=LITELLM_KEY)
+    argv = [litellm, "--config", "config.yaml", "--port", str(port), "--host", "127.0.0.1",
+            "--num_workers", "1"]
+    server = Server("litellm", hooks, argv, port, env=env, cwd=directory)
+    if not wait_http(port, "/health/liveliness", timeout=180):
+        raise RuntimeError("litellm did not start: " + server.tail())
+    server.path = "/v1/chat/completions"
+    server.headers = {"content-type": "application/json",
+                      "authorization": f"Bearer {LITELLM_KEY}"}
+    server.body = json.dumps({"model": "stub",
+                              "messages": [{"role": "user", "content": "Say ok."}]}).encode()
+    return server
+
+
+def start_portkey(hooks, stub_url, work, script):
+    port = free_port()
+    argv = ["node", script, f"--port={port}", "--headless"]
+    env = dict(os.environ, NODE_ENV="production")
+    server = Server("portkey", hooks, argv, port, env=env, cwd=work)
+    if not wait_http(port, "/"):
+        raise RuntimeError("portkey did not start: " + server.tail())
+    config = {"provider": "openai", "api_key": "none", "custom_host": stub_url}
+    if hooks:
+        config["before_request_hooks"] = [
+            {"type": "mutator", "id": f"prefix-{i}",
+             "checks": [{"id": "default.addPrefix", "parameters": {"prefix": "> "}}]}
+            for i in range(hooks)]
+    server.path = "/v1/chat/completions"
+    server.headers = {"content-type": "application/json", "authorization": "Bearer none",
+                      "x-portkey-config": json.dumps(config)}
+    server.body = json.dumps({"model": "stub",
+                              "messages": [{"role": "user", "content": "Say ok."}]}).encode()
+    return server
+
+
+def p50(server, turns):
+    return statistics.median(server.turn() for _ in range(turns))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--hooks", default="0,1,4,8")
+    parser.add_argument("--litellm")
+    parser.add_argument("--portkey")
+    args = parser.parse_args()
+    counts = [int(n) for n in args.hooks.split(",")]
+    work = tempfile.mkdtemp(prefix="hookline-gateways-")
+    stub_port = free_port()
+    stub = subprocess.Popen([sys.executable, STUB, str(stub_port)], stdout=subprocess.DEVNULL)
+    stub_url = f"http://127.0.0.1:{stub_port}/v1"
+    servers = []
+    try:
+        time.sleep(0.5)
+        for hooks in counts:
+            servers.append(start_hookline(hooks, stub_url, work))
+            if args.litellm:
+                servers.append(start_litellm(hooks, stub_url, work, args.litellm))
+            if args.portkey:
+                servers.append(start_portkey(hooks, stub_url, work, args.portkey))
+        for server in servers:
+            for _ in range(20):
+                server.turn()
+        results = {(s.kind, s.hooks): [] for s in servers}
+        loads = []
+        for round_ in range(args.rounds):
+            loads.append(os.getloadavg()[0])
+            for server in servers:
+                results[(server.kind, server.hooks)].append(p50(server, args.turns))
+            print(f"round {round_ + 1} done, load {loads[-1]:.2f}", file=sys.stderr)
+        report(results, counts, loads)
+    finally:
+        for server in servers:
+            server.stop()
+        stub.terminate()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def report(results, counts, loads):
+    print(f"load average (1 min) at each round: {', '.join(f'{l:.2f}' for l in loads)}")
+    kinds = sorted({kind for kind, _ in results}, key=["hookline", "litellm", "portkey"].index)
+    print("gateway   " + "".join(f"{n:>4} hooks p50 " for n in counts) + "  per hook")
+    for kind in kinds:
+        medians = {n: statistics.median(results[(kind, n)]) * 1000 for n in counts}
+        top = max(counts)
+        slope = (medians[top] - medians[min(counts)]) / (top - min(counts)) if top else 0.0
+        row = "".join(f"{medians[n]:>11.3f} ms" for n in counts)
+        print(f"{kind:<10}{row}   {slope:.3f} ms")
+        rounds = "; ".join(f"{n}: " + ", ".join(f"{v * 1000:.3f}" for v in results[(kind, n)])
+                           for n in counts)
+        print(f"          rounds (ms) {rounds}")
+
+
+if __name__ == "__main__":
+    main()
