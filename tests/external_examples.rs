@@ -77,7 +77,7 @@ async fn the_examples_run_their_hooks_raw_hook_tools_and_events() {
     assert_eq!((count.text.as_str(), count.success), ("3", true));
     let echo = tools[1].run(&cx, json!({"text": "hi"})).await;
     assert_eq!(echo.text, "hi");
-    let guard = &report.plugins[1];
+    let guard = report.plugins[1].as_external().expect("an external plugin");
     assert_eq!(guard.events(), ["message:received", "session"]);
     let ack = guard
         .deliver_event(

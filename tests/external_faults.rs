@@ -72,7 +72,7 @@ async fn two_calls_and_faults(mode: &str) -> (Vec<String>, Vec<String>, Vec<Stri
     assert_eq!(report.plugins.len(), 3, "{:?}", texts(&report.notes));
     let (names, notes) = two_tool_calls(&report).await;
     // The reader handles lines in order: the duplicate came before call 2's reply.
-    let faults = texts(&report.plugins[1].take_faults());
+    let faults = texts(&report.plugins[1].as_external().unwrap().take_faults());
     report.shutdown().await;
     (names, notes, faults)
 }
@@ -149,7 +149,7 @@ async fn three_crashes_disable_the_plugin_with_note() {
         "Plugin hook 'm-faulty' tool-call was skipped: it was disabled after 3 crashes in 5 minutes.";
     assert_eq!(notes, [crashed, crashed, crashed, disabled]);
     assert_eq!(
-        report.plugins[0].run_state(),
+        report.plugins[0].as_external().unwrap().run_state(),
         hookline::host::external::RunState::Disabled
     );
     report.shutdown().await;

@@ -25,6 +25,7 @@ pub mod store;
 pub mod tools;
 pub mod trace;
 pub mod turn;
+pub mod wasm;
 
 pub use embed::{Host, HostBuilder};
 pub use session::{HostError, HostEvent, SessionCommand};

@@ -353,7 +353,16 @@ pub enum SkipReason {
     RepeatedReplyId,
     /// An external plugin's process ended before it replied.
     Exited,
-    /// An external plugin was disabled after crashing too often.
+    /// A WebAssembly plugin trapped (an `unreachable`, a bad memory access, a stack overflow, ...);
+    /// the text is the trap's own description.
+    Trapped(String),
+    /// A WebAssembly plugin ran out of memory: it needed more than its cap.
+    OutOfMemory {
+        /// The cap, in MiB.
+        limit_mb: u64,
+    },
+    /// A plugin was disabled after crashing (an external plugin) or trapping (a WebAssembly
+    /// plugin) too often.
     Disabled {
         /// How many crashes disabled it.
         crashes: u32,
@@ -389,6 +398,8 @@ impl SkipReason {
             Self::UnknownReplyId => "unknown-reply-id",
             Self::RepeatedReplyId => "repeated-reply-id",
             Self::Exited => "exited",
+            Self::Trapped(_) => "trapped",
+            Self::OutOfMemory { .. } => "out-of-memory",
             Self::Disabled { .. } => "disabled",
         }
     }
@@ -417,6 +428,10 @@ impl fmt::Display for SkipReason {
             Self::UnknownReplyId => f.write_str("it replied with an id it was never given."),
             Self::RepeatedReplyId => f.write_str("it replied twice with the same id."),
             Self::Exited => f.write_str("it exited before it replied."),
+            Self::Trapped(trap) => write!(f, "it trapped: {}.", trap.trim_end_matches('.')),
+            Self::OutOfMemory { limit_mb } => {
+                write!(f, "it ran out of memory (its cap is {limit_mb} MiB).")
+            }
             Self::Disabled {
                 crashes,
                 window_secs,
@@ -667,6 +682,18 @@ mod tests {
         assert_eq!(
             SkipReason::LineTooLong { limit: 1_048_576 }.to_string(),
             "it wrote a line longer than 1048576 bytes."
+        );
+    }
+
+    #[test]
+    fn guest_faults_render_as_sentences_about_the_plugin() {
+        assert_eq!(
+            SkipReason::Trapped("wasm `unreachable` instruction executed".into()).to_string(),
+            "it trapped: wasm `unreachable` instruction executed."
+        );
+        assert_eq!(
+            SkipReason::OutOfMemory { limit_mb: 16 }.to_string(),
+            "it ran out of memory (its cap is 16 MiB)."
         );
     }
 

@@ -167,7 +167,7 @@ impl HostBuilder {
                 .filter(|note| matches!(note, LoadNote::Skipped { .. }))
                 .map(LoadNote::to_note),
         );
-        self.loaded.processes.extend(report.plugins);
+        self.loaded.processes.extend(report.processes());
         self
     }
 

@@ -54,15 +54,25 @@ impl EventHandler for ExternalPlugin {
             .deliver_event(key.as_str(), event.context_json(), limit)
             .await
             .map_err(HookError::skip)?;
-        match reply {
-            ReplyBody::Keep => Ok(EventReply::Done),
-            ReplyBody::Replace(value) if key == EventKey::AgentBootstrap => {
-                serde_json::from_value::<BootstrapReplacement>(value)
-                    .map(|files| EventReply::ReplaceBootstrapFiles(files.into_files()))
-                    .map_err(|_| HookError::skip(SkipReason::Undecodable))
-            }
-            ReplyBody::Replace(_) => Ok(EventReply::Done),
-            ReplyBody::Error(message) => Err(HookError::msg(message)),
+        event_reply(key, reply)
+    }
+}
+
+/// A plugin's reply to event `key` (an external or WebAssembly plugin's answer alike): a
+/// `replace` answer to `agent:bootstrap` is the new `bootstrapFiles` list (SPEC G5.4); any other
+/// `replace` changes nothing.
+///
+/// # Errors
+/// The plugin's error, or [`SkipReason::Undecodable`] for a bootstrap list that is not one.
+pub(crate) fn event_reply(key: EventKey, reply: ReplyBody) -> HookResult<EventReply> {
+    match reply {
+        ReplyBody::Keep => Ok(EventReply::Done),
+        ReplyBody::Replace(value) if key == EventKey::AgentBootstrap => {
+            serde_json::from_value::<BootstrapReplacement>(value)
+                .map(|files| EventReply::ReplaceBootstrapFiles(files.into_files()))
+                .map_err(|_| HookError::skip(SkipReason::Undecodable))
         }
+        ReplyBody::Replace(_) => Ok(EventReply::Done),
+        ReplyBody::Error(message) => Err(HookError::msg(message)),
     }
 }

@@ -24,6 +24,33 @@ fn skip(reason: SkipReason) -> HookError {
     HookError::skip(reason)
 }
 
+/// A reply to a hook that may replace its value, decoded as `T` (an external or WebAssembly
+/// plugin's answer alike).
+///
+/// # Errors
+/// The plugin's error, or [`SkipReason::Undecodable`] for a replacement that is not a `T`.
+pub(crate) fn replacement<T: DeserializeOwned>(body: ReplyBody) -> HookResult<Reply<T>> {
+    match body {
+        ReplyBody::Keep => Ok(Reply::Keep),
+        ReplyBody::Replace(value) => serde_json::from_value(value)
+            .map(Reply::Replace)
+            .map_err(|_| skip(SkipReason::Undecodable)),
+        ReplyBody::Error(message) => Err(HookError::msg(message)),
+    }
+}
+
+/// A reply to a read-only hook: whatever the plugin returns changes nothing (SPEC P2.1, P2.4,
+/// P2.6); only an error is reported.
+///
+/// # Errors
+/// The plugin's error.
+pub(crate) fn observed(body: ReplyBody) -> HookResult<()> {
+    match body {
+        ReplyBody::Keep | ReplyBody::Replace(_) => Ok(()),
+        ReplyBody::Error(message) => Err(HookError::msg(message)),
+    }
+}
+
 impl ExternalPlugin {
     /// Calls `hook` on `value` and decodes a replacement as `T`. The value is encoded once,
     /// into the request line; the plugin actor's timeout bounds the call.
@@ -33,34 +60,25 @@ impl ExternalPlugin {
         cx: &HookContext,
         value: T,
     ) -> HookResult<Reply<T>> {
-        match self
-            .hook_round_trip(hook, &cx.session_id, &value, None)
-            .await
-            .map_err(skip)?
-        {
-            ReplyBody::Keep => Ok(Reply::Keep),
-            ReplyBody::Replace(value) => serde_json::from_value(value)
-                .map(Reply::Replace)
-                .map_err(|_| skip(SkipReason::Undecodable)),
-            ReplyBody::Error(message) => Err(HookError::msg(message)),
-        }
+        replacement(
+            self.hook_round_trip(hook, &cx.session_id, &value, None)
+                .await
+                .map_err(skip)?,
+        )
     }
 
-    /// Calls a read-only hook: whatever the plugin returns changes nothing (SPEC P2.1, P2.4, P2.6).
+    /// Calls a read-only hook.
     async fn observe<T: Serialize>(
         &self,
         hook: HookKind,
         cx: &HookContext,
         value: T,
     ) -> HookResult<()> {
-        match self
-            .hook_round_trip(hook, &cx.session_id, &value, None)
-            .await
-            .map_err(skip)?
-        {
-            ReplyBody::Keep | ReplyBody::Replace(_) => Ok(()),
-            ReplyBody::Error(message) => Err(HookError::msg(message)),
-        }
+        observed(
+            self.hook_round_trip(hook, &cx.session_id, &value, None)
+                .await
+                .map_err(skip)?,
+        )
     }
 }
 

@@ -55,6 +55,10 @@ pub use error::StartError;
 pub use supervisor::RestartPolicy;
 pub use tools::{PluginTool, TOOL_TIMEOUT};
 
+pub(crate) use events::event_reply;
+pub(crate) use hooks::{observed, replacement};
+pub(crate) use reply::decode_reply;
+
 use connection::Connection;
 use supervisor::{Control, State};
 
@@ -334,7 +338,7 @@ impl ExternalPlugin {
 
     /// Sends one request and waits for its reply, at most `limit` (plus a small backstop margin
     /// for the actor's own timeout to fire first). The wait for a restart counts.
-    async fn request(
+    pub(crate) async fn request(
         &self,
         limit: Duration,
         build: impl FnOnce(RequestId) -> HostMessage,

@@ -17,26 +17,42 @@ use hookline_messages::tool::ToolProvider;
 
 use super::ExternalPlugin;
 use crate::tools::{Tool, ToolContext, ToolOutput, ToolSpec};
+use crate::wasm::WasmPlugin;
 
 /// How long a plugin tool may run.
 pub const TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// One tool declared in a plugin's hello, run by that plugin's process.
+/// One tool declared in a plugin's hello, run by that plugin: in its process (an external
+/// plugin) or in its sandbox (a WebAssembly plugin).
 #[derive(Clone, Debug)]
 pub struct PluginTool {
-    plugin: Arc<ExternalPlugin>,
+    runner: Runner,
     spec: ToolSpec,
+}
+
+/// The plugin that runs a [`PluginTool`].
+#[derive(Clone, Debug)]
+enum Runner {
+    External(Arc<ExternalPlugin>),
+    Wasm(Arc<WasmPlugin>),
 }
 
 impl PluginTool {
     /// The tools `plugin` declared in its hello, in the order declared.
     pub fn all_of(plugin: &Arc<ExternalPlugin>) -> Vec<Self> {
-        plugin
-            .hello()
-            .tools
+        Self::declared(&plugin.hello().tools, || Runner::External(plugin.clone()))
+    }
+
+    /// The tools WebAssembly `plugin` declared in its hello, in the order declared.
+    pub fn all_of_wasm(plugin: &Arc<WasmPlugin>) -> Vec<Self> {
+        Self::declared(&plugin.hello().tools, || Runner::Wasm(plugin.clone()))
+    }
+
+    fn declared(decls: &[ToolDecl], runner: impl Fn() -> Runner) -> Vec<Self> {
+        decls
             .iter()
             .map(|decl| Self {
-                plugin: plugin.clone(),
+                runner: runner(),
                 spec: spec_of(decl),
             })
             .collect()
@@ -44,12 +60,15 @@ impl PluginTool {
 
     /// Whether `plugin` runs it.
     pub(crate) fn is_of(&self, plugin: &Arc<ExternalPlugin>) -> bool {
-        Arc::ptr_eq(&self.plugin, plugin)
+        matches!(&self.runner, Runner::External(runner) if Arc::ptr_eq(runner, plugin))
     }
 
     /// The plugin that runs it.
     pub fn plugin_name(&self) -> &str {
-        self.plugin.name()
+        match &self.runner {
+            Runner::External(plugin) => plugin.name(),
+            Runner::Wasm(plugin) => plugin.name(),
+        }
     }
 
     /// Decodes the plugin's reply to a tool request.
@@ -92,27 +111,28 @@ impl Tool for PluginTool {
         &self.spec
     }
 
-    /// Runs the tool in the plugin's process, under [`TOOL_TIMEOUT`]. Never fails and never
-    /// hangs: every problem becomes `success: false` with an English text.
+    /// Runs the tool in the plugin, under [`TOOL_TIMEOUT`]. Never fails and never hangs: every
+    /// problem becomes `success: false` with an English text.
     async fn run(&self, cx: &ToolContext, arguments: serde_json::Value) -> ToolOutput {
         let tool = self.spec.name.clone();
         let workspace_root = cx.workspace_root.display().to_string();
         let session = cx.session_id.to_string();
         let approval_mode = cx.approval_mode;
-        let reply = self
-            .plugin
-            .request(TOOL_TIMEOUT, move |id| {
-                HostMessage::Tool(ToolRequest {
-                    id,
-                    tool,
-                    arguments,
-                    workspace_root,
-                    session,
-                    approval_mode,
-                    traceparent: None,
-                })
+        let build = move |id| {
+            HostMessage::Tool(ToolRequest {
+                id,
+                tool,
+                arguments,
+                workspace_root,
+                session,
+                approval_mode,
+                traceparent: None,
             })
-            .await;
+        };
+        let reply = match &self.runner {
+            Runner::External(plugin) => plugin.request(TOOL_TIMEOUT, build).await,
+            Runner::Wasm(plugin) => plugin.request(TOOL_TIMEOUT, build),
+        };
         self.output(reply)
     }
 }

@@ -16,8 +16,19 @@ pub struct Launch {
     pub program: PathBuf,
     /// Its arguments.
     pub args: Vec<String>,
-    /// `python3`, `node`, or `executable`.
+    /// `python3`, `node`, `executable`, or `wasm` (loaded into the host, not run: `program` is
+    /// the module).
     pub kind: String,
+}
+
+/// The kind of a plugin whose entry is a WebAssembly module (docs/wasm.md).
+pub const WASM_KIND: &str = "wasm";
+
+/// Whether an entry point names a WebAssembly module.
+pub fn is_wasm_entry(entry: &str) -> bool {
+    Path::new(entry)
+        .extension()
+        .is_some_and(|ext| ext.eq_ignore_ascii_case("wasm"))
 }
 
 /// Resolves the manifest's entry point inside `dir` and checks it.
@@ -31,6 +42,14 @@ pub fn resolve(dir: &Path, manifest: &Manifest) -> Result<Launch, LoadProblem> {
     let entry_arg = entry.display().to_string();
     let mut args = Vec::new();
     let (program, kind) = match &manifest.interpreter {
+        // A module is loaded into the host, never run as a program (docs/wasm.md).
+        None if is_wasm_entry(&manifest.entry) => (entry, WASM_KIND.to_owned()),
+        Some(_) if is_wasm_entry(&manifest.entry) => {
+            return Err(LoadProblem::InvalidManifest(format!(
+                "its entry '{}' is a WebAssembly module, which takes no interpreter",
+                manifest.entry
+            )))
+        }
         Some(name) => {
             if !ALLOWED_INTERPRETERS.contains(&name.as_str()) {
                 return Err(LoadProblem::InterpreterNotAllowed(name.clone()));

@@ -59,6 +59,25 @@ pub struct Manifest {
     /// fails, the tool call is denied instead of the hook being skipped.
     #[serde(default, skip_serializing_if = "no_hooks")]
     pub fail_closed: HookSet,
+    /// A WebAssembly plugin's sandbox (docs/wasm.md "The manifest"): its memory cap and the
+    /// capabilities it asks for. Only read when `entry` ends in `.wasm`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wasm: Option<WasmManifest>,
+}
+
+/// The manifest's `wasm` table.
+///
+/// ```json
+/// { "memory_mb": 16, "capabilities": ["stdio"] }
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WasmManifest {
+    /// The most linear memory the guest may have, in MiB (default 64, at most 4096).
+    #[serde(default)]
+    pub memory_mb: Option<u64>,
+    /// What the guest may reach beyond its own memory, by name (`stdio`, `clock`, ...).
+    #[serde(default)]
+    pub capabilities: Vec<String>,
 }
 
 fn yes() -> bool {

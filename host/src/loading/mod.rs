@@ -31,9 +31,10 @@ use std::time::Duration;
 use hookline_actors::plugin::{PluginRegistration, Timeouts};
 
 use crate::external::{ExternalConfig, ExternalPlugin, PluginTool};
+use crate::wasm::{Capability, WasmConfig, WasmPlugin, MAX_MEMORY_MB};
 
 pub use discover::{candidates, Candidate, Source};
-pub use manifest::{check_name, Manifest, MANIFEST, RESERVED_NAMES};
+pub use manifest::{check_name, Manifest, WasmManifest, MANIFEST, RESERVED_NAMES};
 pub use problem::{LoadNote, LoadProblem};
 pub use status::{PluginState, PluginStatus};
 
@@ -54,6 +55,9 @@ pub struct LoadOptions {
     /// Write each plugin's stderr to the host's stderr, prefixed `[<plugin>] `
     /// ([`ExternalConfig::echo_stderr`]; the CLI's `--verbose`).
     pub echo_stderr: bool,
+    /// Where WebAssembly plugins' compiled modules are cached; `None`:
+    /// [`default_cache_dir`](crate::wasm::default_cache_dir).
+    pub wasm_cache_dir: Option<PathBuf>,
 }
 
 impl LoadOptions {
@@ -67,12 +71,63 @@ impl LoadOptions {
     }
 }
 
-/// What loading produced: the running plugins in load order, a status per plugin directory, and
+/// One loaded plugin: an external process or a WebAssembly module in the host.
+#[derive(Clone, Debug)]
+pub enum LoadedPlugin {
+    /// A plugin process (docs/protocol.md).
+    External(Arc<ExternalPlugin>),
+    /// A WebAssembly plugin (docs/wasm.md).
+    Wasm(Arc<WasmPlugin>),
+}
+
+impl LoadedPlugin {
+    /// The plugin's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::External(plugin) => plugin.name(),
+            Self::Wasm(plugin) => plugin.name(),
+        }
+    }
+
+    /// Its registration for the pipeline.
+    pub fn registration(&self) -> PluginRegistration {
+        match self {
+            Self::External(plugin) => plugin.registration(),
+            Self::Wasm(plugin) => plugin.registration(),
+        }
+    }
+
+    /// The tools it contributes, in the order declared.
+    pub fn tools(&self) -> Vec<PluginTool> {
+        match self {
+            Self::External(plugin) => PluginTool::all_of(plugin),
+            Self::Wasm(plugin) => PluginTool::all_of_wasm(plugin),
+        }
+    }
+
+    /// The external plugin, if it is one.
+    pub fn as_external(&self) -> Option<&Arc<ExternalPlugin>> {
+        match self {
+            Self::External(plugin) => Some(plugin),
+            Self::Wasm(_) => None,
+        }
+    }
+
+    /// The WebAssembly plugin, if it is one.
+    pub fn as_wasm(&self) -> Option<&Arc<WasmPlugin>> {
+        match self {
+            Self::Wasm(plugin) => Some(plugin),
+            Self::External(_) => None,
+        }
+    }
+}
+
+/// What loading produced: the loaded plugins in load order, a status per plugin directory, and
 /// the notes.
 #[derive(Debug, Default)]
 pub struct LoadReport {
     /// The loaded plugins, in load order.
-    pub plugins: Vec<Arc<ExternalPlugin>>,
+    pub plugins: Vec<LoadedPlugin>,
     /// Every plugin directory, in load order, with its state.
     pub statuses: Vec<PluginStatus>,
     /// Skipped directories and unknown event subscriptions, in load order.
@@ -84,19 +139,36 @@ impl LoadReport {
     pub fn registrations(&self) -> Vec<PluginRegistration> {
         self.plugins
             .iter()
-            .map(ExternalPlugin::registration)
+            .map(LoadedPlugin::registration)
             .collect()
     }
 
     /// The tools the loaded plugins contribute, in load order.
     pub fn tools(&self) -> Vec<PluginTool> {
-        self.plugins.iter().flat_map(PluginTool::all_of).collect()
+        self.plugins.iter().flat_map(LoadedPlugin::tools).collect()
     }
 
-    /// Shuts every plugin process down (each bounded), all at once.
-    pub async fn shutdown(&self) {
-        futures::future::join_all(self.plugins.iter().map(|plugin| plugin.shutdown())).await;
+    /// The plugin processes among the loaded plugins, in load order.
+    pub fn processes(&self) -> Vec<Arc<ExternalPlugin>> {
+        self.plugins
+            .iter()
+            .filter_map(LoadedPlugin::as_external)
+            .cloned()
+            .collect()
     }
+
+    /// Shuts every plugin process down (each bounded), all at once. WebAssembly plugins need
+    /// nothing: their instances go with their last reference.
+    pub async fn shutdown(&self) {
+        let processes = self.processes();
+        futures::future::join_all(processes.iter().map(|plugin| plugin.shutdown())).await;
+    }
+}
+
+/// A checked plugin directory, ready to start.
+enum Prepared {
+    External(ExternalConfig),
+    Wasm(WasmConfig),
 }
 
 /// Discovers, checks and starts the plugins. Never fails as a whole: every problem is a note.
@@ -118,11 +190,11 @@ pub async fn load(options: &LoadOptions) -> LoadReport {
         }
         statuses.push(status);
     }
-    // Start every process at once (their hellos overlap); results keep load order.
+    // Start every plugin at once (their hellos and compiles overlap); results keep load order.
     let started = futures::future::join_all(
         ready
             .into_iter()
-            .map(|(index, config)| async move { (index, ExternalPlugin::start(config).await) }),
+            .map(|(index, prepared)| async move { (index, start(prepared).await) }),
     )
     .await;
     let mut plugins = Vec::new();
@@ -130,15 +202,17 @@ pub async fn load(options: &LoadOptions) -> LoadReport {
         let status = &mut statuses[index];
         match result {
             Ok(plugin) => {
-                status.loaded(plugin.hello().clone());
+                let hello = match &plugin {
+                    LoadedPlugin::External(plugin) => plugin.hello(),
+                    LoadedPlugin::Wasm(plugin) => plugin.hello(),
+                };
+                status.loaded(hello.clone());
                 plugins.push(plugin);
             }
-            Err(error) => {
-                status.state = PluginState::Skipped(LoadProblem::StartFailed(error.to_string()))
-            }
+            Err(error) => status.state = PluginState::Skipped(LoadProblem::StartFailed(error)),
         }
     }
-    let notes = statuses.iter().flat_map(PluginStatus::notes).collect();
+    let notes: Vec<LoadNote> = statuses.iter().flat_map(PluginStatus::notes).collect();
     for note in &notes {
         tracing::warn!("{note}");
     }
@@ -149,13 +223,29 @@ pub async fn load(options: &LoadOptions) -> LoadReport {
     }
 }
 
+/// Starts a checked plugin: its process and handshake, or its module (compiled off the
+/// runtime's threads) and hello. The error is the load note's phrase.
+async fn start(prepared: Prepared) -> Result<LoadedPlugin, String> {
+    match prepared {
+        Prepared::External(config) => ExternalPlugin::start(config)
+            .await
+            .map(LoadedPlugin::External)
+            .map_err(|error| error.to_string()),
+        Prepared::Wasm(config) => tokio::task::spawn_blocking(move || WasmPlugin::load(config))
+            .await
+            .map_err(|error| format!("its module could not be loaded: {error}"))?
+            .map(LoadedPlugin::Wasm)
+            .map_err(|error| error.to_string()),
+    }
+}
+
 /// Checks one directory: name, manifest, entry point. `Ok(None)` when it is disabled.
 fn prepare(
     candidate: &Candidate,
     options: &LoadOptions,
     names: &mut HashMap<String, PathBuf>,
     status: &mut PluginStatus,
-) -> Result<Option<ExternalConfig>, LoadProblem> {
+) -> Result<Option<Prepared>, LoadProblem> {
     check_name(&candidate.dir_name)?;
     let manifest = Manifest::read(&candidate.dir)?;
     status.description = manifest.description.clone();
@@ -174,6 +264,10 @@ fn prepare(
     names.insert(name.clone(), candidate.dir.clone());
     let launch = entry::resolve(&candidate.dir, &manifest)?;
     status.kind = launch.kind.clone();
+    let wasm = (launch.kind == entry::WASM_KIND).then(|| manifest.wasm.clone().unwrap_or_default());
+    if let Some(wasm) = &wasm {
+        status.capabilities = wasm.capabilities.clone();
+    }
     if !manifest.enabled {
         return Ok(None);
     }
@@ -183,6 +277,9 @@ fn prepare(
             status.trust = trust;
             problem
         })?;
+    if let Some(wasm) = wasm {
+        return wasm_config(name, launch.program, &wasm, &manifest, options).map(Some);
+    }
     let mut config = ExternalConfig::new(name, launch.program, &candidate.dir);
     config.args = launch.args.into_iter().map(Into::into).collect();
     if launch.kind == "python3" {
@@ -204,5 +301,47 @@ fn prepare(
     if let Some(limit) = options.hello_timeout {
         config.hello_timeout = limit;
     }
-    Ok(Some(config))
+    Ok(Some(Prepared::External(config)))
+}
+
+/// A WebAssembly plugin's config from its manifest (docs/wasm.md "The manifest").
+fn wasm_config(
+    name: String,
+    module: PathBuf,
+    wasm: &manifest::WasmManifest,
+    manifest: &Manifest,
+    options: &LoadOptions,
+) -> Result<Prepared, LoadProblem> {
+    let mut config = WasmConfig::new(name, module);
+    config.capabilities = wasm
+        .capabilities
+        .iter()
+        .map(|name| {
+            Capability::parse(name).ok_or_else(|| LoadProblem::UnknownCapability(name.clone()))
+        })
+        .collect::<Result<_, _>>()?;
+    if let Some(memory_mb) = wasm.memory_mb {
+        if !(1..=MAX_MEMORY_MB).contains(&memory_mb) {
+            return Err(LoadProblem::InvalidManifest(format!(
+                "wasm.memory_mb is {memory_mb}; it must be 1 to {MAX_MEMORY_MB}"
+            )));
+        }
+        config.memory_mb = memory_mb;
+    }
+    config.fail_closed = manifest.fail_closed;
+    config.echo_stderr = options.echo_stderr;
+    if let Some(limit) = manifest.timeout_ms {
+        config.timeouts = Timeouts::uniform(Duration::from_millis(limit));
+        config.event_timeout = Duration::from_millis(limit);
+    }
+    if let Some(limit) = manifest.hello_timeout_ms {
+        config.hello_timeout = Duration::from_millis(limit);
+    }
+    if let Some(limit) = options.hello_timeout {
+        config.hello_timeout = limit;
+    }
+    if let Some(dir) = &options.wasm_cache_dir {
+        config.cache_dir = Some(dir.clone());
+    }
+    Ok(Prepared::Wasm(config))
 }

@@ -85,8 +85,11 @@ pub enum LoadProblem {
     InterpreterNotAllowed(String),
     /// The interpreter is allowed but not installed.
     InterpreterMissing(String),
-    /// The process failed to start or to say a valid hello.
+    /// The process failed to start or to say a valid hello, or a WebAssembly module did not
+    /// load.
     StartFailed(String),
+    /// A WebAssembly plugin's manifest asks for a capability there is none of (docs/wasm.md).
+    UnknownCapability(String),
     /// A workspace plugin the operator has not trusted (`hookline hooks trust <name>`).
     Untrusted(String),
     /// A workspace plugin whose manifest or entry point changed since it was trusted.
@@ -144,6 +147,12 @@ impl fmt::Display for LoadProblem {
                 write!(f, "its interpreter '{name}' was not found on PATH")
             }
             Self::StartFailed(error) => f.write_str(error),
+            Self::UnknownCapability(name) => write!(
+                f,
+                "its plugin.json asks for the capability '{name}', which does not exist (there \
+                 are: {})",
+                crate::wasm::Capability::ALL.map(crate::wasm::Capability::as_str).join(", ")
+            ),
             Self::Untrusted(name) => write!(
                 f,
                 "its workspace plugin '{name}' is not trusted (run 'hookline hooks trust {name}')"

@@ -33,8 +33,12 @@ pub struct PluginStatus {
     pub source: Source,
     /// The user plugin it replaced, if any.
     pub replaces: Option<PathBuf>,
-    /// `python3`, `node`, `executable`, or `unknown` before the manifest was read.
+    /// `python3`, `node`, `executable`, `wasm`, or `unknown` before the manifest was read.
     pub kind: String,
+    /// A WebAssembly plugin's capabilities as its manifest asks for them (docs/wasm.md); empty
+    /// for the other kinds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub capabilities: Vec<String>,
     /// The manifest's description.
     pub description: Option<String>,
     /// What it said in its hello, once loaded.
@@ -54,6 +58,7 @@ impl PluginStatus {
             source: candidate.source,
             replaces: candidate.replaces.clone(),
             kind: "unknown".into(),
+            capabilities: Vec::new(),
             description: None,
             hello: None,
             trust: Trust::Unknown,
