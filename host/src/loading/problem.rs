@@ -147,12 +147,14 @@ impl fmt::Display for LoadProblem {
                 write!(f, "its interpreter '{name}' was not found on PATH")
             }
             Self::StartFailed(error) => f.write_str(error),
-            Self::UnknownCapability(name) => write!(
+            Self::UnknownCapability(name) => {
+                write!(
                 f,
                 "its plugin.json asks for the capability '{name}', which does not exist (there \
                  are: {})",
                 crate::wasm::Capability::ALL.map(crate::wasm::Capability::as_str).join(", ")
-            ),
+            )
+            }
             Self::Untrusted(name) => write!(
                 f,
                 "its workspace plugin '{name}' is not trusted (run 'hookline hooks trust {name}')"

@@ -106,20 +106,19 @@ fn key(engine: &Engine, bytes: &[u8]) -> String {
     format!("{hex}-{:016x}", compat.finish())
 }
 
-/// Maps a cache entry; `None` when there is none or it cannot be used (it is then compiled
-/// again and rewritten).
+/// Reads a cache entry into memory; `None` when there is none or it cannot be used (it is
+/// then compiled again and rewritten). The entry is read, not mapped: a mapped file that
+/// another process truncates would fault the host (SIGBUS), a read one cannot.
 #[allow(unsafe_code)]
 fn from_cache(engine: &Engine, path: &Path) -> Option<Module> {
-    if !path.is_file() {
-        return None;
-    }
-    // SAFETY: `deserialize_file` trusts that the file is a module this wasmtime serialized. The
+    let bytes = std::fs::read(path).ok()?;
+    // SAFETY: `deserialize` trusts that the bytes are a module this wasmtime serialized. The
     // entry is written only by `write_entry` below, in the operator's own cache directory
     // (created 0700), under a name that is the SHA-256 of the module's bytes and the engine's
     // compatibility hash, and renamed into place whole; wasmtime itself checks the header and
     // the engine compatibility and refuses anything else with an error (handled: compiled
     // again). Someone who can write the operator's cache directory can already replace the host.
-    match unsafe { Module::deserialize_file(engine, path) } {
+    match unsafe { Module::deserialize(engine, &bytes) } {
         Ok(module) => Some(module),
         Err(error) => {
             tracing::debug!(path = %path.display(), %error, "a cache entry could not be used");

@@ -245,12 +245,12 @@ impl Guest {
             .get_typed_func(&mut self.store, "hookline_hello")
             .map_err(|_| WasmError::MissingExport("hookline_hello"))?;
         self.store.set_epoch_deadline(deadline_ticks(limit));
-        let packed = hello
-            .call(&mut self.store, ())
-            .map_err(|error| match self.classify(&error, limit).reason {
+        let packed = hello.call(&mut self.store, ()).map_err(|error| {
+            match self.classify(&error, limit).reason {
                 SkipReason::TimedOut { .. } => WasmError::NoHello(limit),
                 reason => WasmError::BadHello(reason.to_string()),
-            })?;
+            }
+        })?;
         self.unpack(packed)
             .map(<[u8]>::to_vec)
             .ok_or_else(|| WasmError::BadHello("it points outside the guest's memory".into()))
@@ -268,8 +268,11 @@ impl Guest {
     ) -> Result<ReplyBody, Fault> {
         self.store.data_mut().grow_refused = false;
         self.store.set_epoch_deadline(deadline_ticks(limit));
-        let len = i32::try_from(request.len())
-            .map_err(|_| Fault::answer(SkipReason::LineTooLong { limit: i32::MAX as u64 }))?;
+        let len = i32::try_from(request.len()).map_err(|_| {
+            Fault::answer(SkipReason::LineTooLong {
+                limit: i32::MAX as u64,
+            })
+        })?;
         let ptr = self
             .alloc
             .call(&mut self.store, len)
@@ -331,7 +334,12 @@ impl Guest {
             }
         } else {
             match trap {
-                Some(trap) => SkipReason::Trapped(trap.to_string()),
+                // wasmtime renders "wasm trap: <what>"; the note already says it trapped.
+                Some(trap) => {
+                    let text = trap.to_string();
+                    let what = text.strip_prefix("wasm trap: ").unwrap_or(&text);
+                    SkipReason::Trapped(what.to_owned())
+                }
                 None => SkipReason::Trapped(format!("{error:#}")),
             }
         };

@@ -261,7 +261,7 @@ impl WasmPlugin {
         &self.capabilities
     }
 
-    /// Whether this load mapped the compiled module from the cache or compiled it.
+    /// Whether this load read the compiled module from the cache or compiled it.
     pub fn compiled(&self) -> Compiled {
         self.compiled
     }
@@ -412,9 +412,7 @@ fn read_hello(bytes: &[u8]) -> Result<Hello, WasmError> {
             found: hello.protocol,
             expected: PROTOCOL_VERSION,
         }),
-        Ok(_) => Err(WasmError::BadHello(
-            "it is a reply, not a hello".to_owned(),
-        )),
+        Ok(_) => Err(WasmError::BadHello("it is a reply, not a hello".to_owned())),
         Err(error) => Err(WasmError::BadHello(error.to_string())),
     }
 }
