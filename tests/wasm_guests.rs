@@ -3,8 +3,9 @@
 //! every plugin, chain in load order, and every fault a guest can make (a trap, an infinite
 //! loop, running out of memory, an answer that is not the protocol, a bad pointer, a wrong id)
 //! skips that hook with its English note while later calls go on; a guest that keeps trapping is
-//! disabled; imports beyond the granted capabilities, components and other ABI versions are
-//! refused at load with a note.
+//! disabled; imports beyond the granted capabilities or the host's, and other ABI versions are
+//! refused at load with a note. The same guests wrapped as components (the WIT world, WASI
+//! linked) chain with the core ones and fail the same ways with the same notes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
@@ -92,7 +93,7 @@ impl Guest {
   (data (i32.const 4040) "}}")
   {data}
   (func (export "hookline_abi") (result i32) (i32.const {abi}))
-  (func (export "hookline_hello") (result i64) (i64.const {hello_len}))
+  (func $hello (export "hookline_hello") (result i64) (i64.const {hello_len}))
   (func (export "hookline_alloc") (param $len i32) (result i32) (i32.const 16384))
   (func $parse_id (param $p i32) (param $len i32)
     (local $end i32) (local $c i32)
@@ -147,7 +148,7 @@ impl Guest {
     (i64.or (i64.shl (i64.const 8192) (i64.const 32))
             (i64.extend_i32_u (i32.sub (global.get $out) (i32.const 8192)))))
   (func $first (result i32) (i64.eq (global.get $id) (i64.const 1)))
-  (func (export "hookline_call") (param $ptr i32) (param $len i32) (result i64)
+  (func $call (export "hookline_call") (param $ptr i32) (param $len i32) (result i64)
     (call $parse_id (local.get $ptr) (local.get $len))
     {body}
     (call $reply (i32.const 4000) (i32.const 20) (i32.const 4040) (i32.const 1)))
@@ -157,6 +158,45 @@ impl Guest {
             hello_len = self.hello.len(),
             abi = self.abi,
             body = self.body,
+        )
+    }
+}
+
+impl Guest {
+    /// The same guest as a component of the world `hookline:plugin/plugin`
+    /// (docs/wasm/hookline-plugin.wit): its core module, plus the canonical ABI's `realloc` and
+    /// two adapters that turn a packed `ptr << 32 | len` into the return area a lifted string is
+    /// read from.
+    fn component(&self) -> String {
+        let adapters = r#"
+  (func (export "cabi_realloc") (param i32 i32 i32 i32) (result i32) (i32.const 16384))
+  (func $ret (param $packed i64) (result i32)
+    (i32.store (i32.const 12000) (i32.wrap_i64 (i64.shr_u (local.get $packed) (i64.const 32))))
+    (i32.store (i32.const 12004) (i32.wrap_i64 (local.get $packed)))
+    (i32.const 12000))
+  (func (export "c_hello") (result i32) (call $ret (call $hello)))
+  (func (export "c_call") (param i32 i32) (result i32)
+    (call $ret (call $call (local.get 0) (local.get 1))))"#;
+        let module = self
+            .wat()
+            .replacen("(module", "(core module $m", 1)
+            .trim_end()
+            .strip_suffix(')')
+            .map(|inner| format!("{inner}{adapters}\n)"))
+            .unwrap();
+        format!(
+            r#"(component
+{module}
+  (core instance $i (instantiate $m))
+  (func $hello (result string)
+    (canon lift (core func $i "c_hello") (memory (core memory $i "memory"))
+      (realloc (core func $i "cabi_realloc"))))
+  (func $call (param "request" string) (result string)
+    (canon lift (core func $i "c_call") (memory (core memory $i "memory"))
+      (realloc (core func $i "cabi_realloc"))))
+  (instance $guest (export "hello" (func $hello)) (export "call" (func $call)))
+  (export "hookline:plugin/guest@1.0.0" (instance $guest))
+)"#
         )
     }
 }
@@ -221,16 +261,32 @@ async fn user_messages(root: &Path, sessions: &[&str]) -> (Vec<String>, Vec<Stri
 /// A faulty guest `m-guest` between two echo guests: the note each session got and the final
 /// texts. The echo guests append " #e" each.
 async fn between_echoes(body: &str, extra: serde_json::Value) -> (Vec<String>, Vec<String>) {
+    let guest = Guest::hooks(&["on_user_message"]).body(body);
+    between_echoes_as(&guest.wat(), extra).await
+}
+
+/// As [`between_echoes`], with the middle guest's text (a module or a component) given.
+async fn between_echoes_as(text: &str, extra: serde_json::Value) -> (Vec<String>, Vec<String>) {
     let root = tempfile::tempdir().unwrap();
     plugin(root.path(), "a-echo", ECHO, json!({}));
-    let guest = Guest::hooks(&["on_user_message"]).body(body);
-    plugin(root.path(), "m-guest", &guest.wat(), extra);
+    plugin(root.path(), "m-guest", text, extra);
     plugin(root.path(), "z-echo", ECHO, json!({}));
     user_messages(root.path(), &["s1", "s2"]).await
 }
 
 async fn assert_first_call_skipped(body: &str, extra: serde_json::Value, reason: &str) {
     let (finals, notes) = between_echoes(body, extra).await;
+    assert_skipped_once(&finals, &notes, reason);
+}
+
+/// The same fault in a component guest: the same note, the same recovery.
+async fn assert_first_component_call_skipped(body: &str, extra: serde_json::Value, reason: &str) {
+    let guest = Guest::hooks(&["on_user_message"]).body(body);
+    let (finals, notes) = between_echoes_as(&guest.component(), extra).await;
+    assert_skipped_once(&finals, &notes, reason);
+}
+
+fn assert_skipped_once(finals: &[String], notes: &[String], reason: &str) {
     // SPEC P1.4: the faulty hook is skipped, the plugins after it still run, later calls go on
     // (on a fresh instance).
     assert_eq!(finals, ["hi #e #e", "hi #e #e"]);
@@ -239,6 +295,83 @@ async fn assert_first_call_skipped(body: &str, extra: serde_json::Value, reason:
         [format!(
             "Plugin hook 'm-guest' user-message was skipped: {reason}"
         )]
+    );
+}
+
+#[actix_rt::test]
+async fn a_component_guest_chains_with_core_guests_in_load_order() {
+    // A component (the WIT world of docs/wasm/hookline-plugin.wit) replaces the text; the core
+    // echo after it sees the replacement (SPEC P1.2), the one before it is replaced.
+    const PREFIX: &str = r#"{"type":"replace","id":"#;
+    const SUFFIX: &str = r#","value":{"text":"from the component"}}"#;
+    let guest = Guest::hooks(&["on_user_message"])
+        .body(&format!(
+            "(return (call $reply (i32.const 4096) (i32.const {}) (i32.const 4160) (i32.const {})))",
+            PREFIX.len(),
+            SUFFIX.len()
+        ))
+        .string(4096, PREFIX)
+        .string(4160, SUFFIX);
+    let (finals, notes) = between_echoes_as(&guest.component(), json!({})).await;
+    assert_eq!(finals, ["from the component #e", "from the component #e"]);
+    assert!(notes.is_empty(), "{notes:?}");
+}
+
+#[actix_rt::test]
+async fn a_component_that_traps_is_skipped_and_the_next_call_gets_a_fresh_instance() {
+    assert_first_component_call_skipped(
+        "(if (call $first) (then unreachable))",
+        json!({}),
+        "it trapped: wasm `unreachable` instruction executed.",
+    )
+    .await;
+}
+
+#[actix_rt::test]
+async fn a_component_in_an_infinite_loop_is_stopped_at_the_hook_timeout() {
+    assert_first_component_call_skipped(
+        "(if (call $first) (then (loop $forever (br $forever))))",
+        json!({"timeout_ms": 200}),
+        "it timed out after 200 ms.",
+    )
+    .await;
+}
+
+#[actix_rt::test]
+async fn a_component_past_its_memory_cap_is_skipped_as_out_of_memory() {
+    assert_first_component_call_skipped(
+        "(if (call $first) (then (if (i32.eq (memory.grow (i32.const 64)) (i32.const -1)) \
+         (then unreachable))))",
+        json!({"wasm": {"memory_mb": 1}}),
+        "it ran out of memory (its cap is 1 MiB).",
+    )
+    .await;
+}
+
+#[actix_rt::test]
+async fn a_component_with_an_answer_that_is_not_a_reply_is_skipped_as_not_the_protocol() {
+    assert_first_component_call_skipped(
+        "(if (call $first) (then (return (i64.or (i64.shl (i64.const 4096) \
+         (i64.const 32)) (i64.const 8)))))",
+        json!({}),
+        "it wrote output that is not the protocol.",
+    )
+    .await;
+}
+
+#[actix_rt::test]
+async fn a_component_importing_what_the_host_does_not_provide_is_refused_at_load() {
+    let guest = Guest::hooks(&["on_prompt"]).component().replacen(
+        "(component",
+        "(component\n  (import \"acme:thing/api@1.0.0\" (instance (export \"f\" (func))))",
+        1,
+    );
+    let reason = refused(Ok(&guest), json!({})).await;
+    assert!(
+        reason.starts_with(
+            "it imports what the host does not provide (WASI 0.2 only, docs/wasm.md): "
+        ) && reason.contains("acme:thing/api@1.0.0"),
+        "{reason}"
     );
 }
 
@@ -523,11 +656,13 @@ async fn manifests_asking_for_unknown_capabilities_or_too_much_memory_are_refuse
 
 #[actix_rt::test]
 async fn components_other_abi_versions_and_invalid_modules_are_refused_with_a_note() {
-    // An empty component: the preamble alone (layer 1).
+    // An empty component: the preamble alone (layer 1), so without the guest interface.
     let component = b"\0asm\x0d\x00\x01\x00";
-    assert!(refused(Err(component), json!({}))
-        .await
-        .starts_with("its module is a WebAssembly component, which this host does not load yet"));
+    assert_eq!(
+        refused(Err(component), json!({})).await,
+        "it does not export 'hookline:plugin/guest@1.0.0#hello' as the guest ABI says \
+         (docs/wasm.md)."
+    );
     assert_eq!(
         refused(Ok(&Guest::hooks(&["on_prompt"]).abi(2).wat()), json!({})).await,
         "it speaks guest ABI version 2, but this host speaks version 1."

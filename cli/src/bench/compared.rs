@@ -1,10 +1,11 @@
 //! Everything a run is compared with in the same sitting: the actor peers of an in-process run
-//! ([`Peer`]) and the pipe peers of an external one ([`PipePeer`], issue 35).
+//! ([`Peer`]), the pipe peers of an external one ([`PipePeer`], issue 35), and for WebAssembly
+//! plugins hookline itself with the other kinds of plugin (issue 36).
 
 use super::hook::BenchHook;
 use super::peers::Peer;
 use super::pipe_peer::{run_pipe_peer, PipePeer};
-use super::sharded::{run_peers, Plan};
+use super::sharded::{run as run_on_arbiters, run_peers, Plan};
 use super::source::Source;
 
 /// One peer of a run.
@@ -14,6 +15,8 @@ pub enum Compared {
     Actor(Peer),
     /// Child processes over pipes, no hookline on the path.
     Pipe(PipePeer),
+    /// hookline's pipeline over the same number of plugins of another kind.
+    Kind(Source),
 }
 
 impl Compared {
@@ -22,12 +25,18 @@ impl Compared {
         match self {
             Self::Actor(peer) => peer.name(),
             Self::Pipe(peer) => peer.name(),
+            Self::Kind(Source::InProcess) => "in-process plugins",
+            Self::Kind(Source::ExternalRust) => "external Rust plugins",
+            Self::Kind(Source::ExternalPython) => "external Python plugins",
+            Self::Kind(Source::Wasm) => "WebAssembly plugins",
+            Self::Kind(Source::Examples) => "the example plugins",
         }
     }
 
     /// The peers of a closed-loop run of `plan`: the actor peers for in-process appenders on
     /// `on_user_message`; for external plugins the pipe peer of their kind first (the one their
-    /// per-plugin step is a multiple of), then the other.
+    /// per-plugin step is a multiple of), then the other; for WebAssembly plugins the same
+    /// pipeline over in-process, external Rust and external Python plugins, then the raw pipe.
     pub fn of(plan: &Plan) -> Vec<Self> {
         if plan.rate.is_some() || plan.hook != BenchHook::OnUserMessage {
             return Vec::new();
@@ -42,13 +51,20 @@ impl Compared {
                 Self::Pipe(PipePeer::PythonJson),
                 Self::Pipe(PipePeer::RawEcho),
             ],
+            Source::Wasm => vec![
+                Self::Kind(Source::InProcess),
+                Self::Kind(Source::ExternalRust),
+                Self::Kind(Source::ExternalPython),
+                Self::Pipe(PipePeer::RawEcho),
+            ],
             Source::Examples => Vec::new(),
         }
     }
 
-    /// Whether the report gives the run's per-plugin step as a multiple of this peer's.
-    pub fn is_pipe(self) -> bool {
-        matches!(self, Self::Pipe(_))
+    /// Whether the report gives the run's per-plugin step as a multiple of this peer's (both
+    /// go through the same number of plugins: the pipes and the other kinds).
+    pub fn gives_step_multiple(self) -> bool {
+        matches!(self, Self::Pipe(_) | Self::Kind(_))
     }
 
     /// Runs the peer over `plan`'s plugins, sessions and duration.
@@ -59,6 +75,13 @@ impl Compared {
         match self {
             Self::Actor(peer) => run_peers(peer, plan),
             Self::Pipe(peer) => run_pipe_peer(peer, plan.plugins, plan.sessions, plan.duration),
+            Self::Kind(source) => {
+                let other = Plan {
+                    source,
+                    ..plan.clone()
+                };
+                run_on_arbiters(&other, &()).map(|(measured, _)| measured)
+            }
         }
     }
 }

@@ -31,6 +31,8 @@ pub use memory::{idle_sessions, resident_bytes, MemoryReport};
 pub use peers::{run_peer, Peer, PeerChain, PEER_BATCH};
 pub use pipe_peer::{run_pipe_peer, PipePeer};
 pub use report::{BenchReport, Latency, PeerFigures};
-pub use sharded::{run as run_on_arbiters, run_peers, Plan};
-pub use source::{start_plugins, Plugins, Source, RUST_ECHO_BIN, RUST_EXAMPLE_BIN};
+pub use sharded::{run as run_on_arbiters, run_peers, Plan, Ran};
+pub use source::{
+    start_plugins, PluginMemory, Plugins, Source, RUST_ECHO_BIN, RUST_EXAMPLE_BIN, WASM_ECHO,
+};
 pub use workload::{appender_plugins, direct_baseline, Appender, DirectAppender, PAYLOAD};

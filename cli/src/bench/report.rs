@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::driver::Measured;
+use super::source::PluginMemory;
 
 /// Latency percentiles of one run, in nanoseconds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -33,8 +34,8 @@ pub struct PeerFigures {
     pub throughput_ratio: f64,
     /// The peer's p50 divided by hookline's (above 1: hookline's single call is faster).
     pub p50_speedup: f64,
-    /// A pipe peer (issue 35): hookline's per-plugin step (p50 over the plugins) as a multiple
-    /// of the peer's (1.0 = the pipe's own cost).
+    /// A pipe peer (issue 35) or another kind of plugin (issue 36): hookline's per-plugin step
+    /// (p50 over the plugins) as a multiple of the peer's (1.0 = the peer's own cost).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub step_multiple: Option<f64>,
 }
@@ -55,10 +56,10 @@ impl PeerFigures {
     }
 
     /// The same figures with hookline's per-plugin step as a multiple of the peer's, when
-    /// `pipe` (both go through the same plugins, so it is the ratio of the p50s).
+    /// `gives` (both go through the same number of plugins, so it is the ratio of the p50s).
     #[must_use]
-    pub fn with_step_multiple(mut self, pipe: bool) -> Self {
-        self.step_multiple = pipe.then(|| 1.0 / self.p50_speedup.max(f64::MIN_POSITIVE));
+    pub fn with_step_multiple(mut self, gives: bool) -> Self {
+        self.step_multiple = gives.then(|| 1.0 / self.p50_speedup.max(f64::MIN_POSITIVE));
         self
     }
 }
@@ -114,9 +115,12 @@ pub struct BenchReport {
     pub throughput_ratio: f64,
     /// Pipeline p50 divided by the direct loop's time per call.
     pub latency_ratio: f64,
-    /// The actor peers measured in the same run (in-process closed loops only).
+    /// The peers measured in the same run (closed loops on `on_user_message` only).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub peers: Vec<PeerFigures>,
+    /// What each WebAssembly plugin costs in memory (`--source wasm`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugin_memory: Option<PluginMemory>,
 }
 
 impl BenchReport {
@@ -150,6 +154,7 @@ impl BenchReport {
             throughput_ratio: calls_per_second / direct_calls_per_second,
             latency_ratio: latency.p50_ns as f64 / direct_ns,
             peers: Vec::new(),
+            plugin_memory: None,
         }
     }
 
@@ -212,10 +217,18 @@ impl fmt::Display for BenchReport {
             "ratio          throughput {:.3}x the direct loop; p50 {:.1}x its time per call",
             self.throughput_ratio, self.latency_ratio
         )?;
+        if let Some(memory) = self.plugin_memory {
+            write!(
+                f,
+                "\nmemory         per plugin {} KiB of linear memory, {} KiB resident at load",
+                memory.linear_bytes / 1024,
+                memory.resident_bytes / 1024
+            )?;
+        }
         for peer in &self.peers {
             write!(
                 f,
-                "\n{:<18} {:.0} calls/s, p50 {}, p99 {}: hookline {:.2}x its throughput, p50 {:.2}x as fast",
+                "\n{:<23} {:.0} calls/s, p50 {}, p99 {}: hookline {:.2}x its throughput, p50 {:.2}x as fast",
                 peer.peer,
                 peer.calls_per_second,
                 micros(peer.latency.p50_ns),
@@ -227,7 +240,7 @@ impl fmt::Display for BenchReport {
                 let plugins = self.plugins.max(1) as u64;
                 write!(
                     f,
-                    "\n{:<18} per plugin {} against {}: {:.2}x the peer's step",
+                    "\n{:<23} per plugin {} against {}: {:.2}x the peer's step",
                     "",
                     micros(self.latency.p50_ns / plugins),
                     micros(peer.latency.p50_ns / plugins),

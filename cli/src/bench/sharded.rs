@@ -13,7 +13,7 @@ use super::driver::{
 };
 use super::hook::BenchHook;
 use super::peers::{run_peer, Peer};
-use super::source::{start_plugins, Source};
+use super::source::{start_plugins, PluginMemory, Source};
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -42,11 +42,20 @@ pub struct Plan {
     pub batch: Option<usize>,
 }
 
-/// Runs `plan` through hookline. Returns what was measured and the plugins per call.
+/// What a run went through, beside what it measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ran {
+    /// Plugins per call.
+    pub plugins: usize,
+    /// What each WebAssembly plugin cost in memory ([`Source::Wasm`] only).
+    pub memory: Option<PluginMemory>,
+}
+
+/// Runs `plan` through hookline. Returns what was measured and what it went through.
 ///
 /// # Errors
 /// A plugin that would not start, or a pipeline error, as text.
-pub fn run(plan: &Plan, progress: &dyn Progress) -> Result<(Measured, usize), String> {
+pub fn run(plan: &Plan, progress: &dyn Progress) -> Result<(Measured, Ran), String> {
     let share = plan.clone();
     on_thread(plan.duration, progress, move || {
         actix::System::new().block_on(run_pipeline(&share))
@@ -109,9 +118,12 @@ pub(super) fn on_thread<T: Send + 'static>(
 }
 
 /// hookline's run: its plugins, one pipeline over `plan.arbiters` shards, its sessions.
-async fn run_pipeline(plan: &Plan) -> Result<(Measured, usize), String> {
+async fn run_pipeline(plan: &Plan) -> Result<(Measured, Ran), String> {
     let plugins = start_plugins(plan.source, plan.plugins, &plan.examples_dir).await?;
-    let count = plugins.registrations.len();
+    let ran = Ran {
+        plugins: plugins.registrations.len(),
+        memory: plugins.memory,
+    };
     let mut builder = Pipeline::builder()
         .plugins(plugins.registrations.clone())
         .shards(plan.arbiters.max(1));
@@ -135,7 +147,7 @@ async fn run_pipeline(plan: &Plan) -> Result<(Measured, usize), String> {
     pipeline.stop().await;
     plugins.shutdown().await;
     let measured = run.map_err(|e| e.to_string())?;
-    Ok((measured, count))
+    Ok((measured, ran))
 }
 
 /// The `index`th of `parts` near-equal shares of `total`.

@@ -1,5 +1,6 @@
 //! Where a benchmark's plugins come from: in-process appenders, long-lived external echo plugins
-//! (Rust or Python, one process each), or the shipped example plugins.
+//! (Rust or Python, one process each), WebAssembly echo guests loaded into the process, or the
+//! shipped example plugins.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -10,9 +11,17 @@ use hookline_actors::plugin::PluginRegistration;
 
 use super::workload::appender_plugins;
 use hookline_host::external::{ExternalConfig, ExternalPlugin};
+use hookline_host::wasm::{WasmConfig, WasmPlugin};
+use serde::Serialize;
+
+use super::memory::resident_bytes;
 
 /// The minimal Python protocol plugin (`benches/plugins/echo.py`), run with `python3 -c`.
 pub(super) const PYTHON_ECHO: &str = include_str!("../../../benches/plugins/echo.py");
+
+/// The WebAssembly echo guest (`benches/plugins/echo.wat`, a core module of the guest ABI v1),
+/// assembled at start: the bench needs no guest toolchain.
+pub const WASM_ECHO: &str = include_str!("../../../benches/plugins/echo.wat");
 
 /// The Rust echo plugin's binary (`benches/plugins/echo.rs`), expected beside `hookline`.
 pub const RUST_ECHO_BIN: &str = "hookline-bench-echo";
@@ -30,6 +39,8 @@ pub enum Source {
     ExternalRust,
     /// External Python echo plugins, one process each.
     ExternalPython,
+    /// WebAssembly echo guests ([`WASM_ECHO`]), loaded into the process (issue 36).
+    Wasm,
     /// The shipped examples: `rust-guard` (Rust) and `house-rules` (Python).
     Examples,
 }
@@ -40,6 +51,18 @@ pub struct Plugins {
     pub registrations: Vec<PluginRegistration>,
     /// The external processes among them.
     pub processes: Vec<Arc<ExternalPlugin>>,
+    /// What each WebAssembly plugin costs in memory, when they are.
+    pub memory: Option<PluginMemory>,
+}
+
+/// What one loaded WebAssembly plugin costs in memory (issue 36 item 5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct PluginMemory {
+    /// The linear memory of its idle instance(s), in bytes.
+    pub linear_bytes: u64,
+    /// The process's resident memory growth over loading the plugins, per plugin, in bytes
+    /// (instances, stores and the share of compiled code; one load, so a rough figure).
+    pub resident_bytes: u64,
 }
 
 impl Plugins {
@@ -64,8 +87,10 @@ pub async fn start_plugins(
             return Ok(Plugins {
                 registrations: appender_plugins(count),
                 processes: Vec::new(),
+                memory: None,
             })
         }
+        Source::Wasm => return wasm_echoes(count).await,
         Source::ExternalRust => (0..count).map(rust_echo).collect::<Result<_, _>>()?,
         Source::ExternalPython => (0..count).map(python_echo).collect(),
         Source::Examples => examples(examples_dir)?,
@@ -81,6 +106,43 @@ pub async fn start_plugins(
     Ok(Plugins {
         registrations: processes.iter().map(ExternalPlugin::registration).collect(),
         processes,
+        memory: None,
+    })
+}
+
+/// `count` echo guests, each its own [`WasmPlugin`] (its own store and instances), compiled once
+/// and read from a cache in a temporary directory after.
+async fn wasm_echoes(count: usize) -> Result<Plugins, String> {
+    let bytes = wat::parse_str(WASM_ECHO).map_err(|e| format!("benches/plugins/echo.wat: {e}"))?;
+    let dir = tempfile::tempdir().map_err(|e| format!("a temporary directory: {e}"))?;
+    let module = dir.path().join("echo.wasm");
+    std::fs::write(&module, bytes).map_err(|e| format!("{}: {e}", module.display()))?;
+    let cache = dir.path().join("cache");
+    let load = move || {
+        let before = resident_bytes().unwrap_or(0);
+        let plugins = (0..count)
+            .map(|index| {
+                let mut config = WasmConfig::new(format!("echo-wasm-{index}"), &module);
+                config.cache_dir = Some(cache.clone());
+                WasmPlugin::load(config).map_err(|e| format!("plugin echo-wasm-{index}: {e}"))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let grown = resident_bytes().unwrap_or(0).saturating_sub(before);
+        drop(dir);
+        Ok::<_, String>((plugins, grown))
+    };
+    let (plugins, grown) = actix_rt::task::spawn_blocking(load)
+        .await
+        .map_err(|_| "loading the WebAssembly plugins panicked".to_owned())??;
+    let per = |total: u64| total / (count.max(1) as u64);
+    let linear: u64 = plugins.iter().map(|p| p.idle_memory_bytes() as u64).sum();
+    Ok(Plugins {
+        registrations: plugins.iter().map(WasmPlugin::registration).collect(),
+        processes: Vec::new(),
+        memory: Some(PluginMemory {
+            linear_bytes: per(linear),
+            resident_bytes: per(grown),
+        }),
     })
 }
 

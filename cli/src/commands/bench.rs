@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::bench::{
     idle_sessions, run_on_arbiters, BenchHook, BenchReport, Compared, Measured, PeerFigures, Plan,
-    Progress, Source,
+    Progress, Ran, Source,
 };
 
 /// Where the plugins come from.
@@ -24,6 +24,9 @@ enum SourceArg {
     ExternalRust,
     /// `--plugins` external Python echo plugins, one process each.
     ExternalPython,
+    /// `--plugins` WebAssembly echo guests loaded into the process (`benches/plugins/echo.wat`),
+    /// beside in-process, external Rust and external Python plugins and the raw pipe.
+    Wasm,
     /// The shipped examples: rust-guard (Rust) and house-rules (Python).
     Examples,
 }
@@ -69,7 +72,8 @@ pub(super) struct BenchArgs {
     #[arg(long)]
     call_many: Option<usize>,
     /// Skip the peers of closed-loop runs: the actor peers (naive chain, relay chain, batched
-    /// relay) of in-process ones, the pipe peers (raw echo, Python json echo) of external ones.
+    /// relay) of in-process ones, the pipe peers (raw echo, Python json echo) of external ones,
+    /// the other kinds of plugin and the raw pipe of WebAssembly ones.
     #[arg(long)]
     no_peers: bool,
     /// How long to run, in seconds.
@@ -161,7 +165,8 @@ and on_tool_call"
         (measured, with_peers(args, &plan))
     };
     bar.finish();
-    let report = measured.and_then(|(measured, plugins)| {
+    let report = measured.and_then(|(measured, ran)| {
+        let plugins = ran.plugins;
         // The baseline runs after the pipelines stopped, on this thread, at the same plugin count.
         let direct = plan.hook.direct_baseline(plugins, 2_000_000);
         let mut report = BenchReport::new(
@@ -174,9 +179,10 @@ and on_tool_call"
         )
         .on(source_name(args.source), plan.arbiters)
         .in_rounds(args.rounds());
+        report.plugin_memory = ran.memory;
         for (peer, measured) in peers? {
             let figures = PeerFigures::new(peer.name(), &measured, &report)
-                .with_step_multiple(peer.is_pipe());
+                .with_step_multiple(peer.gives_step_multiple());
             report.peers.push(figures);
         }
         Ok(report)
@@ -185,7 +191,7 @@ and on_tool_call"
 }
 
 /// hookline's run (with the plugins each call went through) and its peers' runs.
-type Runs = ((Measured, usize), Vec<(Compared, Measured)>);
+type Runs = ((Measured, Ran), Vec<(Compared, Measured)>);
 
 /// Hookline's closed loop and then its peers, `--rounds` times for `--duration / rounds` each,
 /// every implementation's rounds merged.
@@ -246,6 +252,7 @@ fn plan(args: &BenchArgs, hook: BenchHook) -> Plan {
             SourceArg::InProcess => Source::InProcess,
             SourceArg::ExternalRust => Source::ExternalRust,
             SourceArg::ExternalPython => Source::ExternalPython,
+            SourceArg::Wasm => Source::Wasm,
             SourceArg::Examples => Source::Examples,
         },
         plugins: args.plugins,
@@ -269,6 +276,7 @@ fn source_name(source: SourceArg) -> &'static str {
         SourceArg::InProcess => "in-process",
         SourceArg::ExternalRust => "external-rust",
         SourceArg::ExternalPython => "external-python",
+        SourceArg::Wasm => "wasm",
         SourceArg::Examples => "examples",
     }
 }

@@ -224,6 +224,15 @@ fn info(status: &PluginStatus, json: bool) -> ExitCode {
     for (label, value) in labels.iter().zip(row(status)) {
         println!("{label:<12} {value}");
     }
+    if status.kind == "wasm" {
+        // docs/wasm.md: a WebAssembly plugin reaches nothing beyond its memory unless granted.
+        let granted = if status.capabilities.is_empty() {
+            "none (sandboxed)".to_owned()
+        } else {
+            status.capabilities.join(", ")
+        };
+        println!("{:<12} {granted}", "capabilities");
+    }
     if let Some(description) = &status.description {
         println!("{:<12} {description}", "description");
     }

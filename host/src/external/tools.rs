@@ -131,7 +131,7 @@ impl Tool for PluginTool {
         };
         let reply = match &self.runner {
             Runner::External(plugin) => plugin.request(TOOL_TIMEOUT, build).await,
-            Runner::Wasm(plugin) => plugin.request(TOOL_TIMEOUT, build),
+            Runner::Wasm(plugin) => plugin.request(TOOL_TIMEOUT, build).await,
         };
         self.output(reply)
     }

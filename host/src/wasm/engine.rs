@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
+use wasmtime::component::Component;
 use wasmtime::{Config, Engine, Module};
 
 /// How often the epoch advances.
@@ -71,28 +72,70 @@ pub enum Compiled {
     Now,
 }
 
-/// The module of `bytes`: from the cache in `cache_dir` when an entry for these bytes and this
-/// engine is there, else compiled (and the entry written; a cache that cannot be written only
-/// costs the next start a compile).
+/// What the engine compiles: a core [`Module`] or a [`Component`], each with its compiled form.
+pub(crate) trait Artifact: Sized {
+    /// Compiles `bytes`.
+    fn compile(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Self>;
+    /// The compiled form, for the cache.
+    fn serialize(&self) -> wasmtime::Result<Vec<u8>>;
+    /// A compiled form read back from the cache (see [`from_cache`] for why it is sound).
+    fn from_compiled(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Self>;
+}
+
+impl Artifact for Module {
+    fn compile(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Self> {
+        Module::new(engine, bytes)
+    }
+
+    fn serialize(&self) -> wasmtime::Result<Vec<u8>> {
+        Module::serialize(self)
+    }
+
+    #[allow(unsafe_code)]
+    fn from_compiled(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Self> {
+        // SAFETY: only ever called by `from_cache` on an entry `write_entry` wrote; see there.
+        unsafe { Module::deserialize(engine, bytes) }
+    }
+}
+
+impl Artifact for Component {
+    fn compile(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Self> {
+        Component::new(engine, bytes)
+    }
+
+    fn serialize(&self) -> wasmtime::Result<Vec<u8>> {
+        Component::serialize(self)
+    }
+
+    #[allow(unsafe_code)]
+    fn from_compiled(engine: &Engine, bytes: &[u8]) -> wasmtime::Result<Self> {
+        // SAFETY: only ever called by `from_cache` on an entry `write_entry` wrote; see there.
+        unsafe { Component::deserialize(engine, bytes) }
+    }
+}
+
+/// The module or component of `bytes`: from the cache in `cache_dir` when an entry for these
+/// bytes and this engine is there, else compiled (and the entry written; a cache that cannot be
+/// written only costs the next start a compile).
 ///
 /// # Errors
-/// The compiler's error, as text, for bytes that are not a valid module.
-pub(crate) fn module(
+/// The compiler's error, as text, for bytes that are not valid WebAssembly.
+pub(crate) fn compile<A: Artifact>(
     engine: &Engine,
     bytes: &[u8],
     cache_dir: Option<&Path>,
-) -> Result<(Module, Compiled), String> {
+) -> Result<(A, Compiled), String> {
     let entry = cache_dir.map(|dir| dir.join(format!("{}.cwasm", key(engine, bytes))));
-    if let Some(module) = entry.as_deref().and_then(|path| from_cache(engine, path)) {
-        return Ok((module, Compiled::FromCache));
+    if let Some(artifact) = entry.as_deref().and_then(|path| from_cache(engine, path)) {
+        return Ok((artifact, Compiled::FromCache));
     }
-    let module = Module::new(engine, bytes).map_err(|error| format!("{error:#}"))?;
+    let artifact = A::compile(engine, bytes).map_err(|error| format!("{error:#}"))?;
     if let Some(path) = entry {
-        if let Err(error) = write_entry(&module, &path) {
-            tracing::debug!(path = %path.display(), %error, "the compiled module was not cached");
+        if let Err(error) = write_entry(&artifact, &path) {
+            tracing::debug!(path = %path.display(), %error, "the compiled form was not cached");
         }
     }
-    Ok((module, Compiled::Now))
+    Ok((artifact, Compiled::Now))
 }
 
 /// The cache key: the SHA-256 of the module's bytes and the engine's compatibility hash (a
@@ -109,17 +152,17 @@ fn key(engine: &Engine, bytes: &[u8]) -> String {
 /// Reads a cache entry into memory; `None` when there is none or it cannot be used (it is
 /// then compiled again and rewritten). The entry is read, not mapped: a mapped file that
 /// another process truncates would fault the host (SIGBUS), a read one cannot.
-#[allow(unsafe_code)]
-fn from_cache(engine: &Engine, path: &Path) -> Option<Module> {
+fn from_cache<A: Artifact>(engine: &Engine, path: &Path) -> Option<A> {
     let bytes = std::fs::read(path).ok()?;
-    // SAFETY: `deserialize` trusts that the bytes are a module this wasmtime serialized. The
+    // Why reading it back is sound: `deserialize` trusts that the bytes are a module (or
+    // component) this wasmtime serialized. The
     // entry is written only by `write_entry` below, in the operator's own cache directory
     // (created 0700), under a name that is the SHA-256 of the module's bytes and the engine's
     // compatibility hash, and renamed into place whole; wasmtime itself checks the header and
     // the engine compatibility and refuses anything else with an error (handled: compiled
     // again). Someone who can write the operator's cache directory can already replace the host.
-    match unsafe { Module::deserialize(engine, &bytes) } {
-        Ok(module) => Some(module),
+    match A::from_compiled(engine, &bytes) {
+        Ok(artifact) => Some(artifact),
         Err(error) => {
             tracing::debug!(path = %path.display(), %error, "a cache entry could not be used");
             None
@@ -127,11 +170,11 @@ fn from_cache(engine: &Engine, path: &Path) -> Option<Module> {
     }
 }
 
-/// Writes `module`'s compiled form to `path`, whole or not at all (a temporary file renamed).
-fn write_entry(module: &Module, path: &Path) -> std::io::Result<()> {
+/// Writes `artifact`'s compiled form to `path`, whole or not at all (a temporary file renamed).
+fn write_entry<A: Artifact>(artifact: &A, path: &Path) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     create_private_dir(dir)?;
-    let bytes = module.serialize().map_err(std::io::Error::other)?;
+    let bytes = artifact.serialize().map_err(std::io::Error::other)?;
     let mut file = tempfile::NamedTempFile::new_in(dir)?;
     file.write_all(&bytes)?;
     file.persist(path).map_err(|error| error.error)?;

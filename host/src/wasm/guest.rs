@@ -1,5 +1,7 @@
 //! One instance of a core-module guest (docs/wasm.md "A core module"): its store, its exports,
 //! and one call through the ABI, with every way it can go wrong turned into a [`SkipReason`].
+//! What both kinds of guest share lives here too: the per-plugin [`Limits`], the store's
+//! [`State`] (memory cap, log lines), [`Fault`], and how an error or a reply is judged.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,28 +36,122 @@ pub(crate) struct Limits {
 }
 
 impl Limits {
-    fn memory_mb(&self) -> u64 {
+    pub(crate) fn memory_mb(&self) -> u64 {
         u64::try_from(self.memory_bytes >> 20).unwrap_or(u64::MAX)
+    }
+
+    /// One line of the guest's log, to tracing (and stderr when echoed), as an external
+    /// plugin's stderr line (external/stderr.rs).
+    pub(crate) fn log_line(&self, bytes: &[u8]) {
+        let bytes = &bytes[..bytes.len().min(LOG_LINE_CAP)];
+        let line = String::from_utf8_lossy(bytes);
+        tracing::info!(target: "hookline::plugin", plugin = %self.name, "{line}");
+        if self.echo {
+            eprintln!("[{}] {line}", self.name);
+        }
     }
 }
 
-/// A store's data: the limits, and whether a memory growth was refused since the call began (a
-/// trap after one is an out-of-memory).
+/// A store's data: the limits, whether a memory growth was refused since the call began (a
+/// trap after one is an out-of-memory), and the linear memory the instance holds.
 pub(crate) struct State {
     limits: Arc<Limits>,
     started: Instant,
     grow_refused: bool,
+    memory_bytes: usize,
+}
+
+impl State {
+    pub(crate) fn new(limits: &Arc<Limits>) -> Self {
+        Self {
+            limits: limits.clone(),
+            started: Instant::now(),
+            grow_refused: false,
+            memory_bytes: 0,
+        }
+    }
+
+    /// The linear memory of the instance's memories, in bytes, as they grew.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.memory_bytes
+    }
+
+    /// Whether a memory growth was refused since the call (or the start) began.
+    pub(crate) fn grow_refused(&self) -> bool {
+        self.grow_refused
+    }
+
+    /// A call begins: no growth refused yet.
+    pub(crate) fn begin_call(&mut self) {
+        self.grow_refused = false;
+    }
+
+    /// The skip reason of an error out of the guest: its timeout (the epoch deadline), an
+    /// out-of-memory (a trap after a refused growth), or the trap itself.
+    pub(crate) fn classify(&self, error: &wasmtime::Error, limit: Duration) -> Fault {
+        let trap = error.downcast_ref::<Trap>();
+        if trap == Some(&Trap::Interrupt) {
+            return Fault::answer(SkipReason::timed_out(limit));
+        }
+        let reason = if self.grow_refused {
+            self.out_of_memory()
+        } else {
+            match trap {
+                // wasmtime renders "wasm trap: <what>"; the note already says it trapped.
+                Some(trap) => {
+                    let text = trap.to_string();
+                    let what = text.strip_prefix("wasm trap: ").unwrap_or(&text);
+                    SkipReason::Trapped(what.to_owned())
+                }
+                None => SkipReason::Trapped(format!("{error:#}")),
+            }
+        };
+        Fault {
+            reason,
+            crashed: true,
+        }
+    }
+
+    pub(crate) fn out_of_memory(&self) -> SkipReason {
+        SkipReason::OutOfMemory {
+            limit_mb: self.limits.memory_mb(),
+        }
+    }
+
+    /// A guest's answer to request `id`, judged as an external plugin's line is: within the
+    /// reply cap, a reply of the protocol, to this request.
+    pub(crate) fn reply(&self, id: RequestId, reply: &[u8]) -> Result<ReplyBody, Fault> {
+        let cap = self.limits.reply_cap;
+        if reply.len() > cap {
+            return Err(Fault::answer(SkipReason::LineTooLong {
+                limit: u64::try_from(cap).unwrap_or(u64::MAX),
+            }));
+        }
+        match crate::external::decode_reply(reply) {
+            Some((answered, body)) if answered == id => Ok(body),
+            Some(_) => Err(Fault::answer(SkipReason::UnknownReplyId)),
+            None => Err(Fault::answer(SkipReason::NotProtocol)),
+        }
+    }
 }
 
 impl ResourceLimiter for State {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        let fits = desired <= self.limits.memory_bytes;
+        // The cap is on the guest's linear memory as a whole, all its memories together.
+        let total = self
+            .memory_bytes
+            .saturating_sub(current)
+            .saturating_add(desired);
+        let fits = total <= self.limits.memory_bytes;
         self.grow_refused |= !fits;
+        if fits {
+            self.memory_bytes = total;
+        }
         Ok(fits)
     }
 
@@ -104,8 +200,7 @@ pub(crate) fn linker(engine: &Engine) -> Result<Linker<State>, WasmError> {
     Ok(linker)
 }
 
-/// `hookline.log(ptr, len)`: one line of the guest's log, to tracing (and stderr when echoed), as
-/// an external plugin's stderr line. A bad pointer logs nothing.
+/// `hookline.log(ptr, len)`: one line of the guest's log (a bad pointer logs nothing).
 fn log(caller: &mut Caller<'_, State>, ptr: i32, len: i32) {
     let Some(memory) = caller
         .get_export("memory")
@@ -117,18 +212,11 @@ fn log(caller: &mut Caller<'_, State>, ptr: i32, len: i32) {
         return;
     };
     let data = memory.data(&*caller);
-    let Some(bytes) = start
+    if let Some(bytes) = start
         .checked_add(len.min(LOG_LINE_CAP))
         .and_then(|end| data.get(start..end))
-    else {
-        return;
-    };
-    let line = String::from_utf8_lossy(bytes);
-    let limits = &caller.data().limits;
-    // As an external plugin's stderr line (external/stderr.rs).
-    tracing::info!(target: "hookline::plugin", plugin = %limits.name, "{line}");
-    if limits.echo {
-        eprintln!("[{}] {line}", limits.name);
+    {
+        caller.data().limits.log_line(bytes);
     }
 }
 
@@ -153,7 +241,7 @@ pub(crate) struct Fault {
 }
 
 impl Fault {
-    fn answer(reason: SkipReason) -> Self {
+    pub(crate) fn answer(reason: SkipReason) -> Self {
         Self {
             reason,
             crashed: false,
@@ -173,14 +261,7 @@ impl Guest {
     /// A missing or mistyped export, another ABI version, or a start that traps or needs more
     /// memory than the cap.
     pub(crate) fn new(pre: &InstancePre<State>, limits: &Arc<Limits>) -> Result<Self, WasmError> {
-        let mut store = Store::new(
-            pre.module().engine(),
-            State {
-                limits: limits.clone(),
-                started: Instant::now(),
-                grow_refused: false,
-            },
-        );
+        let mut store = Store::new(pre.module().engine(), State::new(limits));
         store.limiter(|state| state);
         store.set_epoch_deadline(deadline_ticks(START_LIMIT));
         let instance = pre.instantiate(&mut store).map_err(|error| {
@@ -246,7 +327,7 @@ impl Guest {
             .map_err(|_| WasmError::MissingExport("hookline_hello"))?;
         self.store.set_epoch_deadline(deadline_ticks(limit));
         let packed = hello.call(&mut self.store, ()).map_err(|error| {
-            match self.classify(&error, limit).reason {
+            match self.store.data().classify(&error, limit).reason {
                 SkipReason::TimedOut { .. } => WasmError::NoHello(limit),
                 reason => WasmError::BadHello(reason.to_string()),
             }
@@ -266,7 +347,7 @@ impl Guest {
         request: &[u8],
         limit: Duration,
     ) -> Result<ReplyBody, Fault> {
-        self.store.data_mut().grow_refused = false;
+        self.store.data_mut().begin_call();
         self.store.set_epoch_deadline(deadline_ticks(limit));
         let len = i32::try_from(request.len()).map_err(|_| {
             Fault::answer(SkipReason::LineTooLong {
@@ -276,13 +357,11 @@ impl Guest {
         let ptr = self
             .alloc
             .call(&mut self.store, len)
-            .map_err(|error| self.classify(&error, limit))?;
+            .map_err(|error| self.store.data().classify(&error, limit))?;
         if ptr == 0 {
             // docs/wasm.md: `hookline_alloc` answers 0 when the guest has no room.
             return Err(Fault {
-                reason: SkipReason::OutOfMemory {
-                    limit_mb: self.store.data().limits.memory_mb(),
-                },
+                reason: self.store.data().out_of_memory(),
                 crashed: true,
             });
         }
@@ -293,21 +372,11 @@ impl Guest {
         let packed = self
             .call
             .call(&mut self.store, (ptr, len))
-            .map_err(|error| self.classify(&error, limit))?;
+            .map_err(|error| self.store.data().classify(&error, limit))?;
         let reply = self
             .unpack(packed)
             .ok_or(Fault::answer(SkipReason::NotProtocol))?;
-        let cap = self.store.data().limits.reply_cap;
-        if reply.len() > cap {
-            return Err(Fault::answer(SkipReason::LineTooLong {
-                limit: u64::try_from(cap).unwrap_or(u64::MAX),
-            }));
-        }
-        match crate::external::decode_reply(reply) {
-            Some((answered, body)) if answered == id => Ok(body),
-            Some(_) => Err(Fault::answer(SkipReason::UnknownReplyId)),
-            None => Err(Fault::answer(SkipReason::NotProtocol)),
-        }
+        self.store.data().reply(id, reply)
     }
 
     /// The bytes a packed `ptr << 32 | len` names, if they lie inside the guest's memory (both
@@ -320,35 +389,7 @@ impl Guest {
             .data(&self.store)
             .get(ptr..ptr.checked_add(len)?)
     }
-
-    /// The skip reason of an error out of the guest: its timeout (the epoch deadline), an
-    /// out-of-memory (a trap after a refused growth), or the trap itself.
-    fn classify(&self, error: &wasmtime::Error, limit: Duration) -> Fault {
-        let trap = error.downcast_ref::<Trap>();
-        if trap == Some(&Trap::Interrupt) {
-            return Fault::answer(SkipReason::timed_out(limit));
-        }
-        let reason = if self.store.data().grow_refused {
-            SkipReason::OutOfMemory {
-                limit_mb: self.store.data().limits.memory_mb(),
-            }
-        } else {
-            match trap {
-                // wasmtime renders "wasm trap: <what>"; the note already says it trapped.
-                Some(trap) => {
-                    let text = trap.to_string();
-                    let what = text.strip_prefix("wasm trap: ").unwrap_or(&text);
-                    SkipReason::Trapped(what.to_owned())
-                }
-                None => SkipReason::Trapped(format!("{error:#}")),
-            }
-        };
-        Fault {
-            reason,
-            crashed: true,
-        }
-    }
 }
 
 /// How long a guest's start (its data, its `start` function, `hookline_abi`) may run.
-const START_LIMIT: Duration = Duration::from_secs(5);
+pub(crate) const START_LIMIT: Duration = Duration::from_secs(5);

@@ -1,10 +1,13 @@
-//! [`WasmPlugin`] as a pipeline plugin: one fast-path entry ([`PluginRegistration::on`],
-//! [`PluginRegistration::on_raw`]) per hook its hello names, and its gateway event handler.
+//! [`WasmPlugin`] as a pipeline plugin: one entry per hook its hello names, and its gateway
+//! event handler. A core module's hooks are on the fast path ([`PluginRegistration::on`],
+//! [`PluginRegistration::on_raw`]: the guest runs inline); a component's are async
+//! ([`PluginRegistration::on_async`]: the call is encoded inline and runs on its thread).
 //! Rules are not checked here: the coordinator checks them, the same as for any plugin.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use futures::future::BoxFuture;
 use hookline_actors::events::{EventHandler, EventReply};
 use hookline_actors::plugin::{Dispatch, HookError, HookResult, PluginRegistration, Reply};
 use hookline_messages::event::Event;
@@ -32,10 +35,37 @@ fn entry<H: Dispatch>(
     }
 }
 
+/// The async entry of hook `H` for a component: encoded inline, run on its thread.
+fn queued<H: Dispatch>(
+    plugin: &Arc<WasmPlugin>,
+) -> impl Fn(HookContext, H::Value) -> BoxFuture<'static, HookResult<Reply<H::Value>>>
+       + Send
+       + Sync
+       + 'static {
+    let plugin = plugin.clone();
+    move |cx, value| {
+        let limit = plugin.timeouts.get(H::KIND);
+        let call = plugin.call_hook_queued(H::KIND, &cx.session_id, &value, limit);
+        Box::pin(async move {
+            let body = call.await.map_err(HookError::skip)?;
+            if <H as Hook>::READ_ONLY {
+                observed(body).map(|()| Reply::Keep)
+            } else {
+                replacement(body)
+            }
+        })
+    }
+}
+
 macro_rules! register {
-    ($registration:ident, $plugin:ident, $listed:expr, $on:ident: $($hook:ident),* $(,)?) => {
+    ($registration:ident, $plugin:ident, $listed:expr, $on:ident, $on_async:ident:
+     $($hook:ident),* $(,)?) => {
         $(if $listed.contains(<hook::$hook as Hook>::KIND) {
-            $registration = $registration.$on(hook::$hook, entry::<hook::$hook>($plugin));
+            $registration = if $plugin.is_component() {
+                $registration.$on_async(hook::$hook, queued::<hook::$hook>($plugin))
+            } else {
+                $registration.$on(hook::$hook, entry::<hook::$hook>($plugin))
+            };
         })*
     };
 }
@@ -56,13 +86,13 @@ impl WasmPlugin {
         }
         let plugin = self;
         let ordinary = self.hello.hooks.ordinary_only();
-        register!(registration, plugin, ordinary, on:
+        register!(registration, plugin, ordinary, on, on_async:
             OnSessionStarted, OnSessionEnded, OnPrompt, OnUserMessage, OnTurnStarted,
             OnTurnFinished, TransformModel, OnModelResponse, OnToolCall, OnToolResult,
             OnApproval, OnCompaction,
         );
         let raw = self.hello.raw_hooks.raw_only();
-        register!(registration, plugin, raw, on_raw:
+        register!(registration, plugin, raw, on_raw, on_raw_async:
             RebuildModel, RewritePrompt, RewriteCompaction, RewriteApproval,
         );
         registration
@@ -75,8 +105,8 @@ impl EventHandler for WasmPlugin {
         self.hello.events.clone()
     }
 
-    /// Runs the guest inline, stopped at the event timeout (a guest is never left running, so
-    /// even a shutdown handler ends there, SPEC G2.2).
+    /// Runs the guest (inline, or on a component's thread), stopped at the event timeout (a
+    /// guest is never left running, so even a shutdown handler ends there, SPEC G2.2).
     async fn on_event(&self, event: &Event) -> HookResult<EventReply> {
         let key = event.key();
         let reply = self
@@ -88,6 +118,7 @@ impl EventHandler for WasmPlugin {
                     traceparent: None,
                 })
             })
+            .await
             .map_err(HookError::skip)?;
         event_reply(key, reply)
     }

@@ -17,13 +17,17 @@
 //!   ([`capability`]);
 //! - compiled modules are cached on disk by content hash ([`engine::module`]).
 //!
-//! Core modules (the ABI of docs/wasm.md) load; a component is refused at load with a note that
-//! says so.
+//! Core modules (the ABI of docs/wasm.md) run inline on the calling arbiter; components (the WIT
+//! world of docs/wasm/hookline-plugin.wit, with WASI 0.2 granted per capability) run on a thread
+//! of their own ([`worker`]) and are called through the pipeline's async path.
 
 mod capability;
+mod component;
 mod engine;
 mod guest;
 mod hooks;
+mod log_stream;
+mod worker;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -43,10 +47,14 @@ use wasmtime::InstancePre;
 use crate::external::{RestartPolicy, DEFAULT_HELLO_TIMEOUT, DEFAULT_LINE_CAP};
 
 pub use capability::{Capability, IMPORT_MODULE};
+pub use component::GUEST_INTERFACE;
 pub use engine::{default_cache_dir, Compiled, TICK};
 pub use guest::ABI_VERSION;
+pub use worker::QUEUE_BOUND;
 
-use guest::{Guest, Limits, State};
+use component::{ComponentGuest, Grants};
+use guest::{Fault, Guest, Limits, State};
+use worker::Worker;
 
 /// The memory cap when the manifest names none, in MiB.
 pub const DEFAULT_MEMORY_MB: u64 = 64;
@@ -117,18 +125,15 @@ pub enum WasmError {
     /// The `.wasm` file could not be read.
     #[error("its module could not be read: {0}")]
     Read(String),
-    /// The file is a component (a core module is what this host loads).
-    #[error(
-        "its module is a WebAssembly component, which this host does not load yet (build a core \
-         module with the guest ABI of docs/wasm.md)"
-    )]
-    Component,
     /// The bytes are not a valid module.
     #[error("its module is not valid WebAssembly: {0}")]
     Invalid(String),
     /// An import the host does not provide.
     #[error("it imports '{0}', which the host does not provide (docs/wasm.md lists the imports)")]
     ImportNotProvided(String),
+    /// A component import outside WASI 0.2 (wasmtime's account of it).
+    #[error("it imports what the host does not provide (WASI 0.2 only, docs/wasm.md): {0}")]
+    ComponentImport(String),
     /// An import whose capability the manifest does not grant.
     #[error("it imports '{import}', which needs the capability '{capability}' its manifest does not grant")]
     ImportNotGranted {
@@ -168,6 +173,18 @@ pub enum WasmError {
     },
 }
 
+/// Where a plugin's calls run.
+enum Runs {
+    /// A core module: inline on the caller's thread, on an instance from a small pool.
+    Inline {
+        pre: InstancePre<State>,
+        limits: Arc<Limits>,
+        idle: Mutex<Vec<Guest>>,
+    },
+    /// A component: on its worker thread.
+    OnWorker(Worker),
+}
+
 /// A loaded WebAssembly plugin. Cheap to share (`Arc`).
 pub struct WasmPlugin {
     name: Arc<str>,
@@ -178,9 +195,7 @@ pub struct WasmPlugin {
     fail_closed: HookSet,
     restart: RestartPolicy,
     compiled: Compiled,
-    pre: InstancePre<State>,
-    limits: Arc<Limits>,
-    idle: Mutex<Vec<Guest>>,
+    runs: Runs,
     traps: Mutex<VecDeque<Instant>>,
     disabled: AtomicBool,
     next_id: AtomicU64,
@@ -196,13 +211,46 @@ impl WasmPlugin {
         let engine = engine::engine().map_err(WasmError::Engine)?;
         let bytes =
             std::fs::read(&config.module).map_err(|error| WasmError::Read(error.to_string()))?;
-        // A component's preamble has layer 1 where a core module's has version 1
-        // (docs/wasm.md: "told apart by its header").
-        if bytes.get(..4) == Some(b"\0asm") && bytes.get(6..8) == Some(&[1, 0]) {
-            return Err(WasmError::Component);
-        }
-        let (module, compiled) = engine::module(engine, &bytes, config.cache_dir.as_deref())
-            .map_err(WasmError::Invalid)?;
+        let name: Arc<str> = config.name.as_str().into();
+        let limits = Arc::new(Limits {
+            name: name.clone(),
+            memory_bytes: usize::try_from(config.memory_mb.min(MAX_MEMORY_MB) << 20)
+                .unwrap_or(usize::MAX),
+            reply_cap: config.line_cap,
+            echo: config.echo_stderr,
+        });
+        let (runs, hello, compiled) = if component::is_component(&bytes) {
+            Self::component(engine, &bytes, &config, limits)?
+        } else {
+            Self::core(engine, &bytes, &config, limits)?
+        };
+        Ok(Arc::new(Self {
+            name,
+            hello,
+            capabilities: config.capabilities,
+            timeouts: config.timeouts,
+            event_timeout: config.event_timeout,
+            fail_closed: config.fail_closed,
+            restart: config.restart,
+            compiled,
+            runs,
+            traps: Mutex::new(VecDeque::new()),
+            disabled: AtomicBool::new(false),
+            next_id: AtomicU64::new(1),
+        }))
+    }
+
+    /// A core module: compiled (or read from the cache), its imports checked against its
+    /// capabilities, pre-instantiated; the hello's instance is the pool's first.
+    fn core(
+        engine: &wasmtime::Engine,
+        bytes: &[u8],
+        config: &WasmConfig,
+        limits: Arc<Limits>,
+    ) -> Result<(Runs, Hello, Compiled), WasmError> {
+        let (module, compiled) =
+            engine::compile::<wasmtime::Module>(engine, bytes, config.cache_dir.as_deref())
+                .map_err(WasmError::Invalid)?;
         for import in module.imports() {
             capability::check_import(import.module(), import.name(), &config.capabilities)
                 .map_err(|refusal| match refusal {
@@ -217,33 +265,44 @@ impl WasmPlugin {
         let pre = guest::linker(engine)?
             .instantiate_pre(&module)
             .map_err(|error| WasmError::Link(format!("{error:#}")))?;
-        let name: Arc<str> = config.name.as_str().into();
-        let limits = Arc::new(Limits {
-            name: name.clone(),
-            memory_bytes: usize::try_from(config.memory_mb.min(MAX_MEMORY_MB) << 20)
-                .unwrap_or(usize::MAX),
-            reply_cap: config.line_cap,
-            echo: config.echo_stderr,
-        });
-        // The hello's instance serves the first call.
         let mut first = Guest::new(&pre, &limits)?;
         let hello = read_hello(&first.hello(config.hello_timeout)?)?;
-        Ok(Arc::new(Self {
-            name,
-            hello,
-            capabilities: config.capabilities,
-            timeouts: config.timeouts,
-            event_timeout: config.event_timeout,
-            fail_closed: config.fail_closed,
-            restart: config.restart,
-            compiled,
+        let runs = Runs::Inline {
             pre,
             limits,
             idle: Mutex::new(vec![first]),
-            traps: Mutex::new(VecDeque::new()),
-            disabled: AtomicBool::new(false),
-            next_id: AtomicU64::new(1),
-        }))
+        };
+        Ok((runs, hello, compiled))
+    }
+
+    /// A component: compiled (or read from the cache), linked with WASI 0.2, pre-instantiated;
+    /// the hello's instance goes to its worker thread.
+    fn component(
+        engine: &wasmtime::Engine,
+        bytes: &[u8],
+        config: &WasmConfig,
+        limits: Arc<Limits>,
+    ) -> Result<(Runs, Hello, Compiled), WasmError> {
+        let (component, compiled) = engine::compile::<wasmtime::component::Component>(
+            engine,
+            bytes,
+            config.cache_dir.as_deref(),
+        )
+        .map_err(WasmError::Invalid)?;
+        let pre = component::pre_instantiate(engine, &component)?;
+        let grants = Grants {
+            capabilities: config.capabilities.clone(),
+            env: component::plugin_env(&config.name),
+            dir: config
+                .module
+                .parent()
+                .map(std::path::Path::to_path_buf)
+                .unwrap_or_default(),
+        };
+        let mut first = ComponentGuest::new(&pre, &limits, &grants)?;
+        let hello = read_hello(&first.hello(config.hello_timeout)?)?;
+        let runs = Runs::OnWorker(Worker::start(pre, limits, grants, first)?);
+        Ok((runs, hello, compiled))
     }
 
     /// The plugin's name.
@@ -274,7 +333,15 @@ impl WasmPlugin {
     /// The linear memory its idle instances hold now, in bytes (what a loaded plugin costs
     /// beyond its compiled code).
     pub fn idle_memory_bytes(&self) -> usize {
-        lock(&self.idle).iter().map(Guest::memory_bytes).sum()
+        match &self.runs {
+            Runs::Inline { idle, .. } => lock(idle).iter().map(Guest::memory_bytes).sum(),
+            Runs::OnWorker(worker) => worker.memory_bytes(),
+        }
+    }
+
+    /// Whether it is a component (its calls run on its own thread) rather than a core module.
+    pub fn is_component(&self) -> bool {
+        matches!(self.runs, Runs::OnWorker(_))
     }
 
     /// Every hook the plugin implements (ordinary and raw).
@@ -285,8 +352,9 @@ impl WasmPlugin {
             .union(self.hello.raw_hooks.raw_only())
     }
 
-    /// Runs `hook` on `value` for `session` within `limit`: the value encoded once into the
-    /// request, the guest run inline.
+    /// Runs `hook` on `value` for `session` within `limit` on a core module's guest: the value
+    /// encoded once into the request, the guest run inline. (A component's hooks go through
+    /// [`WasmPlugin::call_hook_queued`].)
     ///
     /// # Errors
     /// Why the call is skipped: a timeout, a trap, an out-of-memory, a malformed answer, a
@@ -311,23 +379,89 @@ impl WasmPlugin {
         })
     }
 
-    /// Runs one tool or event request, as [`WasmPlugin::call_hook`] runs a hook.
+    /// As [`WasmPlugin::call_hook`], for either kind: the request is encoded now and the
+    /// returned future runs it (inline for a core module, on its thread for a component).
     ///
     /// # Errors
-    /// As [`WasmPlugin::call_hook`].
-    pub fn request(
+    /// As [`WasmPlugin::call_hook`]; a component's full queue is [`SkipReason::Unavailable`].
+    pub fn call_hook_queued<T: serde::Serialize + ?Sized>(
+        self: &Arc<Self>,
+        hook: HookKind,
+        session: &SessionId,
+        value: &T,
+        limit: Duration,
+    ) -> impl std::future::Future<Output = Result<ReplyBody, SkipReason>> + Send + 'static {
+        let traceparent = crate::trace::traceparent();
+        let encoded = self.encode(|id, line| {
+            let request = HookRequestRef {
+                id,
+                hook,
+                session: session.as_str(),
+                value,
+                traceparent: traceparent.as_deref(),
+            };
+            serde_json::to_writer(line, &request).is_ok()
+        });
+        let plugin = self.clone();
+        async move {
+            let (id, request) = encoded?;
+            plugin.run_request(id, request, limit).await
+        }
+    }
+
+    /// Runs one tool or event request, as [`WasmPlugin::call_hook_queued`] runs a hook.
+    ///
+    /// # Errors
+    /// As [`WasmPlugin::call_hook_queued`].
+    pub async fn request(
         &self,
         limit: Duration,
         build: impl FnOnce(RequestId) -> HostMessage,
     ) -> Result<ReplyBody, SkipReason> {
         let traceparent = crate::trace::traceparent();
-        self.exchange(limit, |id, line| {
+        let encode = |id, line: &mut Vec<u8>| {
             serde_json::to_writer(line, &build(id).with_traceparent(traceparent)).is_ok()
-        })
+        };
+        if matches!(self.runs, Runs::Inline { .. }) {
+            return self.exchange(limit, encode);
+        }
+        let (id, request) = self.encode(encode)?;
+        self.run_request(id, request, limit).await
     }
 
-    /// One request through one instance: `encode(id, line)` writes the request (`false`: it
-    /// does not encode).
+    /// A fresh id and its request, encoded; a disabled plugin is refused first.
+    fn encode(
+        &self,
+        encode: impl FnOnce(RequestId, &mut Vec<u8>) -> bool,
+    ) -> Result<(RequestId, Vec<u8>), SkipReason> {
+        if self.is_disabled() {
+            return Err(self.restart.disabled_reason());
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut line = Vec::with_capacity(256);
+        if encode(id, &mut line) {
+            Ok((id, line))
+        } else {
+            Err(SkipReason::Undecodable)
+        }
+    }
+
+    /// Runs an encoded request where the plugin's calls run.
+    async fn run_request(
+        &self,
+        id: RequestId,
+        request: Vec<u8>,
+        limit: Duration,
+    ) -> Result<ReplyBody, SkipReason> {
+        let result = match &self.runs {
+            Runs::Inline { .. } => self.inline(|guest| guest.call(id, &request, limit)),
+            Runs::OnWorker(worker) => worker.call(id, request, limit).await,
+        };
+        self.settle(result)
+    }
+
+    /// One request through one core instance, inline: `encode(id, line)` writes the request
+    /// (`false`: it does not encode) into the instance's own buffer.
     fn exchange(
         &self,
         limit: Duration,
@@ -337,46 +471,52 @@ impl WasmPlugin {
             return Err(self.restart.disabled_reason());
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let mut guest = self.take()?;
-        let reply = guest.with_request_buffer(|guest, line| {
-            if !encode(id, line) {
-                return Err(guest::Fault::encode());
-            }
-            guest.call(id, line, limit)
-        });
-        match reply {
-            Ok(body) => {
-                self.park(guest);
-                Ok(body)
-            }
-            Err(fault) => {
-                // The instance may be anywhere in its work: never used again.
-                drop(guest);
-                if fault.crashed {
-                    self.count_trap();
+        let result = self.inline(|guest| {
+            guest.with_request_buffer(|guest, line| {
+                if !encode(id, line) {
+                    return Err(Fault::encode());
                 }
-                Err(fault.reason)
+                guest.call(id, line, limit)
+            })
+        });
+        self.settle(result)
+    }
+
+    /// Runs `call` on an idle core instance (or a fresh one), parked again after a reply and
+    /// dropped after a fault.
+    fn inline(
+        &self,
+        call: impl FnOnce(&mut Guest) -> Result<ReplyBody, Fault>,
+    ) -> Result<ReplyBody, Fault> {
+        let Runs::Inline { pre, limits, idle } = &self.runs else {
+            return Err(Fault::answer(SkipReason::Unavailable));
+        };
+        let mut guest = match lock(idle).pop() {
+            Some(guest) => guest,
+            None => Guest::new(pre, limits).map_err(|error| {
+                tracing::warn!(plugin = %self.name, %error, "a fresh instance could not be made");
+                Fault::answer(SkipReason::Unavailable)
+            })?,
+        };
+        let result = call(&mut guest);
+        if result.is_ok() {
+            // After a fault the instance may be anywhere in its work: never used again.
+            let mut idle = lock(idle);
+            if idle.len() < IDLE_INSTANCES {
+                idle.push(guest);
             }
         }
+        result
     }
 
-    /// An idle instance, or a fresh one.
-    fn take(&self) -> Result<Guest, SkipReason> {
-        if let Some(guest) = lock(&self.idle).pop() {
-            return Ok(guest);
-        }
-        Guest::new(&self.pre, &self.limits).map_err(|error| {
-            tracing::warn!(plugin = %self.name, %error, "a fresh instance could not be made");
-            SkipReason::Unavailable
+    /// A call's outcome: a trap or an out-of-memory counts towards disabling the plugin.
+    fn settle(&self, result: Result<ReplyBody, Fault>) -> Result<ReplyBody, SkipReason> {
+        result.map_err(|fault| {
+            if fault.crashed {
+                self.count_trap();
+            }
+            fault.reason
         })
-    }
-
-    /// Puts an instance back for the next call, keeping at most [`IDLE_INSTANCES`].
-    fn park(&self, guest: Guest) {
-        let mut idle = lock(&self.idle);
-        if idle.len() < IDLE_INSTANCES {
-            idle.push(guest);
-        }
     }
 
     /// Counts a trap; at `max_crashes` within `window` the plugin is disabled (docs/wasm.md:
@@ -393,7 +533,9 @@ impl WasmPlugin {
         }
         if traps.len() >= usize::try_from(self.restart.max_crashes).unwrap_or(usize::MAX) {
             self.disabled.store(true, Ordering::Release);
-            lock(&self.idle).clear();
+            if let Runs::Inline { idle, .. } = &self.runs {
+                lock(idle).clear();
+            }
             tracing::warn!(plugin = %self.name, "disabled after trapping {} times", traps.len());
         }
     }
