@@ -800,3 +800,33 @@ async fn wasm_and_external_plugins_share_one_load_order() {
     );
     report.shutdown().await;
 }
+
+#[actix_rt::test]
+async fn the_bench_echo_guest_appends_to_long_texts_with_escapes() {
+    // benches/plugins/echo.wat skips eight bytes at a time to the text's closing quote; quotes,
+    // backslashes and non-ASCII on either side of a word boundary must still be found.
+    let root = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    plugin(root.path(), "echo", ECHO, json!({}));
+    let report = load_dir(root.path(), cache.path()).await;
+    let pipeline = Pipeline::builder()
+        .plugins(report.registrations())
+        .start()
+        .unwrap();
+    for text in [
+        "",
+        "1234567",
+        "12345678",
+        "a \"quoted\" word, a back\\slash and more than eight bytes",
+        "ends with a quote\"",
+        "\\\\\\\\\\\\\\\\\"",
+        "ünïcödé, ✓ and tabs\tand\nnewlines, long enough to skip",
+    ] {
+        let outcome = pipeline
+            .call::<OnUserMessage>(&SessionId::new("s1"), UserMessage::new(text))
+            .await
+            .unwrap();
+        assert!(outcome.notes.is_empty(), "{:?}", texts(&outcome.notes));
+        assert_eq!(outcome.value.text, format!("{text} #e"));
+    }
+}

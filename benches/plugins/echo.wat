@@ -56,7 +56,7 @@
   (func (export "hookline_call") (param $ptr i32) (param $len i32) (result i64)
     (local $end i32) (local $id i32) (local $id_end i32)
     (local $value i32) (local $value_end i32) (local $text i32) (local $quote i32)
-    (local $start i32)
+    (local $start i32) (local $word i64)
     (local.set $end (i32.add (local.get $ptr) (local.get $len)))
     (local.set $start (i32.add (local.get $end) (i32.const 16)))
     (global.set $out (local.get $start))
@@ -72,26 +72,47 @@
         (local.set $id_end (i32.add (local.get $id_end) (i32.const 1)))
         (br $digits)))
     (if (i32.eq (local.get $id) (local.get $id_end)) (then (return (call $error))))
-    ;; Any hook but on_user_message: keep.
-    (if (i32.lt_s (call $find (local.get $ptr) (local.get $end) (i32.const 144) (i32.const 24)) (i32.const 0))
+    ;; Any hook but on_user_message: keep. The host writes `,"hook":` right after the id; any
+    ;; other order is searched for.
+    (if (if (result i32)
+          (call $at (i32.add (local.get $id_end) (i32.const 1)) (local.get $end) (i32.const 144) (i32.const 24))
+          (then (i32.const 0))
+          (else (i32.lt_s (call $find (local.get $ptr) (local.get $end) (i32.const 144) (i32.const 24)) (i32.const 0))))
       (then
         (call $emit (i32.const 224) (i32.const 20))
         (call $emit (local.get $id) (i32.sub (local.get $id_end) (local.get $id)))
         (call $emit_byte (i32.const 125)) ;; }
         (return (call $reply (local.get $start)))))
     ;; on_user_message: the value, up to a traceparent or the request's closing brace.
-    (local.set $value (call $find (local.get $ptr) (local.get $end) (i32.const 176) (i32.const 8)))
+    (local.set $value (call $find (local.get $id_end) (local.get $end) (i32.const 176) (i32.const 8)))
     (if (i32.lt_s (local.get $value) (i32.const 0)) (then (return (call $error))))
     (local.set $value (i32.add (local.get $value) (i32.const 8)))
-    (local.set $value_end (call $find (local.get $value) (local.get $end) (i32.const 192) (i32.const 15)))
-    (if (i32.lt_s (local.get $value_end) (i32.const 0))
-      (then (local.set $value_end (i32.sub (local.get $end) (i32.const 1)))))
+    ;; Without a traceparent the request ends `}}` (the value's brace, then its own): no search.
+    (local.set $value_end (i32.sub (local.get $end) (i32.const 1)))
+    (if (i32.ne (i32.load8_u (i32.sub (local.get $end) (i32.const 2))) (i32.const 125))
+      (then
+        (local.set $value_end (call $find (local.get $value) (local.get $end) (i32.const 192) (i32.const 15)))
+        (if (i32.lt_s (local.get $value_end) (i32.const 0))
+          (then (local.set $value_end (i32.sub (local.get $end) (i32.const 1)))))))
     ;; The text's closing quote (escapes skipped).
     (local.set $text (call $find (local.get $value) (local.get $value_end) (i32.const 208) (i32.const 8)))
     (if (i32.lt_s (local.get $text) (i32.const 0)) (then (return (call $error))))
     (local.set $quote (i32.add (local.get $text) (i32.const 8)))
     (block $closed
       (loop $scan
+        ;; Eight bytes at a time while none of them is a quote or a backslash.
+        (block $near
+          (loop $skip
+            (br_if $near (i32.gt_u (i32.add (local.get $quote) (i32.const 8)) (local.get $value_end)))
+            (local.set $word (i64.load (local.get $quote)))
+            (br_if $near
+              (i64.ne
+                (i64.or
+                  (call $has_zero (i64.xor (local.get $word) (i64.const 0x2222222222222222)))
+                  (call $has_zero (i64.xor (local.get $word) (i64.const 0x5c5c5c5c5c5c5c5c))))
+                (i64.const 0)))
+            (local.set $quote (i32.add (local.get $quote) (i32.const 8)))
+            (br $skip)))
         (if (i32.ge_u (local.get $quote) (local.get $value_end)) (then (return (call $error))))
         (br_if $closed (i32.eq (i32.load8_u (local.get $quote)) (i32.const 34)))
         (local.set $quote
@@ -106,6 +127,27 @@
     (call $emit (local.get $quote) (i32.sub (local.get $value_end) (local.get $quote)))
     (call $emit_byte (i32.const 125))
     (call $reply (local.get $start)))
+
+  ;; Non-zero when one of the eight bytes of `v` is zero.
+  (func $has_zero (param $v i64) (result i64)
+    (i64.and
+      (i64.and (i64.sub (local.get $v) (i64.const 0x0101010101010101))
+               (i64.xor (local.get $v) (i64.const -1)))
+      (i64.const 0x8080808080808080)))
+
+  ;; Whether `needle` is at `at` (and inside [at, to)).
+  (func $at (param $at i32) (param $to i32) (param $needle i32) (param $len i32) (result i32)
+    (local $j i32)
+    (if (i32.gt_u (i32.add (local.get $at) (local.get $len)) (local.get $to)) (then (return (i32.const 0))))
+    (block $differs
+      (loop $compare
+        (if (i32.eq (local.get $j) (local.get $len)) (then (return (i32.const 1))))
+        (br_if $differs
+          (i32.ne (i32.load8_u (i32.add (local.get $at) (local.get $j)))
+                  (i32.load8_u (i32.add (local.get $needle) (local.get $j)))))
+        (local.set $j (i32.add (local.get $j) (i32.const 1)))
+        (br $compare)))
+    (i32.const 0))
 
   ;; The first place of `needle` in [from, to), or -1.
   (func $find (param $from i32) (param $to i32) (param $needle i32) (param $len i32) (result i32)

@@ -57,7 +57,7 @@ pub use tools::{PluginTool, TOOL_TIMEOUT};
 
 pub(crate) use events::event_reply;
 pub(crate) use hooks::{observed, replacement};
-pub(crate) use reply::decode_reply;
+pub(crate) use reply::{decode_reply, decode_typed, TypedReply};
 
 use connection::Connection;
 use supervisor::{Control, State};

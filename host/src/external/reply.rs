@@ -7,7 +7,9 @@
 
 use std::borrow::Cow;
 
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
 
 use hookline_messages::protocol::{PluginMessage, ReplyBody, RequestId};
 
@@ -45,6 +47,79 @@ pub(crate) fn decode_reply(line: &[u8]) -> Option<(RequestId, ReplyBody)> {
     serde_json::from_slice::<PluginMessage>(line)
         .ok()
         .and_then(PluginMessage::into_reply)
+}
+
+/// A reply whose value is decoded straight into the hook's value type `T` (the WebAssembly
+/// fast path, issue 36): no [`serde_json::Value`] tree in between.
+#[derive(Debug, PartialEq)]
+pub(crate) enum TypedReply<T> {
+    /// Hand the value on unchanged.
+    Keep,
+    /// The replacement, decoded.
+    Replace(T),
+    /// A replacement that is not a `T`.
+    Undecodable,
+    /// The plugin's error message.
+    Error(String),
+}
+
+impl<T: DeserializeOwned> TypedReply<T> {
+    fn of_body(body: ReplyBody) -> Self {
+        match body {
+            ReplyBody::Keep => Self::Keep,
+            ReplyBody::Replace(value) => {
+                serde_json::from_value(value).map_or(Self::Undecodable, Self::Replace)
+            }
+            ReplyBody::Error(message) => Self::Error(message),
+        }
+    }
+
+    /// A replacement's raw JSON as a `T`: read directly, and where that fails through a
+    /// [`serde_json::Value`] as [`decode_reply`]'s callers read it (duplicate keys, say), so
+    /// the answer is always theirs.
+    fn of_raw(raw: &RawValue) -> Self {
+        serde_json::from_str::<T>(raw.get())
+            .or_else(|_| {
+                serde_json::from_str::<serde_json::Value>(raw.get())
+                    .and_then(serde_json::from_value)
+            })
+            .map_or(Self::Undecodable, Self::Replace)
+    }
+}
+
+/// [`Fields`] with the value left as raw JSON.
+#[derive(Deserialize)]
+struct RawFields<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    id: RequestId,
+    #[serde(default, borrow, deserialize_with = "present")]
+    value: Option<&'a RawValue>,
+    #[serde(default, deserialize_with = "present")]
+    message: Option<String>,
+}
+
+/// Decodes a reply with its value as a `T`: always the same as [`decode_reply`] followed by
+/// `serde_json::from_value::<T>` on a replacement, in one pass for the usual shapes.
+pub(crate) fn decode_typed<T: DeserializeOwned>(line: &[u8]) -> Option<(RequestId, TypedReply<T>)> {
+    let object = line.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    if let Some(fields) = object
+        .then(|| serde_json::from_slice::<RawFields<'_>>(line).ok())
+        .flatten()
+    {
+        match (&*fields.kind, fields.value) {
+            ("keep", _) => return Some((fields.id, TypedReply::Keep)),
+            ("replace", Some(raw)) => return Some((fields.id, TypedReply::of_raw(raw))),
+            ("error", _) => {
+                return Some((
+                    fields.id,
+                    TypedReply::Error(fields.message.unwrap_or_default()),
+                ))
+            }
+            _ => {}
+        }
+    }
+    decode_reply(line).map(|(id, body)| (id, TypedReply::of_body(body)))
 }
 
 impl Fields<'_> {
@@ -121,6 +196,47 @@ mod tests {
             "[1]",
         ]);
         (key, value).prop_map(|(k, v)| format!("\"{k}\":{v}"))
+    }
+
+    /// A value type with the shapes a hook value has: a required field, an optional one.
+    #[derive(Debug, PartialEq, serde::Deserialize)]
+    struct Text {
+        text: String,
+        #[serde(default)]
+        n: Option<u32>,
+    }
+
+    fn typed_by_value(line: &str) -> Option<(RequestId, TypedReply<Text>)> {
+        decode_reply(line.as_bytes()).map(|(id, body)| (id, TypedReply::of_body(body)))
+    }
+
+    fn text_value() -> impl Strategy<Value = String> {
+        prop::sample::select(vec![
+            r#"{"text":"a"}"#,
+            r#"{"text":"a","n":3}"#,
+            r#"{"text":"a","text":"b"}"#,
+            r#"{"n":3}"#,
+            r#"{"text":"a","n":-1}"#,
+            r#"{"text":"a\u0062","other":[1,{"x":null}]}"#,
+            "null",
+            "[1]",
+        ])
+        .prop_map(str::to_owned)
+    }
+
+    proptest! {
+        /// A reply decoded straight into the value type is the reply decoded as a
+        /// `serde_json::Value` and then converted, for every shape of reply and value.
+        #[test]
+        fn a_typed_reply_is_the_reply_decoded_then_converted(
+            fields in prop::collection::vec(field(), 0..5),
+            value in text_value(),
+        ) {
+            let mut fields = fields;
+            fields.push(format!("\"value\":{value}"));
+            let line = format!("{{{}}}", fields.join(","));
+            prop_assert_eq!(decode_typed::<Text>(line.as_bytes()), typed_by_value(&line), "{}", line);
+        }
     }
 
     proptest! {

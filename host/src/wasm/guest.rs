@@ -119,19 +119,29 @@ impl State {
     }
 
     /// A guest's answer to request `id`, judged as an external plugin's line is: within the
-    /// reply cap, a reply of the protocol, to this request.
-    pub(crate) fn reply(&self, id: RequestId, reply: &[u8]) -> Result<ReplyBody, Fault> {
+    /// reply cap, a reply of the protocol (as `decode` reads one), to this request.
+    pub(crate) fn judge<R>(
+        &self,
+        id: RequestId,
+        reply: &[u8],
+        decode: impl FnOnce(&[u8]) -> Option<(RequestId, R)>,
+    ) -> Result<R, Fault> {
         let cap = self.limits.reply_cap;
         if reply.len() > cap {
             return Err(Fault::answer(SkipReason::LineTooLong {
                 limit: u64::try_from(cap).unwrap_or(u64::MAX),
             }));
         }
-        match crate::external::decode_reply(reply) {
+        match decode(reply) {
             Some((answered, body)) if answered == id => Ok(body),
             Some(_) => Err(Fault::answer(SkipReason::UnknownReplyId)),
             None => Err(Fault::answer(SkipReason::NotProtocol)),
         }
+    }
+
+    /// [`State::judge`] with the reply decoded as a [`ReplyBody`].
+    pub(crate) fn reply(&self, id: RequestId, reply: &[u8]) -> Result<ReplyBody, Fault> {
+        self.judge(id, reply, crate::external::decode_reply)
     }
 }
 
@@ -347,6 +357,20 @@ impl Guest {
         request: &[u8],
         limit: Duration,
     ) -> Result<ReplyBody, Fault> {
+        self.call_with(id, request, limit, crate::external::decode_reply)
+    }
+
+    /// [`Guest::call`] with the reply read by `decode` (a typed decoder, say).
+    ///
+    /// # Errors
+    /// As [`Guest::call`].
+    pub(crate) fn call_with<R>(
+        &mut self,
+        id: RequestId,
+        request: &[u8],
+        limit: Duration,
+        decode: impl FnOnce(&[u8]) -> Option<(RequestId, R)>,
+    ) -> Result<R, Fault> {
         self.store.data_mut().begin_call();
         self.store.set_epoch_deadline(deadline_ticks(limit));
         let len = i32::try_from(request.len()).map_err(|_| {
@@ -376,7 +400,7 @@ impl Guest {
         let reply = self
             .unpack(packed)
             .ok_or(Fault::answer(SkipReason::NotProtocol))?;
-        self.store.data().reply(id, reply)
+        self.store.data().judge(id, reply, decode)
     }
 
     /// The bytes a packed `ptr << 32 | len` names, if they lie inside the guest's memory (both

@@ -12,10 +12,11 @@ use hookline_actors::events::{EventHandler, EventReply};
 use hookline_actors::plugin::{Dispatch, HookError, HookResult, PluginRegistration, Reply};
 use hookline_messages::event::Event;
 use hookline_messages::hook::{self, Hook, HookContext};
+use hookline_messages::note::SkipReason;
 use hookline_messages::protocol::{EventRequest, HostMessage};
 
 use super::WasmPlugin;
-use crate::external::{event_reply, observed, replacement};
+use crate::external::{event_reply, observed, replacement, TypedReply};
 
 /// The fast-path entry of hook `H`: encode, run the guest under `H`'s timeout, decode.
 fn entry<H: Dispatch>(
@@ -24,13 +25,21 @@ fn entry<H: Dispatch>(
     let plugin = plugin.clone();
     move |cx, value| {
         let limit = plugin.timeouts.get(H::KIND);
-        let body = plugin
-            .call_hook(H::KIND, &cx.session_id, value, limit)
-            .map_err(HookError::skip)?;
         if <H as Hook>::READ_ONLY {
-            observed(body).map(|()| Reply::Keep)
-        } else {
-            replacement(body)
+            let body = plugin
+                .call_hook(H::KIND, &cx.session_id, value, limit)
+                .map_err(HookError::skip)?;
+            return observed(body).map(|()| Reply::Keep);
+        }
+        // The replacement decoded straight into the hook's value (no JSON tree in between).
+        match plugin
+            .call_hook_typed(H::KIND, &cx.session_id, value, limit)
+            .map_err(HookError::skip)?
+        {
+            TypedReply::Keep => Ok(Reply::Keep),
+            TypedReply::Replace(value) => Ok(Reply::Replace(value)),
+            TypedReply::Undecodable => Err(HookError::skip(SkipReason::Undecodable)),
+            TypedReply::Error(message) => Err(HookError::msg(message)),
         }
     }
 }

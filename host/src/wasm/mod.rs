@@ -44,7 +44,9 @@ use hookline_messages::protocol::{
 use hookline_messages::session::SessionId;
 use wasmtime::InstancePre;
 
-use crate::external::{RestartPolicy, DEFAULT_HELLO_TIMEOUT, DEFAULT_LINE_CAP};
+use crate::external::{
+    decode_typed, RestartPolicy, TypedReply, DEFAULT_HELLO_TIMEOUT, DEFAULT_LINE_CAP,
+};
 
 pub use capability::{Capability, IMPORT_MODULE};
 pub use component::GUEST_INTERFACE;
@@ -379,6 +381,35 @@ impl WasmPlugin {
         })
     }
 
+    /// As [`WasmPlugin::call_hook`], with a replacement decoded straight into `T` (no
+    /// `serde_json::Value` in between): the fast path of a core module's hooks.
+    ///
+    /// # Errors
+    /// As [`WasmPlugin::call_hook`].
+    pub(crate) fn call_hook_typed<T: serde::Serialize + serde::de::DeserializeOwned>(
+        &self,
+        hook: HookKind,
+        session: &SessionId,
+        value: &T,
+        limit: Duration,
+    ) -> Result<TypedReply<T>, SkipReason> {
+        let traceparent = crate::trace::traceparent();
+        self.exchange_with(
+            limit,
+            |id, line| {
+                let request = HookRequestRef {
+                    id,
+                    hook,
+                    session: session.as_str(),
+                    value,
+                    traceparent: traceparent.as_deref(),
+                };
+                serde_json::to_writer(line, &request).is_ok()
+            },
+            decode_typed::<T>,
+        )
+    }
+
     /// As [`WasmPlugin::call_hook`], for either kind: the request is encoded now and the
     /// returned future runs it (inline for a core module, on its thread for a component).
     ///
@@ -467,6 +498,16 @@ impl WasmPlugin {
         limit: Duration,
         encode: impl FnOnce(RequestId, &mut Vec<u8>) -> bool,
     ) -> Result<ReplyBody, SkipReason> {
+        self.exchange_with(limit, encode, crate::external::decode_reply)
+    }
+
+    /// [`WasmPlugin::exchange`] with the reply read by `decode`.
+    fn exchange_with<R>(
+        &self,
+        limit: Duration,
+        encode: impl FnOnce(RequestId, &mut Vec<u8>) -> bool,
+        decode: impl FnOnce(&[u8]) -> Option<(RequestId, R)>,
+    ) -> Result<R, SkipReason> {
         if self.is_disabled() {
             return Err(self.restart.disabled_reason());
         }
@@ -476,7 +517,7 @@ impl WasmPlugin {
                 if !encode(id, line) {
                     return Err(Fault::encode());
                 }
-                guest.call(id, line, limit)
+                guest.call_with(id, line, limit, decode)
             })
         });
         self.settle(result)
@@ -484,10 +525,7 @@ impl WasmPlugin {
 
     /// Runs `call` on an idle core instance (or a fresh one), parked again after a reply and
     /// dropped after a fault.
-    fn inline(
-        &self,
-        call: impl FnOnce(&mut Guest) -> Result<ReplyBody, Fault>,
-    ) -> Result<ReplyBody, Fault> {
+    fn inline<R>(&self, call: impl FnOnce(&mut Guest) -> Result<R, Fault>) -> Result<R, Fault> {
         let Runs::Inline { pre, limits, idle } = &self.runs else {
             return Err(Fault::answer(SkipReason::Unavailable));
         };
@@ -510,7 +548,7 @@ impl WasmPlugin {
     }
 
     /// A call's outcome: a trap or an out-of-memory counts towards disabling the plugin.
-    fn settle(&self, result: Result<ReplyBody, Fault>) -> Result<ReplyBody, SkipReason> {
+    fn settle<R>(&self, result: Result<R, Fault>) -> Result<R, SkipReason> {
         result.map_err(|fault| {
             if fault.crashed {
                 self.count_trap();
