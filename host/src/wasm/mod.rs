@@ -52,7 +52,7 @@ pub use capability::{Capability, IMPORT_MODULE};
 pub use component::GUEST_INTERFACE;
 pub use engine::{default_cache_dir, Compiled, TICK};
 pub use guest::ABI_VERSION;
-pub use worker::QUEUE_BOUND;
+pub use worker::{MAX_WORKERS, QUEUE_BOUND};
 
 use component::{ComponentGuest, Grants};
 use guest::{Fault, Guest, Limits, State};
