@@ -72,6 +72,13 @@ fn scaffolded_plugin_builds_loads_and_runs(lang: &str) {
         "{info}"
     );
     assert_eq!(plugin["hello"]["tools"][0]["name"], "word_count", "{info}");
+    // The human form says what the guest may reach: nothing, by default (docs/wasm.md).
+    let human = hookline(&[&["hooks", "info", &name][..], &dirs].concat());
+    let human = String::from_utf8_lossy(&human.stdout);
+    assert!(
+        human.lines().any(|l| l == "capabilities none (sandboxed)"),
+        "{human}"
+    );
 
     let scenario = dir.join("scenario.json");
     let run = hookline(&[&["run", path(&scenario), "--json"][..], &dirs].concat());
