@@ -84,7 +84,11 @@
         (call $emit_byte (i32.const 125)) ;; }
         (return (call $reply (local.get $start)))))
     ;; on_user_message: the value, up to a traceparent or the request's closing brace.
-    (local.set $value (call $find (local.get $id_end) (local.get $end) (i32.const 176) (i32.const 8)))
+    ;; After the hook's name (where the host puts it) comes the session, then the value.
+    (local.set $value (call $find
+      (select (i32.add (local.get $id_end) (i32.const 25)) (local.get $id_end)
+        (call $at (i32.add (local.get $id_end) (i32.const 1)) (local.get $end) (i32.const 144) (i32.const 24)))
+      (local.get $end) (i32.const 176) (i32.const 8)))
     (if (i32.lt_s (local.get $value) (i32.const 0)) (then (return (call $error))))
     (local.set $value (i32.add (local.get $value) (i32.const 8)))
     ;; Without a traceparent the request ends `}}` (the value's brace, then its own): no search.
@@ -95,7 +99,12 @@
         (if (i32.lt_s (local.get $value_end) (i32.const 0))
           (then (local.set $value_end (i32.sub (local.get $end) (i32.const 1)))))))
     ;; The text's closing quote (escapes skipped).
-    (local.set $text (call $find (local.get $value) (local.get $value_end) (i32.const 208) (i32.const 8)))
+    ;; The text is the value's first field as the host writes it; else it is searched for.
+    (local.set $text
+      (if (result i32)
+        (call $at (i32.add (local.get $value) (i32.const 1)) (local.get $value_end) (i32.const 208) (i32.const 8))
+        (then (i32.add (local.get $value) (i32.const 1)))
+        (else (call $find (local.get $value) (local.get $value_end) (i32.const 208) (i32.const 8)))))
     (if (i32.lt_s (local.get $text) (i32.const 0)) (then (return (call $error))))
     (local.set $quote (i32.add (local.get $text) (i32.const 8)))
     (block $closed

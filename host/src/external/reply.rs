@@ -9,7 +9,6 @@ use std::borrow::Cow;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
-use serde_json::value::RawValue;
 
 use hookline_messages::protocol::{PluginMessage, ReplyBody, RequestId};
 
@@ -73,43 +72,38 @@ impl<T: DeserializeOwned> TypedReply<T> {
             ReplyBody::Error(message) => Self::Error(message),
         }
     }
-
-    /// A replacement's raw JSON as a `T`: read directly, and where that fails through a
-    /// [`serde_json::Value`] as [`decode_reply`]'s callers read it (duplicate keys, say), so
-    /// the answer is always theirs.
-    fn of_raw(raw: &RawValue) -> Self {
-        serde_json::from_str::<T>(raw.get())
-            .or_else(|_| {
-                serde_json::from_str::<serde_json::Value>(raw.get())
-                    .and_then(serde_json::from_value)
-            })
-            .map_or(Self::Undecodable, Self::Replace)
-    }
 }
 
-/// [`Fields`] with the value left as raw JSON.
+/// [`Fields`] with the value read as a `T` in the same pass.
 #[derive(Deserialize)]
-struct RawFields<'a> {
+#[serde(bound(deserialize = "T: DeserializeOwned"))]
+struct TypedFields<'a, T> {
     #[serde(rename = "type", borrow)]
     kind: Cow<'a, str>,
     id: RequestId,
-    #[serde(default, borrow, deserialize_with = "present")]
-    value: Option<&'a RawValue>,
+    #[serde(default = "none", deserialize_with = "present")]
+    value: Option<T>,
     #[serde(default, deserialize_with = "present")]
     message: Option<String>,
 }
 
+fn none<T>() -> Option<T> {
+    None
+}
+
 /// Decodes a reply with its value as a `T`: always the same as [`decode_reply`] followed by
-/// `serde_json::from_value::<T>` on a replacement, in one pass for the usual shapes.
+/// `serde_json::from_value::<T>` on a replacement. The usual shapes are read in one pass, the
+/// value straight into a `T`; anything that pass does not take (a value that is not a `T`, a
+/// duplicate key, another shape) is decoded the general way.
 pub(crate) fn decode_typed<T: DeserializeOwned>(line: &[u8]) -> Option<(RequestId, TypedReply<T>)> {
     let object = line.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
     if let Some(fields) = object
-        .then(|| serde_json::from_slice::<RawFields<'_>>(line).ok())
+        .then(|| serde_json::from_slice::<TypedFields<'_, T>>(line).ok())
         .flatten()
     {
         match (&*fields.kind, fields.value) {
             ("keep", _) => return Some((fields.id, TypedReply::Keep)),
-            ("replace", Some(raw)) => return Some((fields.id, TypedReply::of_raw(raw))),
+            ("replace", Some(value)) => return Some((fields.id, TypedReply::Replace(value))),
             ("error", _) => {
                 return Some((
                     fields.id,
