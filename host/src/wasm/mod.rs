@@ -369,16 +369,10 @@ impl WasmPlugin {
         limit: Duration,
     ) -> Result<ReplyBody, SkipReason> {
         let traceparent = crate::trace::traceparent();
-        self.exchange(limit, |id, line| {
-            let request = HookRequestRef {
-                id,
-                hook,
-                session: session.as_str(),
-                value,
-                traceparent: traceparent.as_deref(),
-            };
-            serde_json::to_writer(line, &request).is_ok()
-        })
+        self.exchange(
+            limit,
+            hook_request(hook, session, value, traceparent.as_deref()),
+        )
     }
 
     /// As [`WasmPlugin::call_hook`], with a replacement decoded straight into `T` (no
@@ -396,16 +390,7 @@ impl WasmPlugin {
         let traceparent = crate::trace::traceparent();
         self.exchange_with(
             limit,
-            |id, line| {
-                let request = HookRequestRef {
-                    id,
-                    hook,
-                    session: session.as_str(),
-                    value,
-                    traceparent: traceparent.as_deref(),
-                };
-                serde_json::to_writer(line, &request).is_ok()
-            },
+            hook_request(hook, session, value, traceparent.as_deref()),
             decode_typed::<T>,
         )
     }
@@ -423,16 +408,7 @@ impl WasmPlugin {
         limit: Duration,
     ) -> impl std::future::Future<Output = Result<ReplyBody, SkipReason>> + Send + 'static {
         let traceparent = crate::trace::traceparent();
-        let encoded = self.encode(|id, line| {
-            let request = HookRequestRef {
-                id,
-                hook,
-                session: session.as_str(),
-                value,
-                traceparent: traceparent.as_deref(),
-            };
-            serde_json::to_writer(line, &request).is_ok()
-        });
+        let encoded = self.encode(hook_request(hook, session, value, traceparent.as_deref()));
         let plugin = self.clone();
         async move {
             let (id, request) = encoded?;
@@ -576,6 +552,26 @@ impl WasmPlugin {
             }
             tracing::warn!(plugin = %self.name, "disabled after trapping {} times", traps.len());
         }
+    }
+}
+
+/// Writes the request of `hook` on `value` for `session`, with id `id`, into `line` (`false`: the
+/// value does not encode): the value is encoded once, straight into the request.
+fn hook_request<'a, T: serde::Serialize + ?Sized>(
+    hook: HookKind,
+    session: &'a SessionId,
+    value: &'a T,
+    traceparent: Option<&'a str>,
+) -> impl FnOnce(RequestId, &mut Vec<u8>) -> bool + 'a {
+    move |id, line| {
+        let request = HookRequestRef {
+            id,
+            hook,
+            session: session.as_str(),
+            value,
+            traceparent,
+        };
+        serde_json::to_writer(line, &request).is_ok()
     }
 }
 
