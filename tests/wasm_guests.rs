@@ -18,9 +18,10 @@ use hookline::actors::Pipeline;
 use hookline::host::loading::{load, trust, LoadOptions, LoadReport, Manifest, PluginState};
 use hookline::host::tools::{Tool, ToolContext};
 use hookline::host::wasm::{Compiled, WasmPlugin};
-use hookline::messages::hook::{OnToolCall, OnUserMessage};
+use hookline::messages::hook::{OnToolCall, OnTurnStarted, OnUserMessage};
+use hookline::messages::prompt::PromptMode;
 use hookline::messages::session::SessionId;
-use hookline::messages::user::UserMessage;
+use hookline::messages::user::{TurnInfo, UserMessage};
 use serde_json::json;
 use support::{texts, tool_call};
 
@@ -317,36 +318,46 @@ async fn a_component_guest_chains_with_core_guests_in_load_order() {
     assert!(notes.is_empty(), "{notes:?}");
 }
 
-#[actix_rt::test]
-async fn a_component_that_traps_is_skipped_and_the_next_call_gets_a_fresh_instance() {
-    assert_first_component_call_skipped(
-        "(if (call $first) (then unreachable))",
-        json!({}),
-        "it trapped: wasm `unreachable` instruction executed.",
-    )
-    .await;
+/// A fault of a guest's, tested in a core module and in a component alike: the same note for
+/// the first call, the same recovery for the next (SPEC P1.4).
+macro_rules! fault {
+    ($core:ident, $component:ident: $body:expr, $extra:expr, $reason:expr $(,)?) => {
+        #[actix_rt::test]
+        async fn $core() {
+            assert_first_call_skipped($body, $extra, $reason).await;
+        }
+
+        #[actix_rt::test]
+        async fn $component() {
+            assert_first_component_call_skipped($body, $extra, $reason).await;
+        }
+    };
 }
 
-#[actix_rt::test]
-async fn a_component_in_an_infinite_loop_is_stopped_at_the_hook_timeout() {
-    assert_first_component_call_skipped(
-        "(if (call $first) (then (loop $forever (br $forever))))",
-        json!({"timeout_ms": 200}),
-        "it timed out after 200 ms.",
-    )
-    .await;
-}
+fault!(
+    a_trap_is_skipped_with_its_note_and_the_next_call_gets_a_fresh_instance,
+    a_component_that_traps_is_skipped_and_the_next_call_gets_a_fresh_instance:
+    "(if (call $first) (then unreachable))",
+    json!({}),
+    "it trapped: wasm `unreachable` instruction executed.",
+);
 
-#[actix_rt::test]
-async fn a_component_past_its_memory_cap_is_skipped_as_out_of_memory() {
-    assert_first_component_call_skipped(
-        "(if (call $first) (then (if (i32.eq (memory.grow (i32.const 64)) (i32.const -1)) \
-         (then unreachable))))",
-        json!({"wasm": {"memory_mb": 1}}),
-        "it ran out of memory (its cap is 1 MiB).",
-    )
-    .await;
-}
+fault!(
+    an_infinite_loop_is_stopped_at_the_hook_timeout,
+    a_component_in_an_infinite_loop_is_stopped_at_the_hook_timeout:
+    "(if (call $first) (then (loop $forever (br $forever))))",
+    json!({"timeout_ms": 200}),
+    "it timed out after 200 ms.",
+);
+
+fault!(
+    a_guest_past_its_memory_cap_is_skipped_as_out_of_memory,
+    a_component_past_its_memory_cap_is_skipped_as_out_of_memory:
+    "(if (call $first) (then (if (i32.eq (memory.grow (i32.const 64)) (i32.const -1)) \
+     (then unreachable))))",
+    json!({"wasm": {"memory_mb": 1}}),
+    "it ran out of memory (its cap is 1 MiB).",
+);
 
 #[actix_rt::test]
 async fn a_component_with_an_answer_that_is_not_a_reply_is_skipped_as_not_the_protocol() {
@@ -415,37 +426,6 @@ async fn a_wasm_plugin_is_listed_with_its_kind_hooks_and_capabilities() {
     );
     let wasm = report.plugins[0].as_wasm().unwrap();
     assert_eq!(wasm.name(), "logger");
-}
-
-#[actix_rt::test]
-async fn a_trap_is_skipped_with_its_note_and_the_next_call_gets_a_fresh_instance() {
-    assert_first_call_skipped(
-        "(if (call $first) (then unreachable))",
-        json!({}),
-        "it trapped: wasm `unreachable` instruction executed.",
-    )
-    .await;
-}
-
-#[actix_rt::test]
-async fn an_infinite_loop_is_stopped_at_the_hook_timeout() {
-    assert_first_call_skipped(
-        "(if (call $first) (then (loop $forever (br $forever))))",
-        json!({"timeout_ms": 200}),
-        "it timed out after 200 ms.",
-    )
-    .await;
-}
-
-#[actix_rt::test]
-async fn a_guest_past_its_memory_cap_is_skipped_as_out_of_memory() {
-    assert_first_call_skipped(
-        "(if (call $first) (then (if (i32.eq (memory.grow (i32.const 64)) (i32.const -1)) \
-         (then unreachable))))",
-        json!({"wasm": {"memory_mb": 1}}),
-        "it ran out of memory (its cap is 1 MiB).",
-    )
-    .await;
 }
 
 #[actix_rt::test]
@@ -829,4 +809,53 @@ async fn the_bench_echo_guest_appends_to_long_texts_with_escapes() {
         assert!(outcome.notes.is_empty(), "{:?}", texts(&outcome.notes));
         assert_eq!(outcome.value.text, format!("{text} #e"));
     }
+}
+
+#[actix_rt::test]
+async fn a_read_only_hooks_answer_changes_nothing_and_only_its_error_is_reported() {
+    // SPEC P2.4: whatever a guest returns to `on_turn_started` is ignored (its value is skipped
+    // over unread, even one that is not a turn at all); an error is the usual skip.
+    const REPLACE: &str = r#"{"type":"replace","id":"#;
+    const NOT_A_TURN: &str = r#","value":[1,{"no":"turn"}]}"#;
+    const ERROR: &str = r#"{"type":"error","id":"#;
+    const WHY: &str = r#","message":"the guest says no"}"#;
+    let answer = |prefix: &str, suffix: &str| {
+        format!(
+            "(return (call $reply (i32.const 4096) (i32.const {}) (i32.const 4160) (i32.const {})))",
+            prefix.len(),
+            suffix.len()
+        )
+    };
+    let root = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let replacer = Guest::hooks(&["on_turn_started"])
+        .body(&answer(REPLACE, NOT_A_TURN))
+        .string(4096, REPLACE)
+        .string(4160, NOT_A_TURN);
+    plugin(root.path(), "a-replacer", &replacer.wat(), json!({}));
+    let refuser = Guest::hooks(&["on_turn_started"])
+        .body(&answer(ERROR, WHY))
+        .string(4096, ERROR)
+        .string(4160, WHY);
+    plugin(root.path(), "b-refuser", &refuser.wat(), json!({}));
+    let report = load_dir(root.path(), cache.path()).await;
+    assert!(report.notes.is_empty(), "{:?}", texts(&report.notes));
+    let pipeline = Pipeline::builder()
+        .plugins(report.registrations())
+        .start()
+        .unwrap();
+    let turn = TurnInfo {
+        user_text: "hi".into(),
+        mode: PromptMode::Work,
+        stop_reason: None,
+    };
+    let outcome = pipeline
+        .call::<OnTurnStarted>(&SessionId::new("s1"), turn.clone())
+        .await
+        .unwrap();
+    assert_eq!(outcome.value, turn);
+    assert_eq!(
+        texts(&outcome.notes),
+        ["Plugin hook 'b-refuser' turn-start was skipped: the guest says no"]
+    );
 }

@@ -25,6 +25,20 @@ fn path(dir: &Path) -> &str {
     dir.to_str().unwrap()
 }
 
+/// `hooks info NAME --json`'s answer, once it says the plugin loaded as kind `wasm`.
+fn loaded_wasm(info: &Output) -> serde_json::Value {
+    let text = String::from_utf8_lossy(&info.stdout);
+    assert!(
+        info.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&info.stderr)
+    );
+    let info: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(info["plugin"]["kind"], "wasm", "{info}");
+    assert_eq!(info["plugin"]["state"], "loaded", "{info}");
+    info
+}
+
 fn scaffolded_plugin_builds_loads_and_runs(lang: &str) {
     let test = format!("the {lang} WebAssembly plugin's end-to-end test");
     if !system::python_modules(&test, &["ziglang", "wasmtime"]) {
@@ -55,17 +69,10 @@ fn scaffolded_plugin_builds_loads_and_runs(lang: &str) {
         path(root.path()),
     ];
 
-    let info = hookline(&[&["hooks", "info", &name, "--json"][..], &dirs].concat());
-    let text = String::from_utf8_lossy(&info.stdout);
-    assert!(
-        info.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&info.stderr)
-    );
-    let info: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let info = loaded_wasm(&hookline(
+        &[&["hooks", "info", &name, "--json"][..], &dirs].concat(),
+    ));
     let plugin = &info["plugin"];
-    assert_eq!(plugin["kind"], "wasm", "{info}");
-    assert_eq!(plugin["state"], "loaded", "{info}");
     assert_eq!(
         plugin["hello"]["hooks"],
         serde_json::json!(["on_prompt", "on_tool_call"]),
@@ -184,17 +191,8 @@ fn the_python_component_kit_builds_loads_and_runs() {
             .unwrap()
     };
 
-    let info = hookline(&["hooks", "info", "kit", "--json"]);
-    let text = String::from_utf8_lossy(&info.stdout);
-    assert!(
-        info.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&info.stderr)
-    );
-    let info: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let info = loaded_wasm(&hookline(&["hooks", "info", "kit", "--json"]));
     let plugin = &info["plugin"];
-    assert_eq!(plugin["kind"], "wasm", "{info}");
-    assert_eq!(plugin["state"], "loaded", "{info}");
     assert_eq!(
         plugin["hello"]["hooks"],
         serde_json::json!([

@@ -166,15 +166,10 @@ impl ComponentGuest {
             .hello
             .typed::<(), (String,)>(&self.store)
             .map_err(|_| WasmError::MissingExport(HELLO))?;
-        match hello.call(&mut self.store, ()) {
-            Ok((text,)) => Ok(text.into_bytes()),
-            Err(error) => Err(
-                match self.store.data().core.classify(&error, limit).reason {
-                    SkipReason::TimedOut { .. } => WasmError::NoHello(limit),
-                    reason => WasmError::BadHello(reason.to_string()),
-                },
-            ),
-        }
+        let (text,) = hello
+            .call(&mut self.store, ())
+            .map_err(|error| self.store.data().core.hello_error(&error, limit))?;
+        Ok(text.into_bytes())
     }
 
     /// Runs one request (`request`, with id `id`) within `limit` and decodes the reply.

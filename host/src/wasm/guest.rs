@@ -112,6 +112,14 @@ impl State {
         }
     }
 
+    /// Why a hello did not come: its deadline, else the fault as a phrase.
+    pub(crate) fn hello_error(&self, error: &wasmtime::Error, limit: Duration) -> WasmError {
+        match self.classify(error, limit).reason {
+            SkipReason::TimedOut { .. } => WasmError::NoHello(limit),
+            reason => WasmError::BadHello(reason.to_string()),
+        }
+    }
+
     pub(crate) fn out_of_memory(&self) -> SkipReason {
         SkipReason::OutOfMemory {
             limit_mb: self.limits.memory_mb(),
@@ -336,12 +344,9 @@ impl Guest {
             .get_typed_func(&mut self.store, "hookline_hello")
             .map_err(|_| WasmError::MissingExport("hookline_hello"))?;
         self.store.set_epoch_deadline(deadline_ticks(limit));
-        let packed = hello.call(&mut self.store, ()).map_err(|error| {
-            match self.store.data().classify(&error, limit).reason {
-                SkipReason::TimedOut { .. } => WasmError::NoHello(limit),
-                reason => WasmError::BadHello(reason.to_string()),
-            }
-        })?;
+        let packed = hello
+            .call(&mut self.store, ())
+            .map_err(|error| self.store.data().hello_error(&error, limit))?;
         self.unpack(packed)
             .map(<[u8]>::to_vec)
             .ok_or_else(|| WasmError::BadHello("it points outside the guest's memory".into()))

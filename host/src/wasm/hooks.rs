@@ -14,6 +14,7 @@ use hookline_messages::event::Event;
 use hookline_messages::hook::{self, Hook, HookContext};
 use hookline_messages::note::SkipReason;
 use hookline_messages::protocol::{EventRequest, HostMessage};
+use serde::de::IgnoredAny;
 
 use super::WasmPlugin;
 use crate::external::{event_reply, observed, replacement, TypedReply};
@@ -25,15 +26,21 @@ fn entry<H: Dispatch>(
     let plugin = plugin.clone();
     move |cx, value| {
         let limit = plugin.timeouts.get(H::KIND);
+        let session = &cx.session_id;
         if <H as Hook>::READ_ONLY {
-            let body = plugin
-                .call_hook(H::KIND, &cx.session_id, value, limit)
-                .map_err(HookError::skip)?;
-            return observed(body).map(|()| Reply::Keep);
+            // Whatever it returns changes nothing (SPEC P2.1, P2.4, P2.6): its value is skipped
+            // over unread; only an error is reported.
+            return match plugin
+                .call_hook_typed::<_, IgnoredAny>(H::KIND, session, value, limit)
+                .map_err(HookError::skip)?
+            {
+                TypedReply::Error(message) => Err(HookError::msg(message)),
+                _ => Ok(Reply::Keep),
+            };
         }
         // The replacement decoded straight into the hook's value (no JSON tree in between).
         match plugin
-            .call_hook_typed(H::KIND, &cx.session_id, value, limit)
+            .call_hook_typed(H::KIND, session, value, limit)
             .map_err(HookError::skip)?
         {
             TypedReply::Keep => Ok(Reply::Keep),

@@ -375,23 +375,28 @@ impl WasmPlugin {
         )
     }
 
-    /// As [`WasmPlugin::call_hook`], with a replacement decoded straight into `T` (no
-    /// `serde_json::Value` in between): the fast path of a core module's hooks.
+    /// As [`WasmPlugin::call_hook`], with a replacement decoded straight into `R` (no
+    /// `serde_json::Value` in between; `IgnoredAny` skips it unread): the fast path of a core
+    /// module's hooks.
     ///
     /// # Errors
     /// As [`WasmPlugin::call_hook`].
-    pub(crate) fn call_hook_typed<T: serde::Serialize + serde::de::DeserializeOwned>(
+    pub(crate) fn call_hook_typed<T, R>(
         &self,
         hook: HookKind,
         session: &SessionId,
         value: &T,
         limit: Duration,
-    ) -> Result<TypedReply<T>, SkipReason> {
+    ) -> Result<TypedReply<R>, SkipReason>
+    where
+        T: serde::Serialize + ?Sized,
+        R: serde::de::DeserializeOwned,
+    {
         let traceparent = crate::trace::traceparent();
         self.exchange_with(
             limit,
             hook_request(hook, session, value, traceparent.as_deref()),
-            decode_typed::<T>,
+            decode_typed::<R>,
         )
     }
 
