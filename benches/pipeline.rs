@@ -2,7 +2,7 @@
 //! run: the direct-call loop, a naive actix chain (the caller awaits `send` to each of 8 actors),
 //! an actix relay chain (each actor hands the value to the next) and a batched actix relay (64
 //! sessions' values per message, appended in place), with the same appenders
-//! (the workload of `../shared/PERFORMANCE-NOTES.md`: 8 plugins appending a few bytes to a
+//! (the reference workload of `docs/performance.md`: 8 plugins appending a few bytes to a
 //! ~64-byte text). Run with `cargo bench --bench pipeline`.
 #![allow(missing_docs)] // criterion's macros generate undocumented items
 

@@ -17,10 +17,10 @@ for round in ${ROUNDS:-1 2 3}; do
   cli inproc-1024-arb2-tool --hook on_tool_call --sessions 1024 --arbiters 2 --duration 2
   max=$(python3 -c "import json;print(int(json.load(open('$out/r$round-inproc-1000-arb2.json'))['calls_per_second']))")
   cli inproc-open-half --sessions 1000 --arbiters 2 --rate $((max / 2)) --duration 2
-  cli ext-rust-1 --source external-rust --plugins 1 --sessions 1 --duration 2
-  cli ext-rust-1000 --source external-rust --plugins 1 --sessions 1000 --duration 2
-  cli ext-py-1 --source external-python --plugins 1 --sessions 1 --duration 2
-  cli ext-py-1000 --source external-python --plugins 1 --sessions 1000 --duration 2
+  cli ext-rust-1 --source external-rust --plugin-count 1 --sessions 1 --duration 2
+  cli ext-rust-1000 --source external-rust --plugin-count 1 --sessions 1000 --duration 2
+  cli ext-py-1 --source external-python --plugin-count 1 --sessions 1 --duration 2
+  cli ext-py-1000 --source external-python --plugin-count 1 --sessions 1000 --duration 2
   cli examples-64 --source examples --hook on_prompt --sessions 64 --duration 2
   cli memory --memory
   for bench in pipeline external gateway rules; do

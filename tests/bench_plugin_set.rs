@@ -1,4 +1,4 @@
-//! `hookline bench --plugins-dir` as a user runs it (issue 39): a plugin set of two Python
+//! `hookline bench --plugins DIR` as a user runs it (issue 39): a plugin set of two Python
 //! plugins on the Python kit, one of which sleeps 1 ms on `on_tool_call` in its slow version.
 //! The report names the slow plugin with about 1 ms more on that hook and nothing more on the
 //! others; the slow set fails the fast set's baseline with `--fail-above 50`; a set passes its
@@ -97,7 +97,7 @@ fn plugin_set(root: &Path, name: &str, slow_sleep_s: f64) -> PathBuf {
 }
 
 fn bench(dir: &Path, cwd: &Path, more: &[&str]) -> Output {
-    let mut args = vec!["bench", "--plugins-dir", dir.to_str().unwrap()];
+    let mut args = vec!["bench", "--plugins", dir.to_str().unwrap()];
     args.extend_from_slice(more);
     hookline(&args, cwd)
 }
@@ -389,11 +389,23 @@ fn a_directory_without_plugins_is_refused() {
     let root = tempfile::tempdir().unwrap();
     let empty = root.path().join("empty");
     std::fs::create_dir_all(&empty).unwrap();
-    let args = ["bench", "--plugins-dir", empty.to_str().unwrap()];
+    let args = ["bench", "--plugins", empty.to_str().unwrap()];
     refused(&args, root.path(), "there are no plugins in");
     let missing = root.path().join("missing");
-    let args = ["bench", "--plugins-dir", missing.to_str().unwrap()];
+    let args = ["bench", "--plugins", missing.to_str().unwrap()];
     refused(&args, root.path(), "is not a directory");
+    // `--plugins-dir`, the old spelling (issue 46 item 4), still names the set, with a line
+    // saying it is deprecated.
+    let args = ["bench", "--plugins-dir", empty.to_str().unwrap()];
+    refused(&args, root.path(), "there are no plugins in");
+    refused(
+        &args,
+        root.path(),
+        &format!(
+            "hookline bench: `--plugins-dir {0}` is deprecated; use `--plugins {0}`.\n",
+            empty.display()
+        ),
+    );
 }
 
 #[test]
@@ -409,7 +421,7 @@ fn a_plugin_that_fails_to_load_is_refused_by_name() {
     .unwrap();
     let args = [
         "bench",
-        "--plugins-dir",
+        "--plugins",
         set.to_str().unwrap(),
         "--duration",
         "0.2",
@@ -423,13 +435,13 @@ fn a_hook_no_plugin_implements_is_refused() {
     let root = tempfile::tempdir().unwrap();
     let set = plugin_set(root.path(), "set", 0.0);
     let dir = set.to_str().unwrap();
-    let args = ["bench", "--plugins-dir", dir, "--hook", "on_compaction"];
+    let args = ["bench", "--plugins", dir, "--hook", "on_compaction"];
     refused(
         &args,
         root.path(),
         "no plugin of the set implements on_compaction",
     );
-    let args = ["bench", "--plugins-dir", dir, "--hook", "on_compactoin"];
+    let args = ["bench", "--plugins", dir, "--hook", "on_compactoin"];
     refused(&args, root.path(), "is not a hook");
 }
 
@@ -441,7 +453,7 @@ fn a_value_that_is_not_the_hooks_is_refused() {
     std::fs::write(&values, r#"{"on_tool_call": {"text": "not a call"}}"#).unwrap();
     let args = [
         "bench",
-        "--plugins-dir",
+        "--plugins",
         set.to_str().unwrap(),
         "--values",
         values.to_str().unwrap(),
@@ -467,7 +479,7 @@ fn a_baseline_of_another_plugin_set_or_version_is_refused() {
     let file = baseline.to_str().unwrap();
     let args = [
         "bench",
-        "--plugins-dir",
+        "--plugins",
         set.to_str().unwrap(),
         "--duration",
         "0.3",

@@ -27,7 +27,7 @@ fn a_plugin_gets_only_the_allowlisted_environment_and_never_a_host_secret() {
     let manifest = json!({"entry": "envdump.py", "args": ["env"]});
     std::fs::write(dir.join("plugin.json"), manifest.to_string()).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_hookline"))
-        .args(["hooks", "list", "--user-dir"])
+        .args(["hooks", "list", "--plugins"])
         .arg(root.path())
         .arg("--workspace")
         .arg(root.path())

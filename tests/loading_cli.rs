@@ -11,7 +11,7 @@ fn hooks(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_hookline"))
         .arg("hooks")
         .args(args)
-        .arg("--user-dir")
+        .arg("--plugins")
         .arg(dir)
         .arg("--workspace")
         .arg(dir)
@@ -54,9 +54,56 @@ fn list_info_and_check_on_the_examples() {
     let json: serde_json::Value =
         serde_json::from_slice(&hooks(root.path(), &["list", "--json"]).stdout).unwrap();
     assert_eq!(json[1]["name"], "rust-guard");
+    // camelCase like every other field of hookline's JSON (issue 46 item 4); the protocol's
+    // own hello line keeps `raw_hooks`.
     assert_eq!(
-        json[1]["hello"]["raw_hooks"],
+        json[1]["hello"]["rawHooks"],
         serde_json::json!(["rewrite_prompt"])
+    );
+    assert!(json[1]["hello"].get("raw_hooks").is_none(), "{json}");
+}
+
+/// `--plugins DIR` is the plugin directory of `hooks` as of every command; `--user-dir`, its old
+/// spelling, still works with a one-line deprecation on stderr (issue 46 item 4).
+#[test]
+fn the_old_user_dir_spelling_still_works_and_says_it_is_deprecated() {
+    let root = tempfile::tempdir().unwrap();
+    support::examples(root.path());
+    let old = Command::new(env!("CARGO_BIN_EXE_hookline"))
+        .args(["hooks", "list", "--user-dir"])
+        .arg(root.path())
+        .arg("--workspace")
+        .arg(root.path())
+        .output()
+        .unwrap();
+    assert!(old.status.success(), "{old:?}");
+    assert_eq!(stdout(&old), stdout(&hooks(root.path(), &["list"])));
+    let stderr = String::from_utf8_lossy(&old.stderr);
+    let dir = root.path().display();
+    assert_eq!(
+        stderr,
+        format!("hookline hooks: `--user-dir {dir}` is deprecated; use `--plugins {dir}`.\n")
+    );
+    // Neither `hooks --help` nor the top level hides a subcommand: `trust` is listed.
+    let help = Command::new(env!("CARGO_BIN_EXE_hookline"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = stdout(&help);
+    let line = help
+        .lines()
+        .find(|l| l.trim_start().starts_with("hooks"))
+        .unwrap();
+    assert!(line.contains("trust"), "{help}");
+    let help = stdout(
+        &Command::new(env!("CARGO_BIN_EXE_hookline"))
+            .args(["hooks", "--help"])
+            .output()
+            .unwrap(),
+    );
+    assert!(
+        help.contains("trust") && !help.contains("--user-dir"),
+        "{help}"
     );
 }
 

@@ -134,7 +134,7 @@ fn cli(d: &Dirs, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_hookline"))
         .arg("hooks")
         .args(args)
-        .arg("--user-dir")
+        .arg("--plugins")
         .arg(&d.user)
         .arg("--workspace")
         .arg(d.workspace.parent().unwrap().parent().unwrap())

@@ -114,7 +114,7 @@ async fn killed_run(dir: &Path, lines: usize) -> (Vec<String>, Vec<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_hookline"))
         .arg("run")
         .arg(dir.join("scenario.json"))
-        .arg("--user-dir")
+        .arg("--plugins")
         .arg(dir.join("plugins"))
         .env("HOOKLINE_HOME", dir.join("home"))
         .stdout(Stdio::null())

@@ -63,7 +63,7 @@ fn scaffolded_plugin_builds_loads_and_runs(lang: &str) {
         .unwrap();
     assert!(built.status.success(), "{built:?}");
     let dirs = [
-        "--user-dir",
+        "--plugins",
         path(root.path()),
         "--workspace",
         path(root.path()),
@@ -177,7 +177,7 @@ fn the_python_component_kit_builds_loads_and_runs() {
     );
     std::fs::write(dir.join("plugin.json"), r#"{"entry": "plugin.wasm"}"#).unwrap();
     let dirs = [
-        "--user-dir",
+        "--plugins",
         path(root.path()),
         "--workspace",
         path(root.path()),

@@ -150,7 +150,7 @@ export interface DiskPlugin {
   source?: string;
   kind?: string;
   description?: string | null;
-  hello?: { hooks?: string[]; raw_hooks?: string[]; events?: string[]; tools?: { name?: string }[] } | null;
+  hello?: { hooks?: string[]; rawHooks?: string[]; events?: string[]; tools?: { name?: string }[] } | null;
   trust?: string;
   state?: string;
   problem?: unknown;

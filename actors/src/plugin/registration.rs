@@ -279,7 +279,7 @@ impl PluginRegistration {
 
     /// Calls the plugin's hook `H` directly, outside the pipeline: no actor, no rule, no
     /// timeout, no panic guard. `None` when the plugin does not implement `H`. This is the
-    /// direct loop `hookline bench --plugins-dir` measures a plugin set's own cost with; a
+    /// direct loop `hookline bench --plugins DIR` measures a plugin set's own cost with; a
     /// program runs hooks through [`Pipeline::call`](crate::Pipeline::call).
     pub async fn call_direct<H: Dispatch>(
         &self,

@@ -93,8 +93,9 @@ impl fmt::Display for MemoryReport {
         let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
         writeln!(
             f,
-            "{} idle sessions on a pipeline of {} plugins",
-            self.sessions, self.plugins
+            "{} on a pipeline of {}",
+            super::counted(self.sessions as u64, "idle session"),
+            super::counted(self.plugins as u64, "plugin")
         )?;
         writeln!(f, "resident before  {:.1} MiB", mib(self.rss_before))?;
         writeln!(f, "resident after   {:.1} MiB", mib(self.rss_after))?;

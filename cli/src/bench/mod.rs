@@ -1,7 +1,7 @@
 //! Hook-latency benchmarking: the workload, the direct-call baseline it is compared with, and
 //! closed- and open-loop drivers that record every call's latency in an HDR histogram.
 //!
-//! The workload is the one `../shared/PERFORMANCE-NOTES.md` uses: one hook call through N
+//! The workload is docs/performance.md's reference workload: one hook call through N
 //! plugins, each appending a few bytes to a ~64-byte text and handing it on. The peers are the
 //! same appenders called in a plain loop on one thread (the direct loop), through a naive actix
 //! chain, an actix relay chain and a batched actix relay ([`Peer`]), each measured in the same
@@ -36,3 +36,13 @@ pub use source::{
     start_plugins, PluginMemory, Plugins, Source, RUST_ECHO_BIN, RUST_EXAMPLE_BIN, WASM_ECHO,
 };
 pub use workload::{appender_plugins, direct_baseline, Appender, DirectAppender, PAYLOAD};
+
+/// `n` and the noun, plural unless `n` is 1: `1 session`, `8 plugins` (the report's English).
+pub(crate) fn counted(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}

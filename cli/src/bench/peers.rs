@@ -1,13 +1,14 @@
 //! The actor designs hookline is measured against in the same run, with the same appenders
-//! (`../shared/PERFORMANCE-NOTES.md`): each plugin an actix actor on the caller's arbiter, the
-//! value moved from hop to hop, no rules, no notes, no timeouts.
+//! (docs/performance.md, "The reference workload and the reference designs"): each plugin an
+//! actix actor on the caller's arbiter, the value moved from hop to hop, no rules, no notes, no
+//! timeouts.
 //!
 //! - [`Peer::Naive`]: the caller awaits `send` to each plugin actor in turn (a request and its
 //!   reply per plugin).
 //! - [`Peer::Relay`]: each plugin actor hands the value straight to the next; the last answers
 //!   the caller's oneshot (one one-way hop per plugin).
-//! - [`Peer::BatchedRelay`]: the best actor design measured (`actix_shard2_relaybatch` in
-//!   `../shared/PERFORMANCE-NOTES.md`): a caller hands one message carrying
+//! - [`Peer::BatchedRelay`]: the best actor design measured (the batched relay of
+//!   docs/performance.md's reference designs): a caller hands one message carrying
 //!   [`PEER_BATCH`] sessions' values and one reply channel for all of them; each actor runs its
 //!   appender over every value in place and forwards the same vector one-way; the last answers.
 //!   Per call nothing is allocated by the chain; per batch, one envelope per hop and one reply.

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::counted;
 use super::driver::Measured;
 use super::source::PluginMemory;
 
@@ -178,53 +179,17 @@ fn micros(ns: u64) -> String {
     format!("{:.2} µs", ns as f64 / 1000.0)
 }
 
-impl fmt::Display for BenchReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let l = &self.latency;
-        write!(
-            f,
-            "hook {} through {} {} plugins, {} sessions in flight on {} arbiter(s)",
-            self.hook, self.plugins, self.source, self.sessions, self.arbiters
-        )?;
-        if self.rounds > 1 {
-            write!(f, ", in {} rounds alternating with the peers", self.rounds)?;
-        }
-        writeln!(f)?;
-        if let Some(rate) = self.offered_rate {
-            writeln!(f, "offered load   {rate} calls/s (open loop)")?;
-        }
-        writeln!(f, "calls          {}", self.calls)?;
-        if self.shed > 0 {
-            writeln!(f, "shed           {} (refused as overloaded)", self.shed)?;
-        }
-        writeln!(f, "throughput     {:.0} calls/s", self.calls_per_second)?;
-        writeln!(
-            f,
-            "latency        p50 {}  p90 {}  p99 {}  max {}",
-            micros(l.p50_ns),
-            micros(l.p90_ns),
-            micros(l.p99_ns),
-            micros(l.max_ns)
-        )?;
-        writeln!(
-            f,
-            "direct loop    {:.3} µs/call, {:.0} calls/s (same run)",
-            self.direct_ns_per_call / 1000.0,
-            self.direct_calls_per_second
-        )?;
-        write!(
-            f,
-            "ratio          throughput {:.3}x the direct loop; p50 {:.1}x its time per call",
-            self.throughput_ratio, self.latency_ratio
-        )?;
-        if let Some(memory) = self.plugin_memory {
-            write!(
-                f,
-                "\nmemory         per plugin {} KiB of linear memory, {} KiB resident at load",
-                memory.linear_bytes / 1024,
-                memory.resident_bytes / 1024
-            )?;
-        }
+impl BenchReport {
+    /// Whether each call leaves the process (external plugins): then the pipe peers are the
+    /// yardstick, and the in-process direct loop only gives the scale.
+    fn out_of_process(&self) -> bool {
+        matches!(
+            self.source.as_str(),
+            "external-rust" | "external-python" | "examples"
+        )
+    }
+
+    fn peer_lines(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for peer in &self.peers {
             write!(
                 f,
@@ -247,6 +212,76 @@ impl fmt::Display for BenchReport {
                     multiple
                 )?;
             }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for BenchReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let l = &self.latency;
+        write!(
+            f,
+            "hook {} through {}, {} in flight on {}",
+            self.hook,
+            counted(self.plugins as u64, &format!("{} plugin", self.source)),
+            counted(self.sessions as u64, "session"),
+            counted(self.arbiters as u64, "arbiter")
+        )?;
+        if self.rounds > 1 {
+            write!(f, ", in {} rounds alternating with the peers", self.rounds)?;
+        }
+        writeln!(f)?;
+        if let Some(rate) = self.offered_rate {
+            writeln!(f, "offered load   {rate} calls/s (open loop)")?;
+        }
+        writeln!(f, "calls          {}", self.calls)?;
+        if self.shed > 0 {
+            writeln!(f, "shed           {} (refused as overloaded)", self.shed)?;
+        }
+        writeln!(f, "throughput     {:.0} calls/s", self.calls_per_second)?;
+        write!(
+            f,
+            "latency        p50 {}  p90 {}  p99 {}  max {}",
+            micros(l.p50_ns),
+            micros(l.p90_ns),
+            micros(l.p99_ns),
+            micros(l.max_ns)
+        )?;
+        if self.out_of_process() {
+            // A process hop against an in-process loop says nothing: the pipe peers first, the
+            // direct loop for scale only, and no ratio to it.
+            self.peer_lines(f)?;
+            write!(
+                f,
+                "\ndirect loop    {:.3} µs/call, {:.0} calls/s (same run; in-process, no process \
+                 hop: for scale only, not this kind's yardstick)",
+                self.direct_ns_per_call / 1000.0,
+                self.direct_calls_per_second
+            )?;
+        } else {
+            write!(
+                f,
+                "\ndirect loop    {:.3} µs/call, {:.0} calls/s (same run)",
+                self.direct_ns_per_call / 1000.0,
+                self.direct_calls_per_second
+            )?;
+            write!(
+                f,
+                "\nratio          throughput {:.3}x the direct loop; p50 {:.1}x its time per call",
+                self.throughput_ratio, self.latency_ratio
+            )?;
+        }
+        if let Some(memory) = self.plugin_memory {
+            write!(
+                f,
+                "\nmemory         per plugin {} KiB of linear memory, {} KiB resident at load",
+                memory.linear_bytes / 1024,
+                memory.resident_bytes / 1024
+            )?;
+        }
+        if !self.out_of_process() {
+            self.peer_lines(f)?;
         }
         Ok(())
     }

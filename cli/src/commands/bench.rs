@@ -1,7 +1,7 @@
 //! `hookline bench`: measures hook latency and throughput through the pipeline, beside the
 //! direct-call loop measured in the same run; `--memory` measures the cost of idle sessions.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -18,13 +18,13 @@ use crate::bench::{
 /// Where the plugins come from.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum SourceArg {
-    /// In-process appender plugins (`--plugins` of them).
+    /// In-process appender plugins (`--plugin-count` of them).
     InProcess,
-    /// `--plugins` external Rust echo plugins, one process each (`hookline-bench-echo`).
+    /// `--plugin-count` external Rust echo plugins, one process each (`hookline-bench-echo`).
     ExternalRust,
-    /// `--plugins` external Python echo plugins, one process each.
+    /// `--plugin-count` external Python echo plugins, one process each.
     ExternalPython,
-    /// `--plugins` WebAssembly echo guests loaded into the process (`benches/plugins/echo.wat`),
+    /// `--plugin-count` WebAssembly echo guests loaded into the process (`benches/plugins/echo.wat`),
     /// beside in-process, external Rust and external Python plugins and the raw pipe.
     Wasm,
     /// The shipped examples: rust-guard (Rust) and house-rules (Python).
@@ -40,13 +40,14 @@ pub(super) struct BenchArgs {
     #[arg(long, value_enum, default_value = "in-process")]
     source: SourceArg,
     /// The hook each call runs: `on_user_message` (the default), `on_prompt` or
-    /// `on_tool_call`. With `--plugins-dir`: any of the sixteen hooks (raw hooks too), repeatable;
+    /// `on_tool_call`. With `--plugins DIR`: any of the sixteen hooks (raw hooks too), repeatable;
     /// default every hook the set implements.
     #[arg(long, value_name = "HOOK", value_parser = set::parse_hook)]
     hook: Vec<HookKind>,
     /// Plugins each call goes through (ignored with `--source examples`).
-    #[arg(long, default_value_t = 8)]
-    plugins: usize,
+    // `--plugins N`, a number, is its old, deprecated spelling (`super::deprecated`).
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    plugin_count: usize,
     /// Sessions in flight at once, summed over the arbiters.
     #[arg(long, default_value_t = 1)]
     sessions: usize,
@@ -83,7 +84,7 @@ pub(super) struct BenchArgs {
     /// peer for `--duration / N`, and merge each one's rounds. On a shared machine whose speed
     /// comes and goes in spells (the single call's p50 is bimodal on a virtual machine), the
     /// spells then fall on all of them alike.
-    /// Default 1; with `--plugins-dir`, 5 (its baselines weigh the noise of the rounds).
+    /// Default 1; with `--plugins DIR`, 5 (its baselines weigh the noise of the rounds).
     #[arg(long, conflicts_with_all = ["rate", "at_half_load"])]
     rounds: Option<u32>,
     /// Measure resident memory per open idle session instead (`--idle-sessions` of them).
@@ -93,9 +94,10 @@ pub(super) struct BenchArgs {
     #[arg(long, default_value_t = 100_000)]
     idle_sessions: usize,
     /// Where the shipped example plugins are (for `--source examples`; default
-    /// `examples/plugins` under the current directory, i.e. run from a checkout).
-    #[arg(long, value_name = "DIR", default_value = "examples/plugins")]
-    examples_dir: PathBuf,
+    /// `examples/plugins` under the current directory when run from a checkout, else that of the
+    /// checkout this binary was built from).
+    #[arg(long, value_name = "DIR")]
+    examples_dir: Option<PathBuf>,
     /// Print one JSON report instead of text.
     #[arg(long)]
     json: bool,
@@ -103,7 +105,7 @@ pub(super) struct BenchArgs {
     /// what the pipeline's metrics cost (without it every metric is a no-op).
     #[arg(long)]
     metrics: bool,
-    /// A plugin set from disk instead (`--plugins-dir`, baselines).
+    /// A plugin set from disk instead (`--plugins DIR`, baselines).
     #[command(flatten)]
     set: set::SetArgs,
 }
@@ -121,7 +123,8 @@ pub(super) fn run(args: &BenchArgs) -> ExitCode {
         hookline_server::install_recorder();
     }
     if args.memory {
-        let report = actix::System::new().block_on(idle_sessions(args.idle_sessions, args.plugins));
+        let report =
+            actix::System::new().block_on(idle_sessions(args.idle_sessions, args.plugin_count));
         return print(report, args.json);
     }
     if !(args.duration.is_finite() && args.duration > 0.0 && args.duration <= 3600.0) {
@@ -141,12 +144,22 @@ pub(super) fn run(args: &BenchArgs) -> ExitCode {
     }
     let Some(hook) = set::classic_hook(&args.hook) else {
         eprintln!(
-            "hookline bench: without --plugins-dir, --hook is one of on_user_message, on_prompt \
+            "hookline bench: without --plugins DIR, --hook is one of on_user_message, on_prompt \
 and on_tool_call"
         );
         return ExitCode::from(2);
     };
-    let mut plan = plan(args, hook);
+    let examples_dir = match args.source {
+        SourceArg::Examples => match examples_dir(args.examples_dir.as_deref()) {
+            Ok(dir) => dir,
+            Err(error) => {
+                eprintln!("hookline bench: {error}");
+                return ExitCode::from(2);
+            }
+        },
+        _ => PathBuf::new(),
+    };
+    let mut plan = plan(args, hook, examples_dir);
     let bar = Bar::new("benchmarking", plan.duration, args.json);
     let (measured, peers) = if args.rounds() > 1 {
         match in_rounds(args, &plan, &bar) {
@@ -246,7 +259,7 @@ fn with_peers(args: &BenchArgs, plan: &Plan) -> Result<Vec<(Compared, Measured)>
         .collect()
 }
 
-fn plan(args: &BenchArgs, hook: BenchHook) -> Plan {
+fn plan(args: &BenchArgs, hook: BenchHook, examples_dir: PathBuf) -> Plan {
     Plan {
         source: match args.source {
             SourceArg::InProcess => Source::InProcess,
@@ -255,7 +268,7 @@ fn plan(args: &BenchArgs, hook: BenchHook) -> Plan {
             SourceArg::Wasm => Source::Wasm,
             SourceArg::Examples => Source::Examples,
         },
-        plugins: args.plugins,
+        plugins: args.plugin_count,
         hook,
         sessions: args.sessions,
         rate: args.rate,
@@ -265,10 +278,49 @@ fn plan(args: &BenchArgs, hook: BenchHook) -> Plan {
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from)),
         max_pending: args.max_pending,
         batch: args.call_many.map(|n| n.max(1)),
-        // Absolute: each plugin process starts in its own directory.
-        examples_dir: std::path::absolute(&args.examples_dir)
-            .unwrap_or_else(|_| args.examples_dir.clone()),
+        examples_dir,
     }
+}
+
+/// The example plugins' directory this binary was built beside (`examples/plugins` of its
+/// checkout), where `cargo install --path .` leaves them.
+const BUILT_EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/plugins");
+
+/// Where `--source examples` finds the shipped examples (`rust-guard/`, `house-rules/`): the
+/// directory given, else `examples/plugins` under the current directory (a checkout), else
+/// that of the checkout this binary was built from. Absolute: each plugin process starts in
+/// its own directory.
+///
+/// # Errors
+/// A sentence naming `--examples-dir` when none of them holds the examples.
+fn examples_dir(given: Option<&Path>) -> Result<PathBuf, String> {
+    let holds =
+        |dir: &Path| dir.join("house-rules/plugin.py").is_file() && dir.join("rust-guard").is_dir();
+    let absolute = |dir: &Path| std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    if let Some(dir) = given {
+        return if holds(dir) {
+            Ok(absolute(dir))
+        } else {
+            Err(format!(
+                "'{}' does not hold the example plugins (rust-guard/ and house-rules/plugin.py); \
+                 give --examples-dir the examples/plugins directory of a hookline checkout",
+                dir.display()
+            ))
+        };
+    }
+    let candidates = [
+        PathBuf::from("examples/plugins"),
+        PathBuf::from(BUILT_EXAMPLES),
+    ];
+    if let Some(dir) = candidates.iter().find(|dir| holds(dir)) {
+        return Ok(absolute(dir));
+    }
+    Err(format!(
+        "the example plugins were not found in {} nor in {}; give --examples-dir the \
+         examples/plugins directory of a hookline checkout",
+        absolute(&candidates[0]).display(),
+        absolute(&candidates[1]).display()
+    ))
 }
 
 fn source_name(source: SourceArg) -> &'static str {

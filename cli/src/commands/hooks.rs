@@ -4,7 +4,7 @@
 //! `$HOOKLINE_HOME/trust.json` (else `~/.hookline/trust.json`, or `--trust-file`) and bound to a
 //! hash of the plugin's manifest and entry point (see `hookline_host::loading::trust`).
 //!
-//! Directories: `--user-dir` (default `$HOOKLINE_HOME/plugins`, else `~/.hookline/plugins`) and
+//! Directories: `--plugins` (default `$HOOKLINE_HOME/plugins`, else `~/.hookline/plugins`) and
 //! `--workspace` (default the current directory; its plugins are in `<workspace>/.hookline/plugins`).
 //! `list`, `info` and `check` start each enabled plugin, complete its handshake, and shut it down.
 //! Exit status: 0 fine, 1 when `check` found a problem, 2 for bad input (an unknown plugin, a

@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod chat;
 mod config;
+mod deprecated;
 mod hooks;
 mod load;
 mod new;
@@ -44,9 +45,9 @@ enum Command {
     Bench(bench::BenchArgs),
     /// An interactive session in the terminal, with a real model or the built-in offline one.
     Chat(chat::ChatArgs),
-    /// Plugins on disk: list, info, check, enable, disable.
+    /// Plugins on disk: list, info, check, enable, disable, trust.
     Hooks(hooks::HooksArgs),
-    /// Write a new plugin directory on a plugin kit: `new plugin NAME --lang python|node|rust`.
+    /// Write a new plugin directory on a plugin kit: `new plugin NAME --lang python|node|rust|c|zig`.
     New(new::NewArgs),
     /// Drive a running `hookline serve` with many sessions and measure it.
     Load(load::LoadArgs),
@@ -70,7 +71,12 @@ enum Command {
 /// Traces and logs are set up first from the environment (docs/observability.md) and flushed
 /// when the command returns: after `serve` has drained.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // Old spellings of flags still work for a while, each with a one-line deprecation.
+    let (args, deprecations) = deprecated::rewrite(std::env::args_os().collect());
+    let cli = Cli::parse_from(args);
+    for line in deprecations {
+        eprintln!("{line}");
+    }
     let telemetry = match crate::telemetry::Telemetry::from_env() {
         Ok(telemetry) => telemetry,
         Err(error) => {

@@ -13,7 +13,8 @@ use hookline_host::loading::LoadOptions;
 #[derive(Debug, Args)]
 pub(crate) struct PluginDirs {
     /// The user plugins directory (default `$HOOKLINE_HOME/plugins` or `~/.hookline/plugins`).
-    #[arg(long, global = true, value_name = "DIR", alias = "plugins")]
+    // `--user-dir` is its old, deprecated spelling (`super::deprecated`), not shown in the help.
+    #[arg(long = "plugins", global = true, value_name = "DIR")]
     pub(crate) user_dir: Option<PathBuf>,
     /// The workspace whose `.hookline/plugins` overlays the user plugins (default: the current
     /// directory).

@@ -946,7 +946,7 @@ function pluginRows(view2) {
     kind: "external",
     language: p.kind ?? "unknown",
     hooks: p.hello?.hooks ?? [],
-    rawHooks: p.hello?.raw_hooks ?? [],
+    rawHooks: p.hello?.rawHooks ?? [],
     events: p.hello?.events ?? [],
     status: p.state ?? "unknown",
     trust: p.trust ?? "unknown"

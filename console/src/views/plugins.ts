@@ -29,7 +29,7 @@ export function pluginRows(view: PluginsView): PluginRow[] {
     kind: "external",
     language: p.kind ?? "unknown",
     hooks: p.hello?.hooks ?? [],
-    rawHooks: p.hello?.raw_hooks ?? [],
+    rawHooks: p.hello?.rawHooks ?? [],
     events: p.hello?.events ?? [],
     status: p.state ?? "unknown",
     trust: p.trust ?? "unknown",

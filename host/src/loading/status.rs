@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use hookline_messages::event::Subscription;
-use hookline_messages::protocol::Hello;
+use hookline_messages::protocol::{Hello, HelloView};
 use serde::Serialize;
 
 use super::discover::{Candidate, Source};
@@ -41,7 +41,9 @@ pub struct PluginStatus {
     pub capabilities: Vec<String>,
     /// The manifest's description.
     pub description: Option<String>,
-    /// What it said in its hello, once loaded.
+    /// What it said in its hello, once loaded (shown with camelCase names: `rawHooks`).
+    #[serde(serialize_with = "hello_view")]
+    #[schemars(with = "Option<HelloView>")]
     pub hello: Option<Hello>,
     /// Whether it may run: user plugins by installation, workspace plugins once trusted.
     pub trust: Trust,
@@ -98,4 +100,9 @@ impl PluginStatus {
             })
             .collect()
     }
+}
+
+/// A hello as [`HelloView`] shows it.
+fn hello_view<S: serde::Serializer>(hello: &Option<Hello>, out: S) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&hello.as_ref().map(HelloView::from), out)
 }

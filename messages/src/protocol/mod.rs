@@ -60,6 +60,38 @@ pub struct Hello {
     pub tools: Vec<ToolDecl>,
 }
 
+/// A plugin's hello as hookline's own JSON documents show it (`hookline hooks list --json`,
+/// `GET /v1/plugins`): the fields of [`Hello`], named in camelCase like every other field there
+/// (`rawHooks`). The protocol's wire keeps `raw_hooks`.
+#[derive(Clone, Debug, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HelloView {
+    /// The protocol version the plugin speaks ([`PROTOCOL_VERSION`]).
+    pub protocol: u32,
+    /// Ordinary hooks it implements, by wire name (`on_tool_call`).
+    #[schemars(schema_with = "schema::hook_names")]
+    pub hooks: HookSet,
+    /// Raw hooks it implements, by wire name (`rebuild_model`); apart from `hooks` (SPEC R0.1).
+    #[schemars(schema_with = "schema::hook_names")]
+    pub raw_hooks: HookSet,
+    /// Gateway event keys or family names it subscribes to (`command:new`, `message`).
+    pub events: Vec<String>,
+    /// Tools it contributes.
+    pub tools: Vec<ToolDecl>,
+}
+
+impl From<&Hello> for HelloView {
+    fn from(hello: &Hello) -> Self {
+        Self {
+            protocol: hello.protocol,
+            hooks: hello.hooks,
+            raw_hooks: hello.raw_hooks,
+            events: hello.events.clone(),
+            tools: hello.tools.clone(),
+        }
+    }
+}
+
 impl Hello {
     /// A hello for the current protocol that implements nothing yet.
     pub fn new() -> Self {

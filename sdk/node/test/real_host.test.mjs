@@ -6,7 +6,7 @@ import { test } from "node:test";
 import { hooklineBin, pluginDir, SCENARIO } from "./support.mjs";
 
 function hookline(root, ...args) {
-  const dirs = ["--user-dir", join(root, "plugins"), "--workspace", root];
+  const dirs = ["--plugins", join(root, "plugins"), "--workspace", root];
   return spawnSync(hooklineBin(), [...args, ...dirs], { cwd: root, encoding: "utf8", timeout: 60_000 });
 }
 

@@ -14,7 +14,7 @@ def hookline(binary: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess
 
 def test_hooks_check_passes(hookline_bin, plugin_dir):
     root = plugin_dir.parents[1]
-    out = hookline(hookline_bin, "hooks", "check", "--user-dir", str(plugin_dir.parent),
+    out = hookline(hookline_bin, "hooks", "check", "--plugins", str(plugin_dir.parent),
                    "--workspace", str(root), cwd=root)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "1 plugin(s) loaded, 0 with problems." in out.stdout
@@ -23,7 +23,7 @@ def test_hooks_check_passes(hookline_bin, plugin_dir):
 def test_run_calls_hooks_raw_hooks_events_and_tools(hookline_bin, plugin_dir):
     root = plugin_dir.parents[1]
     out = hookline(hookline_bin, "run", str(SCENARIO), "--json", "--verbose",
-                   "--user-dir", str(plugin_dir.parent), "--workspace", str(root), cwd=root)
+                   "--plugins", str(plugin_dir.parent), "--workspace", str(root), cwd=root)
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     events = report["events"]

@@ -45,7 +45,7 @@ fn plugin_dir(root: &Path) -> PathBuf {
 fn hookline(root: &Path, args: &[&str]) -> Output {
     Command::new(hookline_bin())
         .args(args)
-        .arg("--user-dir")
+        .arg("--plugins")
         .arg(root.join("plugins"))
         .arg("--workspace")
         .arg(root)

@@ -142,9 +142,12 @@ pub fn check_same(baseline: &SetReport, current: &SetReport, file: &Path) -> Res
     }
     if (baseline.sessions, baseline.arbiters) != (current.sessions, current.arbiters) {
         return Err(format!(
-            "the baseline '{shown}' ran {} session(s) on {} arbiter(s), this run {} on {}: give \
-the same --sessions and --arbiters",
-            baseline.sessions, baseline.arbiters, current.sessions, current.arbiters
+            "the baseline '{shown}' ran {} on {}, this run {} on {}: give the same --sessions \
+and --arbiters",
+            crate::bench::counted(baseline.sessions as u64, "session"),
+            crate::bench::counted(baseline.arbiters as u64, "arbiter"),
+            crate::bench::counted(current.sessions as u64, "session"),
+            crate::bench::counted(current.arbiters as u64, "arbiter"),
         ));
     }
     if !current

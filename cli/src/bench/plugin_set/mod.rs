@@ -1,4 +1,4 @@
-//! `hookline bench --plugins-dir DIR`: a plugin set from disk, loaded as `hookline run` and
+//! `hookline bench --plugins DIR`: a plugin set from disk, loaded as `hookline run` and
 //! `hookline serve` load it (discovery, order, trust, disabled plugins, every kind), run through
 //! every hook it implements (or the ones asked for) at N sessions in flight. Per hook: the whole
 //! call beside the bare pipeline (the same calls with no plugin) and the direct loop (the

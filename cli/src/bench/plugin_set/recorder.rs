@@ -2,7 +2,7 @@
 //! records its hook calls in the `hookline_hook_seconds` histogram (a sample of inline calls,
 //! every call that awaits) and counts each skip in `hookline_hook_skips_total`, both labelled by
 //! plugin and hook; this `metrics` recorder keeps those two, per plugin and hook, and drops every
-//! other metric. Installed only by the commands that read it (`hookline bench --plugins-dir`,
+//! other metric. Installed only by the commands that read it (`hookline bench --plugins DIR`,
 //! `hookline replay`): without it every handle stays a no-op and the hot path pays nothing.
 //!
 //! It must be installed before the pipeline starts: the plugin actors resolve their handles then.

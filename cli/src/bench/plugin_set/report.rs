@@ -1,4 +1,4 @@
-//! What `hookline bench --plugins-dir` reports, as JSON (`--json`, `--save-baseline`) and as a
+//! What `hookline bench --plugins DIR` reports, as JSON (`--json`, `--save-baseline`) and as a
 //! text table: per hook the whole call beside the bare pipeline and the direct loop, and per
 //! plugin its latency, its share of the call and its skips by reason.
 
@@ -154,12 +154,12 @@ impl fmt::Display for SetReport {
             .collect();
         writeln!(
             f,
-            "plugin set {} ({}), {} session(s) in flight on {} arbiter(s), {} rounds",
+            "plugin set {} ({}), {} in flight on {}, {}",
             self.plugin_set.dirs.join(" + "),
             loaded.join(", "),
-            self.sessions,
-            self.arbiters,
-            self.rounds
+            crate::bench::counted(self.sessions as u64, "session"),
+            crate::bench::counted(self.arbiters as u64, "arbiter"),
+            crate::bench::counted(self.rounds, "round")
         )?;
         for plugin in self
             .plugin_set

@@ -1,4 +1,4 @@
-//! `hookline bench --plugins-dir DIR`: the options of a plugin set's benchmark and its baselines
+//! `hookline bench --plugins DIR`: the options of a plugin set's benchmark and its baselines
 //! (the run itself is `crate::bench::plugin_set`).
 //!
 //! Exit status: 0 with a report; 1 when `--fail-above` finds a hook or a plugin slower than the
@@ -26,20 +26,21 @@ pub(super) struct SetArgs {
     /// Benchmark the plugin set of this directory, loaded as `hookline run` loads its user
     /// plugins directory (pinned order, trust, disabled plugins, every kind), through every hook
     /// it implements (or each `--hook`).
+    // `--plugins-dir DIR` is its old, deprecated spelling (`super::super::deprecated`).
     #[arg(
-        long,
+        long = "plugins",
         value_name = "DIR",
         conflicts_with_all = [
-            "rate", "at_half_load", "call_many", "memory", "metrics", "source", "plugins",
+            "rate", "at_half_load", "call_many", "memory", "metrics", "source", "plugin_count",
             "no_peers",
         ]
     )]
     pub(super) plugins_dir: Option<PathBuf>,
-    /// With `--plugins-dir`: overlay this workspace's `.hookline/plugins`, as `hookline run` does
+    /// With `--plugins DIR`: overlay this workspace's `.hookline/plugins`, as `hookline run` does
     /// (its plugins run only when trusted). Without it, only the directory's plugins run.
     #[arg(long, value_name = "DIR", requires = "plugins_dir")]
     workspace: Option<PathBuf>,
-    /// With `--plugins-dir`: plugin names to load first, in this order (comma-separated).
+    /// With `--plugins DIR`: plugin names to load first, in this order (comma-separated).
     #[arg(
         long,
         value_delimiter = ',',
@@ -47,15 +48,15 @@ pub(super) struct SetArgs {
         requires = "plugins_dir"
     )]
     order: Vec<String>,
-    /// With `--plugins-dir`: the trust file workspace plugins must be trusted in (default
+    /// With `--plugins DIR`: the trust file workspace plugins must be trusted in (default
     /// `$HOOKLINE_HOME/trust.json` or `~/.hookline/trust.json`).
     #[arg(long, value_name = "FILE", requires = "plugins_dir")]
     trust_file: Option<PathBuf>,
-    /// With `--plugins-dir`: the values each hook is called with, from a JSON file (an object
+    /// With `--plugins DIR`: the values each hook is called with, from a JSON file (an object
     /// keyed by hook name, each a value or an array of values; docs/performance.md).
     #[arg(long, value_name = "FILE", requires = "plugins_dir")]
     values: Option<PathBuf>,
-    /// With `--plugins-dir`: take each hook's values from recorded sessions (every session of
+    /// With `--plugins DIR`: take each hook's values from recorded sessions (every session of
     /// the store, or the ones named), as `hookline replay` reads them: a directory holding
     /// `sessions/` or a PostgreSQL URL, then session ids.
     #[arg(
@@ -65,10 +66,10 @@ pub(super) struct SetArgs {
         requires = "plugins_dir"
     )]
     from_store: Vec<String>,
-    /// With `--plugins-dir`: write the report to FILE, as a baseline for `--baseline`.
+    /// With `--plugins DIR`: write the report to FILE, as a baseline for `--baseline`.
     #[arg(long, value_name = "FILE", requires = "plugins_dir")]
     save_baseline: Option<PathBuf>,
-    /// With `--plugins-dir`: compare with the baseline in FILE (same plugin set, hookline
+    /// With `--plugins DIR`: compare with the baseline in FILE (same plugin set, hookline
     /// version, sessions and arbiters), per hook and per plugin.
     #[arg(long, value_name = "FILE", requires = "plugins_dir")]
     baseline: Option<PathBuf>,
@@ -86,7 +87,7 @@ pub(super) fn parse_hook(text: &str) -> Result<HookKind, String> {
     })
 }
 
-/// The one hook of a run without `--plugins-dir` (default `on_user_message`); `None` when the
+/// The one hook of a run without `--plugins DIR` (default `on_user_message`); `None` when the
 /// hooks given are not one of its three.
 pub(super) fn classic_hook(hooks: &[HookKind]) -> Option<BenchHook> {
     match hooks {
@@ -119,7 +120,7 @@ fn run_set(args: &BenchArgs, dir: &Path) -> Result<ExitCode, String> {
     let rounds = args.rounds.unwrap_or(5);
     if rounds < 2 {
         return Err(
-            "--plugins-dir needs at least 2 rounds (the noise is weighed from them)".into(),
+            "--plugins DIR needs at least 2 rounds (the noise is weighed from them)".into(),
         );
     }
     let mut options = PluginDirs {

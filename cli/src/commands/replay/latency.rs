@@ -1,5 +1,5 @@
 //! Each plugin's latency per hook during a replay, from the plugin actors' own timing
-//! ([`PluginTimes`], the recorder `hookline bench --plugins-dir` reads too). It must be installed
+//! ([`PluginTimes`], the recorder `hookline bench --plugins DIR` reads too). It must be installed
 //! before the pipeline starts (the actors resolve their handles then).
 
 use std::sync::Arc;
