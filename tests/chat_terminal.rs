@@ -77,6 +77,10 @@ fn archive(ws: &Path, id: &str) -> Vec<ArchiveEntry> {
         .records
 }
 
+/// What a person types to have the offline model write a file.
+const WRITE_HELLO: &str =
+    r#"call write_file {"path": "hookline-echo.txt", "content": "hello there"}"#;
+
 #[test]
 fn a_person_chats_with_the_offline_model_approves_denies_stops_and_leaves() {
     let dir = tempfile::tempdir().unwrap();
@@ -91,14 +95,26 @@ fn a_person_chats_with_the_offline_model_approves_denies_stops_and_leaves() {
     screen.expect("== session s1 started");
     screen.expect("you> ");
 
-    // A message: the demo plugins' hooks change values, the model echoes and asks for a tool.
+    // A message: the demo plugins' hooks change values and the model echoes it. The offline
+    // model is `serve`'s echo model (issue 46 item 6): a plain "hello" calls no tool, so no
+    // approval is asked.
     screen.type_line("hello there");
     screen.expect("hook on_prompt: changed by house-style");
     screen.expect("model> echo: hello there");
+    screen.expect("you> ");
+    assert!(
+        !screen.seen.contains("approve") && !screen.seen.contains("[y/n]"),
+        "a plain message asked for an approval:\n{}",
+        screen.seen
+    );
+    assert!(!ws.join("hookline-echo.txt").exists());
+
+    // Asked for a tool call, the model makes it, and the operator is asked.
+    screen.type_line(WRITE_HELLO);
     screen.expect("approve write_file");
     screen.expect("[y/n] ");
     screen.type_line("y");
-    screen.expect("approval echo-1: Allow by Operator");
+    screen.expect("Allow by Operator");
     screen.expect("ran write_file: ok");
     screen.expect("model> The tool did it");
     screen.expect("you> ");
@@ -112,7 +128,7 @@ fn a_person_chats_with_the_offline_model_approves_denies_stops_and_leaves() {
     screen.expect("unknown command '/nope'");
 
     // A refusal: the tool does not run.
-    screen.type_line("second");
+    screen.type_line(r#"call write_file {"path": "hookline-echo.txt", "content": "second"}"#);
     screen.expect("[y/n] ");
     screen.type_line("maybe");
     screen.expect("answer y or n: ");
@@ -122,7 +138,7 @@ fn a_person_chats_with_the_offline_model_approves_denies_stops_and_leaves() {
     screen.expect("you> ");
 
     // Ctrl-C while the question waits: refused, and the turn ends cancelled.
-    screen.type_line("third");
+    screen.type_line(r#"call write_file {"path": "hookline-echo.txt", "content": "third"}"#);
     screen.expect("[y/n] ");
     screen.control('c');
     screen.expect("-- Stopping the turn...");

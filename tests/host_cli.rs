@@ -130,3 +130,84 @@ fn a_bad_scenario_exits_2_naming_the_file_and_the_problem() {
     let out = hookline(&["run", dir.path().join("missing.json").to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `run` says when it falls back to the bundled demo plugins (issue 46 item 6), in one line on
+/// stderr naming where it looked; with `--no-demo-plugins` nothing is said. `--plugins DIR` is
+/// the plugin directory (issue 46 item 4); `--user-dir`, its old spelling, says it is
+/// deprecated.
+#[test]
+fn run_says_when_it_falls_back_to_the_demo_plugins() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    let workspace = dir.path().to_str().unwrap();
+    let out = hookline(&[
+        "run",
+        "--plugins",
+        plugins.to_str().unwrap(),
+        "--workspace",
+        workspace,
+    ]);
+    assert!(out.status.success());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(
+        stderr,
+        format!(
+            "hookline run: no plugin found in {} and {}; running the bundled demo plugins \
+             (--no-demo-plugins runs none).\n",
+            plugins.display(),
+            dir.path().join(".hookline/plugins").display()
+        )
+    );
+    let scenario = dir.path().join("hi.json");
+    std::fs::write(
+        &scenario,
+        r#"{"steps": [{"user": "hi", "replies": [{"text": "hello"}]}]}"#,
+    )
+    .unwrap();
+    let quiet = hookline(&[
+        "run",
+        scenario.to_str().unwrap(),
+        "--no-demo-plugins",
+        "--workspace",
+        workspace,
+    ]);
+    assert!(quiet.status.success(), "{quiet:?}");
+    assert!(
+        quiet.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&quiet.stderr)
+    );
+    let old = hookline(&[
+        "run",
+        "--user-dir",
+        plugins.to_str().unwrap(),
+        "--workspace",
+        workspace,
+    ]);
+    assert!(old.status.success());
+    let stderr = String::from_utf8(old.stderr).unwrap();
+    assert!(
+        stderr.starts_with(&format!(
+            "hookline run: `--user-dir {0}` is deprecated; use `--plugins {0}`.\n",
+            plugins.display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 2, "{stderr}");
+}
+
+/// The help names every language `new plugin` takes (issue 46 item 4).
+#[test]
+fn new_help_names_every_language() {
+    for (args, expected) in [
+        (&["--help"][..], "python|node|rust|c|zig"),
+        (&["new", "--help"], "(python, node, rust, c, zig)"),
+        (&["new", "plugin", "--help"], "python, node, rust, c, zig"),
+    ] {
+        let out = hookline(args);
+        let text = String::from_utf8(out.stdout).unwrap();
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(flat.contains(expected), "{args:?} lacks {expected}: {text}");
+    }
+}

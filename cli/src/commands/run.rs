@@ -1,4 +1,4 @@
-//! `hookline run [SCENARIO] [--json] [--user-dir DIR] [--workspace DIR] [--order A,B]
+//! `hookline run [SCENARIO] [--json] [--plugins DIR] [--workspace DIR] [--order A,B]
 //! [--trust-file FILE] [--tools DIR] [--no-demo-plugins]
 //! [--provider openai --base-url URL --model NAME [--api-key-env VAR]]`:
 //! plays a scenario (default: the bundled demo) with the plugins on disk, then prints the
@@ -8,12 +8,13 @@
 //! shared state (the pipeline, the plugin processes, the store's open files).
 //!
 //! Plugins are found and loaded exactly as `hookline hooks` finds them (one place builds the load
-//! options: `super::plugin_dirs`): the user plugins directory (`--user-dir`, formerly `--plugins`,
-//! still accepted; default `$HOOKLINE_HOME/plugins`, else `~/.hookline/plugins`) overlaid by
+//! options: `super::plugin_dirs`): the user plugins directory (`--plugins`, formerly `--user-dir`,
+//! still accepted with a deprecation; default `$HOOKLINE_HOME/plugins`, else
+//! `~/.hookline/plugins`) overlaid by
 //! `<workspace>/.hookline/plugins` (`--workspace`, default the current directory), pinned by
 //! `--order`, workspace plugins only once trusted in the trust file. When neither directory holds
 //! a plugin, the bundled in-process demo plugins (and their `word_count` tool) run instead, unless
-//! `--no-demo-plugins`. A scenario without its own workspace runs in a fresh
+//! `--no-demo-plugins`; the run says so in one line on stderr. A scenario without its own workspace runs in a fresh
 //! `$TMPDIR/hookline-run-<pid>` directory, removed when the run ends.
 //!
 //! With `--provider openai`, the scenario's user turns go to a real model
@@ -110,7 +111,16 @@ async fn run_async(args: &RunArgs) -> Result<String, RunError> {
         return Err(RunError::NotADirectory(dir.clone()));
     }
     let options = args.dirs.load_options().map_err(RunError::Options)?;
-    let builder = plugins(&options, args.tools.as_deref(), args.no_demo_plugins).await;
+    let (builder, demo) =
+        plugins_or_demo(&options, args.tools.as_deref(), args.no_demo_plugins).await;
+    if demo {
+        // Said, so that nobody takes the demo's plugins for their own (issue 46 item 6).
+        eprintln!(
+            "hookline run: no plugin found in {}; running the bundled demo plugins \
+             (--no-demo-plugins runs none).",
+            PluginDirs::searched(&options)
+        );
+    }
     match prepare(args, &builder) {
         Ok(prepared) => play_run(args, builder, prepared).await,
         Err(error) => {
@@ -128,9 +138,18 @@ pub(super) async fn plugins(
     tools: Option<&Path>,
     no_demo: bool,
 ) -> HostBuilder {
+    plugins_or_demo(options, tools, no_demo).await.0
+}
+
+/// [`plugins`], and whether the bundled demo plugins were taken because none was found.
+async fn plugins_or_demo(
+    options: &hookline_host::loading::LoadOptions,
+    tools: Option<&Path>,
+    no_demo: bool,
+) -> (HostBuilder, bool) {
     let report = hookline_host::loading::load(options).await;
     let demo = report.statuses.is_empty() && !no_demo;
-    plugin_builder(report, tools, demo)
+    (plugin_builder(report, tools, demo), demo)
 }
 
 /// A builder with the built-in tools, the plugins `report` loaded, the bundled demo plugins and

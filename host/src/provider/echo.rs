@@ -10,9 +10,10 @@
 //! - a user message since the last answer whose last line is `call <tool> <json arguments>` asks
 //!   for that tool call (id `call-<n>`, n counting the request's items, so it is stable per turn);
 //! - otherwise it answers `echo: <the message typed this turn>`, and, when made
-//!   [`EchoProvider::with_demo_call`] (what `hookline chat` uses), asks for one demo tool call: a
-//!   `write_file` of the message to [`ECHO_FILE`], which the default approval mode asks the
-//!   operator about.
+//!   [`EchoProvider::with_demo_call`], asks for one demo tool call: a `write_file` of the message
+//!   to [`ECHO_FILE`], which the default approval mode asks the operator about.
+//!
+//! `hookline serve` and `hookline chat` both use [`EchoProvider::new`].
 //!
 //! Streaming offers the answer word by word, as a streaming model would.
 
@@ -33,13 +34,15 @@ pub struct EchoProvider {
 }
 
 impl EchoProvider {
-    /// The echo model for servers and load tests: tool calls only when a message asks for one.
+    /// The echo model of servers, `hookline chat` and load tests: tool calls only when a message
+    /// asks for one.
     #[must_use]
     pub const fn new() -> Self {
         Self { demo_call: false }
     }
 
-    /// The echo model of `hookline chat`: every message also gets the demo `write_file` call.
+    /// An echo model that also gives every message the demo `write_file` call (for tests of
+    /// approvals).
     #[must_use]
     pub const fn with_demo_call() -> Self {
         Self { demo_call: true }

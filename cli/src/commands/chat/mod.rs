@@ -8,8 +8,9 @@
 //! dropped, a pending question is refused, and the turn ends cancelled. Ctrl-D ends the session
 //! with its session-end hooks, through the host's bounded shutdown.
 //!
-//! Without `--provider`, a small built-in offline model answers ([`EchoProvider::with_demo_call`]:
-//! an echo and a demo tool call), so the chat always runs. Plugins are found as `hookline run` finds
+//! Without `--provider`, the built-in offline model answers: the echo model `hookline serve` uses
+//! ([`EchoProvider::new`]: `echo: <message>`, and a tool call only when a message's last line asks
+//! for one with `call <tool> <json>`), so the chat always runs. Plugins are found as `hookline run` finds
 //! them, with the bundled demo plugins when none is on disk.
 
 mod console;
@@ -148,7 +149,7 @@ async fn chat(args: &ChatArgs) -> Result<(), ChatError> {
     let console = Arc::new(Console::new(feed, args.verbose));
     let inner: Arc<dyn Provider> = match model {
         Some(model) => model,
-        None => Arc::new(EchoProvider::with_demo_call()),
+        None => Arc::new(EchoProvider::new()),
     };
     let provider = Streamed::new(inner, console.clone());
     let (operator, answers, asked) = TerminalOperator::new(console.clone());
@@ -171,10 +172,10 @@ async fn chat(args: &ChatArgs) -> Result<(), ChatError> {
         },
     ));
     let stop = host.stop_signal();
-    let model_name = args
-        .provider
-        .describe(config.as_ref())
-        .unwrap_or_else(|| "the built-in offline model (an echo and a demo tool call)".into());
+    let model_name = args.provider.describe(config.as_ref()).unwrap_or_else(|| {
+        "the built-in offline model (it echoes; `call <tool> <json>` asks it for a tool call)"
+            .into()
+    });
     console.say(&format!(
         "hookline chat with {model_name}, in {}.\nType a message. /help lists the commands; \
          Ctrl-C stops a turn; Ctrl-D ends the session.",
