@@ -42,7 +42,7 @@ fn new_plugin_checks_and_runs(lang: &str) {
     assert!(made.status.success(), "{made:?}");
     assert!(root.path().join(&name).join("README.md").is_file());
     let dirs = [
-        "--user-dir",
+        "--plugins",
         path(root.path()),
         "--workspace",
         path(root.path()),
@@ -65,6 +65,26 @@ fn new_plugin_checks_and_runs(lang: &str) {
     assert!(text.contains("ran word_count: ok"), "{text}");
     assert!(text.contains("Keep answers short."), "{text}");
     assert!(text.ends_with("0 notes.\n"), "{text}");
+    // The README's promise (issue 46 item 8e): its scenario ends with `/new`, and `--verbose`
+    // shows the plugin's `command:new` log line.
+    let readme = std::fs::read_to_string(root.path().join(&name).join("README.md")).unwrap();
+    let scenario = root.path().join(&name).join("scenario.json");
+    let command = format!(
+        "hookline run {} --plugins {} --verbose",
+        scenario.display(),
+        root.path().display()
+    );
+    assert!(readme.contains(&command), "{readme}");
+    let promised = "a new session was asked for from cli";
+    assert!(readme.contains(promised), "{readme}");
+    let run = hookline(&[&["run", path(&scenario), "--verbose"][..], &dirs].concat());
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "{stderr}");
+    assert!(stderr.contains(&format!("[{name}] {promised}")), "{stderr}");
+    assert!(
+        String::from_utf8_lossy(&run.stdout).contains("ran word_count: ok"),
+        "{run:?}"
+    );
     let again = hookline(&[
         "new",
         "plugin",

@@ -24,7 +24,8 @@ pub(crate) struct NewArgs {
 
 #[derive(Debug, Subcommand)]
 enum NewCommand {
-    /// A plugin directory built on the plugin kit of a language, with a README.
+    /// A plugin directory built on the plugin kit of a language (python, node, rust, c, zig),
+    /// with a README.
     Plugin(PluginArgs),
 }
 
@@ -168,6 +169,11 @@ fn files(args: &PluginArgs, parent: &Path) -> Result<Vec<(&'static str, String)>
             ("Rust", build, files)
         }
     };
+    // A scripted turn calling the tool, then `/new`: the event the README promises a line for.
+    files.push((
+        "scenario.json",
+        include_str!("templates/scenario-kit.json").to_owned(),
+    ));
     let readme = README
         .replace("{{name}}", name)
         .replace("{{language}}", language)

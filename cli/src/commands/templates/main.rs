@@ -13,16 +13,16 @@ fn count(text: &str) -> String {
 fn main() -> std::io::Result<()> {
     let mut plugin = Plugin::new();
     plugin
-        // SPEC P2.2: a prompt hook may only append.
+        // SPEC P2.2 (docs/spec.md of hookline): a prompt hook may only append.
         .hook_sync::<OnPrompt>(|mut prompt, _| {
             prompt.appended.push("Keep answers short.".into());
             Ok(Some(prompt))
         })
         .event("command:new", |context, _| async move {
-            eprintln!(
-                "a new session was asked for from {}",
-                context["commandSource"]
-            );
+            let source = context["commandSource"]
+                .as_str()
+                .unwrap_or("an unknown source");
+            eprintln!("a new session was asked for from {source}");
             Ok(None)
         })
         .tool_sync(
