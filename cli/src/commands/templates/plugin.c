@@ -10,8 +10,8 @@ static const hl_tool tools[] = {
 };
 const hl_hello hl_plugin = {.hooks = hooks, .tools = tools};
 
-/* SPEC P2.2: a prompt hook may only append. The prompt goes back as it came ("mode" and "text"
- * copied raw), with one more part at the end of "appended". */
+/* SPEC P2.2 (docs/spec.md of hookline): a prompt hook may only append. The prompt goes back
+ * as it came ("mode" and "text" copied raw), with one more part at the end of "appended". */
 static void remind(hl_str prompt) {
     hl_str mode, text, appended, item;
     if (!hl_get(prompt, "mode", &mode) || !hl_get(prompt, "text", &text)) {

@@ -8,7 +8,7 @@ import { Plugin } from "./hookline_plugin/index.js";
 const plugin = new Plugin();
 
 plugin
-  // SPEC P2.2: a prompt hook may only append.
+  // SPEC P2.2 (docs/spec.md of hookline): a prompt hook may only append.
   .hook("on_prompt", (prompt) => ({
     ...prompt,
     appended: [...(prompt.appended ?? []), "Keep answers short."],

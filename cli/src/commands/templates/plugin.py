@@ -13,7 +13,7 @@ plugin = Plugin()
 
 @plugin.hook("on_prompt")
 def remind(prompt, cx):
-    # SPEC P2.2: a prompt hook may only append.
+    # SPEC P2.2 (docs/spec.md of hookline): a prompt hook may only append.
     prompt["appended"] = prompt.get("appended", []) + ["Keep answers short."]
     return prompt
 

@@ -19,8 +19,8 @@ pub fn handle(rq: *const hookline.Request) !hookline.Reply {
     return .keep;
 }
 
-/// SPEC P2.2: a prompt hook may only append. The prompt goes back as it came, with one more part
-/// at the end of "appended".
+/// SPEC P2.2 (docs/spec.md of hookline): a prompt hook may only append. The prompt goes back
+/// as it came, with one more part at the end of "appended".
 fn remind(rq: *const hookline.Request) !hookline.Reply {
     var prompt = rq.value;
     if (prompt != .object) return .{ .fail = "the prompt is not an object" };
