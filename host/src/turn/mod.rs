@@ -272,6 +272,7 @@ impl Turn<'_> {
             session: self.session.info.session_id.clone(),
             text: stored.clone(),
             original,
+            turn: self.session.user_turns(),
         });
         let info = TurnInfo {
             user_text: stored,
