@@ -239,6 +239,19 @@ async fn calls_and_skips_per_plugin_and_hook() {
         )
         .expect("moody's latency");
     assert!((1.0..=turns).contains(&timed), "{timed}");
+    // Latency series exist for a plugin's own hooks only (issue 46 item 8): flaky implements
+    // on_user_message alone, so it has no on_prompt, on_tool_call, ... series.
+    let flaky_timed = scrape.matching("hookline_hook_seconds_count", &[("plugin", "flaky")]);
+    assert_eq!(flaky_timed.len(), 1, "{flaky_timed:?}");
+    assert!(
+        scrape
+            .get(
+                "hookline_hook_seconds_count",
+                &[("hook", "on_tool_call"), ("plugin", "house-style")]
+            )
+            .is_none(),
+        "house-style does not implement on_tool_call: {text}"
+    );
 
     // The queues, idle after the turns: nothing waits anywhere.
     assert_eq!(

@@ -139,6 +139,7 @@ fn every_route_is_described_and_every_reference_resolves() {
         "POST /v1/sessions",
         "GET /v1/sessions",
         "GET /v1/sessions/{id}",
+        "GET /v1/sessions/{id}/archive",
         "DELETE /v1/sessions/{id}",
         "POST /v1/sessions/{id}/resume",
         "POST /v1/sessions/{id}/turns",
@@ -244,6 +245,34 @@ async fn real_answers_match_the_schemas_of_their_routes() {
     let items = shown["records"]["items"].as_array().unwrap();
     assert!(!items.is_empty(), "{shown}");
     check("get", "/v1/sessions/{id}", 200, &shown);
+    // Issue 46 item 3: the archive, as stored: both turns, the operator's approval, their ends.
+    let (status, archive) = served
+        .get(&format!("/v1/sessions/{key}/archive?limit=1000"))
+        .await;
+    assert_eq!(status, 200, "{archive}");
+    check("get", "/v1/sessions/{id}/archive", 200, &archive);
+    let entries = archive["items"].as_array().unwrap();
+    assert_eq!(archive["total"].as_u64(), Some(entries.len() as u64));
+    assert_eq!(archive["turnsBefore"], 0);
+    let kinds: Vec<&str> = entries.iter().filter_map(|e| e["kind"].as_str()).collect();
+    assert_eq!(kinds.first(), Some(&"session-started"), "{kinds:?}");
+    let users: Vec<usize> = (0..kinds.len())
+        .filter(|&i| kinds[i] == "user-message")
+        .collect();
+    assert_eq!(users.len(), 2, "{kinds:?}");
+    assert_eq!(kinds.iter().filter(|k| **k == "turn-finished").count(), 2);
+    assert!(entries
+        .iter()
+        .any(|e| e["kind"] == "approval" && e["decidedBy"] == "operator"));
+    // A page after the first user message counts it before its offset.
+    let (_, later) = served
+        .get(&format!(
+            "/v1/sessions/{key}/archive?offset={}",
+            users[0] + 1
+        ))
+        .await;
+    assert_eq!(later["turnsBefore"], 1, "{later}");
+    assert_eq!(later["items"][0], entries[users[0] + 1]);
     let (_, listed) = served.get("/v1/sessions").await;
     check("get", "/v1/sessions", 200, &listed);
     let (status, commanded) = served

@@ -13,6 +13,7 @@ mod cluster_support;
 use std::time::{Duration, Instant};
 
 use cluster_support::{assert_turns_whole, reader, stored, user_texts, Client, Node};
+use hookline::host::store::SessionStore as _;
 
 /// Sessions on node A.
 const SESSIONS: usize = 4;
@@ -236,4 +237,70 @@ async fn an_approval_pending_on_a_killed_node_is_pending_on_the_next_and_its_too
             format!("approved {n}")
         );
     }
+}
+
+/// Issue 46 item 8: `DELETE /v1/sessions/{id}` sent to B for a session whose node (A) died
+/// takes it over and closes it, as a turn or `/resume` would take it over, instead of answering
+/// 404: its end hooks run on B (SPEC P3.11), its archive ends with its end, its lease is given
+/// up, and B no longer has it open.
+#[tokio::test]
+async fn a_delete_on_another_node_closes_a_dead_node_s_session() {
+    let url = pg::database_url();
+    let dir = tempfile::tempdir().unwrap();
+    let db = reader(&url).await;
+    let mut a = Node::start(
+        "a",
+        dir.path(),
+        &url,
+        &["--node", "a", "--migrate", "--demo-plugins"],
+    );
+    let b = Node::start("b", dir.path(), &url, &["--node", "b", "--demo-plugins"]);
+    let client = Client::new();
+    let key = client.open(&a.url).await;
+    let (status, body) = client.turn(&a.url, &key, "on a").await.unwrap();
+    assert_eq!(status, 200, "{body}");
+
+    a.kill();
+    let killed = Instant::now();
+    let closed = loop {
+        let response = client
+            .0
+            .delete(format!("{}/v1/sessions/{key}", b.url))
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let body: serde_json::Value = response.json().await.unwrap_or_default();
+        match status {
+            200 => break body,
+            // The database has not seen A's connections end yet.
+            409 if body["error"]["code"] == "session-leased" => {}
+            _ => panic!("DELETE of {key} on b: {status} {body}"),
+        }
+        assert!(killed.elapsed() < TAKEOVER_BOUND, "{key} was never closed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let events = closed["events"].as_array().unwrap();
+    assert!(
+        events.iter().any(|e| e["event"] == "session-ended"),
+        "the end hooks ran: {closed}"
+    );
+    let id = hookline::messages::session::SessionId::new(key.as_str());
+    let session = db.read(&id).await.unwrap().unwrap();
+    assert!(
+        matches!(
+            session.archive.last(),
+            Some(hookline::messages::record::ArchiveEntry::SessionEnded(_))
+        ),
+        "{:?}",
+        session.archive.last()
+    );
+    assert_eq!(user_texts(&session.records), ["on a"]);
+    let lease = db.lease(&id).await.unwrap().unwrap();
+    assert_eq!(lease.holder, None, "{lease:?}");
+    let (status, body) = client
+        .get(&format!("{}/v1/sessions/{key}", b.url))
+        .await
+        .unwrap_or_else(|e| panic!("{e}: {}", b.log_text()));
+    assert_eq!(status, 404, "{body}");
 }

@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use hookline::actors::plugin::{HookResult, Plugin, PluginRegistration};
 use hookline::host::approval::Operator;
+use hookline::host::gateway::{Activity, GatewayLimits};
 use hookline::host::provider::{EchoProvider, Provider, ProviderError};
 use hookline::host::tools::{Tool, ToolContext, ToolOutput, ToolRegistry, ToolSpec};
 use hookline::host::turn::UserInput;
@@ -26,7 +27,7 @@ use hookline::host::HostEvent;
 use hookline::messages::approval::{Authority, Classification, Risk};
 use hookline::messages::cut_off::CutOff;
 use hookline::messages::hook::{HookContext, HookKind, HookSet};
-use hookline::messages::model::{ItemBody, ModelRequest, ModelResponse};
+use hookline::messages::model::{FinishReason, Item, ItemBody, ModelRequest, ModelResponse, Usage};
 use hookline::messages::note::Note;
 use hookline::messages::record::{ArchiveEntry, Decision, Record};
 use hookline::messages::session::{ApprovalMode, SessionId};
@@ -432,4 +433,140 @@ fn a_session_that_finished_its_turns_resumes_without_a_marker() {
         [StopReason::Completed],
         "no interrupted turn"
     );
+}
+
+/// A model that asks for a tool call on every call: `slow` on its first, a write (which the
+/// operator is asked about) on every later one when `writes`, else `slow` again. Counts its
+/// calls.
+struct Looper {
+    calls: Arc<Mutex<usize>>,
+    writes: bool,
+}
+
+#[async_trait]
+impl Provider for Looper {
+    fn takes_images(&self) -> bool {
+        false
+    }
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
+        let n = {
+            let mut calls = self.calls.lock().unwrap();
+            *calls += 1;
+            *calls - 1
+        };
+        let (name, arguments) = if n > 0 && self.writes {
+            (
+                "write_file",
+                serde_json::json!({"path": format!("loop-{n}.txt"), "content": "x"}),
+            )
+        } else {
+            ("slow", serde_json::json!({}))
+        };
+        Ok(ModelResponse {
+            purpose: request.purpose,
+            finish_reason: FinishReason::ToolCalls,
+            items: vec![Item::new(
+                format!("item-{n}"),
+                ItemBody::ToolCall {
+                    call_id: format!("loop-{n}"),
+                    name: name.into(),
+                    arguments,
+                },
+            )],
+            usage: Usage::default(),
+        })
+    }
+}
+
+/// A host builder with a budget of two model calls a turn.
+fn budgeted(ws: &Path, rig: &Rig, model: Looper) -> hookline::host::HostBuilder {
+    let mut tools = ToolRegistry::with_builtins();
+    let spec = ToolSpec {
+        name: "slow".into(),
+        description: "Takes its time.".into(),
+        provider: ToolProvider::BuiltIn,
+        risk: Risk::Read,
+        authority: Authority::Workspace,
+    };
+    tools.register(Arc::new(Slow(rig.clone(), spec))).unwrap();
+    Host::builder()
+        .tools(tools)
+        .provider(Arc::new(model))
+        .operator(Arc::new(Desk(rig.clone())))
+        .approval_mode(ApprovalMode::AskAboveRead)
+        .workspace(ws)
+        .max_model_calls(2)
+}
+
+/// Issue 46 item 8: a waiting turn continued after a takeover carries on with the model calls
+/// it had spent, not a fresh budget. The budget is two calls a turn; the first process's turn
+/// spends both (`slow`, then a write the operator is asked about) and is cut off while the
+/// operator is asked. The gateway that resumes it asks again; allowed, the write runs, and the
+/// turn ends `limit-reached` without another model call (with a fresh budget it made two more).
+#[test]
+fn a_waiting_turn_continued_on_a_gateway_keeps_its_model_call_budget() {
+    let (_dir, ws) = workspace();
+    let rig = Rig::new(Hang::Approval);
+    let first = Arc::new(Mutex::new(0));
+    let id = actix::System::new().block_on(async {
+        let model = Looper {
+            calls: first.clone(),
+            writes: true,
+        };
+        let mut host = budgeted(&ws, &rig, model).start().unwrap();
+        let id = host.open().await.unwrap();
+        tokio::select! {
+            answer = host.user_turn(UserInput::work("loop")) => panic!("the turn ended: {answer:?}"),
+            () = rig.reached.notified() => {}
+        }
+        id
+    });
+    assert_eq!(
+        *first.lock().unwrap(),
+        2,
+        "the first process spent the budget"
+    );
+
+    let rig = Rig::new(Hang::Nowhere);
+    let second = Arc::new(Mutex::new(0));
+    let archive = actix::System::new().block_on(async {
+        let model = Looper {
+            calls: second.clone(),
+            writes: false,
+        };
+        let gateway = budgeted(&ws, &rig, model)
+            .start_gateway(GatewayLimits::default())
+            .unwrap();
+        let handle = gateway.resume(&id).await.unwrap();
+        assert_eq!(handle.status().activity, Activity::Approval);
+        handle.answer_approval("loop-1", Decision::Allow).unwrap();
+        let mut status = handle.watch_status();
+        tokio::time::timeout(
+            std::time::Duration::from_secs(20),
+            status.wait_for(|s| s.activity == Activity::Idle),
+        )
+        .await
+        .expect("the continued turn ends")
+        .unwrap();
+        gateway.close(&id).await.unwrap();
+        let stored = gateway.store().session_dir(&id).unwrap();
+        hookline::host::store::Log::<ArchiveEntry>::open(&stored.join("archive.log"))
+            .unwrap()
+            .1
+            .records
+    });
+    assert!(ws.join("loop-1.txt").exists(), "the allowed write ran");
+    assert_eq!(
+        *second.lock().unwrap(),
+        0,
+        "the continued turn made no model call past its budget"
+    );
+    let finished: Vec<StopReason> = archive
+        .iter()
+        .filter_map(|e| match e {
+            ArchiveEntry::TurnFinished { stop_reason } => Some(*stop_reason),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(finished, [StopReason::LimitReached]);
 }

@@ -45,7 +45,9 @@ pub(crate) struct PluginMetrics {
     /// Calls per hook, indexed by [`HookKind`]; a no-op for hooks the plugin does not implement
     /// (so only its own hooks appear, at 0 until they run).
     calls: Box<[Counter]>,
-    /// Latency per hook, indexed by [`HookKind`].
+    /// Latency per hook, indexed by [`HookKind`]; a no-op for hooks the plugin does not
+    /// implement too (issue 46 item 8: no `hookline_hook_seconds` series for a hook it never
+    /// handles).
     latency: Box<[Histogram]>,
 }
 
@@ -69,11 +71,15 @@ impl PluginMetrics {
         let latency = HookKind::ALL
             .iter()
             .map(|hook| {
-                metrics::histogram!(
-                    HOOK_SECONDS,
-                    "hook" => hook.wire_name(),
-                    "plugin" => plugin.to_owned()
-                )
+                if hooks.contains(*hook) {
+                    metrics::histogram!(
+                        HOOK_SECONDS,
+                        "hook" => hook.wire_name(),
+                        "plugin" => plugin.to_owned()
+                    )
+                } else {
+                    Histogram::noop()
+                }
             })
             .collect();
         Self { calls, latency }

@@ -2,6 +2,7 @@
 // when a token is known. The token lives in sessionStorage only (this tab, until it closes):
 // never in a URL, never in a cookie (docs/console.md, "Auth and safety").
 
+import type { ArchivePage } from "./history";
 import { isObject, type PluginsView, type ServerApproval, type SessionDetail, type SessionStatus } from "./model";
 
 const TOKEN_KEY = "hookline.token";
@@ -91,6 +92,11 @@ export class Api {
   /** `GET /v1/sessions/{id}` with the first `limit` records. */
   session(key: string, offset = 0, limit = 100): Promise<SessionDetail> {
     return this.json("GET", `/v1/sessions/${encodeURIComponent(key)}?offset=${offset}&limit=${limit}`);
+  }
+
+  /** `GET /v1/sessions/{id}/archive`: a page of the active session's stored archive. */
+  archive(key: string, offset = 0, limit = 1000): Promise<ArchivePage> {
+    return this.json("GET", `/v1/sessions/${encodeURIComponent(key)}/archive?offset=${offset}&limit=${limit}`);
   }
 
   /** `GET /v1/approvals`: every approval the server waits for, in full. */

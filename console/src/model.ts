@@ -60,7 +60,7 @@ export interface PatchOp {
 /** One HostEvent, tagged by `event` (kebab-case). Only the fields the console reads are typed. */
 export type HostEvent =
   | { event: "session-started" | "session-ended"; workspaceRoot: string; sessionId: string; approvalMode: string }
-  | { event: "user"; session: string; text: string; original: string | null }
+  | { event: "user"; session: string; text: string; original: string | null; turn?: number }
   | { event: "hook-changed"; hook: string; changedBy: string[]; patch: PatchOp[]; before?: unknown; after?: unknown }
   | { event: "system-text"; mode: string; text: string }
   | { event: "model-call"; purpose: string; items: number }

@@ -2,6 +2,7 @@
 // sessions, each session's timeline (grouped by turn), the approvals waiting for an operator,
 // and the gateway's events. Every list is bounded, so a console left open for days stays small.
 
+import type { History } from "./history";
 import type {
   Classification, EventOf, FeedItem, HostEvent, Note, PendingApproval, ServerApproval, SessionStatus,
 } from "./model";
@@ -28,7 +29,7 @@ export interface Entry {
 export interface Turn {
   /** Whether a user message started it. */
   isTurn: boolean;
-  /** Turns: 1-based, counted since the console first saw the session; between turns: 0. */
+  /** Turns: 1-based, the session's own number (the `user` event's `turn`); between turns: 0. */
   number: number;
   /** Still taking events. */
   open: boolean;
@@ -47,6 +48,8 @@ export interface SessionView {
   /** Older turns dropped past [`MAX_TURNS`]. */
   droppedTurns: number;
   seenAt: number;
+  /** Its earlier turns as the store keeps them, once read (`GET /v1/sessions/{id}/archive`). */
+  history: History | null;
 }
 
 /** One approval an operator may answer. */
@@ -109,7 +112,7 @@ export class Store {
   status(status: SessionStatus): void {
     const view = this.sessions.get(status.key);
     if (view) view.status = status;
-    else this.sessions.set(status.key, { status, turns: [], droppedTurns: 0, seenAt: Date.now() });
+    else this.sessions.set(status.key, { status, turns: [], droppedTurns: 0, seenAt: Date.now(), history: null });
     if (status.activity === "closed") {
       this.dropApprovals(status.key);
       this.pruneClosed();
@@ -225,7 +228,7 @@ export class Store {
           key: session, sessionId: null, workspace: "", approvalMode: "", model: null,
           activity: "turn", turns: 0, lastActivityMs: Date.now(), records: 0,
         },
-        turns: [], droppedTurns: 0, seenAt: Date.now(),
+        turns: [], droppedTurns: 0, seenAt: Date.now(), history: null,
       };
       this.sessions.set(session, view);
       this.emit({ kind: "sessions" });
@@ -258,13 +261,13 @@ export class Store {
         view.turns.pop();
       }
     }
-    return this.pushTurn(view, true, carried);
+    return this.pushTurn(view, true, carried, typeof event.turn === "number" ? event.turn : null);
   }
 
-  private pushTurn(view: SessionView, isTurn: boolean, entries: Entry[]): Turn {
+  private pushTurn(view: SessionView, isTurn: boolean, entries: Entry[], number: number | null = null): Turn {
     const previous = [...view.turns].reverse().find((t) => t.isTurn);
     const turn: Turn = {
-      isTurn, number: isTurn ? (previous?.number ?? 0) + 1 : 0, open: true,
+      isTurn, number: isTurn ? (number ?? (previous?.number ?? 0) + 1) : 0, open: true,
       entries, dropped: 0, stopReason: null, streaming: "",
     };
     view.turns.push(turn);
@@ -335,6 +338,12 @@ export class Store {
     this.emit({ kind: "gateway" });
   }
 
+  /** Session `session`'s earlier turns, read from the store. */
+  history(session: string, history: History): void {
+    this.sessionView(session).history = history;
+    this.emit({ kind: "timeline", session });
+  }
+
   /** The server dropped `missed` events for this console (it read too slowly). */
   lagged(missed: number): void {
     this.missed += missed;
@@ -351,7 +360,7 @@ export class Store {
 }
 
 /** Whether `event` is part of storing the user's message (it comes before the `user` event). */
-function shapesUserMessage(event: HostEvent | undefined): boolean {
+export function shapesUserMessage(event: HostEvent | undefined): boolean {
   if (!event) return false;
   if (event.event === "hook-changed") return event.hook === "on_user_message";
   if (event.event === "note") return event.note["hook"] === "on_user_message";

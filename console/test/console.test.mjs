@@ -283,6 +283,69 @@ describe("the console against hookline serve", { skip: chromiumMissing() }, () =
     }
   });
 
+  test("a session's earlier turns, run before the page opened, show from the store with the session's numbers", async () => {
+    const opened = await server.api("POST", "/v1/sessions", { workspace: "past" });
+    assert.equal(opened.status, 201, JSON.stringify(opened.body));
+    const past = opened.body.key;
+    const first = await server.api("POST", `/v1/sessions/${past}/turns`, { text: "my password hunter2 please" });
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    // The second turn's write waits for the operator, who allows it over the API.
+    const second = server.api("POST", `/v1/sessions/${past}/turns`, { text: WRITE_CALL.replace("x.txt", "past.txt") });
+    let listed = [];
+    for (let i = 0; i < 150 && listed.length === 0; i++) {
+      listed = (await server.api("GET", "/v1/approvals")).body.approvals.filter((a) => a.session === past);
+      if (listed.length === 0) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(listed.length, 1, "the approval was never pending");
+    const allowed = await server.api("POST", `/v1/sessions/${past}/approvals/${listed[0].callId}`, { decision: "allow" });
+    assert.equal(allowed.status, 200, JSON.stringify(allowed.body));
+    assert.equal((await second).status, 200);
+    const status = await server.api("GET", `/v1/sessions/${past}`);
+    assert.equal(status.body.session.turns, 2);
+
+    const fresh = await browser.context.newPage();
+    try {
+      await fresh.goto(`${server.url}/#/sessions/${encodeURIComponent(past)}`);
+      await fresh.getByLabel("Token", { exact: true }).fill(server.token);
+      await fresh.getByRole("button", { name: "Connect" }).click();
+      const one = fresh.locator('section.turn[data-turn="1"]');
+      const two = fresh.locator('section.turn[data-turn="2"]');
+      await two.locator("h3 .badge.stop-completed").waitFor();
+      assert.doesNotMatch(await fresh.locator("#timeline").innerText(), /No event seen yet/);
+      // Turn 1: the text as typed and as stored (house-style redacted it), the answer, the stop.
+      assert.equal(await one.locator("pre.typed").innerText(), "my password hunter2 please");
+      assert.match(await one.locator("pre.stored").innerText(), /\[password redacted\]/);
+      assert.match(await one.locator('li[data-event="assistant"]').innerText(), /echo:/);
+      await one.locator("h3 .badge.stop-completed").waitFor();
+      assert.match(await one.locator("h3").innerText(), /from the store/);
+      // flaky's skip, as its English note.
+      assert.match((await one.locator('li[data-event="note"]').allInnerTexts()).join("\n"), /flaky/);
+      // Turn 2: the call, the question, who answered, the run and its result.
+      const kinds = await two.locator("li[data-event]").evaluateAll((lis) => lis.map((li) => li.dataset.event));
+      for (const kind of ["user", "tool-call", "approval-requested", "approval", "tool-result", "assistant", "turn-finished"]) {
+        assert.ok(kinds.includes(kind), `turn 2 lacks ${kind}: ${kinds}`);
+      }
+      assert.match(await two.locator('li[data-event="approval"]').innerText(), /allow.*write_file.*by operator/s);
+      assert.match(await two.locator('li[data-event="tool-result"]').innerText(), /write_file/);
+      // The page says what the store does not keep.
+      assert.match(await fresh.locator("#timeline .history-note").innerText(), /hook changes of those turns are not stored/);
+      await fresh.screenshot({ path: join(artifacts, "timeline-from-store.png"), fullPage: true });
+
+      // A turn run from the page now is the session's third, and shows live.
+      const input = fresh.getByLabel("Message", { exact: true });
+      await input.fill("and now");
+      await input.press("Enter");
+      const three = fresh.locator('section.turn[data-turn="3"]');
+      await three.locator("h3 .badge.stop-completed").waitFor();
+      assert.doesNotMatch(await three.locator("h3").innerText(), /from the store/);
+      assert.ok((await three.locator('li[data-event="hook-changed"]').count()) > 0, "the live turn shows its hook changes");
+      assert.equal(await fresh.locator('section.turn[data-turn="1"]').count(), 1);
+      assert.equal(await fresh.locator('section.turn[data-turn="2"]').count(), 1);
+    } finally {
+      await fresh.close();
+    }
+  });
+
   test("no script error and no policy violation happened", () => {
     // The wrong token's 401 is logged by Chromium as a failed resource; nothing else may be.
     const real = browser.problems.filter((p) => !/status of 401/.test(p));

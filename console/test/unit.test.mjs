@@ -24,6 +24,7 @@ const { diffWords, valueTexts, patchChanges, patchText } = await load("diff.ts")
 const { Store, approvalKey } = await load("state.ts");
 const { usageText } = await load("usage.ts");
 const { Api, freshKey } = await load("api.ts");
+const { historyTurns, mergeTurns } = await load("history.ts");
 
 test("api: every turn is sent with a fresh Idempotency-Key", async () => {
   assert.match(freshKey(), /^[0-9a-f]{32}$/);
@@ -266,4 +267,92 @@ test("approvals: the server's list is taken in full and drops what it no longer 
   assert.equal(c5.tool, "write_file");
   store.waiting([]);
   assert.equal(store.approvals.size, 0);
+});
+
+// Issue 46 item 3: a session's earlier turns from its stored archive.
+const CLASSIFIED = { risk: "write", authority: "workspace", summary: "writes x.txt", requiresPrompt: true };
+const ARCHIVE = [
+  { kind: "session-started", workspaceRoot: "/w", sessionId: "s1", approvalMode: "ask-above-read" },
+  { kind: "bootstrap" },
+  { kind: "user-message", text: "hello [redacted]", original: "hello secret" },
+  { kind: "system-text", mode: "work", text: "be good" },
+  { kind: "model-request", purpose: "work", acceptsImages: false, sha256: "ab", changes: [{ op: "replace", path: "/items/1/text", value: "hello (be brief)" }] },
+  { kind: "model-response", purpose: "work", finishReason: "stop", items: [{ id: "i1", kind: "assistant", text: "echo: hello" }], usage: {} },
+  { kind: "turn-finished", stopReason: "completed" },
+  { kind: "note", note: { kind: "plugin-skipped", plugin: "flaky" }, text: "flaky was skipped." },
+  { kind: "note", note: { kind: "plugin-skipped", plugin: "flaky", hook: "on_user_message" }, text: "flaky was skipped on the message." },
+  { kind: "user-message", text: "call write_file {}" },
+  { kind: "model-request", purpose: "work", acceptsImages: false, sha256: "cd" },
+  { kind: "model-response", purpose: "work", finishReason: "tool-calls", items: [{ id: "i2", kind: "tool-call", callId: "call-2", name: "write_file", arguments: {} }], usage: {} },
+  { kind: "tool-call", call: { callId: "call-2", name: "write_file", arguments: { path: "x.txt" } }, rewrittenFrom: { callId: "call-2", name: "write_file", arguments: {} } },
+  { kind: "approval-asked", call: { callId: "call-2", name: "write_file", arguments: { path: "x.txt" } }, classification: CLASSIFIED, askedMs: 1 },
+  { kind: "approval", callId: "call-2", tool: "write_file", classification: CLASSIFIED, decision: "allow", decidedBy: "operator" },
+  { kind: "tool-output", callId: "call-2", text: "wrote", success: true },
+  { kind: "tool-result", callId: "call-2", name: "write_file", text: "wrote (checked)", success: true, approval: "approved" },
+  { kind: "side-question", question: "why?" },
+  { kind: "model-response", purpose: "side", finishReason: "stop", items: [{ id: "i3", kind: "assistant", text: "because" }], usage: {} },
+  { kind: "model-response", purpose: "work", finishReason: "stop", items: [{ id: "i4", kind: "assistant", text: "done" }], usage: {} },
+  { kind: "turn-finished", stopReason: "completed" },
+  { kind: "user-message", text: "third" },
+];
+
+test("history: stored entries become turns numbered as the session numbers them", () => {
+  const { turns, droppedTurns } = historyTurns(ARCHIVE, 4);
+  assert.equal(droppedTurns, 0);
+  assert.deepEqual(turns.map((t) => [t.isTurn, t.number, t.open, t.stopReason]), [
+    [false, 0, false, null], [true, 5, false, "completed"], [false, 0, false, null], [true, 6, false, "completed"], [true, 7, true, null],
+  ]);
+  const kinds = (t) => t.entries.map((e) => e.event.event);
+  assert.deepEqual(kinds(turns[0]), ["session-started", "info"]);
+  assert.deepEqual(kinds(turns[1]), ["user", "system-text", "hook-changed", "assistant", "turn-finished"]);
+  assert.deepEqual(kinds(turns[2]), ["note"]);
+  assert.deepEqual(kinds(turns[3]), ["note", "user", "tool-call", "approval-requested", "approval", "tool-run", "tool-result", "side", "assistant", "turn-finished"]);
+  const [user] = turns[1].entries;
+  assert.deepEqual(user.event, { event: "user", session: "", text: "hello [redacted]", original: "hello secret" });
+  assert.deepEqual(turns[1].entries[2].event.patch, [{ op: "replace", path: "/items/1/text", value: "hello (be brief)" }]);
+  const byKind = (t, kind) => t.entries.find((e) => e.event.event === kind).event;
+  assert.equal(byKind(turns[3], "approval").decidedBy, "operator");
+  assert.equal(byKind(turns[3], "tool-run").tool, "write_file", "the tool's name from its call");
+  assert.deepEqual(byKind(turns[3], "tool-call").rewrittenFrom, { callId: "call-2", name: "write_file", arguments: {} });
+  assert.deepEqual(byKind(turns[3], "side"), { event: "side", question: "why?", answer: "because" });
+  assert.equal(byKind(turns[3], "assistant").text, "done");
+  assert.equal(byKind(turns[2], "note").text, "flaky was skipped.");
+});
+
+test("history: the live turns take over from their number on", () => {
+  const stored = historyTurns(ARCHIVE.slice(0, 8), 0).turns; // between, turn 1, between (the note)
+  const liveTurn = (number, open = false) => ({ isTurn: true, number, open, entries: [], dropped: 0, stopReason: open ? null : "completed", streaming: "" });
+  const between = (entries = []) => ({ isTurn: false, number: 0, open: true, entries, dropped: 0, stopReason: null, streaming: "" });
+  // Nothing live: the stored groups.
+  assert.deepEqual(mergeTurns(stored, []), stored);
+  // Turn 2 seen live: the stored ones before it, then the live ones.
+  const two = liveTurn(2);
+  assert.deepEqual(mergeTurns(stored, [two]), [...stored, two]);
+  // A live turn the store has too: the live one (with its hook changes) is shown, once.
+  const one = liveTurn(1);
+  assert.deepEqual(mergeTurns(stored, [one, two]), [stored[0], one, two]);
+  // Live events between turns before the first live turn are the stored ones just before it.
+  const seen = between();
+  assert.deepEqual(mergeTurns(stored, [seen, two]), [stored[0], stored[1], seen, two]);
+  assert.deepEqual(mergeTurns(stored, [seen]), [stored[0], stored[1], seen]);
+  // A stored turn still open takes the live events that followed it.
+  const running = historyTurns(ARCHIVE, 0).turns;
+  const rest = between([{ at: 1, event: { event: "assistant", text: "late" } }, { at: 2, event: { event: "turn-finished", stopReason: "completed" } }]);
+  rest.stopReason = "completed";
+  rest.open = false;
+  const merged = mergeTurns(running, [rest]);
+  const last = merged[merged.length - 1];
+  assert.equal(merged.length, running.length);
+  assert.equal(last.number, 3);
+  assert.equal(last.stopReason, "completed");
+  assert.equal(last.open, false);
+  assert.deepEqual(last.entries.map((e) => e.event.event), ["user", "assistant", "turn-finished"]);
+});
+
+test("store: a live turn takes the session's number from its user event", () => {
+  const store = new Store();
+  store.event({ session: "k", event: { event: "user", session: "k", text: "hi", original: null, turn: 7 } });
+  store.event({ session: "k", event: { event: "turn-finished", stopReason: "completed" } });
+  store.event({ session: "k", event: { event: "user", session: "k", text: "again", original: null } });
+  assert.deepEqual(store.sessions.get("k").turns.map((t) => t.number), [7, 8]);
 });

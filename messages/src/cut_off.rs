@@ -88,6 +88,9 @@ pub struct WaitingApproval {
     pub asked_ms: u64,
     /// The turn's other calls left without a result, as stored, in order.
     pub later_calls: Vec<Record>,
+    /// The model calls the turn had made (its answered work or plan calls): the continued turn
+    /// carries on with the budget they left, not a fresh one (issue 46 item 8).
+    pub model_calls: usize,
 }
 
 impl OpenTurn {
@@ -192,11 +195,18 @@ fn waiting(
         )
         .cloned()
         .collect();
+    let model_calls = steps
+        .iter()
+        .filter(
+            |e| matches!(e, ArchiveEntry::ModelResponse { purpose, .. } if purpose.is_turn_call()),
+        )
+        .count();
     Some(WaitingApproval {
         call: call.clone(),
         classification: classification.clone(),
         asked_ms,
         later_calls,
+        model_calls,
     })
 }
 
@@ -482,5 +492,45 @@ mod tests {
             opened(&records, &[typed("a"), asked("c0", 1)]).waiting,
             None
         );
+    }
+
+    fn answered(purpose: crate::model::Purpose) -> ArchiveEntry {
+        ArchiveEntry::ModelResponse {
+            purpose,
+            finish_reason: crate::model::FinishReason::ToolCalls,
+            items: Vec::new(),
+            usage: crate::model::Usage::default(),
+            model: None,
+        }
+    }
+
+    #[test]
+    fn a_waiting_turn_counts_the_model_calls_it_made() {
+        use crate::model::Purpose;
+        // Issue 46 item 8: the turn's own work calls count; an earlier turn's, a compaction's
+        // and a side question's do not.
+        let records = [
+            user("z"),
+            Record::Assistant { text: "y".into() },
+            user("a"),
+            call("c0"),
+            result("c0"),
+            call("c1"),
+        ];
+        let archive = [
+            typed("z"),
+            answered(Purpose::Work),
+            finished(),
+            answered(Purpose::Side),
+            typed("a"),
+            answered(Purpose::Compaction),
+            answered(Purpose::Work),
+            answered(Purpose::Work),
+            asked("c1", 3),
+        ];
+        let Some(waiting) = opened(&records, &archive).waiting else {
+            panic!("the approval of c1 does not wait")
+        };
+        assert_eq!(waiting.model_calls, 2);
     }
 }

@@ -714,8 +714,11 @@ impl SessionStore for PgStore {
         let Some(row) = row else {
             return Ok(Holder::Unknown);
         };
-        let (holder, left, gone, ours): (Option<String>, Option<i64>, bool, bool) =
+        // A released lease has no holder and no expiry: the checks on them read NULL (a
+        // `bool` read of NULL would panic: issue 46 item 8 found it with a GET after a close).
+        let (holder, left, gone, ours): (Option<String>, Option<i64>, Option<bool>, Option<bool>) =
             (row.get(0), row.get(1), row.get(2), row.get(3));
+        let (gone, ours) = (gone.unwrap_or(false), ours.unwrap_or(false));
         Ok(match holder {
             None => Holder::Unknown,
             Some(_) if ours => Holder::Unknown,

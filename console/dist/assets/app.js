@@ -72,6 +72,10 @@ var Api = class {
   session(key, offset = 0, limit = 100) {
     return this.json("GET", `/v1/sessions/${encodeURIComponent(key)}?offset=${offset}&limit=${limit}`);
   }
+  /** `GET /v1/sessions/{id}/archive`: a page of the active session's stored archive. */
+  archive(key, offset = 0, limit = 1e3) {
+    return this.json("GET", `/v1/sessions/${encodeURIComponent(key)}/archive?offset=${offset}&limit=${limit}`);
+  }
   /** `GET /v1/approvals`: every approval the server waits for, in full. */
   async approvals() {
     return (await this.json("GET", "/v1/approvals")).approvals;
@@ -88,9 +92,9 @@ var Api = class {
    * `POST /v1/sessions/{id}/turns` (JSON: answers when the turn ends), with a fresh
    * `Idempotency-Key`: the same turn sent again with it runs once (docs/serve.md).
    */
-  async turn(key, text, idempotencyKey = freshKey()) {
+  async turn(key, text2, idempotencyKey = freshKey()) {
     const path = `/v1/sessions/${encodeURIComponent(key)}/turns`;
-    await this.send("POST", path, { text }, void 0, { "Idempotency-Key": idempotencyKey });
+    await this.send("POST", path, { text: text2 }, void 0, { "Idempotency-Key": idempotencyKey });
   }
   /** `POST /v1/sessions/{id}/approvals/{callId}`. */
   async answer(key, callId, decision) {
@@ -193,21 +197,21 @@ var SseParser = class {
   /** Parses `chunk`; returns the events it completed. */
   push(chunk) {
     const out = [];
-    let text = this.buffer + chunk;
-    if (this.skipLf && text.startsWith("\n")) text = text.slice(1);
+    let text2 = this.buffer + chunk;
+    if (this.skipLf && text2.startsWith("\n")) text2 = text2.slice(1);
     this.skipLf = false;
     let start = 0;
-    for (let i = 0; i < text.length; i++) {
-      const c = text.charCodeAt(i);
+    for (let i = 0; i < text2.length; i++) {
+      const c = text2.charCodeAt(i);
       if (c !== 10 && c !== 13) continue;
-      this.line(text.slice(start, i), out);
+      this.line(text2.slice(start, i), out);
       if (c === 13) {
-        if (i + 1 === text.length) this.skipLf = true;
-        else if (text.charCodeAt(i + 1) === 10) i++;
+        if (i + 1 === text2.length) this.skipLf = true;
+        else if (text2.charCodeAt(i + 1) === 10) i++;
       }
       start = i + 1;
     }
-    this.buffer = text.slice(start);
+    this.buffer = text2.slice(start);
     if (this.buffer.length > MAX_LINE) this.buffer = "";
     return out;
   }
@@ -357,7 +361,7 @@ var Store = class {
   status(status) {
     const view2 = this.sessions.get(status.key);
     if (view2) view2.status = status;
-    else this.sessions.set(status.key, { status, turns: [], droppedTurns: 0, seenAt: Date.now() });
+    else this.sessions.set(status.key, { status, turns: [], droppedTurns: 0, seenAt: Date.now(), history: null });
     if (status.activity === "closed") {
       this.dropApprovals(status.key);
       this.pruneClosed();
@@ -491,7 +495,8 @@ var Store = class {
         },
         turns: [],
         droppedTurns: 0,
-        seenAt: Date.now()
+        seenAt: Date.now(),
+        history: null
       };
       this.sessions.set(session, view2);
       this.emit({ kind: "sessions" });
@@ -523,13 +528,13 @@ var Store = class {
         view2.turns.pop();
       }
     }
-    return this.pushTurn(view2, true, carried);
+    return this.pushTurn(view2, true, carried, typeof event.turn === "number" ? event.turn : null);
   }
-  pushTurn(view2, isTurn, entries) {
+  pushTurn(view2, isTurn, entries, number = null) {
     const previous = [...view2.turns].reverse().find((t) => t.isTurn);
     const turn = {
       isTurn,
-      number: isTurn ? (previous?.number ?? 0) + 1 : 0,
+      number: isTurn ? number ?? (previous?.number ?? 0) + 1 : 0,
       open: true,
       entries,
       dropped: 0,
@@ -590,22 +595,27 @@ var Store = class {
     });
   }
   /** A handler note goes with the latest gateway event of its key (or stands alone). */
-  handlerNote(session, note, text) {
+  handlerNote(session, note, text2) {
     const key = typeof note["event"] === "string" ? note["event"] : null;
     for (let i = this.gateway.length - 1; i >= 0; i--) {
       const entry = this.gateway[i];
       if (entry && (key === null || entry.key === key)) {
-        entry.notes.push(text);
+        entry.notes.push(text2);
         this.emit({ kind: "gateway" });
         return;
       }
     }
-    this.pushGateway({ at: Date.now(), session, key: key ?? note.kind, wait: "", calls: null, notes: [text] });
+    this.pushGateway({ at: Date.now(), session, key: key ?? note.kind, wait: "", calls: null, notes: [text2] });
   }
   pushGateway(entry) {
     this.gateway.push(entry);
     if (this.gateway.length > MAX_GATEWAY) this.gateway.shift();
     this.emit({ kind: "gateway" });
+  }
+  /** Session `session`'s earlier turns, read from the store. */
+  history(session, history) {
+    this.sessionView(session).history = history;
+    this.emit({ kind: "timeline", session });
   }
   /** The server dropped `missed` events for this console (it read too slowly). */
   lagged(missed) {
@@ -746,8 +756,8 @@ function deadlineOf(approval) {
   if (approval.deadlineMs !== null) return approval.deadlineMs;
   return approval.timeoutMs === null ? null : approval.receivedAt + approval.timeoutMs;
 }
-function cssId(text) {
-  return text.replace(/[^a-zA-Z0-9_-]/g, "_");
+function cssId(text2) {
+  return text2.replace(/[^a-zA-Z0-9_-]/g, "_");
 }
 function approvalsOf(app2, session) {
   return [...app2.store.approvals.values()].filter((a) => session === null || a.session === session).sort((a, b) => a.receivedAt - b.receivedAt);
@@ -824,9 +834,9 @@ var LATENCY = ["hookline_hook_latency_seconds", "hookline_hook_seconds"];
 var PLUGIN_CALLS = "hookline_plugin_hook_calls_total";
 var CALLS = "hookline_hook_calls_total";
 var SKIPS = "hookline_hook_skips_total";
-function parseMetrics(text) {
+function parseMetrics(text2) {
   const samples = [];
-  for (const raw of text.split("\n")) {
+  for (const raw of text2.split("\n")) {
     const line = raw.trim();
     if (line === "" || line.startsWith("#")) continue;
     const sample = parseLine(line);
@@ -847,23 +857,23 @@ function parseLine(line) {
   const value = parseValue(rest.trim().split(/\s+/)[0] ?? "");
   return value === null ? null : { name, labels, value };
 }
-function readLabels(text, labels) {
+function readLabels(text2, labels) {
   let i = 1;
   for (; ; ) {
-    while (text[i] === " " || text[i] === ",") i++;
-    if (text[i] === "}") return i + 1;
-    const key = /^[a-zA-Z_][a-zA-Z0-9_]*/.exec(text.slice(i))?.[0];
+    while (text2[i] === " " || text2[i] === ",") i++;
+    if (text2[i] === "}") return i + 1;
+    const key = /^[a-zA-Z_][a-zA-Z0-9_]*/.exec(text2.slice(i))?.[0];
     if (!key) return -1;
     i += key.length;
-    if (text[i] !== "=" || text[i + 1] !== '"') return -1;
+    if (text2[i] !== "=" || text2[i + 1] !== '"') return -1;
     i += 2;
     let value = "";
     for (; ; ) {
-      const c = text[i];
+      const c = text2[i];
       if (c === void 0) return -1;
       if (c === '"') break;
       if (c === "\\") {
-        const next = text[i + 1];
+        const next = text2[i + 1];
         value += next === "n" ? "\n" : next ?? "";
         i += 2;
       } else {
@@ -875,12 +885,12 @@ function readLabels(text, labels) {
     i++;
   }
 }
-function parseValue(text) {
-  if (text === "NaN") return Number.NaN;
-  if (text === "+Inf") return Number.POSITIVE_INFINITY;
-  if (text === "-Inf") return Number.NEGATIVE_INFINITY;
-  if (!/^[-+0-9.eE]+$/.test(text)) return null;
-  const value = Number(text);
+function parseValue(text2) {
+  if (text2 === "NaN") return Number.NaN;
+  if (text2 === "+Inf") return Number.POSITIVE_INFINITY;
+  if (text2 === "-Inf") return Number.NEGATIVE_INFINITY;
+  if (!/^[-+0-9.eE]+$/.test(text2)) return null;
+  const value = Number(text2);
   return Number.isNaN(value) ? null : value;
 }
 function hookStats(samples) {
@@ -1120,9 +1130,9 @@ function pluginsView(app2) {
     }
     inFlight = true;
     try {
-      const [view2, text] = await Promise.all([app2.api.plugins(), app2.api.metrics()]);
+      const [view2, text2] = await Promise.all([app2.api.plugins(), app2.api.metrics()]);
       if (disposed) return;
-      const stats = hookStats(parseMetrics(text));
+      const stats = hookStats(parseMetrics(text2));
       const rows = pluginRows(view2);
       rebuild(
         body,
@@ -1259,8 +1269,8 @@ function row(app2, view2) {
 
 // src/diff.ts
 var MAX_CELLS = 25e4;
-function tokens(text) {
-  return text.split(/(\s+)/).filter((t) => t !== "");
+function tokens(text2) {
+  return text2.split(/(\s+)/).filter((t) => t !== "");
 }
 function diffWords(before, after) {
   const a = tokens(before);
@@ -1272,10 +1282,10 @@ function diffWords(before, after) {
     tail++;
   }
   const parts = [];
-  const push = (kind, text) => {
+  const push = (kind, text2) => {
     const last = parts[parts.length - 1];
-    if (last && last.kind === kind) last.text += text;
-    else if (text !== "") parts.push({ kind, text });
+    if (last && last.kind === kind) last.text += text2;
+    else if (text2 !== "") parts.push({ kind, text: text2 });
   };
   push("same", a.slice(0, head).join(""));
   const midA = a.slice(head, a.length - tail);
@@ -1390,6 +1400,199 @@ function patchText(value) {
   return typeof value === "string" ? value : JSON.stringify(value, null, 2) ?? String(value);
 }
 
+// src/history.ts
+var text = (value) => typeof value === "string" ? value : "";
+function call(value) {
+  const v = isObject(value) ? value : {};
+  return { callId: text(v["callId"]), name: text(v["name"]), arguments: v["arguments"] ?? null };
+}
+function classification(value) {
+  const v = isObject(value) ? value : {};
+  return {
+    risk: text(v["risk"]),
+    authority: text(v["authority"]),
+    summary: text(v["summary"]),
+    requiresPrompt: v["requiresPrompt"] === true
+  };
+}
+function answers(entry) {
+  const items = Array.isArray(entry["items"]) ? entry["items"] : [];
+  return items.filter((i) => isObject(i) && i["kind"] === "assistant").map((i) => text(i["text"]));
+}
+var Reader = class {
+  tools = /* @__PURE__ */ new Map();
+  side = null;
+  /** The events one entry shows as (none for the bookkeeping ones). */
+  events(entry) {
+    const e = entry;
+    switch (e.kind) {
+      case "session-started":
+      case "session-ended":
+        return [{
+          event: e.kind,
+          workspaceRoot: text(e["workspaceRoot"]),
+          sessionId: text(e["sessionId"]),
+          approvalMode: text(e["approvalMode"])
+        }];
+      case "user-message":
+        return [{ event: "user", session: "", text: text(e["text"]), original: typeof e["original"] === "string" ? e["original"] : null }];
+      case "system-text":
+        return [{ event: "system-text", mode: text(e["mode"]), text: text(e["text"]) }];
+      case "model-request": {
+        const changes2 = Array.isArray(e["changes"]) ? e["changes"] : [];
+        if (changes2.length === 0) return [];
+        return [{ event: "hook-changed", hook: "model request", changedBy: ["rebuild_model, transform_model and the provider's preparation"], patch: changes2 }];
+      }
+      case "model-response": {
+        const texts = answers(e);
+        if (e["purpose"] === "side") {
+          const question = this.side;
+          this.side = null;
+          return question === null ? [] : [{ event: "side", question, answer: texts.join("\n") }];
+        }
+        if (e["purpose"] === "compaction") return [];
+        return texts.map((t) => ({ event: "assistant", text: t }));
+      }
+      case "model-failure":
+        return [{ event: "model-failed", purpose: text(e["purpose"]), error: text(e["error"]) }];
+      case "side-question":
+        this.side = text(e["question"]);
+        return [];
+      case "tool-call": {
+        const made = call(e["call"]);
+        this.tools.set(made.callId, made.name);
+        return [{ event: "tool-call", call: made, rewrittenFrom: isObject(e["rewrittenFrom"]) ? call(e["rewrittenFrom"]) : null }];
+      }
+      case "approval-asked": {
+        const asked = call(e["call"]);
+        return [{
+          event: "approval-requested",
+          callId: asked.callId,
+          tool: asked.name,
+          arguments: asked.arguments,
+          classification: classification(e["classification"]),
+          timeoutMs: 0
+        }];
+      }
+      case "approval":
+        return [{
+          event: "approval",
+          callId: text(e["callId"]),
+          tool: text(e["tool"]),
+          classification: classification(e["classification"]),
+          decision: e["decision"] === "allow" ? "allow" : "deny",
+          decidedBy: text(e["decidedBy"])
+        }];
+      case "tool-output":
+        return [{
+          event: "tool-run",
+          callId: text(e["callId"]),
+          tool: this.tools.get(text(e["callId"])) ?? "",
+          arguments: null,
+          success: e["success"] === true,
+          text: text(e["text"])
+        }];
+      case "tool-result":
+        return [{
+          event: "tool-result",
+          callId: text(e["callId"]),
+          name: text(e["name"]),
+          text: text(e["text"]),
+          success: e["success"] === true,
+          approval: text(e["approval"])
+        }];
+      case "compaction":
+        return [{ event: "compacted", folded: typeof e["folded"] === "number" ? e["folded"] : 0, summary: text(e["summary"]) }];
+      case "turn-finished":
+        return [{ event: "turn-finished", stopReason: text(e["stopReason"]) }];
+      case "note":
+        return [{ event: "note", note: isObject(e["note"]) ? e["note"] : { kind: "note" }, text: text(e["text"]) }];
+      case "gateway-event": {
+        const emitted = isObject(e["event"]) ? e["event"] : {};
+        return [{ event: "gateway-event", key: text(emitted["key"]), wait: "awaited", ...typeof e["calls"] === "number" ? { calls: e["calls"] } : {} }];
+      }
+      case "approvals-set":
+        return [{ event: "info", text: `The approval mode was set to ${text(e["mode"])}.` }];
+      case "seeded": {
+        const records2 = Array.isArray(e["records"]) ? e["records"].length : 0;
+        return [{ event: "info", text: `The session started with ${records2} records copied from another one.` }];
+      }
+      case "bootstrap":
+        return [{ event: "info", text: typeof e["text"] === "string" ? "The workspace's bootstrap text was read." : "No bootstrap file has content." }];
+      default:
+        return [{ event: "info", text: `A stored ${e.kind} entry.` }];
+    }
+  }
+};
+function historyTurns(items, turnsBefore) {
+  const reader = new Reader();
+  const turns = [];
+  let number = turnsBefore;
+  let current = null;
+  const open = (isTurn) => {
+    const turn = { isTurn, number: isTurn ? ++number : 0, open: true, entries: [], dropped: 0, stopReason: null, streaming: "" };
+    turns.push(turn);
+    return turn;
+  };
+  for (const entry of items) {
+    for (const event of reader.events(entry)) {
+      if (event.event === "user") {
+        let carried = [];
+        if (current && !current.isTurn) {
+          let from = current.entries.length;
+          while (from > 0 && shapesUserMessage(current.entries[from - 1]?.event)) from--;
+          carried = current.entries.splice(from);
+          if (current.entries.length === 0) turns.pop();
+        }
+        if (current) current.open = false;
+        current = open(true);
+        current.entries.push(...carried);
+      } else if (!current || !current.open) {
+        current = open(false);
+      }
+      if (current.entries.length < MAX_TURN_EVENTS) current.entries.push({ at: 0, event });
+      else current.dropped++;
+      if (event.event === "turn-finished") {
+        current.stopReason = event.stopReason;
+        current.open = false;
+      }
+    }
+  }
+  for (const turn of turns) if (!turn.isTurn && turn !== turns[turns.length - 1]) turn.open = false;
+  const dropped = Math.max(0, turns.length - MAX_TURNS);
+  return { turns: turns.slice(dropped), droppedTurns: dropped, sessionId: null };
+}
+function mergeTurns(history, live2) {
+  if (history.length === 0) return live2;
+  if (live2.length === 0) return history;
+  const firstLive = live2.find((t) => t.isTurn)?.number;
+  const kept = [];
+  for (const turn of history) {
+    if (firstLive !== void 0 && turn.isTurn && turn.number >= firstLive) break;
+    kept.push(turn);
+  }
+  const leading = live2.findIndex((t) => t.isTurn);
+  const before = leading === -1 ? live2 : live2.slice(0, leading);
+  const after = leading === -1 ? [] : live2.slice(leading);
+  const last = kept[kept.length - 1];
+  if (firstLive === void 0 && last && last.isTurn && last.open) {
+    const rest = before.flatMap((t) => t.entries);
+    const finished = before.find((t) => t.stopReason !== null)?.stopReason ?? null;
+    const whole = {
+      ...last,
+      entries: [...last.entries, ...rest],
+      stopReason: finished ?? last.stopReason,
+      open: finished === null && before.some((t) => t.open),
+      streaming: before.map((t) => t.streaming).join("")
+    };
+    return [...kept.slice(0, -1), whole, ...after];
+  }
+  if (before.length > 0) {
+    while (kept.length > 0 && !kept[kept.length - 1]?.isTurn) kept.pop();
+  }
+  return [...kept, ...before, ...after];
+}
+
 // src/usage.ts
 function usageText(usage) {
   if (!usage) return "not reported by the model";
@@ -1403,12 +1606,12 @@ function usageText(usage) {
 
 // src/views/timeline.ts
 var CONTEXT_LINES = 2;
-function same(text, first, last) {
-  const lines = text.split("\n");
+function same(text2, first, last) {
+  const lines = text2.split("\n");
   const shownHead = first ? 0 : CONTEXT_LINES + 1;
   const shownTail = last ? 0 : CONTEXT_LINES + 1;
   const folded = lines.length - shownHead - shownTail;
-  if (first && last || folded < 3) return [text];
+  if (first && last || folded < 3) return [text2];
   return [
     first ? "" : `${lines.slice(0, shownHead).join("\n")}
 `,
@@ -1454,8 +1657,8 @@ function item(kind, title, ...body) {
     ...body
   );
 }
-function callText(call) {
-  return `${call.name} ${JSON.stringify(call.arguments)}`;
+function callText(call2) {
+  return `${call2.name} ${JSON.stringify(call2.arguments)}`;
 }
 function renderEvent(event, key) {
   switch (event.event) {
@@ -1560,7 +1763,23 @@ function renderEvent(event, key) {
       return item("event", "", h("pre", { class: "code" }, json(event)));
   }
 }
-function turnSection(key, turn, index) {
+var MAX_HISTORY_ENTRIES = 5e3;
+var HISTORY_PAGE = 1e3;
+async function readHistory(app2, key) {
+  const first = await app2.api.archive(key, 0, 1);
+  const from = Math.max(0, first.total - MAX_HISTORY_ENTRIES);
+  const items = [];
+  let turnsBefore = 0;
+  for (let offset = from; offset < first.total; offset += HISTORY_PAGE) {
+    const page = await app2.api.archive(key, offset, HISTORY_PAGE);
+    if (offset === from) turnsBefore = page.turnsBefore;
+    items.push(...page.items);
+    if (page.items.length === 0) break;
+  }
+  const history = historyTurns(items, turnsBefore);
+  return { ...history, droppedTurns: history.droppedTurns + (from > 0 ? 1 : 0), sessionId: first.sessionId };
+}
+function turnSection(key, turn, index, stored) {
   const title = turn.isTurn ? `Turn ${turn.number}` : "Between turns";
   const headingId = `group-${index}`;
   return h(
@@ -1577,7 +1796,7 @@ function turnSection(key, turn, index) {
       " ",
       turn.stopReason ? h("span", { class: `badge stop-${turn.stopReason}` }, turn.stopReason) : turn.isTurn && turn.open ? h("span", { class: "badge state-turn" }, "running") : null,
       " ",
-      h("span", { class: "sub" }, clock(turn.entries[0]?.at ?? 0))
+      stored ? h("span", { class: "sub", "data-stored": "true" }, "from the store") : h("span", { class: "sub" }, clock(turn.entries[0]?.at ?? 0))
     ),
     h(
       "ol",
@@ -1616,11 +1835,11 @@ function timelineView(app2, key) {
   );
   form.addEventListener("submit", (event) => {
     event.preventDefault();
-    const text = input.value;
-    if (text.trim() === "") return;
+    const text2 = input.value;
+    if (text2.trim() === "") return;
     input.value = "";
     sendMessage.textContent = "Sent; the turn runs below.";
-    app2.api.turn(key, text).then(
+    app2.api.turn(key, text2).then(
       () => {
         sendMessage.textContent = "";
       },
@@ -1687,12 +1906,23 @@ function timelineView(app2, key) {
       h("dd", {}, clock(s.lastActivityMs))
     ));
   };
+  let historyProblem = null;
   const drawTimeline = (view2) => {
-    const turns = view2?.turns ?? [];
+    const live2 = view2?.turns ?? [];
+    const past = view2?.history?.turns ?? [];
+    const turns = mergeTurns(past, live2);
+    const stored2 = new Set(past);
+    const fromStore = turns.filter((t) => stored2.has(t));
     rebuild(
       timeline,
-      view2 && view2.droppedTurns > 0 ? h("p", { class: "sub" }, `${view2.droppedTurns} older turns not kept.`) : null,
-      turns.length === 0 ? h("p", { class: "empty" }, "No event seen yet. Events show here as they happen; earlier ones are in the stored records.") : turns.map((t, i) => turnSection(key, t, i + (view2?.droppedTurns ?? 0)))
+      historyProblem === null ? null : h("p", { class: "error" }, `The earlier turns could not be read: ${historyProblem}`),
+      fromStore.length > 0 ? h(
+        "p",
+        { class: "sub history-note" },
+        "The groups marked “from the store” are read from the session's archive: the hook changes of those turns are not stored, so they do not show (a user text a hook replaced, a rewritten tool call and what changed in a model request do). Turns run while this page is open show every change."
+      ) : null,
+      view2 && view2.droppedTurns + (view2.history?.droppedTurns ?? 0) > 0 ? h("p", { class: "sub" }, `${view2.droppedTurns + (view2.history?.droppedTurns ?? 0)} older groups not shown.`) : null,
+      turns.length === 0 ? h("p", { class: "empty" }, view2?.history ? "Nothing has happened in this session yet. Events show here as they happen." : historyProblem === null ? "Reading the session's earlier turns…" : "No event seen yet. Events show here as they happen.") : turns.map((t, i) => turnSection(key, t, i, stored2.has(t)))
     );
   };
   const drawApprovals = () => {
@@ -1706,6 +1936,13 @@ function timelineView(app2, key) {
     drawTimeline(view2);
   };
   draw();
+  readHistory(app2, key).then(
+    (history) => app2.store.history(key, history),
+    (error) => {
+      historyProblem = errorText(error);
+      drawTimeline(app2.store.sessions.get(key));
+    }
+  );
   app2.api.session(key, 0, 1).then((d) => app2.store.pending(key, d.pendingApprovals, d.approvals), () => void 0);
   return {
     element,
@@ -1736,8 +1973,8 @@ var store = new Store();
 var app = {
   api,
   store,
-  announce: (text) => {
-    replace(announcer, h("p", {}, text));
+  announce: (text2) => {
+    replace(announcer, h("p", {}, text2));
   }
 };
 var view = null;
@@ -1745,7 +1982,7 @@ var changes = [];
 var frame = null;
 var feed = new Feed(api, store, (state) => showConnection(state));
 function showConnection(state) {
-  const text = {
+  const text2 = {
     connecting: "Connecting…",
     live: "Live",
     retrying: "",
@@ -1753,7 +1990,7 @@ function showConnection(state) {
     stopped: "Disconnected"
   };
   connection.dataset["state"] = state.kind;
-  connection.textContent = state.kind === "retrying" ? `Disconnected (${state.reason}); retrying in ${Math.round(state.inMs / 1e3)} s` : text[state.kind];
+  connection.textContent = state.kind === "retrying" ? `Disconnected (${state.reason}); retrying in ${Math.round(state.inMs / 1e3)} s` : text2[state.kind];
   if (state.kind === "unauthorized") {
     storeToken(null);
     api.token = null;

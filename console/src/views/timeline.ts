@@ -1,10 +1,12 @@
 // One session's timeline, turn by turn: the user text as typed and as stored, every hook that
 // changed a value (with a word diff of its text), every note, tool calls and their rewrites,
 // approvals, tool runs and results, the model's answer, and the stop reason. Fed by the live
-// events; the stored records (what the server keeps) can be loaded below it.
+// events, after the earlier turns read from the store's archive when the view opens (their hook
+// changes are not stored); the stored records (what the server keeps) can be loaded below it.
 
 import { diffWords, patchChanges, patchText, valueTexts } from "../diff";
 import { button, clock, h, json, type Child } from "../dom";
+import { historyTurns, mergeTurns, type ArchiveEntry, type History } from "../history";
 import type { HostEvent, PatchOp, StoredRecord, ToolCall } from "../model";
 import type { Entry, SessionView, Turn } from "../state";
 import { usageText } from "../usage";
@@ -133,7 +135,28 @@ export function renderEvent(event: HostEvent, key: string): HTMLLIElement {
   }
 }
 
-function turnSection(key: string, turn: Turn, index: number): HTMLElement {
+/** Archive entries read when a session's view opens, at most. */
+const MAX_HISTORY_ENTRIES = 5000;
+/** Entries per archive page read. */
+const HISTORY_PAGE = 1000;
+
+/** Reads the last [`MAX_HISTORY_ENTRIES`] entries of `key`'s archive as turns. */
+async function readHistory(app: App, key: string): Promise<History> {
+  const first = await app.api.archive(key, 0, 1);
+  const from = Math.max(0, first.total - MAX_HISTORY_ENTRIES);
+  const items: ArchiveEntry[] = [];
+  let turnsBefore = 0;
+  for (let offset = from; offset < first.total; offset += HISTORY_PAGE) {
+    const page = await app.api.archive(key, offset, HISTORY_PAGE);
+    if (offset === from) turnsBefore = page.turnsBefore;
+    items.push(...page.items);
+    if (page.items.length === 0) break;
+  }
+  const history = historyTurns(items, turnsBefore);
+  return { ...history, droppedTurns: history.droppedTurns + (from > 0 ? 1 : 0), sessionId: first.sessionId };
+}
+
+function turnSection(key: string, turn: Turn, index: number, stored: boolean): HTMLElement {
   const title = turn.isTurn ? `Turn ${turn.number}` : "Between turns";
   const headingId = `group-${index}`;
   return h("section", {
@@ -143,7 +166,9 @@ function turnSection(key: string, turn: Turn, index: number): HTMLElement {
     h("h3", { id: headingId }, title, " ",
       turn.stopReason ? h("span", { class: `badge stop-${turn.stopReason}` }, turn.stopReason)
         : turn.isTurn && turn.open ? h("span", { class: "badge state-turn" }, "running") : null,
-      " ", h("span", { class: "sub" }, clock(turn.entries[0]?.at ?? 0))),
+      " ", stored
+        ? h("span", { class: "sub", "data-stored": "true" }, "from the store")
+        : h("span", { class: "sub" }, clock(turn.entries[0]?.at ?? 0))),
     h("ol", { class: "events" }, ...turn.entries.map((e: Entry, i) => renderEvent(e.event, `${key}:${index}:${i}`)),
       turn.streaming ? h("li", { class: "event ev-model-text" }, h("div", { class: "event-title" }, h("span", { class: "kind" }, "model-text"), " streaming"), h("pre", { class: "code" }, turn.streaming)) : null),
     turn.dropped > 0 ? h("p", { class: "sub" }, `${turn.dropped} more events not kept.`) : null);
@@ -216,13 +241,27 @@ export function timelineView(app: App, key: string): View {
       h("dt", {}, "Tokens"), h("dd", { "data-key": "usage" }, usageText(s.usage)),
       h("dt", {}, "Last activity"), h("dd", {}, clock(s.lastActivityMs))));
   };
+  let historyProblem: string | null = null;
   const drawTimeline = (view: SessionView | undefined): void => {
-    const turns = view?.turns ?? [];
+    const live = view?.turns ?? [];
+    const past = view?.history?.turns ?? [];
+    const turns = mergeTurns(past, live);
+    const stored = new Set(past);
+    const fromStore = turns.filter((t) => stored.has(t));
     rebuild(timeline,
-      view && view.droppedTurns > 0 ? h("p", { class: "sub" }, `${view.droppedTurns} older turns not kept.`) : null,
+      historyProblem === null ? null : h("p", { class: "error" }, `The earlier turns could not be read: ${historyProblem}`),
+      fromStore.length > 0
+        ? h("p", { class: "sub history-note" },
+            "The groups marked “from the store” are read from the session's archive: the hook changes of those turns are not stored, so they do not show (a user text a hook replaced, a rewritten tool call and what changed in a model request do). Turns run while this page is open show every change.")
+        : null,
+      view && view.droppedTurns + (view.history?.droppedTurns ?? 0) > 0
+        ? h("p", { class: "sub" }, `${view.droppedTurns + (view.history?.droppedTurns ?? 0)} older groups not shown.`)
+        : null,
       turns.length === 0
-        ? h("p", { class: "empty" }, "No event seen yet. Events show here as they happen; earlier ones are in the stored records.")
-        : turns.map((t, i) => turnSection(key, t, i + (view?.droppedTurns ?? 0))));
+        ? h("p", { class: "empty" }, view?.history
+            ? "Nothing has happened in this session yet. Events show here as they happen."
+            : historyProblem === null ? "Reading the session's earlier turns…" : "No event seen yet. Events show here as they happen.")
+        : turns.map((t, i) => turnSection(key, t, i, stored.has(t))));
   };
   const drawApprovals = (): void => {
     const mine = approvalsOf(app, key);
@@ -235,6 +274,14 @@ export function timelineView(app: App, key: string): View {
     drawTimeline(view);
   };
   draw();
+  // Its earlier turns, from the store (issue 46 item 3).
+  readHistory(app, key).then(
+    (history) => app.store.history(key, history),
+    (error: unknown) => {
+      historyProblem = errorText(error);
+      drawTimeline(app.store.sessions.get(key));
+    },
+  );
   // Approvals asked before this page opened are known only from the session's detail.
   app.api.session(key, 0, 1).then((d) => app.store.pending(key, d.pendingApprovals, d.approvals), () => undefined);
   return {

@@ -201,14 +201,15 @@ impl Gateway {
         )
     }
 
-    /// Ends one session: its end hooks run (SPEC P3.11) and the gateway forgets it.
+    /// Ends one session: its end hooks run (SPEC P3.11) and the gateway forgets it. A session
+    /// this node does not have open is taken over first when its holder is gone, as a turn or
+    /// `/resume` would (issue 46 item 8), so it is closed here rather than left to nobody.
     ///
     /// # Errors
-    /// [`RequestError::Unknown`], or as [`SessionHandle::close`].
+    /// As [`Gateway::session_or_take_over`] ([`RequestError::Unknown`], a store's `Leased`
+    /// while a holder that runs has it), or as [`SessionHandle::close`].
     pub async fn close(&self, key: &SessionId) -> Result<Vec<HostEvent>, RequestError> {
-        let handle = self
-            .session(key)
-            .ok_or_else(|| RequestError::Unknown(key.clone()))?;
+        let handle = self.session_or_take_over(key).await?;
         let result = handle.close().await;
         self.table().remove(key);
         result

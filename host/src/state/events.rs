@@ -33,6 +33,9 @@ pub enum HostEvent {
         text: String,
         /// What the operator typed, when a hook replaced it.
         original: Option<String>,
+        /// The turn's number in the session (1 for its first; the session's `turns` once it
+        /// is stored), so a page that reads earlier turns from the store numbers them alike.
+        turn: u64,
     },
     /// A hook changed the value it was given: what changed, not the whole value (issue 22).
     #[serde(rename_all = "camelCase")]

@@ -30,7 +30,8 @@ impl Turn<'_> {
     }
 
     /// Continues the turn `open`, cut off while `waiting` was asked: asks again, then the call's
-    /// remaining steps, the turn's later calls, its further model calls and its end.
+    /// remaining steps, the turn's later calls, its further model calls (within what is left of
+    /// its budget) and its end.
     pub(crate) async fn continue_waiting(
         &mut self,
         open: OpenTurn,
@@ -41,6 +42,7 @@ impl Turn<'_> {
             classification,
             asked_ms,
             later_calls,
+            model_calls,
         } = waiting;
         let purpose = super::purpose_of(open.mode);
         let images_allowed = self.request(purpose, None).accepts_images;
@@ -56,7 +58,9 @@ impl Turn<'_> {
         for later in later_calls {
             self.tool_call(later, images_allowed).await?;
         }
-        let stop_reason = self.model_loop(open.mode).await?;
+        // The turn's budget goes on from the calls it made before it was cut off (issue 46
+        // item 8): a takeover never hands a turn a fresh one.
+        let stop_reason = self.model_loop(open.mode, model_calls).await?;
         let info = TurnInfo {
             user_text: open.user_text,
             mode: open.mode,

@@ -272,6 +272,7 @@ impl Turn<'_> {
             session: self.session.info.session_id.clone(),
             text: stored.clone(),
             original,
+            turn: self.session.user_turns(),
         });
         let info = TurnInfo {
             user_text: stored,
@@ -283,7 +284,7 @@ impl Turn<'_> {
         self.durable_step_before(HookKind::OnTurnStarted).await?;
         self.hook::<OnTurnStarted>(info.clone()).await?;
         self.compose_turn_prompt(input.mode).await?;
-        let stop_reason = self.model_loop(input.mode).await?;
+        let stop_reason = self.model_loop(input.mode, 0).await?;
         self.finish(info, stop_reason).await?;
         Ok(stop_reason)
     }
@@ -309,10 +310,11 @@ impl Turn<'_> {
         Ok(())
     }
 
-    /// Model calls and their tool calls until the model stops asking for tools.
-    async fn model_loop(&mut self, mode: PromptMode) -> Result<StopReason, HostError> {
+    /// Model calls and their tool calls until the model stops asking for tools, or the turn's
+    /// budget of model calls is spent; `made` of it were spent already (a continued turn).
+    async fn model_loop(&mut self, mode: PromptMode, made: usize) -> Result<StopReason, HostError> {
         let purpose = purpose_of(mode);
-        for _ in 0..self.engine.max_model_calls {
+        for _ in made..self.engine.max_model_calls {
             // Durable step: the user message, the composed system text and every tool result
             // so far are stored before the model is called (issue 22).
             self.durable_step().await?;

@@ -9,8 +9,9 @@ use schemars::JsonSchema;
 use utoipa::openapi::{Ref, RefOr, Schema};
 
 use crate::routes::{
-    ApprovalAnswer, ApprovalBody, ApprovalsList, CommandAnswer, CommandBody, EventsAnswer, Health,
-    OpenBody, SessionView, SessionsList, SocketRequest, TurnAnswer, TurnBody, TurnDone,
+    ApprovalAnswer, ApprovalBody, ApprovalsList, ArchiveView, CommandAnswer, CommandBody,
+    EventsAnswer, Health, OpenBody, SessionView, SessionsList, SocketRequest, TurnAnswer, TurnBody,
+    TurnDone,
 };
 use crate::{ErrorBody, PluginsView};
 use hookline_host::gateway::SessionStatus;
@@ -56,6 +57,7 @@ components! {
         OpenBody,
         SessionsList,
         SessionView,
+        ArchiveView,
         EventsAnswer,
         TurnBody,
         TurnAnswer<'static>,

@@ -46,6 +46,7 @@ pub(crate) fn detail() -> utoipa::openapi::Ref {
         routes::sessions::open,
         routes::sessions::list,
         routes::sessions::show,
+        routes::sessions::archive,
         routes::sessions::close,
         routes::sessions::resume,
         routes::sessions::turn,

@@ -68,6 +68,31 @@ pub(crate) struct RecordsView {
     pub(crate) busy: bool,
 }
 
+/// `GET /v1/sessions/{id}/archive`: a page of the active session's archive, as stored (issue 46
+/// item 3: the console shows a session's earlier turns from it).
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ArchiveView {
+    /// The active session the archive is of.
+    pub(crate) session_id: Option<SessionId>,
+    /// How many entries its archive holds in all (what is stored: a running turn's latest
+    /// steps may not be yet).
+    pub(crate) total: usize,
+    /// The index of the page's first entry.
+    pub(crate) offset: usize,
+    /// User messages before `offset`: the first user message of the page starts turn
+    /// `turnsBefore + 1`, numbered as the session's `turns` count them.
+    pub(crate) turns_before: u64,
+    /// The entries from `offset` on, each as stored: an object tagged by `kind`
+    /// (`session-started`, `user-message`, `system-text`, `model-request`, `model-response`,
+    /// `model-failure`, `tool-call`, `approval-asked`, `approval`, `tool-output`, `tool-result`,
+    /// `compaction`, `turn-finished`, `note`, `gateway-event`, `side-question`, `seeded`,
+    /// `approvals-set`, `bootstrap`, `session-ended`; docs/storage.md). Hook changes are not
+    /// stored, but for a rewritten tool call's `rewrittenFrom`, a replaced user text's
+    /// `original` and a model request's `changes`.
+    pub(crate) items: Vec<serde_json::Map<String, serde_json::Value>>,
+}
+
 /// `DELETE /v1/sessions/{id}`: what closing the session reported.
 #[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct EventsAnswer {

@@ -13,8 +13,8 @@ pub(crate) mod socket;
 mod socket_close;
 
 pub(crate) use answers::{
-    ApprovalAnswer, CommandAnswer, EventsAnswer, Health, SessionView, SessionsList, TurnAnswer,
-    TurnDone,
+    ApprovalAnswer, ArchiveView, CommandAnswer, EventsAnswer, Health, SessionView, SessionsList,
+    TurnAnswer, TurnDone,
 };
 pub(crate) use approvals::ApprovalsList;
 pub(crate) use sessions::{ApprovalBody, CommandBody, OpenBody, TurnBody};
@@ -54,6 +54,7 @@ pub(crate) fn router(state: AppState, request_timeout: Duration) -> Router {
             get(sessions::show).delete(sessions::close),
         )
         .route("/sessions/{id}/resume", post(sessions::resume))
+        .route("/sessions/{id}/archive", get(sessions::archive))
         .route("/sessions/{id}/turns", post(sessions::turn))
         .route(
             "/sessions/{id}/approvals/{call_id}",

@@ -17,7 +17,7 @@ use axum::Json;
 use futures::stream::{self, Stream};
 use futures::FutureExt as _;
 use hookline_messages::prompt::PromptMode;
-use hookline_messages::record::Decision;
+use hookline_messages::record::{ArchiveEntry, Decision};
 use hookline_messages::scenario::SlashCommand;
 use hookline_messages::session::{ApprovalMode, SessionId};
 use schemars::JsonSchema;
@@ -27,8 +27,8 @@ use tokio::sync::broadcast;
 use utoipa::IntoParams;
 
 use super::answers::{
-    ApprovalAnswer, CommandAnswer, EventsAnswer, RecordsView, SessionView, SessionsList,
-    TurnAnswer, TurnDone,
+    ApprovalAnswer, ArchiveView, CommandAnswer, EventsAnswer, RecordsView, SessionView,
+    SessionsList, TurnAnswer, TurnDone,
 };
 use super::idempotency::{
     claim, digest, once, replay_json, replayed, Answer, Claim, IdempotencyHeader,
@@ -263,7 +263,66 @@ pub(crate) async fn show(
     }))
 }
 
-/// `DELETE /v1/sessions/{id}`: the session's end hooks run (SPEC P3.11).
+/// `GET /v1/sessions/{id}/archive?offset=0&limit=100`: a page of the active session's archive as
+/// the store holds it (issue 46 item 3), read without its lease: a running turn is never waited
+/// for, and its steps show once they are stored.
+#[utoipa::path(
+    get, path = "/v1/sessions/{id}/archive", tag = "sessions",
+    params(("id" = String, Path, description = "The session's key (`key` in its status)."), Page),
+    responses(
+        (status = 200, description = "A page of the active session's archive.", body = ArchiveView),
+        (status = 400, description = "The query is not valid (`bad-query`).", body = ErrorBody),
+        Unauthorized,
+        NotOpen,
+        Leased,
+        TimedOut,
+        Internal,
+        Unavailable,
+    )
+)]
+pub(crate) async fn archive(
+    State(state): State<AppState>,
+    UrlPath(id): UrlPath<String>,
+    page: Result<Query<Page>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<ArchiveView>, ApiError> {
+    let Query(page) = page?;
+    let handle = session(&state, &id).await?;
+    let limit = page.limit.unwrap_or(100).min(MAX_PAGE);
+    let session_id = handle.status().session_id;
+    let stored = match &session_id {
+        Some(active) => state
+            .gateway
+            .session_store()
+            .read(active)
+            .await
+            .map_err(|e| ApiError::from(hookline_host::HostError::Store(e)))?,
+        None => None,
+    };
+    let archive = stored.map(|s| s.archive).unwrap_or_default();
+    let offset = page.offset.min(archive.len());
+    let turns_before = archive[..offset]
+        .iter()
+        .filter(|e| matches!(e, ArchiveEntry::UserMessage { .. }))
+        .count() as u64;
+    let items = archive[offset..]
+        .iter()
+        .take(limit)
+        .filter_map(|entry| match serde_json::to_value(entry) {
+            Ok(serde_json::Value::Object(map)) => Some(map),
+            _ => None,
+        })
+        .collect();
+    Ok(Json(ArchiveView {
+        session_id,
+        total: archive.len(),
+        offset: page.offset,
+        turns_before,
+        items,
+    }))
+}
+
+/// `DELETE /v1/sessions/{id}`: the session's end hooks run (SPEC P3.11); a session whose
+/// holder is gone is taken over first, as a turn would (issue 46 item 8).
 #[utoipa::path(
     delete, path = "/v1/sessions/{id}", tag = "sessions",
     params(("id" = String, Path, description = "The session's key (`key` in its status).")),
@@ -271,6 +330,7 @@ pub(crate) async fn show(
         (status = 200, description = "The session is closed; what closing it reported.", body = EventsAnswer),
         Unauthorized,
         NotOpen,
+        Leased,
         TimedOut,
         SessionEnded,
         SessionBusy,
