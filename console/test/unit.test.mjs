@@ -24,6 +24,7 @@ const { diffWords, valueTexts, patchChanges, patchText } = await load("diff.ts")
 const { Store, approvalKey } = await load("state.ts");
 const { usageText } = await load("usage.ts");
 const { Api, freshKey } = await load("api.ts");
+const { pluginRows } = await load("views/plugins.ts");
 
 test("api: every turn is sent with a fresh Idempotency-Key", async () => {
   assert.match(freshKey(), /^[0-9a-f]{32}$/);
@@ -266,4 +267,25 @@ test("approvals: the server's list is taken in full and drops what it no longer 
   assert.equal(c5.tool, "write_file");
   store.waiting([]);
   assert.equal(store.approvals.size, 0);
+});
+
+test("plugins: a loaded plugin's state now is its status, with why and since when", () => {
+  const rows = pluginRows({
+    plugins: [
+      { name: "steady", kind: "python3", state: "loaded", stateSince: "2026-12-05T08:00:00.000Z" },
+      {
+        name: "crashy", kind: "python3", state: "suspended", stateSince: "2026-12-05T08:01:02.000Z",
+        stateReason: "its process exited 3 times in 300 s, so the runtime stopped calling it",
+      },
+      { name: "off", kind: "node", state: "disabled" },
+    ],
+    inProcess: ["house-style"],
+    loadNotes: [],
+  });
+  assert.deepEqual(rows.map((r) => [r.name, r.status]),
+    [["steady", "loaded"], ["crashy", "suspended"], ["off", "disabled"], ["house-style", "loaded"]]);
+  assert.equal(rows[0].statusDetail, "");
+  assert.match(rows[1].statusDetail, /^since .+: its process exited 3 times in 300 s, so the runtime stopped calling it$/);
+  assert.equal(rows[2].statusDetail, "");
+  assert.equal(rows[3].statusDetail, "");
 });
