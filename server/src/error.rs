@@ -148,9 +148,7 @@ impl ApiError {
             | Self::Overloaded
             | Self::Draining
             | Self::OutOfDescriptors(_)
-            | Self::PluginDown(_) => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            | Self::PluginDown(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Busy(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::Leased(_)
             | Self::LeaseLost(_)

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::time::SystemTime;
 
 use hookline_host::loading::trust::Trust;
-use hookline_host::loading::{LiveState, LoadProblem, LoadedPlugin, PluginState, PluginStatus, Source};
+use hookline_host::loading::{
+    LiveState, LoadProblem, LoadedPlugin, PluginState, PluginStatus, Source,
+};
 use hookline_messages::protocol::Hello;
 use schemars::JsonSchema;
 use serde::Serialize;

@@ -137,7 +137,11 @@ async fn run(config: Arc<ExternalConfig>, control: Arc<Control>, mut lifecycle: 
     loop {
         // A panicked lifecycle task is as good as a crash.
         if lifecycle.await.unwrap_or(Exit::Crashed) == Exit::Requested {
-            control.set(State::Stopped, LiveState::Exited, Some(StateReason::ShutDown));
+            control.set(
+                State::Stopped,
+                LiveState::Exited,
+                Some(StateReason::ShutDown),
+            );
             return;
         }
         loop {
@@ -163,7 +167,11 @@ async fn run(config: Arc<ExternalConfig>, control: Arc<Control>, mut lifecycle: 
             control.set(State::Restarting, LiveState::Restarting, Some(reason));
             tokio::time::sleep(policy.backoff(crashes.len())).await;
             if control.stopping.load(Ordering::Acquire) {
-                control.set(State::Stopped, LiveState::Exited, Some(StateReason::ShutDown));
+                control.set(
+                    State::Stopped,
+                    LiveState::Exited,
+                    Some(StateReason::ShutDown),
+                );
                 return;
             }
             match Connection::start(&config, control.faults.clone()).await {

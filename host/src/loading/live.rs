@@ -41,7 +41,12 @@ pub enum LiveState {
 
 impl LiveState {
     /// Every state, in this order.
-    pub const ALL: [Self; 4] = [Self::Loaded, Self::Restarting, Self::Exited, Self::Suspended];
+    pub const ALL: [Self; 4] = [
+        Self::Loaded,
+        Self::Restarting,
+        Self::Exited,
+        Self::Suspended,
+    ];
 
     /// Its name, as `GET /v1/plugins` and the metrics give it.
     pub fn as_str(self) -> &'static str {
