@@ -158,7 +158,7 @@ impl From<&PluginStatus> for PluginView {
             capabilities: status.capabilities.clone(),
             description: status.description.clone(),
             hello: status.hello.clone(),
-            trust: status.trust.clone(),
+            trust: status.trust,
             state: match &status.state {
                 PluginState::Loaded => ServedState::Loaded,
                 PluginState::Disabled => ServedState::Disabled,

@@ -1,7 +1,7 @@
 //! `hookline serve [--listen 127.0.0.1:7878] [--plugins DIR] [--workspace-root DIR]
 //! [--store DIR|postgres://...] [--migrate] [--node NAME] [--lease-ttl-ms MS] [--token-file FILE]
 //! [--max-sessions N] [--approval-timeout-ms MS] [--drain-budget-ms MS] [--restart-expected-ms MS]
-//! [--idempotency-ttl DURATION] [--idempotency-keys N]`:
+//! [--idempotency-ttl DURATION] [--idempotency-keys N] [-v]`:
 //! many live sessions in one process over HTTP and WebSocket (issue 11, docs/serve.md); with a
 //! PostgreSQL store, one node of several (issue 14, docs/deploy.md).
 //!
