@@ -14,10 +14,11 @@
 //!
 //! | feature | adds | brings in |
 //! |---|---|---|
+//! | `wasm` | `host::wasm`: WebAssembly plugins (without it a `.wasm` plugin is skipped with a note) | wasmtime, Cranelift |
 //! | `providers` | `providers`: the OpenAI-compatible HTTP provider | reqwest, rustls |
 //! | `postgres` | `postgres`: `PgStore`, the store several nodes share | tokio-postgres, deadpool |
 //! | `server` | `server`: `hookline serve` as a library, console, metrics | axum, hyper, metrics exporter |
-//! | `cli` | `cli` and the `hookline` binary; turns on the three above | clap, indicatif, tungstenite |
+//! | `cli` | `cli` and the `hookline` binary; turns on the four above | clap, indicatif, tungstenite |
 //! | `full` | all of the above (the default) | |
 //!
 //! An embedder that only wants a `Gateway`:

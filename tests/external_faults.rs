@@ -5,6 +5,7 @@
 mod support;
 
 use hookline::actors::Pipeline;
+use hookline::host::loading::LiveState;
 use hookline::messages::hook::OnToolCall;
 use hookline::messages::session::SessionId;
 use serde_json::json;
@@ -152,7 +153,24 @@ async fn three_crashes_disable_the_plugin_with_note() {
         report.plugins[0].as_external().unwrap().run_state(),
         hookline::host::external::RunState::Disabled
     );
+    // Its live state says so, with why and since when (issue 46 item 2): suspended, not loaded.
+    let live = report.plugins[0].live();
+    assert_eq!(live.state, LiveState::Suspended);
+    assert_eq!(
+        live.reason.map(|r| r.to_string()).as_deref(),
+        Some("its process exited 3 times in 5 minutes, so the runtime stopped calling it (it stays suspended until the host restarts)")
+    );
+    assert!(live.since <= std::time::SystemTime::now());
+    assert_eq!(report.plugins[1].live().state, LiveState::Loaded);
     report.shutdown().await;
+    // Shut down by the host: exited, and why.
+    let live = report.plugins[1].live();
+    assert_eq!(live.state, LiveState::Exited);
+    assert_eq!(
+        live.reason.map(|r| r.to_string()).as_deref(),
+        Some("the host shut it down")
+    );
+    assert_eq!(report.plugins[0].live().state, LiveState::Suspended);
 }
 
 #[actix_rt::test]

@@ -371,5 +371,5 @@ cases! {
             "Plugin directory '{}' was skipped: it speaks protocol version 99, but this host speaks version 1.");
     an_exit_at_start_skips_the_plugin_at_load_with_one_note_in_every_position:
         not_loaded("exit-at-start", 5_000,
-            "Plugin directory '{}' was skipped: it exited before saying hello.");
+            "Plugin directory '{}' was skipped: it exited before saying hello (-v shows what it wrote to its stderr).");
 }

@@ -117,7 +117,7 @@ async fn each_broken_plugin_is_skipped_with_a_note_naming_its_directory_and_the_
         format!("Plugin directory '{}' was skipped: its name 'a-good' is already used by the plugin in '{}'.", dir("i-dup"), dir("a-good")),
         format!("Plugin directory '{}' was skipped: it speaks protocol version 99, but this host speaks version 1.", dir("j-version")),
         format!("Plugin directory '{}' was skipped: it did not say hello within 300 ms.", dir("k-no-hello")),
-        format!("Plugin directory '{}' was skipped: it exited before saying hello.", dir("l-exit")),
+        format!("Plugin directory '{}' was skipped: it exited before saying hello (-v shows what it wrote to its stderr).", dir("l-exit")),
     ];
     let mut got = texts(&report.notes);
     got.sort();

@@ -381,14 +381,15 @@ async fn events_records_and_plugins_of_every_kind_match_their_schemas() {
             .iter(),
         "state",
     );
-    let statuses = report.statuses.clone();
+    // The loaded plugins run: each answer reads their state now (issue 46 item 2).
+    let view = hookline::server::PluginsView::new(&report.statuses, report.plugins.clone());
     let mut plugins = example_plugins();
     plugins.push(moody());
     let served = serve_plugins(
         plugins,
         Arc::new(EchoProvider::new()),
         |limits| limits.approval_timeout = Duration::from_secs(45),
-        |config| config.plugins.plugins = statuses,
+        |config| config.plugins = view,
     )
     .await;
     let mut events = Vec::new();
@@ -403,7 +404,13 @@ async fn events_records_and_plugins_of_every_kind_match_their_schemas() {
         assert!(states.contains(state), "no {state} plugin in {listed:?}");
     }
     for plugin in listed {
-        assert_is(&document, "PluginStatus", plugin);
+        assert_is(&document, "PluginView", plugin);
+        // A loaded plugin says since when; the others have no live state.
+        assert_eq!(
+            plugin["stateSince"].is_string(),
+            plugin["state"] == "loaded",
+            "{plugin}"
+        );
     }
 
     let key = served.open().await;

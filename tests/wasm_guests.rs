@@ -15,7 +15,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hookline::actors::Pipeline;
-use hookline::host::loading::{load, trust, LoadOptions, LoadReport, Manifest, PluginState};
+use hookline::host::loading::{
+    load, trust, LiveState, LoadOptions, LoadReport, Manifest, PluginState,
+};
 use hookline::host::tools::{Tool, ToolContext};
 use hookline::host::wasm::{Compiled, WasmPlugin};
 use hookline::messages::hook::{OnToolCall, OnTurnStarted, OnUserMessage};
@@ -516,6 +518,36 @@ async fn a_guest_that_keeps_trapping_is_disabled_after_three_traps() {
             trapped,
             "Plugin hook 'crasher' user-message was skipped: it was disabled after 3 crashes in 5 minutes."
         ]
+    );
+}
+
+/// Its live state (`GET /v1/plugins`, issue 46 item 2): loaded, then suspended after three
+/// traps, with why.
+#[actix_rt::test]
+async fn a_guest_suspended_after_three_traps_says_so_in_its_live_state() {
+    let root = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let guest = Guest::hooks(&["on_user_message"]).body("unreachable");
+    plugin(root.path(), "crasher", &guest.wat(), json!({}));
+    let report = load_dir(root.path(), cache.path()).await;
+    let live = report.plugins[0].live();
+    assert_eq!(live.state, LiveState::Loaded);
+    assert_eq!(live.reason, None);
+    let pipeline = Pipeline::builder()
+        .plugins(report.registrations())
+        .start()
+        .unwrap();
+    for session in ["s1", "s2", "s3"] {
+        pipeline
+            .call::<OnUserMessage>(&SessionId::new(session), UserMessage::new("hi"))
+            .await
+            .unwrap();
+    }
+    let live = report.plugins[0].live();
+    assert_eq!(live.state, LiveState::Suspended);
+    assert_eq!(
+        live.reason.map(|r| r.to_string()).as_deref(),
+        Some("it trapped 3 times in 5 minutes, so the runtime stopped calling it (it stays suspended until the host restarts)")
     );
 }
 

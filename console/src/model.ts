@@ -152,8 +152,13 @@ export interface DiskPlugin {
   description?: string | null;
   hello?: { hooks?: string[]; rawHooks?: string[]; events?: string[]; tools?: { name?: string }[] } | null;
   trust?: string;
+  /** `loaded`, `disabled`, `skipped`, or what became of a loaded plugin since: `restarting`, `exited`, `suspended`. */
   state?: string;
   problem?: unknown;
+  /** Why it is `restarting`, `exited` or `suspended` (an English phrase). */
+  stateReason?: string;
+  /** Since when a loaded plugin is in its state (RFC 3339). */
+  stateSince?: string;
 }
 
 /** `GET /v1/plugins` (Rust `PluginsView`). */

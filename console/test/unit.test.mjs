@@ -25,6 +25,7 @@ const { Store, approvalKey } = await load("state.ts");
 const { usageText } = await load("usage.ts");
 const { Api, freshKey } = await load("api.ts");
 const { historyTurns, mergeTurns } = await load("history.ts");
+const { pluginRows } = await load("views/plugins.ts");
 
 test("api: every turn is sent with a fresh Idempotency-Key", async () => {
   assert.match(freshKey(), /^[0-9a-f]{32}$/);
@@ -355,4 +356,25 @@ test("store: a live turn takes the session's number from its user event", () => 
   store.event({ session: "k", event: { event: "turn-finished", stopReason: "completed" } });
   store.event({ session: "k", event: { event: "user", session: "k", text: "again", original: null } });
   assert.deepEqual(store.sessions.get("k").turns.map((t) => t.number), [7, 8]);
+});
+
+test("plugins: a loaded plugin's state now is its status, with why and since when", () => {
+  const rows = pluginRows({
+    plugins: [
+      { name: "steady", kind: "python3", state: "loaded", stateSince: "2026-12-05T08:00:00.000Z" },
+      {
+        name: "crashy", kind: "python3", state: "suspended", stateSince: "2026-12-05T08:01:02.000Z",
+        stateReason: "its process exited 3 times in 300 s, so the runtime stopped calling it",
+      },
+      { name: "off", kind: "node", state: "disabled" },
+    ],
+    inProcess: ["house-style"],
+    loadNotes: [],
+  });
+  assert.deepEqual(rows.map((r) => [r.name, r.status]),
+    [["steady", "loaded"], ["crashy", "suspended"], ["off", "disabled"], ["house-style", "loaded"]]);
+  assert.equal(rows[0].statusDetail, "");
+  assert.match(rows[1].statusDetail, /^since .+: its process exited 3 times in 300 s, so the runtime stopped calling it$/);
+  assert.equal(rows[2].statusDetail, "");
+  assert.equal(rows[3].statusDetail, "");
 });

@@ -25,6 +25,7 @@ pub mod store;
 pub mod tools;
 pub mod trace;
 pub mod turn;
+#[cfg(feature = "wasm")]
 pub mod wasm;
 
 pub use embed::{Host, HostBuilder};

@@ -70,6 +70,10 @@ pub enum ApiError {
     /// The server is shutting down (503 `draining`).
     #[error("the server is shutting down and takes no new sessions or turns")]
     Draining,
+    /// A plugin with fail-closed guard hooks is not running (503 `plugin-down`, from `/readyz`):
+    /// the message names it, its state and why.
+    #[error("{0}")]
+    PluginDown(String),
     /// The request took longer than the server's request timeout (408 `timeout`).
     #[error("the request took longer than the server's request timeout")]
     Timeout,
@@ -140,9 +144,11 @@ impl ApiError {
             Self::OutsideRoot(_) | Self::OutsideRootResume(_) => StatusCode::FORBIDDEN,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
-            Self::Full(_) | Self::Overloaded | Self::Draining | Self::OutOfDescriptors(_) => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            Self::Full(_)
+            | Self::Overloaded
+            | Self::Draining
+            | Self::OutOfDescriptors(_)
+            | Self::PluginDown(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Busy(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::Leased(_)
             | Self::LeaseLost(_)
@@ -180,6 +186,7 @@ impl ApiError {
             Self::CannotRestore(_) => "cannot-restore",
             Self::UnknownModel(_) => "unknown-model",
             Self::Draining => "draining",
+            Self::PluginDown(_) => "plugin-down",
             Self::Timeout => "timeout",
             Self::Status(StatusCode::METHOD_NOT_ALLOWED, _) => "method-not-allowed",
             Self::Status(StatusCode::PAYLOAD_TOO_LARGE, _) => "body-too-large",

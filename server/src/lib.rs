@@ -20,6 +20,7 @@ pub mod console;
 mod error;
 mod metrics;
 mod openapi;
+mod plugins;
 mod routes;
 mod trace;
 mod workspace;
@@ -27,6 +28,7 @@ mod workspace;
 pub use error::{ApiError, ErrorBody, ErrorDetail, RETRY_AFTER_SECS};
 pub use metrics::install_recorder;
 pub use openapi::openapi_json;
+pub use plugins::{PluginView, PluginsView, ServedState};
 pub use workspace::{resolve_workspace, WorkspaceRoot};
 
 use std::net::SocketAddr;
@@ -39,7 +41,6 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::sync::watch;
 
 use hookline_host::gateway::{Gateway, ShutdownSummary};
-use hookline_host::loading::PluginStatus;
 use hookline_host::state::HostError;
 
 /// Default cap on a request body.
@@ -95,18 +96,6 @@ impl ServeConfig {
             idempotency_keys: DEFAULT_IDEMPOTENCY_KEYS,
         }
     }
-}
-
-/// The plugins a server runs, as `GET /v1/plugins` reports them.
-#[derive(Clone, Debug, Default, serde::Serialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct PluginsView {
-    /// Plugins on disk, as `hookline hooks list --json` prints them.
-    pub plugins: Vec<PluginStatus>,
-    /// In-process plugins, in load order (the bundled demo plugins with `serve --demo-plugins`).
-    pub in_process: Vec<String>,
-    /// Loading notes (skipped plugins, unknown subscriptions, tools left out).
-    pub load_notes: Vec<String>,
 }
 
 /// Why a server could not start.
@@ -284,6 +273,7 @@ pub async fn start(
     metrics::spawn_upkeep(
         state.metrics.clone(),
         state.gateway.clone(),
+        state.plugins.clone(),
         stop.subscribe(),
     );
     tracing::info!(%addr, "hookline serve listening");

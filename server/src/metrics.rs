@@ -13,6 +13,7 @@ use axum::response::Response;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tokio::sync::watch;
 
+use crate::PluginsView;
 use hookline_host::gateway::{Activity, Gateway};
 use hookline_messages::model::UsageTotals;
 use hookline_messages::user::StopReason;
@@ -86,6 +87,10 @@ fn describe() {
         "hookline_process_resident_bytes",
         "Resident memory of the server process."
     );
+    metrics::describe_gauge!(
+        "hookline_plugin_state",
+        "1 for each loaded plugin's state now (loaded, restarting, exited, suspended), 0 for its other states."
+    );
     metrics::describe_counter!(
         "hookline_model_tokens_total",
         "Model tokens the provider reported, by model and direction (input, output)."
@@ -108,8 +113,9 @@ fn describe() {
     );
 }
 
-/// Refreshes the gauges now: sessions, queue depths, memory.
-pub(crate) async fn refresh(gateway: &Gateway) {
+/// Refreshes the gauges now: sessions, queue depths, memory, each plugin's state.
+pub(crate) async fn refresh(gateway: &Gateway, plugins: &PluginsView) {
+    plugins.record_states();
     let sessions = gateway.sessions();
     let count = |activity| sessions.iter().filter(|s| s.activity == activity).count();
     metrics::gauge!("hookline_sessions_open").set(sessions.len() as f64);
@@ -151,6 +157,7 @@ fn resident_bytes() -> Option<u64> {
 pub(crate) fn spawn_upkeep(
     handle: PrometheusHandle,
     gateway: Gateway,
+    plugins: std::sync::Arc<PluginsView>,
     mut stop: watch::Receiver<bool>,
 ) {
     tokio::spawn(async move {
@@ -160,7 +167,7 @@ pub(crate) fn spawn_upkeep(
                 _ = stop.wait_for(|stop| *stop) => return,
             }
             handle.run_upkeep();
-            refresh(&gateway).await;
+            refresh(&gateway, &plugins).await;
         }
     });
 }

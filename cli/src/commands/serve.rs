@@ -1,7 +1,7 @@
 //! `hookline serve [--listen 127.0.0.1:7878] [--plugins DIR] [--workspace-root DIR]
 //! [--store DIR|postgres://...] [--migrate] [--node NAME] [--lease-ttl-ms MS] [--token-file FILE]
 //! [--max-sessions N] [--approval-timeout-ms MS] [--drain-budget-ms MS] [--restart-expected-ms MS]
-//! [--idempotency-ttl DURATION] [--idempotency-keys N]`:
+//! [--idempotency-ttl DURATION] [--idempotency-keys N] [-v]`:
 //! many live sessions in one process over HTTP and WebSocket (issue 11, docs/serve.md); with a
 //! PostgreSQL store, one node of several (issue 14, docs/deploy.md).
 //!
@@ -34,6 +34,7 @@ use super::run::plugin_builder;
 use super::serve_store::{parse_store, StoreArgs, StoreSetupError};
 use hookline_host::demo::example_plugins;
 use hookline_host::gateway::GatewayLimits;
+use hookline_host::loading::LoadNote;
 use hookline_host::provider::EchoProvider;
 use hookline_server::{install_recorder, start, PluginsView, ServeConfig, DEFAULT_BODY_LIMIT};
 
@@ -104,6 +105,10 @@ pub(crate) struct ServeArgs {
     /// durable steps cost; a crash then loses a running turn whole).
     #[arg(long)]
     commit_per_turn: bool,
+    /// Show what each plugin writes to its stderr (its log) on this stderr, each line prefixed
+    /// with `[<plugin>] ` (as `run`, `chat` and `hooks` do).
+    #[arg(long, short = 'v')]
+    verbose: bool,
     /// The model: `--provider openai|anthropic ...` or `--config FILE` (as `run` and `chat`).
     #[command(flatten)]
     provider: ProviderArgs,
@@ -258,15 +263,21 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
         workspace: Some(root.clone()),
         order: Vec::new(),
         trust_file: None,
-        verbose: false,
+        verbose: args.verbose,
     };
     let options = dirs.load_options().map_err(ServeCliError::Options)?;
     let report = hookline_host::loading::load(&options).await;
-    let mut view = PluginsView {
-        plugins: report.statuses.clone(),
-        in_process: Vec::new(),
-        load_notes: report.notes.iter().map(ToString::to_string).collect(),
-    };
+    // Each directory skipped, and why, said at start (issue 46 item 2): an operator reads it
+    // here, not only in `GET /v1/plugins`.
+    for note in &report.notes {
+        if matches!(note, LoadNote::Skipped { .. }) {
+            eprintln!("hookline serve: {note}");
+        }
+    }
+    // The loaded plugins stay in the view: `/v1/plugins`, `/readyz` and the metrics read their
+    // state at each request.
+    let mut view = PluginsView::new(&report.statuses, report.plugins.clone());
+    view.load_notes = report.notes.iter().map(ToString::to_string).collect();
     if args.demo_plugins {
         view.in_process = example_plugins()
             .iter()

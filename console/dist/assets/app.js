@@ -949,6 +949,12 @@ function formatSeconds(seconds) {
 }
 
 // src/views/plugins.ts
+function statusDetail(p, clockOf = clock) {
+  if (p.state === "loaded" || !p.stateReason && !p.stateSince) return "";
+  const since = p.stateSince ? Date.parse(p.stateSince) : NaN;
+  const when = Number.isFinite(since) ? `since ${clockOf(since)}` : "";
+  return [when, p.stateReason ?? ""].filter((t) => t !== "").join(": ");
+}
 function pluginRows(view2) {
   const rows = view2.plugins.map((p, i) => ({
     order: i + 1,
@@ -959,6 +965,7 @@ function pluginRows(view2) {
     rawHooks: p.hello?.rawHooks ?? [],
     events: p.hello?.events ?? [],
     status: p.state ?? "unknown",
+    statusDetail: statusDetail(p),
     trust: p.trust ?? "unknown"
   }));
   for (const p of view2.inProcess) {
@@ -972,6 +979,7 @@ function pluginRows(view2) {
       rawHooks: "rawHooks" in named && named.rawHooks ? named.rawHooks : [],
       events: "events" in named && named.events ? named.events : [],
       status: "loaded",
+      statusDetail: "",
       trust: "built-in"
     });
   }
@@ -1004,7 +1012,12 @@ function pluginsTable(rows, stats) {
       h("td", {}, r.hooks.length > 0 || r.kind !== "in-process" ? list(r.hooks) : fromMetrics(hooksOf(stats, r.name))),
       h("td", {}, list(r.rawHooks)),
       h("td", {}, list(r.events)),
-      h("td", {}, h("span", { class: `badge plugin-${r.status}` }, r.status)),
+      h(
+        "td",
+        { "data-figure": "status" },
+        h("span", { class: `badge plugin-${r.status}` }, r.status),
+        r.statusDetail === "" ? null : h("div", { class: "sub" }, r.statusDetail)
+      ),
       h("td", {}, r.trust)
     )))
   ));

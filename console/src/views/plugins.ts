@@ -1,5 +1,6 @@
-// The plugins view: load order, kind, language, hooks, raw hooks, events, status and trust (from
-// `GET /v1/plugins`), and per plugin and hook the calls, skips by reason and latency p50 / p99
+// The plugins view: load order, kind, language, hooks, raw hooks, events, status (each loaded
+// plugin's state now: loaded, restarting, exited or suspended, with why and since when) and trust
+// (from `GET /v1/plugins`), and per plugin and hook the calls, skips by reason and latency p50 / p99
 // (from `GET /metrics`), with a small latency chart. Fetched when the view opens and again when a
 // turn finishes while it is open: never on a timer.
 
@@ -18,7 +19,17 @@ interface PluginRow {
   rawHooks: string[];
   events: string[];
   status: string;
+  /** Why it is not `loaded` now, and since when (empty when there is nothing to say). */
+  statusDetail: string;
   trust: string;
+}
+
+/** `suspended since 10:42:07: its process exited 3 times in 300 s, ...`, without the state. */
+export function statusDetail(p: DiskPlugin, clockOf: (ms: number) => string = clock): string {
+  if (p.state === "loaded" || (!p.stateReason && !p.stateSince)) return "";
+  const since = p.stateSince ? Date.parse(p.stateSince) : NaN;
+  const when = Number.isFinite(since) ? `since ${clockOf(since)}` : "";
+  return [when, p.stateReason ?? ""].filter((t) => t !== "").join(": ");
 }
 
 /** The rows, in load order: plugins on disk, then in-process ones. */
@@ -32,6 +43,7 @@ export function pluginRows(view: PluginsView): PluginRow[] {
     rawHooks: p.hello?.rawHooks ?? [],
     events: p.hello?.events ?? [],
     status: p.state ?? "unknown",
+    statusDetail: statusDetail(p),
     trust: p.trust ?? "unknown",
   }));
   for (const p of view.inProcess) {
@@ -45,6 +57,7 @@ export function pluginRows(view: PluginsView): PluginRow[] {
       rawHooks: "rawHooks" in named && named.rawHooks ? named.rawHooks : [],
       events: "events" in named && named.events ? named.events : [],
       status: "loaded",
+      statusDetail: "",
       trust: "built-in",
     });
   }
@@ -75,7 +88,8 @@ function pluginsTable(rows: PluginRow[], stats: HookStats[]): HTMLElement {
       h("td", {}, r.hooks.length > 0 || r.kind !== "in-process" ? list(r.hooks) : fromMetrics(hooksOf(stats, r.name))),
       h("td", {}, list(r.rawHooks)),
       h("td", {}, list(r.events)),
-      h("td", {}, h("span", { class: `badge plugin-${r.status}` }, r.status)),
+      h("td", { "data-figure": "status" }, h("span", { class: `badge plugin-${r.status}` }, r.status),
+        r.statusDetail === "" ? null : h("div", { class: "sub" }, r.statusDetail)),
       h("td", {}, r.trust))))));
 }
 

@@ -12,8 +12,9 @@ pub enum StartError {
     /// No hello arrived within the deadline.
     #[error("it did not say hello within {}", hookline_messages::note::DurationText::of(*.0))]
     NoHello(Duration),
-    /// The process ended before its hello.
-    #[error("it exited before saying hello")]
+    /// The process ended before its hello. The phrase points at `-v`, which shows what the
+    /// process wrote to its stderr (its own error, as a traceback or a panic).
+    #[error("it exited before saying hello (-v shows what it wrote to its stderr)")]
     ExitedBeforeHello,
     /// The first line was not a valid hello.
     #[error("its hello could not be read: {0}")]

@@ -55,8 +55,12 @@ pub use error::StartError;
 pub use supervisor::RestartPolicy;
 pub use tools::{PluginTool, TOOL_TIMEOUT};
 
+// What WebAssembly plugins share with external ones (the same replies, the same decoding).
+#[cfg(feature = "wasm")]
 pub(crate) use events::event_reply;
+#[cfg(feature = "wasm")]
 pub(crate) use hooks::{observed, replacement};
+#[cfg(feature = "wasm")]
 pub(crate) use reply::{decode_reply, decode_typed, TypedReply};
 
 use connection::Connection;
@@ -262,6 +266,18 @@ impl ExternalPlugin {
             State::Disabled => RunState::Disabled,
             State::Stopped => RunState::Stopped,
         }
+    }
+
+    /// Where the plugin is now, why and since when (`GET /v1/plugins`): `loaded`, `restarting`
+    /// after its process exited, `exited` once shut down, or `suspended` after crashing too often
+    /// ([`RestartPolicy`]).
+    pub fn live(&self) -> crate::loading::LiveStatus {
+        self.control.live()
+    }
+
+    /// The guard hooks it fails closed on (its manifest's `fail_closed`).
+    pub fn fail_closed(&self) -> HookSet {
+        self.fail_closed
     }
 
     /// How many requests are in flight on the current process.

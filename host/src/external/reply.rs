@@ -49,7 +49,9 @@ pub(crate) fn decode_reply(line: &[u8]) -> Option<(RequestId, ReplyBody)> {
 }
 
 /// A reply whose value is decoded straight into the hook's value type `T` (the WebAssembly
-/// fast path, issue 36): no [`serde_json::Value`] tree in between.
+/// fast path, issue 36): no [`serde_json::Value`] tree in between. Only WebAssembly plugins use
+/// it (the `wasm` feature); its tests run either way.
+#[cfg_attr(not(feature = "wasm"), allow(dead_code))]
 #[derive(Debug, PartialEq)]
 pub(crate) enum TypedReply<T> {
     /// Hand the value on unchanged.
@@ -62,6 +64,7 @@ pub(crate) enum TypedReply<T> {
     Error(String),
 }
 
+#[cfg_attr(not(feature = "wasm"), allow(dead_code))]
 impl<T: DeserializeOwned> TypedReply<T> {
     fn of_body(body: ReplyBody) -> Self {
         match body {
@@ -75,6 +78,7 @@ impl<T: DeserializeOwned> TypedReply<T> {
 }
 
 /// [`Fields`] with the value read as a `T` in the same pass.
+#[cfg_attr(not(feature = "wasm"), allow(dead_code))]
 #[derive(Deserialize)]
 #[serde(bound(deserialize = "T: DeserializeOwned"))]
 struct TypedFields<'a, T> {
@@ -87,6 +91,7 @@ struct TypedFields<'a, T> {
     message: Option<String>,
 }
 
+#[cfg_attr(not(feature = "wasm"), allow(dead_code))]
 fn none<T>() -> Option<T> {
     None
 }
@@ -95,6 +100,7 @@ fn none<T>() -> Option<T> {
 /// `serde_json::from_value::<T>` on a replacement. The usual shapes are read in one pass, the
 /// value straight into a `T`; anything that pass does not take (a value that is not a `T`, a
 /// duplicate key, another shape) is decoded the general way.
+#[cfg_attr(not(feature = "wasm"), allow(dead_code))]
 pub(crate) fn decode_typed<T: DeserializeOwned>(line: &[u8]) -> Option<(RequestId, TypedReply<T>)> {
     let object = line.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
     if let Some(fields) = object

@@ -4,8 +4,8 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
 
 use hookline_messages::note::SkipReason;
 use tokio::sync::watch;
@@ -15,6 +15,7 @@ use tokio::time::Instant;
 use super::connection::{Connection, Exit};
 use super::faults::FaultLog;
 use super::ExternalConfig;
+use crate::loading::{LiveState, LiveStatus, StateReason};
 
 /// When a crashed plugin is restarted, and when it is given up on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,6 +79,39 @@ pub(crate) struct Control {
     pub(crate) stopping: AtomicBool,
     /// Faults pinned on the plugin, kept across restarts.
     pub(crate) faults: Arc<FaultLog>,
+    /// What `state` last became, why and since when (`GET /v1/plugins`).
+    live: Mutex<LiveStatus>,
+}
+
+impl Control {
+    /// Moves to `state`, recording why and since when.
+    fn set(&self, state: State, live: LiveState, reason: Option<StateReason>) {
+        *self.live.lock().unwrap_or_else(PoisonError::into_inner) = LiveStatus {
+            state: live,
+            reason,
+            since: SystemTime::now(),
+        };
+        self.state.send_replace(state);
+    }
+
+    /// The state now, why and since when. A running process whose output has ended is
+    /// `exited` until the supervisor restarts or suspends it.
+    pub(crate) fn live(&self) -> LiveStatus {
+        let ended = matches!(&*self.state.borrow(), State::Running(c) if c.is_closed());
+        let live = self
+            .live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if ended && live.state == LiveState::Loaded {
+            return LiveStatus {
+                state: LiveState::Exited,
+                reason: Some(StateReason::Ended),
+                since: SystemTime::now(),
+            };
+        }
+        live
+    }
 }
 
 /// Starts the supervisor task for a process that has just said hello.
@@ -91,6 +125,7 @@ pub(crate) fn supervise(
         state: watch::Sender::new(State::Running(connection)),
         stopping: AtomicBool::new(false),
         faults,
+        live: Mutex::new(LiveStatus::loaded(SystemTime::now())),
     });
     tokio::spawn(run(config, control.clone(), lifecycle));
     control
@@ -102,23 +137,41 @@ async fn run(config: Arc<ExternalConfig>, control: Arc<Control>, mut lifecycle: 
     loop {
         // A panicked lifecycle task is as good as a crash.
         if lifecycle.await.unwrap_or(Exit::Crashed) == Exit::Requested {
-            control.state.send_replace(State::Stopped);
+            control.set(
+                State::Stopped,
+                LiveState::Exited,
+                Some(StateReason::ShutDown),
+            );
             return;
         }
         loop {
             let now = Instant::now();
             crashes.push_back(now);
             crashes.retain(|at| now.duration_since(*at) < policy.window);
-            if crashes.len() >= policy.max_crashes as usize {
+            let exits = u32::try_from(crashes.len()).unwrap_or(u32::MAX);
+            if exits >= policy.max_crashes {
                 tracing::warn!(plugin = %config.name, "plugin disabled: {}", policy.disabled_reason());
-                control.state.send_replace(State::Disabled);
+                let reason = StateReason::ExitedTooOften {
+                    failures: exits,
+                    window: policy.window,
+                };
+                control.set(State::Disabled, LiveState::Suspended, Some(reason));
                 return;
             }
             tracing::warn!(plugin = %config.name, crashes = crashes.len(), "plugin crashed; restarting");
-            control.state.send_replace(State::Restarting);
+            let reason = StateReason::Restarting {
+                exits,
+                limit: policy.max_crashes,
+                window: policy.window,
+            };
+            control.set(State::Restarting, LiveState::Restarting, Some(reason));
             tokio::time::sleep(policy.backoff(crashes.len())).await;
             if control.stopping.load(Ordering::Acquire) {
-                control.state.send_replace(State::Stopped);
+                control.set(
+                    State::Stopped,
+                    LiveState::Exited,
+                    Some(StateReason::ShutDown),
+                );
                 return;
             }
             match Connection::start(&config, control.faults.clone()).await {
@@ -126,7 +179,7 @@ async fn run(config: Arc<ExternalConfig>, control: Arc<Control>, mut lifecycle: 
                     if control.stopping.load(Ordering::Acquire) {
                         connection.request_stop();
                     }
-                    control.state.send_replace(State::Running(connection));
+                    control.set(State::Running(connection), LiveState::Loaded, None);
                     lifecycle = next;
                     break;
                 }

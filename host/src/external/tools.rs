@@ -17,6 +17,7 @@ use hookline_messages::tool::ToolProvider;
 
 use super::ExternalPlugin;
 use crate::tools::{Tool, ToolContext, ToolOutput, ToolSpec};
+#[cfg(feature = "wasm")]
 use crate::wasm::WasmPlugin;
 
 /// How long a plugin tool may run.
@@ -34,6 +35,7 @@ pub struct PluginTool {
 #[derive(Clone, Debug)]
 enum Runner {
     External(Arc<ExternalPlugin>),
+    #[cfg(feature = "wasm")]
     Wasm(Arc<WasmPlugin>),
 }
 
@@ -44,6 +46,7 @@ impl PluginTool {
     }
 
     /// The tools WebAssembly `plugin` declared in its hello, in the order declared.
+    #[cfg(feature = "wasm")]
     pub fn all_of_wasm(plugin: &Arc<WasmPlugin>) -> Vec<Self> {
         Self::declared(&plugin.hello().tools, || Runner::Wasm(plugin.clone()))
     }
@@ -67,6 +70,7 @@ impl PluginTool {
     pub fn plugin_name(&self) -> &str {
         match &self.runner {
             Runner::External(plugin) => plugin.name(),
+            #[cfg(feature = "wasm")]
             Runner::Wasm(plugin) => plugin.name(),
         }
     }
@@ -131,6 +135,7 @@ impl Tool for PluginTool {
         };
         let reply = match &self.runner {
             Runner::External(plugin) => plugin.request(TOOL_TIMEOUT, build).await,
+            #[cfg(feature = "wasm")]
             Runner::Wasm(plugin) => plugin.request(TOOL_TIMEOUT, build).await,
         };
         self.output(reply)

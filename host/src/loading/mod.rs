@@ -18,6 +18,7 @@ mod discover;
 pub mod entry;
 mod host_binary;
 mod interpreters;
+mod live;
 pub mod manifest;
 mod problem;
 mod status;
@@ -31,9 +32,12 @@ use std::time::Duration;
 use hookline_actors::plugin::{PluginRegistration, Timeouts};
 
 use crate::external::{ExternalConfig, ExternalPlugin, PluginTool};
+#[cfg(feature = "wasm")]
 use crate::wasm::{Capability, WasmConfig, WasmPlugin, MAX_MEMORY_MB};
+use hookline_messages::hook::HookSet;
 
 pub use discover::{candidates, Candidate, Source};
+pub use live::{LiveState, LiveStatus, StateReason};
 pub use manifest::{check_name, Manifest, WasmManifest, MANIFEST, RESERVED_NAMES};
 pub use problem::{LoadNote, LoadProblem};
 pub use status::{PluginState, PluginStatus};
@@ -55,8 +59,8 @@ pub struct LoadOptions {
     /// Write each plugin's stderr to the host's stderr, prefixed `[<plugin>] `
     /// ([`ExternalConfig::echo_stderr`]; the CLI's `--verbose`).
     pub echo_stderr: bool,
-    /// Where WebAssembly plugins' compiled modules are cached; `None`:
-    /// [`default_cache_dir`](crate::wasm::default_cache_dir).
+    /// Where WebAssembly plugins' compiled modules are cached; `None`: the default cache
+    /// directory (`crate::wasm::default_cache_dir`, with the `wasm` feature).
     pub wasm_cache_dir: Option<PathBuf>,
 }
 
@@ -76,7 +80,8 @@ impl LoadOptions {
 pub enum LoadedPlugin {
     /// A plugin process (docs/protocol.md).
     External(Arc<ExternalPlugin>),
-    /// A WebAssembly plugin (docs/wasm.md).
+    /// A WebAssembly plugin (docs/wasm.md; the `wasm` feature).
+    #[cfg(feature = "wasm")]
     Wasm(Arc<WasmPlugin>),
 }
 
@@ -85,7 +90,35 @@ impl LoadedPlugin {
     pub fn name(&self) -> &str {
         match self {
             Self::External(plugin) => plugin.name(),
+            #[cfg(feature = "wasm")]
             Self::Wasm(plugin) => plugin.name(),
+        }
+    }
+
+    /// Where it is now, why and since when (`GET /v1/plugins`, issue 46 item 2).
+    pub fn live(&self) -> LiveStatus {
+        match self {
+            Self::External(plugin) => plugin.live(),
+            #[cfg(feature = "wasm")]
+            Self::Wasm(plugin) => plugin.live(),
+        }
+    }
+
+    /// The guard hooks it fails closed on.
+    pub fn fail_closed(&self) -> HookSet {
+        match self {
+            Self::External(plugin) => plugin.fail_closed(),
+            #[cfg(feature = "wasm")]
+            Self::Wasm(plugin) => plugin.fail_closed(),
+        }
+    }
+
+    /// What it said in its hello.
+    pub fn hello(&self) -> &hookline_messages::protocol::Hello {
+        match self {
+            Self::External(plugin) => plugin.hello(),
+            #[cfg(feature = "wasm")]
+            Self::Wasm(plugin) => plugin.hello(),
         }
     }
 
@@ -93,6 +126,7 @@ impl LoadedPlugin {
     pub fn registration(&self) -> PluginRegistration {
         match self {
             Self::External(plugin) => plugin.registration(),
+            #[cfg(feature = "wasm")]
             Self::Wasm(plugin) => plugin.registration(),
         }
     }
@@ -101,6 +135,7 @@ impl LoadedPlugin {
     pub fn tools(&self) -> Vec<PluginTool> {
         match self {
             Self::External(plugin) => PluginTool::all_of(plugin),
+            #[cfg(feature = "wasm")]
             Self::Wasm(plugin) => PluginTool::all_of_wasm(plugin),
         }
     }
@@ -109,11 +144,13 @@ impl LoadedPlugin {
     pub fn as_external(&self) -> Option<&Arc<ExternalPlugin>> {
         match self {
             Self::External(plugin) => Some(plugin),
+            #[cfg(feature = "wasm")]
             Self::Wasm(_) => None,
         }
     }
 
     /// The WebAssembly plugin, if it is one.
+    #[cfg(feature = "wasm")]
     pub fn as_wasm(&self) -> Option<&Arc<WasmPlugin>> {
         match self {
             Self::Wasm(plugin) => Some(plugin),
@@ -168,6 +205,7 @@ impl LoadReport {
 /// A checked plugin directory, ready to start.
 enum Prepared {
     External(ExternalConfig),
+    #[cfg(feature = "wasm")]
     Wasm(WasmConfig),
 }
 
@@ -202,11 +240,7 @@ pub async fn load(options: &LoadOptions) -> LoadReport {
         let status = &mut statuses[index];
         match result {
             Ok(plugin) => {
-                let hello = match &plugin {
-                    LoadedPlugin::External(plugin) => plugin.hello(),
-                    LoadedPlugin::Wasm(plugin) => plugin.hello(),
-                };
-                status.loaded(hello.clone());
+                status.loaded(plugin.hello().clone());
                 plugins.push(plugin);
             }
             Err(error) => status.state = PluginState::Skipped(LoadProblem::StartFailed(error)),
@@ -231,6 +265,7 @@ async fn start(prepared: Prepared) -> Result<LoadedPlugin, String> {
             .await
             .map(LoadedPlugin::External)
             .map_err(|error| error.to_string()),
+        #[cfg(feature = "wasm")]
         Prepared::Wasm(config) => tokio::task::spawn_blocking(move || WasmPlugin::load(config))
             .await
             .map_err(|error| format!("its module could not be loaded: {error}"))?
@@ -278,7 +313,15 @@ fn prepare(
             problem
         })?;
     if let Some(wasm) = wasm {
+        #[cfg(feature = "wasm")]
         return wasm_config(name, launch.program, &wasm, &manifest, options).map(Some);
+        // A build without the `wasm` feature has no WebAssembly runtime: the plugin is skipped
+        // with a note naming the feature (issue 46 item 7).
+        #[cfg(not(feature = "wasm"))]
+        {
+            let _ = wasm;
+            return Err(LoadProblem::NoWasmSupport);
+        }
     }
     let mut config = ExternalConfig::new(name, launch.program, &candidate.dir);
     config.args = launch.args.into_iter().map(Into::into).collect();
@@ -305,6 +348,7 @@ fn prepare(
 }
 
 /// A WebAssembly plugin's config from its manifest (docs/wasm.md "The manifest").
+#[cfg(feature = "wasm")]
 fn wasm_config(
     name: String,
     module: PathBuf,
@@ -344,4 +388,40 @@ fn wasm_config(
         config.cache_dir = Some(dir.clone());
     }
     Ok(Prepared::Wasm(config))
+}
+
+/// A build without the `wasm` feature (`cargo test -p hookline-host --no-default-features`,
+/// which `.ci/run`'s lean check runs): a WebAssembly plugin is skipped with the note naming the
+/// feature, and the other plugins load (issue 46 item 7).
+#[cfg(all(test, not(feature = "wasm")))]
+mod without_wasm {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_wasm_plugin_directory_is_skipped_with_a_note_naming_the_feature(
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        let root = tempfile::tempdir()?;
+        let dir = root.path().join("guard");
+        std::fs::create_dir(&dir)?;
+        std::fs::write(dir.join(MANIFEST), r#"{"entry": "plugin.wasm"}"#)?;
+        // Not even a module: the build never gets as far as reading it.
+        std::fs::write(dir.join("plugin.wasm"), b"\0asm")?;
+        let report = load(&LoadOptions::new(Some(root.path().to_path_buf()), None)).await;
+        assert!(report.plugins.is_empty());
+        assert_eq!(
+            report.statuses[0].state,
+            PluginState::Skipped(LoadProblem::NoWasmSupport)
+        );
+        let notes: Vec<String> = report.notes.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            notes,
+            [format!(
+                "Plugin directory '{}' was skipped: it is a WebAssembly plugin, and this build of \
+                 hookline has no WebAssembly support (build it with the `wasm` feature, which \
+                 `full` includes).",
+                dir.display()
+            )]
+        );
+        Ok(())
+    }
 }

@@ -49,6 +49,14 @@ impl fmt::Display for LoadNote {
     }
 }
 
+/// The capabilities a WebAssembly plugin's manifest may ask for (docs/wasm.md), by name.
+#[cfg(feature = "wasm")]
+fn capability_names() -> Vec<&'static str> {
+    crate::wasm::Capability::ALL
+        .map(crate::wasm::Capability::as_str)
+        .to_vec()
+}
+
 /// Why a plugin directory was skipped. Renders as a phrase starting with "it" or "its", without
 /// a final full stop (the note adds it).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -90,6 +98,8 @@ pub enum LoadProblem {
     StartFailed(String),
     /// A WebAssembly plugin's manifest asks for a capability there is none of (docs/wasm.md).
     UnknownCapability(String),
+    /// A WebAssembly plugin, in a build without the `wasm` feature (no WebAssembly runtime).
+    NoWasmSupport,
     /// A workspace plugin the operator has not trusted (`hookline hooks trust <name>`).
     Untrusted(String),
     /// A workspace plugin whose manifest or entry point changed since it was trusted.
@@ -149,12 +159,18 @@ impl fmt::Display for LoadProblem {
             Self::StartFailed(error) => f.write_str(error),
             Self::UnknownCapability(name) => {
                 write!(
-                f,
-                "its plugin.json asks for the capability '{name}', which does not exist (there \
-                 are: {})",
-                crate::wasm::Capability::ALL.map(crate::wasm::Capability::as_str).join(", ")
-            )
+                    f,
+                    "its plugin.json asks for the capability '{name}', which does not exist"
+                )?;
+                // Only a build with WebAssembly support reads capabilities at all.
+                #[cfg(feature = "wasm")]
+                write!(f, " (there are: {})", capability_names().join(", "))?;
+                Ok(())
             }
+            Self::NoWasmSupport => f.write_str(
+                "it is a WebAssembly plugin, and this build of hookline has no WebAssembly \
+                 support (build it with the `wasm` feature, which `full` includes)",
+            ),
             Self::Untrusted(name) => write!(
                 f,
                 "its workspace plugin '{name}' is not trusted (run 'hookline hooks trust {name}')"
@@ -165,5 +181,26 @@ impl fmt::Display for LoadProblem {
                  trust {name}' again)"
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// SPEC L1: a plugin the host cannot load is skipped with a note that says why; a build
+    /// without WebAssembly support says which feature brings it (issue 46 item 7).
+    #[test]
+    fn a_wasm_plugin_in_a_build_without_wasm_is_skipped_with_a_sentence_naming_the_feature() {
+        let note = LoadNote::Skipped {
+            dir: PathBuf::from("/plugins/guard"),
+            problem: LoadProblem::NoWasmSupport,
+        };
+        assert_eq!(
+            note.to_string(),
+            "Plugin directory '/plugins/guard' was skipped: it is a WebAssembly plugin, and this \
+             build of hookline has no WebAssembly support (build it with the `wasm` feature, \
+             which `full` includes)."
+        );
     }
 }

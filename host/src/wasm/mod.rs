@@ -32,8 +32,8 @@ mod worker;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant, SystemTime};
 
 use hookline_actors::plugin::{Timeouts, DEFAULT_HOOK_TIMEOUT};
 use hookline_messages::hook::{HookKind, HookSet};
@@ -200,6 +200,9 @@ pub struct WasmPlugin {
     runs: Runs,
     traps: Mutex<VecDeque<Instant>>,
     disabled: AtomicBool,
+    /// When it loaded, and when traps disabled it (`GET /v1/plugins`).
+    loaded_at: SystemTime,
+    disabled_at: OnceLock<SystemTime>,
     next_id: AtomicU64,
 }
 
@@ -238,6 +241,8 @@ impl WasmPlugin {
             runs,
             traps: Mutex::new(VecDeque::new()),
             disabled: AtomicBool::new(false),
+            loaded_at: SystemTime::now(),
+            disabled_at: OnceLock::new(),
             next_id: AtomicU64::new(1),
         }))
     }
@@ -330,6 +335,27 @@ impl WasmPlugin {
     /// Whether the plugin was disabled after trapping too often.
     pub fn is_disabled(&self) -> bool {
         self.disabled.load(Ordering::Acquire)
+    }
+
+    /// Where the plugin is now (`GET /v1/plugins`): `loaded`, or `suspended` once traps
+    /// disabled it (it has no process to restart or exit).
+    pub fn live(&self) -> crate::loading::LiveStatus {
+        match self.disabled_at.get() {
+            Some(since) if self.is_disabled() => crate::loading::LiveStatus {
+                state: crate::loading::LiveState::Suspended,
+                reason: Some(crate::loading::StateReason::TrappedTooOften {
+                    failures: self.restart.max_crashes,
+                    window: self.restart.window,
+                }),
+                since: *since,
+            },
+            _ => crate::loading::LiveStatus::loaded(self.loaded_at),
+        }
+    }
+
+    /// The guard hooks it fails closed on (its manifest's `fail_closed`).
+    pub fn fail_closed(&self) -> HookSet {
+        self.fail_closed
     }
 
     /// The linear memory its idle instances hold now, in bytes (what a loaded plugin costs
@@ -551,6 +577,7 @@ impl WasmPlugin {
             traps.pop_front();
         }
         if traps.len() >= usize::try_from(self.restart.max_crashes).unwrap_or(usize::MAX) {
+            let _ = self.disabled_at.set(SystemTime::now());
             self.disabled.store(true, Ordering::Release);
             if let Runs::Inline { idle, .. } = &self.runs {
                 lock(idle).clear();

@@ -21,7 +21,6 @@ pub(crate) use sessions::{ApprovalBody, CommandBody, OpenBody, TurnBody};
 pub(crate) use socket::ClientMessage as SocketRequest;
 
 use crate::openapi::errors::Unauthorized;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::{DefaultBodyLimit, Request, State};
@@ -107,18 +106,23 @@ pub(crate) async fn healthz() -> Json<Health> {
     })
 }
 
-/// `GET /readyz`: plugins loaded, the store writable and (PostgreSQL) answering; 503 while
-/// draining.
+/// `GET /readyz`: plugins loaded, every fail-closed plugin running, the store writable and
+/// (PostgreSQL) answering; 503 while draining.
 #[utoipa::path(
     get, path = "/readyz", tag = "health",
     responses(
-        (status = 200, description = "Plugins are loaded and the store is writable.", body = Health),
+        (status = 200, description = "Plugins are loaded, every fail-closed plugin runs, and the store is writable.", body = Health),
         Unauthorized,
-        (status = 503, description = "Draining (`draining`), or the store cannot be written or does not answer.", body = ErrorBody),
+        (status = 503, description = "Draining (`draining`), a plugin that fails closed is not running (`plugin-down`, naming it), or the store cannot be written or does not answer.", body = ErrorBody),
     )
 )]
 pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
     state.admit()?;
+    // A fail-closed plugin that is down denies its guard hooks: every turn that reaches one is
+    // refused, so this server is not ready for work (issue 46 item 2).
+    if let Some(down) = state.plugins.fail_closed_down() {
+        return Err(ApiError::PluginDown(down));
+    }
     let dir = state.gateway.store().root().to_path_buf();
     // A store that cannot take a file cannot take a record either.
     let writable = tokio::task::spawn_blocking(move || tempfile::tempfile_in(dir).is_ok())
@@ -152,7 +156,7 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Json<Health>
     )
 )]
 pub(crate) async fn prometheus(State(state): State<AppState>) -> Response {
-    refresh(&state.gateway).await;
+    refresh(&state.gateway, &state.plugins).await;
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         state.metrics.render(),
@@ -168,8 +172,8 @@ pub(crate) async fn prometheus(State(state): State<AppState>) -> Response {
         Unauthorized,
     )
 )]
-pub(crate) async fn plugins(State(state): State<AppState>) -> Json<Arc<PluginsView>> {
-    Json(state.plugins.clone())
+pub(crate) async fn plugins(State(state): State<AppState>) -> Json<PluginsView> {
+    Json(state.plugins.now())
 }
 
 /// `GET /v1/openapi.json`: this API's OpenAPI document (docs/openapi.json).
