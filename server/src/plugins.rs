@@ -9,7 +9,7 @@ use hookline_host::loading::trust::Trust;
 use hookline_host::loading::{
     LiveState, LoadProblem, LoadedPlugin, PluginState, PluginStatus, Source,
 };
-use hookline_messages::protocol::Hello;
+use hookline_messages::protocol::HelloView;
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -132,8 +132,8 @@ pub struct PluginView {
     pub capabilities: Vec<String>,
     /// The manifest's description.
     pub description: Option<String>,
-    /// What it said in its hello, once loaded.
-    pub hello: Option<Hello>,
+    /// What it said in its hello, once loaded (camelCase names: `rawHooks`).
+    pub hello: Option<HelloView>,
     /// Whether it may run: user plugins by installation, workspace plugins once trusted.
     pub trust: Trust,
     /// Its state now (`state`, with `problem` when skipped).
@@ -157,7 +157,7 @@ impl From<&PluginStatus> for PluginView {
             kind: status.kind.clone(),
             capabilities: status.capabilities.clone(),
             description: status.description.clone(),
-            hello: status.hello.clone(),
+            hello: status.hello.as_ref().map(HelloView::from),
             trust: status.trust,
             state: match &status.state {
                 PluginState::Loaded => ServedState::Loaded,
@@ -205,6 +205,7 @@ impl From<LiveState> for ServedState {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hookline_messages::protocol::Hello;
 
     /// `/v1/plugins` lists a plugin directory with the same fields `hooks list --json` prints:
     /// a field added to `PluginStatus` and not here fails this test.
@@ -223,7 +224,9 @@ mod tests {
             kind: "wasm".into(),
             capabilities: vec!["clock".into()],
             description: Some("Guards.".into()),
-            hello: None,
+            // A hello, so its field names (`rawHooks`, camelCase as in `hooks list --json`)
+            // are compared too.
+            hello: Some(Hello::new()),
             trust: Trust::Installed,
             state,
         });
