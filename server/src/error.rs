@@ -58,6 +58,18 @@ pub enum ApiError {
     /// No or a wrong bearer token (401 `unauthorized`).
     #[error("this route needs 'Authorization: Bearer <token>' with the server's token")]
     Unauthorized,
+    /// A credential the server refuses, and why (401 `unauthorized`): a revoked or expired
+    /// key, a JWT that does not verify (issue 48).
+    #[error("the credential is refused: {0}")]
+    BadCredentials(String),
+    /// The caller's role is below the route's (403 `forbidden`, issue 48).
+    #[error("this route needs the {needed} role; the caller is {}", article(*role))]
+    Forbidden {
+        /// The role the route needs.
+        needed: hookline_host::store::Role,
+        /// The caller's.
+        role: hookline_host::store::Role,
+    },
     /// As many sessions are open as `--max-sessions` allows (503 `full`, `Retry-After`).
     #[error("the server already holds its limit of {0} sessions")]
     Full(usize),
@@ -139,7 +151,8 @@ impl ApiError {
             Self::NotJson => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::OutsideRoot(_) | Self::OutsideRootResume(_) => StatusCode::FORBIDDEN,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Unauthorized | Self::BadCredentials(_) => StatusCode::UNAUTHORIZED,
+            Self::Forbidden { .. } => StatusCode::FORBIDDEN,
             Self::Full(_) | Self::Overloaded | Self::Draining | Self::OutOfDescriptors(_) => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
@@ -170,7 +183,8 @@ impl ApiError {
             Self::Invalid(_) => "invalid-request",
             Self::OutsideRoot(_) | Self::OutsideRootResume(_) => "workspace-outside-root",
             Self::TooLarge(_) => "body-too-large",
-            Self::Unauthorized => "unauthorized",
+            Self::Unauthorized | Self::BadCredentials(_) => "unauthorized",
+            Self::Forbidden { .. } => "forbidden",
             Self::Full(_) => "full",
             Self::Overloaded => "overloaded",
             Self::OutOfDescriptors(_) => "out-of-descriptors",
@@ -242,6 +256,16 @@ pub struct ErrorDetail {
     pub message: String,
 }
 
+/// `a client`, `an operator`, `an admin`.
+fn article(role: hookline_host::store::Role) -> String {
+    let name = role.name();
+    if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        format!("an {name}")
+    } else {
+        format!("a {name}")
+    }
+}
+
 /// An English sentence: a capital first letter and a full stop.
 fn sentence(text: &str) -> String {
     let mut chars = text.chars();
@@ -272,7 +296,7 @@ impl IntoResponse for ApiError {
         ) {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
         }
-        if matches!(self, Self::Unauthorized) {
+        if matches!(self, Self::Unauthorized | Self::BadCredentials(_)) {
             headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         response

@@ -24,6 +24,8 @@ mod routes;
 mod trace;
 mod workspace;
 
+pub use auth::tenants::{ApprovalAnswerers, TenantPolicy, Tenants};
+pub use auth::{Principal, DEFAULT_TENANT};
 pub use error::{ApiError, ErrorBody, ErrorDetail, RETRY_AFTER_SECS};
 pub use metrics::install_recorder;
 pub use openapi::openapi_json;
@@ -67,8 +69,14 @@ pub struct ServeConfig {
     pub listen: SocketAddr,
     /// The directory every session's workspace lies in.
     pub workspace_root: PathBuf,
-    /// The bearer token every route but `/healthz` needs; none: no auth (loopback only).
+    /// The bearer token every route but `/healthz` needs, an admin of the tenant `default`;
+    /// none: no token.
     pub token: Option<String>,
+    /// The API key table (issue 48); with a key in it, every route but `/healthz` and the
+    /// console's page needs credentials.
+    pub keys: Option<KeyTable>,
+    /// Each tenant's settings.
+    pub tenants: Tenants,
     /// The cap on a request body, in bytes.
     pub body_limit: usize,
     /// The bound on one request (not on event streams and sockets once they answered).
@@ -88,12 +96,24 @@ impl ServeConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             workspace_root: workspace_root.into(),
             token: None,
+            keys: None,
+            tenants: Tenants::default(),
             body_limit: DEFAULT_BODY_LIMIT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             plugins: PluginsView::default(),
             idempotency_ttl: DEFAULT_IDEMPOTENCY_TTL,
             idempotency_keys: DEFAULT_IDEMPOTENCY_KEYS,
         }
+    }
+}
+
+/// The API key table a server checks keys against (`hookline keys` writes it).
+#[derive(Clone)]
+pub struct KeyTable(pub Arc<dyn hookline_host::store::ApiKeyTable>);
+
+impl std::fmt::Debug for KeyTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeyTable")
     }
 }
 
@@ -130,6 +150,9 @@ pub enum ServeError {
     /// The token is empty.
     #[error("the token is empty")]
     EmptyToken,
+    /// The API key table cannot be read.
+    #[error("cannot read the API key table: {0}")]
+    Keys(hookline_host::store::StoreError),
     /// The workspace root cannot be used.
     #[error("cannot use workspace root {path}: {source}")]
     Root {
@@ -145,7 +168,10 @@ pub enum ServeError {
 pub(crate) struct AppState {
     pub(crate) gateway: Gateway,
     pub(crate) root: Arc<WorkspaceRoot>,
-    pub(crate) token: Option<Arc<[u8]>>,
+    /// Who calls (issue 48).
+    pub(crate) auth: Arc<auth::Authenticator>,
+    /// Each tenant's settings.
+    pub(crate) tenants: Arc<Tenants>,
     pub(crate) draining: Arc<AtomicBool>,
     pub(crate) metrics: PrometheusHandle,
     pub(crate) plugins: Arc<PluginsView>,
@@ -236,15 +262,24 @@ pub async fn start(
     if gateway.limits().arbiters.is_empty() {
         return Err(ServeError::NoArbiters);
     }
-    // Issue 11 item 3: only loopback may go without a token.
-    let token = match config.token {
+    let token: Option<Arc<[u8]>> = match config.token {
         Some(token) if token.trim().is_empty() => return Err(ServeError::EmptyToken),
         Some(token) => Some(Arc::from(token.trim().as_bytes())),
-        None if !config.listen.ip().is_loopback() => {
-            return Err(ServeError::NeedsToken(config.listen))
-        }
         None => None,
     };
+    let keys = match config.keys {
+        Some(KeyTable(table)) => Some(
+            auth::keys::KeyCache::start(table)
+                .await
+                .map_err(ServeError::Keys)?,
+        ),
+        None => None,
+    };
+    let auth = auth::Authenticator::new(token, keys);
+    // Issue 11 item 3: only loopback may go without credentials.
+    if !auth.enforced() && !config.listen.ip().is_loopback() {
+        return Err(ServeError::NeedsToken(config.listen));
+    }
     let root = WorkspaceRoot::new(&config.workspace_root).map_err(|source| ServeError::Root {
         path: config.workspace_root.display().to_string(),
         source,
@@ -252,7 +287,8 @@ pub async fn start(
     let state = AppState {
         gateway,
         root: Arc::new(root),
-        token,
+        auth: Arc::new(auth),
+        tenants: Arc::new(config.tenants),
         draining: Arc::new(AtomicBool::new(false)),
         metrics: install_recorder(),
         plugins: Arc::new(config.plugins),

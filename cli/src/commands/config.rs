@@ -35,6 +35,41 @@ pub(crate) struct Config {
     pub(crate) serve: ServeSection,
     pub(crate) limits: LimitsSection,
     pub(crate) timeouts: TimeoutsSection,
+    /// `[tenant_defaults]`: every tenant's settings unless its own table says otherwise.
+    pub(crate) tenant_defaults: TenantSection,
+    /// `[tenants.NAME]`.
+    pub(crate) tenants: std::collections::BTreeMap<String, TenantSection>,
+}
+
+/// `[tenant_defaults]` and `[tenants.NAME]` (issue 48, docs/configuration.md): what a tenant
+/// may do beyond its roles.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TenantSection {
+    /// Who answers the tenant's approvals: `operator` (default) or `owner-or-operator`.
+    pub(crate) approvals: Option<hookline_server::ApprovalAnswerers>,
+}
+
+impl TenantSection {
+    /// These settings over `base`'s.
+    fn over(&self, base: &hookline_server::TenantPolicy) -> hookline_server::TenantPolicy {
+        hookline_server::TenantPolicy {
+            approvals: self.approvals.unwrap_or(base.approvals),
+        }
+    }
+}
+
+impl Config {
+    /// Every tenant's settings, as the server takes them.
+    pub(crate) fn tenants(&self) -> hookline_server::Tenants {
+        let default = self.tenant_defaults.over(&hookline_server::TenantPolicy::default());
+        let named = self
+            .tenants
+            .iter()
+            .map(|(name, section)| (name.clone(), section.over(&default)))
+            .collect();
+        hookline_server::Tenants { default, named }
+    }
 }
 
 /// The file's shape.
@@ -51,6 +86,10 @@ struct Shape {
     limits: LimitsSection,
     #[serde(default)]
     timeouts: TimeoutsSection,
+    #[serde(default)]
+    tenant_defaults: TenantSection,
+    #[serde(default)]
+    tenants: std::collections::BTreeMap<String, TenantSection>,
     /// Refused with its own sentence rather than as an unknown key: MCP is not in this build
     /// (SPEC X), and a user who configured servers must learn that, not a typo.
     #[serde(default)]
@@ -231,6 +270,8 @@ impl Config {
             serve,
             limits: shape.limits,
             timeouts: shape.timeouts,
+            tenant_defaults: shape.tenant_defaults,
+            tenants: shape.tenants,
         })
     }
 }

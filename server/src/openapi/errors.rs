@@ -51,7 +51,9 @@ error_answers! {
     /// 400 for a body a route cannot take, or a malformed `Idempotency-Key`.
     BadKeyedBody: 400, "The body is not the JSON this route takes (`bad-json`, naming the field), asks for what cannot be (`invalid-request`, `unknown-model`), or the `Idempotency-Key` is malformed (`bad-idempotency-key`).";
     /// 401 `unauthorized`.
-    Unauthorized: 401, "No or a wrong bearer token (`unauthorized`).";
+    Unauthorized: 401, "No credential, or one the server refuses: a wrong token, an unknown, revoked or expired API key, a JWT that does not verify (`unauthorized`).";
+    /// 403 `forbidden` for a route of admins.
+    NeedsAdmin: 403, "The route needs the admin role (`forbidden`).";
     /// 404 `unknown-session` for a session that is not open here.
     NotOpen: 404, "No session with this id is open here, and none whose holder is gone can be taken over here (`unknown-session`).";
     /// 409 `session-leased` for a session another node that runs holds.

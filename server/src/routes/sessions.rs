@@ -34,7 +34,12 @@ use super::idempotency::{
     claim, digest, once, replay_json, replayed, Answer, Claim, IdempotencyHeader,
 };
 use crate::metrics::{model_tokens, turn_finished};
+use crate::auth::{Caller, Principal};
+use crate::ApprovalAnswerers;
+use hookline_host::store::Role;
 use crate::{resolve_workspace, ApiError, AppState, ErrorBody, WorkspaceRoot};
+use hookline_host::state::HostError;
+use hookline_host::store::StoreError;
 use hookline_host::gateway::{Activity, OpenSession, SessionHandle, TurnReport};
 use hookline_host::session::SessionCommand;
 use hookline_host::state::{Detail, HostEvent};
@@ -78,15 +83,44 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
     }
 }
 
-/// The open session `id` names; one this node does not have open is taken over here when its
-/// holder is gone (dead, or its lease expired: issue 40 item 2), with the checks of `/resume`,
-/// so the request is answered as if the session had always been here. 409 `session-leased`
-/// while a holder that runs has it; 404 `unknown-session` otherwise.
-pub(crate) async fn session(state: &AppState, id: &str) -> Result<SessionHandle, ApiError> {
+/// The open session `id` names, when `who` may see it (issue 48: else the same 404
+/// `unknown-session` as for a session that does not exist, checked before anything else about
+/// it); one this node does not have open is taken over here when its holder is gone (dead, or
+/// its lease expired: issue 40 item 2), with the checks of `/resume`, so the request is answered
+/// as if the session had always been here. 409 `session-leased` while a holder that runs has
+/// it; 404 `unknown-session` otherwise.
+pub(crate) async fn session(
+    state: &AppState,
+    who: &Principal,
+    id: &str,
+) -> Result<SessionHandle, ApiError> {
+    visible(state, who, id).await?;
     Ok(state
         .gateway
         .session_or_take_over(&SessionId::new(id))
         .await?)
+}
+
+/// 404 `unknown-session` unless `who` may see session `id`: open here (its status names its
+/// owner), or as stored (its facts do, so another node and a restart know it).
+pub(crate) async fn visible(state: &AppState, who: &Principal, id: &str) -> Result<(), ApiError> {
+    if who.may_see_all() {
+        return Ok(());
+    }
+    let key = SessionId::new(id);
+    // Outer `None`: no such session.
+    let owner = match state.gateway.session(&key) {
+        Some(handle) => Some(handle.status().owner),
+        None => match state.gateway.session_store().read(&key).await {
+            Ok(stored) => stored.map(|stored| stored.facts.owner),
+            Err(StoreError::InvalidSessionId { .. }) => None,
+            Err(error) => return Err(HostError::Store(error).into()),
+        },
+    };
+    match owner {
+        Some(owner) if who.may_see(owner.as_ref()) => Ok(()),
+        _ => Err(ApiError::UnknownSession(id.to_owned())),
+    }
 }
 
 /// `POST /v1/sessions` body.
@@ -118,6 +152,7 @@ pub(crate) struct OpenBody {
     )
 )]
 pub(crate) async fn open(
+    Caller(who): Caller,
     State(state): State<AppState>,
     Body(body): Body<OpenBody>,
 ) -> Result<Response, ApiError> {
@@ -133,6 +168,8 @@ pub(crate) async fn open(
             workspace: Some(workspace),
             approval_mode: body.approval_mode,
             model: body.model,
+            // Issue 48: the session belongs to its opener (nobody is named without auth).
+            owner: state.auth.enforced().then(|| who.owner()),
         })
         .await?;
     // The new session's address: a balancer learns from it which node holds the session
@@ -167,9 +204,11 @@ pub(crate) async fn open(
     )
 )]
 pub(crate) async fn resume(
+    Caller(who): Caller,
     State(state): State<AppState>,
     UrlPath(id): UrlPath<String>,
 ) -> Result<Json<hookline_host::gateway::SessionStatus>, ApiError> {
+    visible(&state, &who, &id).await?;
     state.admit()?;
     let handle = state.gateway.resume(&SessionId::new(id.as_str())).await?;
     Ok(Json(handle.status()))
@@ -183,10 +222,10 @@ pub(crate) async fn resume(
         Unauthorized,
     )
 )]
-pub(crate) async fn list(State(state): State<AppState>) -> Json<SessionsList> {
-    Json(SessionsList {
-        sessions: state.gateway.sessions(),
-    })
+pub(crate) async fn list(Caller(who): Caller, State(state): State<AppState>) -> Json<SessionsList> {
+    let mut sessions = state.gateway.sessions();
+    sessions.retain(|status| who.may_see(status.owner.as_ref()));
+    Json(SessionsList { sessions })
 }
 
 /// `GET /v1/sessions/{id}` query.
@@ -220,12 +259,13 @@ pub(crate) struct Page {
     )
 )]
 pub(crate) async fn show(
+    Caller(who): Caller,
     State(state): State<AppState>,
     UrlPath(id): UrlPath<String>,
     page: Result<Query<Page>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<SessionView>, ApiError> {
     let Query(page) = page?;
-    let handle = session(&state, &id).await?;
+    let handle = session(&state, &who, &id).await?;
     let limit = page.limit.unwrap_or(100).min(MAX_PAGE);
     let status = handle.status();
     // Records are read on the session's task between requests: while a turn runs (perhaps
@@ -279,9 +319,11 @@ pub(crate) async fn show(
     )
 )]
 pub(crate) async fn close(
+    Caller(who): Caller,
     State(state): State<AppState>,
     UrlPath(id): UrlPath<String>,
 ) -> Result<Json<EventsAnswer>, ApiError> {
+    visible(&state, &who, &id).await?;
     let events = state.gateway.close(&SessionId::new(id.as_str())).await?;
     Ok(Json(EventsAnswer { events }))
 }
@@ -431,6 +473,7 @@ pub(crate) async fn run_turn(
     )
 )]
 pub(crate) async fn turn(
+    Caller(who): Caller,
     State(state): State<AppState>,
     UrlPath(id): UrlPath<String>,
     query: Result<Query<TurnQuery>, axum::extract::rejection::QueryRejection>,
@@ -440,7 +483,7 @@ pub(crate) async fn turn(
 ) -> Result<Response, ApiError> {
     let Query(TurnQuery { detail }) = query?;
     state.admit()?;
-    let handle = session(&state, &id).await?;
+    let handle = session(&state, &who, &id).await?;
     let digest = digest(&serde_json::json!(["turns", body.text, body.mode]));
     let input = body.input();
     let streaming = headers
@@ -608,6 +651,7 @@ pub(crate) struct ApprovalBody {
         (status = 200, description = "The answer was taken: the waiting tool call runs or is refused.", body = ApprovalAnswer),
         BadBody,
         Unauthorized,
+        (status = 403, description = "The caller may not answer this session's approvals: its tenant's are answered by operators, or by operators and the session's owner (`forbidden`).", body = ErrorBody),
         Leased,
         (status = 404, description = "No open session has this id (`unknown-session`), or no approval waits for this call (`not-waiting`).", body = ErrorBody),
         TimedOut,
@@ -616,16 +660,46 @@ pub(crate) struct ApprovalBody {
     )
 )]
 pub(crate) async fn approve(
+    Caller(who): Caller,
     State(state): State<AppState>,
     UrlPath((id, call_id)): UrlPath<(String, String)>,
     Body(body): Body<ApprovalBody>,
 ) -> Result<Json<ApprovalAnswer>, ApiError> {
-    let handle = session(&state, &id).await?;
-    handle.answer_approval(&call_id, body.decision)?;
+    // The session first (404), then whether this caller answers its approvals (403).
+    let handle = session(&state, &who, &id).await?;
+    may_answer(&state, &who, &handle)?;
+    let by = state.auth.enforced().then(|| who.label());
+    handle.answer_approval_as(&call_id, body.decision, by)?;
     Ok(Json(ApprovalAnswer {
         call_id,
         decision: body.decision,
     }))
+}
+
+/// 403 unless `who` may answer the approvals of the session `handle` (which it may see):
+/// operators and admins always; the client that opened it when its tenant says
+/// `owner-or-operator` (issue 48).
+pub(crate) fn may_answer(
+    state: &AppState,
+    who: &Principal,
+    handle: &SessionHandle,
+) -> Result<(), ApiError> {
+    if who.role >= Role::Operator {
+        return Ok(());
+    }
+    let owner = handle.status().owner;
+    let owners_answer = owner.as_ref().is_some_and(|owner| {
+        state.tenants.policy(&owner.tenant).approvals == ApprovalAnswerers::OwnerOrOperator
+            && who.may_see(Some(owner))
+    });
+    if owners_answer {
+        Ok(())
+    } else {
+        Err(ApiError::Forbidden {
+            needed: Role::Operator,
+            role: who.role,
+        })
+    }
 }
 
 /// `POST /v1/sessions/{id}/commands` body.
@@ -706,12 +780,13 @@ pub(crate) async fn run_command(
     )
 )]
 pub(crate) async fn command(
+    Caller(who): Caller,
     State(state): State<AppState>,
     UrlPath(id): UrlPath<String>,
     IdempotencyHeader(key): IdempotencyHeader,
     Body(body): Body<CommandBody>,
 ) -> Result<Response, ApiError> {
-    let handle = session(&state, &id).await?;
+    let handle = session(&state, &who, &id).await?;
     let digest = digest(&serde_json::json!(["commands", body.command]));
     let ticket = match claim(&state, &handle, key, digest).await? {
         Claim::Replay(outcome) => return Ok(replay_json(outcome)),
