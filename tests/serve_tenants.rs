@@ -12,9 +12,10 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::{SinkExt as _, StreamExt as _};
+use hookline::host::gateway::Activity;
 use hookline::host::provider::EchoProvider;
 use hookline::host::store::{ApiKeyRecord, ApiKeyTable, FileApiKeys, Role};
-use hookline::server::KeyTable;
+use hookline::server::{ApprovalAnswerers, KeyTable, TenantPolicy, Tenants};
 use serde_json::{json, Value};
 use serve_support::{serve, Served, DEADLINE};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
@@ -100,6 +101,10 @@ async fn add_key(table: &FileApiKeys, tenant: &str, role: Role) -> String {
 }
 
 async fn served_with_keys() -> (Served, Keys) {
+    served_with_tenants(Tenants::default()).await
+}
+
+async fn served_with_tenants(tenants: Tenants) -> (Served, Keys) {
     let dir = tempfile::tempdir().unwrap();
     let table = Arc::new(FileApiKeys::new(dir.path()));
     let keys = Keys {
@@ -115,7 +120,10 @@ async fn served_with_keys() -> (Served, Keys) {
     let served = serve(
         Arc::new(EchoProvider::new()),
         |_| {},
-        move |config| config.keys = Some(KeyTable(shared)),
+        move |config| {
+            config.keys = Some(KeyTable(shared));
+            config.tenants = tenants;
+        },
     )
     .await;
     // The table's directory lives as long as the test: keep it with the served one.
@@ -137,7 +145,11 @@ fn matrix() -> Vec<(&'static str, &'static str, Option<Role>)> {
         ("delete", "/v1/sessions/{id}", Some(Role::Client)),
         ("post", "/v1/sessions/{id}/resume", Some(Role::Client)),
         ("post", "/v1/sessions/{id}/turns", Some(Role::Client)),
-        ("post", "/v1/sessions/{id}/approvals/{call_id}", Some(Role::Client)),
+        (
+            "post",
+            "/v1/sessions/{id}/approvals/{call_id}",
+            Some(Role::Client),
+        ),
         ("post", "/v1/sessions/{id}/commands", Some(Role::Client)),
         ("get", "/v1/sessions/{id}/ws", Some(Role::Client)),
         ("get", "/v1/events", Some(Role::Client)),
@@ -263,9 +275,7 @@ async fn every_route_times_every_role_and_tenant_answers_as_the_docs_promise() {
         for who in EVERYONE {
             // A fresh session for each try: DELETE closes it, turns change it.
             let key = open_as(&served, &keys.owner).await;
-            let concrete = path
-                .replace("{id}", &key)
-                .replace("{call_id}", "call-1");
+            let concrete = path.replace("{id}", &key).replace("{call_id}", "call-1");
             let credential = keys.of(who);
             let (status, code) = if path.ends_with("/ws") {
                 (socket_status(&served, &concrete, credential).await, None)
@@ -300,7 +310,11 @@ async fn every_route_times_every_role_and_tenant_answers_as_the_docs_promise() {
             // Answering an approval: the owner is a client, and its tenant's approvals are
             // answered by operators (the session check came first: it may see the session).
             if path.contains("/approvals/") && who == Who::Owner {
-                assert_eq!((status, code.as_deref()), (403, Some("forbidden")), "{context}");
+                assert_eq!(
+                    (status, code.as_deref()),
+                    (403, Some("forbidden")),
+                    "{context}"
+                );
                 continue;
             }
             assert!(status < 500, "{context}");
@@ -347,10 +361,18 @@ async fn lists_and_the_event_feed_show_only_what_the_caller_may_see() {
         listed(&keys.operator).await,
         sorted(vec![mine.clone(), colleagues.clone()])
     );
-    assert_eq!(listed(&keys.strange_operator).await, vec![strangers.clone()]);
+    assert_eq!(
+        listed(&keys.strange_operator).await,
+        vec![strangers.clone()]
+    );
     assert_eq!(
         listed(&keys.admin).await,
-        sorted(vec![mine.clone(), colleagues, strangers.clone(), admins.clone()])
+        sorted(vec![
+            mine.clone(),
+            colleagues,
+            strangers.clone(),
+            admins.clone()
+        ])
     );
     // A session shows who owns it; an admin's belongs to the tenant `default`.
     let (_, body) = get_as(&served, &format!("/v1/sessions/{admins}"), &keys.admin).await;
@@ -430,7 +452,11 @@ async fn bad_credentials_are_each_one_sentence_and_never_a_5xx() {
             .await
             .unwrap();
         let status = response.status().as_u16();
-        assert!(matches!(status, 401 | 431), "{status} for {:.40}", credential);
+        assert!(
+            matches!(status, 401 | 431),
+            "{status} for {:.40}",
+            credential
+        );
         if status == 401 {
             let body: Value = response.json().await.unwrap();
             let message = body["error"]["message"].as_str().unwrap();
@@ -455,7 +481,10 @@ async fn bad_credentials_are_each_one_sentence_and_never_a_5xx() {
 #[actix_rt::test]
 async fn a_revoked_key_is_refused_within_two_seconds_and_an_expired_one_at_once() {
     let (served, keys) = served_with_keys().await;
-    assert_eq!(get_as(&served, "/v1/sessions", &keys.colleague).await.0, 200);
+    assert_eq!(
+        get_as(&served, "/v1/sessions", &keys.colleague).await.0,
+        200
+    );
     let id = ApiKeyRecord::id_of(&keys.colleague).unwrap().to_owned();
     assert!(keys.table.revoke(&id, now_ms()).await.unwrap());
     let revoked_at = std::time::Instant::now();
@@ -480,7 +509,10 @@ async fn a_revoked_key_is_refused_within_two_seconds_and_an_expired_one_at_once(
     keys.table.insert(&record).await.unwrap();
     let deadline = std::time::Instant::now() + DEADLINE;
     while get_as(&served, "/v1/sessions", &key).await.0 != 200 {
-        assert!(std::time::Instant::now() < deadline, "a new key never worked");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a new key never worked"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     tokio::time::sleep(Duration::from_millis(2600)).await;
@@ -540,5 +572,109 @@ async fn a_socket_that_authenticates_by_message_sees_only_its_own_sessions() {
         }
         assert_ne!(value["type"], "error", "{value}");
     }
+    served.shutdown().await;
+}
+
+/// Starts a turn that asks for an approval (the echo model calls `write_file`), as `key`.
+async fn asking_turn(served: &Served, session: &str, key: &str) -> String {
+    let client = served.client.clone();
+    let url = served.url(&format!("/v1/sessions/{session}/turns"));
+    let key = key.to_owned();
+    tokio::spawn(async move {
+        let text = r#"call write_file {"path":"a.txt","content":"hi"}"#;
+        client
+            .post(url)
+            .bearer_auth(key)
+            .json(&json!({ "text": text }))
+            .send()
+            .await
+    });
+    serve_support::until_activity(served, session, Activity::Approval).await;
+    let call = served
+        .gateway()
+        .session(&hookline::messages::session::SessionId::new(session))
+        .unwrap()
+        .pending_approvals();
+    call[0].clone()
+}
+
+#[actix_rt::test]
+async fn who_answers_approvals_is_the_tenants_setting_and_the_archive_names_them() {
+    let tenants = Tenants {
+        default: TenantPolicy::default(),
+        named: [(
+            "globex".to_owned(),
+            TenantPolicy {
+                approvals: ApprovalAnswerers::OwnerOrOperator,
+            },
+        )]
+        .into(),
+    };
+    let (served, keys) = served_with_tenants(tenants).await;
+    // acme (the default, `operator`): its client lists the approval but may not answer it; a
+    // client of another tenant is told the session does not exist; its operator answers.
+    let session = open_as(&served, &keys.owner).await;
+    let call = asking_turn(&served, &session, &keys.owner).await;
+    let (_, listed) = get_as(&served, "/v1/approvals", &keys.owner).await;
+    assert_eq!(listed["approvals"][0]["callId"], call.as_str());
+    let (_, hidden) = get_as(&served, "/v1/approvals", &keys.stranger).await;
+    assert_eq!(hidden["approvals"], json!([]));
+    let path = format!("/v1/sessions/{session}/approvals/{call}");
+    let answer = json!({ "decision": "deny" });
+    for (key, status, code) in [
+        (&keys.stranger, 404, "unknown-session"),
+        (&keys.strange_operator, 404, "unknown-session"),
+        (&keys.colleague, 404, "unknown-session"),
+        (&keys.owner, 403, "forbidden"),
+    ] {
+        let response = served
+            .client
+            .post(served.url(&path))
+            .bearer_auth(key)
+            .json(&answer)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), status);
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["error"]["code"], code, "{body}");
+    }
+    let response = served
+        .client
+        .post(served.url(&path))
+        .bearer_auth(&keys.operator)
+        .json(&answer)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    serve_support::until_activity(&served, &session, Activity::Idle).await;
+    let (_, shown) = get_as(&served, &format!("/v1/sessions/{session}"), &keys.owner).await;
+    let operator_id = ApiKeyRecord::id_of(&keys.operator).unwrap();
+    assert_eq!(shown["answered"][0]["callId"], call.as_str(), "{shown}");
+    assert_eq!(shown["answered"][0]["decision"], "deny");
+    assert_eq!(
+        shown["answered"][0]["answeredBy"],
+        format!("acme/{operator_id}")
+    );
+    // globex (`owner-or-operator`): the client that opened the session answers it itself.
+    let session = open_as(&served, &keys.stranger).await;
+    let call = asking_turn(&served, &session, &keys.stranger).await;
+    let response = served
+        .client
+        .post(served.url(&format!("/v1/sessions/{session}/approvals/{call}")))
+        .bearer_auth(&keys.stranger)
+        .json(&json!({ "decision": "allow" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    serve_support::until_activity(&served, &session, Activity::Idle).await;
+    let (_, shown) = get_as(&served, &format!("/v1/sessions/{session}"), &keys.admin).await;
+    let stranger_id = ApiKeyRecord::id_of(&keys.stranger).unwrap();
+    assert_eq!(
+        shown["answered"][0]["answeredBy"],
+        format!("globex/{stranger_id}")
+    );
     served.shutdown().await;
 }

@@ -62,7 +62,9 @@ impl TenantSection {
 impl Config {
     /// Every tenant's settings, as the server takes them.
     pub(crate) fn tenants(&self) -> hookline_server::Tenants {
-        let default = self.tenant_defaults.over(&hookline_server::TenantPolicy::default());
+        let default = self
+            .tenant_defaults
+            .over(&hookline_server::TenantPolicy::default());
         let named = self
             .tenants
             .iter()

@@ -70,7 +70,9 @@ fn parse_expiry(text: &str) -> Result<Expiry, String> {
     }
     humantime::parse_rfc3339_weak(text)
         .map(Expiry::At)
-        .map_err(|_| format!("'{text}' is neither a duration (30d) nor a time (2027-01-01T00:00:00Z)"))
+        .map_err(|_| {
+            format!("'{text}' is neither a duration (30d) nor a time (2027-01-01T00:00:00Z)")
+        })
 }
 
 fn millis(at: SystemTime) -> u64 {
@@ -124,9 +126,8 @@ async fn execute(args: KeysArgs) -> Result<(), String> {
                 Expiry::After(after) => millis(now + after),
                 Expiry::At(at) => millis(at),
             });
-            let (key, record) =
-                ApiKeyRecord::create(&tenant, role, name, expires_ms, millis(now))
-                    .map_err(|e| e.to_string())?;
+            let (key, record) = ApiKeyRecord::create(&tenant, role, name, expires_ms, millis(now))
+                .map_err(|e| e.to_string())?;
             table.insert(&record).await.map_err(|e| e.to_string())?;
             eprintln!(
                 "Key {} for tenant {}, role {}; shown once below (the store keeps only its SHA-256).",
@@ -141,11 +142,17 @@ async fn execute(args: KeysArgs) -> Result<(), String> {
             Ok(())
         }
         KeysCommand::Revoke { id } => {
-            if table.revoke(&id, millis(now)).await.map_err(|e| e.to_string())? {
+            if table
+                .revoke(&id, millis(now))
+                .await
+                .map_err(|e| e.to_string())?
+            {
                 println!("Key {id} is revoked; running servers refuse it within 2 s.");
                 Ok(())
             } else {
-                Err(format!("no key has the id '{id}' (see `hookline keys list`)"))
+                Err(format!(
+                    "no key has the id '{id}' (see `hookline keys list`)"
+                ))
             }
         }
     }

@@ -331,7 +331,9 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
     // Issue 48: the API keys live with the sessions (`hookline keys`).
     let keys: Arc<dyn hookline_host::store::ApiKeyTable> = match pg {
         Some(pg) => Arc::new(pg),
-        None => Arc::new(hookline_host::store::FileApiKeys::new(gateway.store().root())),
+        None => Arc::new(hookline_host::store::FileApiKeys::new(
+            gateway.store().root(),
+        )),
     };
     let config = ServeConfig {
         listen: settings.listen,

@@ -281,10 +281,7 @@ impl FileApiKeys {
     }
 
     /// Reads, changes and writes the file back under the lock.
-    fn change<T>(
-        path: &Path,
-        edit: impl FnOnce(&mut KeysFile) -> T,
-    ) -> Result<T, StoreError> {
+    fn change<T>(path: &Path, edit: impl FnOnce(&mut KeysFile) -> T) -> Result<T, StoreError> {
         let dir = path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, "create", e))?;
         let lock_path = path.with_extension("lock");
@@ -344,9 +341,13 @@ impl ApiKeyTable for FileApiKeys {
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
 ) -> Result<T, StoreError> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .unwrap_or_else(|e| Err(StoreError::io(Path::new("."), "join", std::io::Error::other(e))))
+    tokio::task::spawn_blocking(work).await.unwrap_or_else(|e| {
+        Err(StoreError::io(
+            Path::new("."),
+            "join",
+            std::io::Error::other(e),
+        ))
+    })
 }
 
 #[cfg(test)]

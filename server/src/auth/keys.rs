@@ -78,7 +78,9 @@ impl KeyCache {
         let id = ApiKeyRecord::id_of(credential)?;
         let snapshot = self.current();
         let Some(record) = snapshot.get(id).filter(|r| r.matches(credential)) else {
-            return Some(Err(ApiError::BadCredentials("the API key is not known".into())));
+            return Some(Err(ApiError::BadCredentials(
+                "the API key is not known".into(),
+            )));
         };
         if let Some(why) = record.refusal(now_ms()) {
             return Some(Err(ApiError::BadCredentials(why.into())));

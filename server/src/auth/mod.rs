@@ -21,8 +21,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use axum::extract::{FromRequestParts, Request, State};
-use axum::http::request::Parts;
 use axum::http::header;
+use axum::http::request::Parts;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use subtle::ConstantTimeEq;
@@ -93,8 +93,9 @@ impl Principal {
         match self.role {
             Role::Admin => true,
             Role::Operator => tenant == &*self.tenant,
-            Role::Client => owner
-                .is_some_and(|o| o.tenant == *self.tenant && o.principal == *self.id),
+            Role::Client => {
+                owner.is_some_and(|o| o.tenant == *self.tenant && o.principal == *self.id)
+            }
         }
     }
 

@@ -66,7 +66,10 @@ pub(crate) fn pending(state: &AppState, who: &Principal) -> Vec<ServerApproval> 
         Unauthorized,
     )
 )]
-pub(crate) async fn list(Caller(who): Caller, State(state): State<AppState>) -> Json<ApprovalsList> {
+pub(crate) async fn list(
+    Caller(who): Caller,
+    State(state): State<AppState>,
+) -> Json<ApprovalsList> {
     Json(ApprovalsList {
         approvals: pending(&state, &who),
     })

@@ -17,7 +17,7 @@ use axum::Json;
 use futures::stream::{self, Stream};
 use futures::FutureExt as _;
 use hookline_messages::prompt::PromptMode;
-use hookline_messages::record::Decision;
+use hookline_messages::record::{ApprovalRecord, ArchiveEntry, Decider, Decision};
 use hookline_messages::scenario::SlashCommand;
 use hookline_messages::session::{ApprovalMode, SessionId};
 use schemars::JsonSchema;
@@ -33,16 +33,16 @@ use super::answers::{
 use super::idempotency::{
     claim, digest, once, replay_json, replayed, Answer, Claim, IdempotencyHeader,
 };
-use crate::metrics::{model_tokens, turn_finished};
 use crate::auth::{Caller, Principal};
+use crate::metrics::{model_tokens, turn_finished};
 use crate::ApprovalAnswerers;
-use hookline_host::store::Role;
 use crate::{resolve_workspace, ApiError, AppState, ErrorBody, WorkspaceRoot};
-use hookline_host::state::HostError;
-use hookline_host::store::StoreError;
 use hookline_host::gateway::{Activity, OpenSession, SessionHandle, TurnReport};
 use hookline_host::session::SessionCommand;
+use hookline_host::state::HostError;
 use hookline_host::state::{Detail, HostEvent};
+use hookline_host::store::Role;
+use hookline_host::store::StoreError;
 use hookline_host::turn::UserInput;
 
 /// The most records one page holds.
@@ -295,12 +295,39 @@ pub(crate) async fn show(
             Err(_) => busy_view(),
         }
     };
+    let answered = answered(&state, status.session_id.as_ref().unwrap_or(&status.key)).await;
     Ok(Json(SessionView {
         session: status,
         records,
         pending_approvals: handle.pending_approvals(),
         approvals: handle.approvals(),
+        answered,
     }))
+}
+
+/// The most answered approvals `GET /v1/sessions/{id}` shows.
+const MAX_ANSWERED: usize = 50;
+
+/// The last approvals an operator answered in session `id`, from its archive as stored (read
+/// without the session's task; none when the store does not answer within STATUS_SETTLE).
+async fn answered(state: &AppState, id: &SessionId) -> Vec<ApprovalRecord> {
+    let read = tokio::time::timeout(STATUS_SETTLE, state.gateway.session_store().read(id)).await;
+    let Ok(Ok(Some(stored))) = read else {
+        return Vec::new();
+    };
+    let mut answered: Vec<ApprovalRecord> = stored
+        .archive
+        .into_iter()
+        .filter_map(|entry| match entry {
+            ArchiveEntry::Approval(record) if record.decided_by == Decider::Operator => {
+                Some(record)
+            }
+            _ => None,
+        })
+        .collect();
+    let skip = answered.len().saturating_sub(MAX_ANSWERED);
+    answered.drain(..skip);
+    answered
 }
 
 /// `DELETE /v1/sessions/{id}`: the session's end hooks run (SPEC P3.11).

@@ -198,7 +198,9 @@ pub(crate) async fn upgrade(
     // A socket that authenticates by message finds its session after that (a caller who has
     // not said who it is learns nothing about which sessions exist).
     let target = match (auth, who) {
-        (WsAuth::Done, Some(Extension(who))) => Target::Ready(session(&state, &who, &id).await?, who),
+        (WsAuth::Done, Some(Extension(who))) => {
+            Target::Ready(session(&state, &who, &id).await?, who)
+        }
         (WsAuth::Done, None) => return Err(ApiError::Unauthorized),
         (WsAuth::Pending, _) => Target::Pending(id),
     };
