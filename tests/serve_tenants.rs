@@ -15,7 +15,7 @@ use futures::{SinkExt as _, StreamExt as _};
 use hookline::host::gateway::Activity;
 use hookline::host::provider::EchoProvider;
 use hookline::host::store::{ApiKeyRecord, ApiKeyTable, FileApiKeys, Role};
-use hookline::server::{ApprovalAnswerers, KeyTable, TenantPolicy, Tenants};
+use hookline::server::{ApprovalAnswerers, KeyTable, TenantLimits, TenantPolicy, Tenants};
 use serde_json::{json, Value};
 use serve_support::{serve, Served, DEADLINE};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
@@ -606,6 +606,7 @@ async fn who_answers_approvals_is_the_tenants_setting_and_the_archive_names_them
             "globex".to_owned(),
             TenantPolicy {
                 approvals: ApprovalAnswerers::OwnerOrOperator,
+                ..TenantPolicy::default()
             },
         )]
         .into(),
@@ -675,6 +676,108 @@ async fn who_answers_approvals_is_the_tenants_setting_and_the_archive_names_them
     assert_eq!(
         shown["answered"][0]["answeredBy"],
         format!("globex/{stranger_id}")
+    );
+    served.shutdown().await;
+}
+
+#[actix_rt::test]
+async fn a_tenant_past_its_limits_is_refused_naming_them_and_others_are_not() {
+    let limited = TenantPolicy {
+        limits: TenantLimits {
+            turns_per_second: std::num::NonZeroU32::new(1),
+            max_sessions: Some(2),
+            body_limit: Some(200),
+            ..TenantLimits::default()
+        },
+        ..TenantPolicy::default()
+    };
+    let tenants = Tenants {
+        default: TenantPolicy::default(),
+        named: [("acme".to_owned(), limited)].into(),
+    };
+    let (served, keys) = served_with_tenants(tenants).await;
+    let first = open_as(&served, &keys.owner).await;
+    open_as(&served, &keys.colleague).await;
+    // A third session of acme: past max_sessions; globex opens as many as it likes.
+    let response = served
+        .client
+        .post(served.url("/v1/sessions"))
+        .bearer_auth(&keys.operator)
+        .json(&json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 429);
+    assert!(response.headers().contains_key("retry-after"));
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["code"], "tenant-limit");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("max_sessions"),
+        "{body}"
+    );
+    let theirs = open_as(&served, &keys.stranger).await;
+    for _ in 0..3 {
+        open_as(&served, &keys.stranger).await;
+    }
+    // Two turns at once past a rate of one a second: the second is told to wait.
+    let turn = |session: String, key: String| {
+        served
+            .client
+            .post(served.url(&format!("/v1/sessions/{session}/turns")))
+            .bearer_auth(key)
+            .json(&json!({ "text": "hi" }))
+            .send()
+    };
+    assert_eq!(
+        turn(first.clone(), keys.owner.clone())
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let refused = turn(first.clone(), keys.owner.clone()).await.unwrap();
+    assert_eq!(refused.status(), 429);
+    let wait: u64 = refused.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(wait >= 1);
+    let body: Value = refused.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("turns_per_second"),
+        "{body}"
+    );
+    for _ in 0..3 {
+        let status = turn(theirs.clone(), keys.stranger.clone())
+            .await
+            .unwrap()
+            .status();
+        assert_eq!(status, 200, "globex is not limited by acme's rate");
+    }
+    // A body over acme's body_limit, below the server's.
+    let response = served
+        .client
+        .post(served.url(&format!("/v1/sessions/{first}/turns")))
+        .bearer_auth(&keys.owner)
+        .json(&json!({ "text": "x".repeat(500) }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 413);
+    let body: Value = response.json().await.unwrap();
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("body_limit"),
+        "{body}"
     );
     served.shutdown().await;
 }

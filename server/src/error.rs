@@ -62,6 +62,17 @@ pub enum ApiError {
     /// key, a JWT that does not verify (issue 48).
     #[error("the credential is refused: {0}")]
     BadCredentials(String),
+    /// A limit of the caller's tenant (issue 48): 429 `tenant-limit` with `Retry-After`, or
+    /// 413 `body-too-large` for its `body_limit`; the message names the limit.
+    #[error("{message}")]
+    TenantLimit {
+        /// The limit's name in the config file (`turns_per_second`, `max_sessions`, ...).
+        limit: &'static str,
+        /// The sentence.
+        message: String,
+        /// Seconds to wait, at least 1.
+        retry_after: u64,
+    },
     /// The caller's role is below the route's (403 `forbidden`, issue 48).
     #[error("this route needs the {needed} role; the caller is {}", article(*role))]
     Forbidden {
@@ -153,6 +164,11 @@ impl ApiError {
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Unauthorized | Self::BadCredentials(_) => StatusCode::UNAUTHORIZED,
             Self::Forbidden { .. } => StatusCode::FORBIDDEN,
+            Self::TenantLimit {
+                limit: "body_limit",
+                ..
+            } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::TenantLimit { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Full(_) | Self::Overloaded | Self::Draining | Self::OutOfDescriptors(_) => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
@@ -185,6 +201,11 @@ impl ApiError {
             Self::TooLarge(_) => "body-too-large",
             Self::Unauthorized | Self::BadCredentials(_) => "unauthorized",
             Self::Forbidden { .. } => "forbidden",
+            Self::TenantLimit {
+                limit: "body_limit",
+                ..
+            } => "body-too-large",
+            Self::TenantLimit { .. } => "tenant-limit",
             Self::Full(_) => "full",
             Self::Overloaded => "overloaded",
             Self::OutOfDescriptors(_) => "out-of-descriptors",
@@ -295,6 +316,14 @@ impl IntoResponse for ApiError {
                 | Self::KeyInProgress(_)
         ) {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+        }
+        if let Self::TenantLimit {
+            limit, retry_after, ..
+        } = &self
+        {
+            if *limit != "body_limit" {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
+            }
         }
         if matches!(self, Self::Unauthorized | Self::BadCredentials(_)) {
             headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));

@@ -24,6 +24,7 @@ mod routes;
 mod trace;
 mod workspace;
 
+pub use auth::limits::TenantLimits;
 pub use auth::tenants::{ApprovalAnswerers, TenantPolicy, Tenants};
 pub use auth::{Principal, DEFAULT_TENANT};
 pub use error::{ApiError, ErrorBody, ErrorDetail, RETRY_AFTER_SECS};
@@ -172,6 +173,8 @@ pub(crate) struct AppState {
     pub(crate) auth: Arc<auth::Authenticator>,
     /// Each tenant's settings.
     pub(crate) tenants: Arc<Tenants>,
+    /// Each tenant's usage against its limits on this node.
+    pub(crate) limiter: Arc<auth::limits::Limiter>,
     pub(crate) draining: Arc<AtomicBool>,
     pub(crate) metrics: PrometheusHandle,
     pub(crate) plugins: Arc<PluginsView>,
@@ -288,6 +291,7 @@ pub async fn start(
         gateway,
         root: Arc::new(root),
         auth: Arc::new(auth),
+        limiter: Arc::new(auth::limits::Limiter::new(Arc::new(config.tenants.clone()))),
         tenants: Arc::new(config.tenants),
         draining: Arc::new(AtomicBool::new(false)),
         metrics: install_recorder(),

@@ -48,13 +48,31 @@ pub(crate) struct Config {
 pub(crate) struct TenantSection {
     /// Who answers the tenant's approvals: `operator` (default) or `owner-or-operator`.
     pub(crate) approvals: Option<hookline_server::ApprovalAnswerers>,
+    /// Turns started per second (a token bucket).
+    pub(crate) turns_per_second: Option<std::num::NonZeroU32>,
+    /// Turns that may start at once before the rate applies (default: the rate).
+    pub(crate) turn_burst: Option<std::num::NonZeroU32>,
+    /// Sessions open on one node at once.
+    pub(crate) max_sessions: Option<usize>,
+    /// Turns running on one node at once.
+    pub(crate) max_running_turns: Option<usize>,
+    /// The cap on a request body, in bytes.
+    pub(crate) body_limit: Option<usize>,
 }
 
 impl TenantSection {
     /// These settings over `base`'s.
     fn over(&self, base: &hookline_server::TenantPolicy) -> hookline_server::TenantPolicy {
+        let own = hookline_server::TenantLimits {
+            turns_per_second: self.turns_per_second,
+            turn_burst: self.turn_burst,
+            max_sessions: self.max_sessions,
+            max_running_turns: self.max_running_turns,
+            body_limit: self.body_limit,
+        };
         hookline_server::TenantPolicy {
             approvals: self.approvals.unwrap_or(base.approvals),
+            limits: own.or(&base.limits),
         }
     }
 }

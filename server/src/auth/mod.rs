@@ -15,6 +15,7 @@
 //! [`WsAuth::Pending`] and the socket authenticates before anything else.
 
 pub(crate) mod keys;
+pub(crate) mod limits;
 pub(crate) mod tenants;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -214,8 +215,12 @@ pub(crate) async fn authenticate(
     }
     let auth = &state.auth;
     if !auth.enforced() {
+        let local = Principal::local();
+        if let Err(refusal) = limit_body(&state, &local, &mut request) {
+            return refusal.into_response();
+        }
         request.extensions_mut().insert(WsAuth::Done);
-        request.extensions_mut().insert(Principal::local());
+        request.extensions_mut().insert(local);
         return next.run(request).await;
     }
     let bearer = request
@@ -238,6 +243,9 @@ pub(crate) async fn authenticate(
     match credential {
         Some(credential) => match auth.principal(&credential) {
             Ok(principal) => {
+                if let Err(refusal) = limit_body(&state, &principal, &mut request) {
+                    return refusal.into_response();
+                }
                 request.extensions_mut().insert(WsAuth::Done);
                 request.extensions_mut().insert(principal);
             }
@@ -248,6 +256,26 @@ pub(crate) async fn authenticate(
         }
     }
     next.run(request).await
+}
+
+/// Caps the body at the caller's tenant's `body_limit` when it is below the server's: a
+/// declared length over it is refused at once, and a body without one is cut at it (413).
+fn limit_body(state: &AppState, who: &Principal, request: &mut Request) -> Result<(), ApiError> {
+    let tenant = who.owner().tenant;
+    let Some(limit) = state.limiter.body_limit(&tenant, state.body_limit) else {
+        return Ok(());
+    };
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|length| length > limit) {
+        return Err(limits::body_refused(&tenant, limit));
+    }
+    let body = std::mem::take(request.body_mut());
+    *request.body_mut() = axum::body::Body::new(http_body_util::Limited::new(body, limit));
+    Ok(())
 }
 
 /// The principal the root layer found; a request without one is refused (401): fail closed.

@@ -21,6 +21,8 @@ pub enum ApprovalAnswerers {
 pub struct TenantPolicy {
     /// Who answers its approvals.
     pub approvals: ApprovalAnswerers,
+    /// Its limits on this node.
+    pub limits: super::limits::TenantLimits,
 }
 
 /// Every tenant's settings: the named ones, and the default for the rest.

@@ -3,7 +3,7 @@
 
 use crate::openapi::errors::{
     BadBody, BadKeyedBody, Internal, KeyBusy, KeyReused, Leased, NotJson, NotOpen, SessionBusy,
-    SessionEnded, TimedOut, TooLarge, Unauthorized, Unavailable,
+    SessionEnded, TenantLimited, TimedOut, TooLarge, TurnRefused, Unauthorized, Unavailable,
 };
 use std::convert::Infallible;
 use std::path::Path;
@@ -101,6 +101,23 @@ pub(crate) async fn session(
         .await?)
 }
 
+/// 429 `tenant-limit` when `who`'s tenant holds its `max_sessions` on this node.
+fn admit_session(state: &AppState, who: &Principal) -> Result<(), ApiError> {
+    let tenant = who.owner().tenant;
+    let open = state
+        .gateway
+        .sessions()
+        .iter()
+        .filter(|s| {
+            s.owner
+                .as_ref()
+                .map_or(crate::DEFAULT_TENANT, |o| &o.tenant)
+                == tenant
+        })
+        .count();
+    state.limiter.admit_session(&tenant, open)
+}
+
 /// 404 `unknown-session` unless `who` may see session `id`: open here (its status names its
 /// owner), or as stored (its facts do, so another node and a restart know it).
 pub(crate) async fn visible(state: &AppState, who: &Principal, id: &str) -> Result<(), ApiError> {
@@ -147,6 +164,7 @@ pub(crate) struct OpenBody {
         TimedOut,
         TooLarge,
         NotJson,
+        TenantLimited,
         Internal,
         Unavailable,
     )
@@ -157,6 +175,7 @@ pub(crate) async fn open(
     Body(body): Body<OpenBody>,
 ) -> Result<Response, ApiError> {
     state.admit()?;
+    admit_session(&state, &who)?;
     let root = &state.root;
     let workspace = match &body.workspace {
         Some(dir) => resolve_workspace(root, root.path(), dir)?,
@@ -199,6 +218,7 @@ pub(crate) async fn open(
         (status = 404, description = "The store does not have this session (`unknown-session`).", body = ErrorBody),
         TimedOut,
         (status = 409, description = "Another node holds the session (`session-leased`, with `Retry-After`) or took it over (`lease-lost`), or it cannot be restored as stored (`cannot-restore`).", body = ErrorBody),
+        TenantLimited,
         Internal,
         Unavailable,
     )
@@ -210,6 +230,13 @@ pub(crate) async fn resume(
 ) -> Result<Json<hookline_host::gateway::SessionStatus>, ApiError> {
     visible(&state, &who, &id).await?;
     state.admit()?;
+    if state
+        .gateway
+        .session(&SessionId::new(id.as_str()))
+        .is_none()
+    {
+        admit_session(&state, &who)?;
+    }
     let handle = state.gateway.resume(&SessionId::new(id.as_str())).await?;
     Ok(Json(handle.status()))
 }
@@ -494,7 +521,7 @@ pub(crate) async fn run_turn(
         SessionEnded,
         TooLarge,
         NotJson,
-        SessionBusy,
+        TurnRefused,
         Internal,
         Unavailable,
     )
@@ -511,6 +538,7 @@ pub(crate) async fn turn(
     let Query(TurnQuery { detail }) = query?;
     state.admit()?;
     let handle = session(&state, &who, &id).await?;
+    let running_turn = state.limiter.admit_turn(&who.owner().tenant)?;
     let digest = digest(&serde_json::json!(["turns", body.text, body.mode]));
     let input = body.input();
     let streaming = headers
@@ -523,10 +551,11 @@ pub(crate) async fn turn(
         Claim::Run(ticket) => ticket,
     };
     let live = handle.subscribe();
-    let mut running = once(
-        ticket,
-        async move { run_turn(&handle, input, detail).await },
-    );
+    let mut running = once(ticket, async move {
+        // Counted against the tenant's turns running at once until it ends.
+        let _running_turn = running_turn;
+        run_turn(&handle, input, detail).await
+    });
     if !streaming {
         let report = running.await?;
         return Ok(Json(turn_json(&report)).into_response());

@@ -358,7 +358,7 @@ fn dispatch(
             ClientMessage::Auth { .. } => Ok(Answered::Ran(serde_json::json!({}))),
             ClientMessage::Turn {
                 text, mode, key, ..
-            } => turn(&state, &handle, text, mode, key).await,
+            } => turn(&state, (&handle, &who), text, mode, key).await,
             ClientMessage::Approval {
                 call_id, decision, ..
             } => may_answer(&state, &who, &handle)
@@ -429,12 +429,13 @@ fn parse_key(key: Option<String>) -> Result<Option<IdempotencyKey>, ApiError> {
 
 async fn turn(
     state: &AppState,
-    handle: &SessionHandle,
+    (handle, who): (&SessionHandle, &Principal),
     text: String,
     mode: Option<TurnMode>,
     key: Option<String>,
 ) -> Result<Answered, ApiError> {
     state.admit()?;
+    let running_turn = state.limiter.admit_turn(&who.owner().tenant)?;
     let key = parse_key(key)?;
     // The digest of `POST /v1/sessions/{id}/turns`: one key, one entry, whichever way it came.
     let digest = digest(&serde_json::json!(["turns", text, mode]));
@@ -447,6 +448,7 @@ async fn turn(
     // A WebSocket turn streams its events: `hook-changed` carries the patch only. A keyed one
     // stores the answer a JSON turn gets (with its events).
     let report = once(ticket, async move {
+        let _running_turn = running_turn;
         run_turn(&handle, input, hookline_host::state::Detail::Changes).await
     })
     .await?;
