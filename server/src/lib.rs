@@ -24,10 +24,13 @@ mod routes;
 mod trace;
 mod workspace;
 
+pub use auth::jwt::{JwksSource, JwtSettings, REFETCH_FLOOR};
 pub use auth::limits::TenantLimits;
 pub use auth::tenants::{ApprovalAnswerers, TenantPolicy, Tenants};
 pub use auth::{Principal, DEFAULT_TENANT};
 pub use error::{ApiError, ErrorBody, ErrorDetail, RETRY_AFTER_SECS};
+/// The JWT signing algorithms (`jsonwebtoken`'s).
+pub use jsonwebtoken::Algorithm as JwtAlgorithm;
 pub use metrics::install_recorder;
 pub use openapi::openapi_json;
 pub use workspace::{resolve_workspace, WorkspaceRoot};
@@ -76,6 +79,8 @@ pub struct ServeConfig {
     /// The API key table (issue 48); with a key in it, every route but `/healthz` and the
     /// console's page needs credentials.
     pub keys: Option<KeyTable>,
+    /// How JWT bearer tokens are checked (issue 48); none: JWTs are refused.
+    pub jwt: Option<JwtSettings>,
     /// Each tenant's settings.
     pub tenants: Tenants,
     /// The cap on a request body, in bytes.
@@ -98,6 +103,7 @@ impl ServeConfig {
             workspace_root: workspace_root.into(),
             token: None,
             keys: None,
+            jwt: None,
             tenants: Tenants::default(),
             body_limit: DEFAULT_BODY_LIMIT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
@@ -151,6 +157,9 @@ pub enum ServeError {
     /// The token is empty.
     #[error("the token is empty")]
     EmptyToken,
+    /// The JWKS cannot be read.
+    #[error("{0}")]
+    Jwks(String),
     /// The API key table cannot be read.
     #[error("cannot read the API key table: {0}")]
     Keys(hookline_host::store::StoreError),
@@ -278,7 +287,15 @@ pub async fn start(
         ),
         None => None,
     };
-    let auth = auth::Authenticator::new(token, keys);
+    let jwt = match config.jwt {
+        Some(settings) => Some(
+            auth::jwt::JwtVerifier::start(settings)
+                .await
+                .map_err(ServeError::Jwks)?,
+        ),
+        None => None,
+    };
+    let auth = auth::Authenticator::new(token, keys, jwt);
     // Issue 11 item 3: only loopback may go without credentials.
     if !auth.enforced() && !config.listen.ip().is_loopback() {
         return Err(ServeError::NeedsToken(config.listen));

@@ -39,6 +39,45 @@ pub(crate) struct Config {
     pub(crate) tenant_defaults: TenantSection,
     /// `[tenants.NAME]`.
     pub(crate) tenants: std::collections::BTreeMap<String, TenantSection>,
+    /// `[jwt]`: how `hookline serve` checks JWT bearer tokens.
+    pub(crate) jwt: Option<JwtSection>,
+}
+
+/// `[jwt]` (issue 48, docs/configuration.md).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct JwtSection {
+    /// A JWKS file (relative to the config file).
+    jwks_file: Option<PathBuf>,
+    /// A JWKS URL.
+    jwks_url: Option<String>,
+    issuer: String,
+    audience: String,
+    /// The one algorithm tokens are signed with (`RS256`, `ES256`, `EdDSA`, ...).
+    algorithm: hookline_server::JwtAlgorithm,
+    /// The claim holding the tenant (default `tenant`).
+    tenant_claim: Option<String>,
+    /// The claim holding the role (default `role`).
+    role_claim: Option<String>,
+}
+
+impl JwtSection {
+    /// The server's settings, or why there are none: exactly one of `jwks_file`, `jwks_url`.
+    pub(crate) fn settings(&self) -> Result<hookline_server::JwtSettings, String> {
+        let jwks = match (&self.jwks_file, &self.jwks_url) {
+            (Some(file), None) => hookline_server::JwksSource::File(file.clone()),
+            (None, Some(url)) => hookline_server::JwksSource::Url(url.clone()),
+            _ => return Err("[jwt] needs exactly one of jwks_file and jwks_url".into()),
+        };
+        Ok(hookline_server::JwtSettings {
+            jwks,
+            issuer: self.issuer.clone(),
+            audience: self.audience.clone(),
+            algorithm: self.algorithm,
+            tenant_claim: self.tenant_claim.clone().unwrap_or_else(|| "tenant".into()),
+            role_claim: self.role_claim.clone().unwrap_or_else(|| "role".into()),
+        })
+    }
 }
 
 /// `[tenant_defaults]` and `[tenants.NAME]` (issue 48, docs/configuration.md): what a tenant
@@ -110,6 +149,8 @@ struct Shape {
     tenant_defaults: TenantSection,
     #[serde(default)]
     tenants: std::collections::BTreeMap<String, TenantSection>,
+    #[serde(default)]
+    jwt: Option<JwtSection>,
     /// Refused with its own sentence rather than as an unknown key: MCP is not in this build
     /// (SPEC X), and a user who configured servers must learn that, not a typo.
     #[serde(default)]
@@ -292,6 +333,10 @@ impl Config {
             timeouts: shape.timeouts,
             tenant_defaults: shape.tenant_defaults,
             tenants: shape.tenants,
+            jwt: shape.jwt.map(|mut jwt| {
+                jwt.jwks_file = jwt.jwks_file.map(|file| base.join(file));
+                jwt
+            }),
         })
     }
 }

@@ -328,6 +328,10 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
             .map(ToString::to_string),
     );
     let tenants = config.as_ref().map(Config::tenants).unwrap_or_default();
+    let jwt = match config.as_ref().and_then(|c| c.jwt.as_ref()) {
+        Some(section) => Some(section.settings().map_err(ServeCliError::Options)?),
+        None => None,
+    };
     // Issue 48: the API keys live with the sessions (`hookline keys`).
     let keys: Arc<dyn hookline_host::store::ApiKeyTable> = match pg {
         Some(pg) => Arc::new(pg),
@@ -340,6 +344,7 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
         token,
         keys: Some(hookline_server::KeyTable(keys)),
         tenants,
+        jwt,
         body_limit: settings.body_limit,
         request_timeout: Duration::from_millis(settings.request_timeout_ms),
         plugins: view,

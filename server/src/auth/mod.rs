@@ -14,6 +14,7 @@
 //! `{"type":"auth","token":"..."}` first (browsers cannot set headers): its upgrade passes with
 //! [`WsAuth::Pending`] and the socket authenticates before anything else.
 
+pub(crate) mod jwt;
 pub(crate) mod keys;
 pub(crate) mod limits;
 pub(crate) mod tenants;
@@ -155,17 +156,24 @@ fn is_public(request: &Request) -> bool {
 pub(crate) struct Authenticator {
     token: Option<Arc<[u8]>>,
     keys: Option<keys::KeyCache>,
-    /// Whether credentials are needed: a token, or any key in the table (once a key exists it
-    /// stays on, even when every key was revoked).
+    jwt: Option<jwt::JwtVerifier>,
+    /// Whether credentials are needed: a token, a JWKS, or any key in the table (once a key
+    /// exists it stays on, even when every key was revoked).
     enforced: AtomicBool,
 }
 
 impl Authenticator {
-    pub(crate) fn new(token: Option<Arc<[u8]>>, keys: Option<keys::KeyCache>) -> Self {
-        let enforced = token.is_some() || keys.as_ref().is_some_and(keys::KeyCache::any);
+    pub(crate) fn new(
+        token: Option<Arc<[u8]>>,
+        keys: Option<keys::KeyCache>,
+        jwt: Option<jwt::JwtVerifier>,
+    ) -> Self {
+        let enforced =
+            token.is_some() || jwt.is_some() || keys.as_ref().is_some_and(keys::KeyCache::any);
         Self {
             token,
             keys,
+            jwt,
             enforced: AtomicBool::new(enforced),
         }
     }
@@ -183,7 +191,7 @@ impl Authenticator {
     }
 
     /// The principal a credential names, or why it names none (one sentence, 401).
-    pub(crate) fn principal(&self, credential: &str) -> Result<Principal, ApiError> {
+    pub(crate) async fn principal(&self, credential: &str) -> Result<Principal, ApiError> {
         if credential.len() > MAX_CREDENTIAL {
             return Err(ApiError::BadCredentials(format!(
                 "the credential is longer than {MAX_CREDENTIAL} bytes"
@@ -199,7 +207,10 @@ impl Authenticator {
                 return found;
             }
         }
-        Err(ApiError::Unauthorized)
+        match &self.jwt {
+            Some(jwt) if credential.matches('.').count() == 2 => jwt.principal(credential).await,
+            _ => Err(ApiError::Unauthorized),
+        }
     }
 }
 
@@ -241,7 +252,7 @@ pub(crate) async fn authenticate(
         (None, false) => return ApiError::Unauthorized.into_response(),
     };
     match credential {
-        Some(credential) => match auth.principal(&credential) {
+        Some(credential) => match auth.principal(&credential).await {
             Ok(principal) => {
                 if let Err(refusal) = limit_body(&state, &principal, &mut request) {
                     return refusal.into_response();

@@ -321,6 +321,7 @@ async fn authenticate(
         Ok(ClientMessage::Auth { token }) => state
             .auth
             .principal(token.trim())
+            .await
             .map_err(|_| unauthorized)?,
         _ => return Err(unauthorized),
     };
