@@ -189,7 +189,7 @@ fn render(keys: &[ApiKeyRecord], now_ms: u64, json: bool) -> String {
             "{:<15} {:<16} {:<9} {:<8} {}\n",
             key.id,
             key.tenant,
-            key.role,
+            key.role.name(),
             state(key, now_ms),
             key.name.as_deref().unwrap_or("-")
         ));
