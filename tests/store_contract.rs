@@ -26,6 +26,7 @@ fn new_session() -> NewSession {
         approval_mode: ApprovalMode::AskAboveRead,
         model: None,
         mode: None,
+        owner: None,
     }
 }
 
@@ -76,6 +77,7 @@ fn allowed(id: &str) -> ArchiveEntry {
         },
         decision: Decision::Allow,
         decided_by: Decider::Policy,
+        answered_by: None,
     })
 }
 

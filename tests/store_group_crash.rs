@@ -106,6 +106,7 @@ async fn crash_child() {
         approval_mode: ApprovalMode::AskAll,
         model: None,
         mode: None,
+        owner: None,
     };
     let store: Box<dyn SessionStore> = if let Some(dir) = spec.strip_prefix("files:") {
         let store = FileStore::open(dir, FileStoreOptions::default()).unwrap();

@@ -35,6 +35,7 @@ fn new_session() -> NewSession {
         approval_mode: ApprovalMode::AskAboveRead,
         model: None,
         mode: None,
+        owner: None,
     }
 }
 

@@ -68,6 +68,7 @@ async fn verify_full_accepts_the_certificate_s_name_and_refuses_another() {
         approval_mode: ApprovalMode::AskAboveRead,
         model: None,
         mode: None,
+        owner: None,
     };
     store.create(new, &[]).await.unwrap();
     // The CA named in the URL does as well as the option.

@@ -320,6 +320,7 @@ mod tests {
             },
             decision,
             decided_by: Decider::Operator,
+            answered_by: None,
         })
     }
 

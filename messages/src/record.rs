@@ -126,6 +126,10 @@ pub struct ApprovalRecord {
     pub decision: Decision,
     /// Who decided.
     pub decided_by: Decider,
+    /// The principal whose answer it was, when an operator answered through `hookline serve`
+    /// with principals (issue 48: `tenant/principal`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answered_by: Option<String>,
 }
 
 /// One entry of a session's append-only archive.

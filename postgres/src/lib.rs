@@ -24,6 +24,7 @@
 //!
 //! TLS ([`connect`]): `sslmode` in the URL, rustls, a CA file.
 
+mod api_keys;
 mod commit;
 pub mod connect;
 mod keys;

@@ -34,6 +34,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0003_node_liveness.sql",
         sql: include_str!("../../migrations/0003_node_liveness.sql"),
     },
+    Migration {
+        version: 4,
+        name: "0004_api_keys.sql",
+        sql: include_str!("../../migrations/0004_api_keys.sql"),
+    },
 ];
 
 /// The schema version this build needs.

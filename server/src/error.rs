@@ -58,6 +58,29 @@ pub enum ApiError {
     /// No or a wrong bearer token (401 `unauthorized`).
     #[error("this route needs 'Authorization: Bearer <token>' with the server's token")]
     Unauthorized,
+    /// A credential the server refuses, and why (401 `unauthorized`): a revoked or expired
+    /// key, a JWT that does not verify (issue 48).
+    #[error("the credential is refused: {0}")]
+    BadCredentials(String),
+    /// A limit of the caller's tenant (issue 48): 429 `tenant-limit` with `Retry-After`, or
+    /// 413 `body-too-large` for its `body_limit`; the message names the limit.
+    #[error("{message}")]
+    TenantLimit {
+        /// The limit's name in the config file (`turns_per_second`, `max_sessions`, ...).
+        limit: &'static str,
+        /// The sentence.
+        message: String,
+        /// Seconds to wait, at least 1.
+        retry_after: u64,
+    },
+    /// The caller's role is below the route's (403 `forbidden`, issue 48).
+    #[error("this route needs the {needed} role; the caller is {}", article(*role))]
+    Forbidden {
+        /// The role the route needs.
+        needed: hookline_host::store::Role,
+        /// The caller's.
+        role: hookline_host::store::Role,
+    },
     /// As many sessions are open as `--max-sessions` allows (503 `full`, `Retry-After`).
     #[error("the server already holds its limit of {0} sessions")]
     Full(usize),
@@ -143,7 +166,13 @@ impl ApiError {
             Self::NotJson => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::OutsideRoot(_) | Self::OutsideRootResume(_) => StatusCode::FORBIDDEN,
             Self::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Unauthorized | Self::BadCredentials(_) => StatusCode::UNAUTHORIZED,
+            Self::Forbidden { .. } => StatusCode::FORBIDDEN,
+            Self::TenantLimit {
+                limit: "body_limit",
+                ..
+            } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::TenantLimit { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Full(_)
             | Self::Overloaded
             | Self::Draining
@@ -176,7 +205,13 @@ impl ApiError {
             Self::Invalid(_) => "invalid-request",
             Self::OutsideRoot(_) | Self::OutsideRootResume(_) => "workspace-outside-root",
             Self::TooLarge(_) => "body-too-large",
-            Self::Unauthorized => "unauthorized",
+            Self::Unauthorized | Self::BadCredentials(_) => "unauthorized",
+            Self::Forbidden { .. } => "forbidden",
+            Self::TenantLimit {
+                limit: "body_limit",
+                ..
+            } => "body-too-large",
+            Self::TenantLimit { .. } => "tenant-limit",
             Self::Full(_) => "full",
             Self::Overloaded => "overloaded",
             Self::OutOfDescriptors(_) => "out-of-descriptors",
@@ -249,6 +284,16 @@ pub struct ErrorDetail {
     pub message: String,
 }
 
+/// `a client`, `an operator`, `an admin`.
+fn article(role: hookline_host::store::Role) -> String {
+    let name = role.name();
+    if name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        format!("an {name}")
+    } else {
+        format!("a {name}")
+    }
+}
+
 /// An English sentence: a capital first letter and a full stop.
 fn sentence(text: &str) -> String {
     let mut chars = text.chars();
@@ -279,7 +324,15 @@ impl IntoResponse for ApiError {
         ) {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
         }
-        if matches!(self, Self::Unauthorized) {
+        if let Self::TenantLimit {
+            limit, retry_after, ..
+        } = &self
+        {
+            if *limit != "body_limit" {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
+            }
+        }
+        if matches!(self, Self::Unauthorized | Self::BadCredentials(_)) {
             headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         response

@@ -25,7 +25,13 @@ mod routes;
 mod trace;
 mod workspace;
 
+pub use auth::jwt::{JwksSource, JwtSettings, REFETCH_FLOOR};
+pub use auth::limits::TenantLimits;
+pub use auth::tenants::{ApprovalAnswerers, TenantPolicy, Tenants};
+pub use auth::{Principal, DEFAULT_TENANT};
 pub use error::{ApiError, ErrorBody, ErrorDetail, RETRY_AFTER_SECS};
+/// The JWT signing algorithms (`jsonwebtoken`'s).
+pub use jsonwebtoken::Algorithm as JwtAlgorithm;
 pub use metrics::install_recorder;
 pub use openapi::openapi_json;
 pub use plugins::{PluginView, PluginsView, ServedState};
@@ -68,8 +74,16 @@ pub struct ServeConfig {
     pub listen: SocketAddr,
     /// The directory every session's workspace lies in.
     pub workspace_root: PathBuf,
-    /// The bearer token every route but `/healthz` needs; none: no auth (loopback only).
+    /// The bearer token every route but `/healthz` needs, an admin of the tenant `default`;
+    /// none: no token.
     pub token: Option<String>,
+    /// The API key table (issue 48); with a key in it, every route but `/healthz` and the
+    /// console's page needs credentials.
+    pub keys: Option<KeyTable>,
+    /// How JWT bearer tokens are checked (issue 48); none: JWTs are refused.
+    pub jwt: Option<JwtSettings>,
+    /// Each tenant's settings.
+    pub tenants: Tenants,
     /// The cap on a request body, in bytes.
     pub body_limit: usize,
     /// The bound on one request (not on event streams and sockets once they answered).
@@ -89,12 +103,25 @@ impl ServeConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
             workspace_root: workspace_root.into(),
             token: None,
+            keys: None,
+            jwt: None,
+            tenants: Tenants::default(),
             body_limit: DEFAULT_BODY_LIMIT,
             request_timeout: DEFAULT_REQUEST_TIMEOUT,
             plugins: PluginsView::default(),
             idempotency_ttl: DEFAULT_IDEMPOTENCY_TTL,
             idempotency_keys: DEFAULT_IDEMPOTENCY_KEYS,
         }
+    }
+}
+
+/// The API key table a server checks keys against (`hookline keys` writes it).
+#[derive(Clone)]
+pub struct KeyTable(pub Arc<dyn hookline_host::store::ApiKeyTable>);
+
+impl std::fmt::Debug for KeyTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeyTable")
     }
 }
 
@@ -119,6 +146,12 @@ pub enum ServeError {
     /// The token is empty.
     #[error("the token is empty")]
     EmptyToken,
+    /// The JWKS cannot be read.
+    #[error("{0}")]
+    Jwks(String),
+    /// The API key table cannot be read.
+    #[error("cannot read the API key table: {0}")]
+    Keys(hookline_host::store::StoreError),
     /// The workspace root cannot be used.
     #[error("cannot use workspace root {path}: {source}")]
     Root {
@@ -134,7 +167,12 @@ pub enum ServeError {
 pub(crate) struct AppState {
     pub(crate) gateway: Gateway,
     pub(crate) root: Arc<WorkspaceRoot>,
-    pub(crate) token: Option<Arc<[u8]>>,
+    /// Who calls (issue 48).
+    pub(crate) auth: Arc<auth::Authenticator>,
+    /// Each tenant's settings.
+    pub(crate) tenants: Arc<Tenants>,
+    /// Each tenant's usage against its limits on this node.
+    pub(crate) limiter: Arc<auth::limits::Limiter>,
     pub(crate) draining: Arc<AtomicBool>,
     pub(crate) metrics: PrometheusHandle,
     pub(crate) plugins: Arc<PluginsView>,
@@ -225,15 +263,32 @@ pub async fn start(
     if gateway.limits().arbiters.is_empty() {
         return Err(ServeError::NoArbiters);
     }
-    // Issue 11 item 3: only loopback may go without a token.
-    let token = match config.token {
+    let token: Option<Arc<[u8]>> = match config.token {
         Some(token) if token.trim().is_empty() => return Err(ServeError::EmptyToken),
         Some(token) => Some(Arc::from(token.trim().as_bytes())),
-        None if !config.listen.ip().is_loopback() => {
-            return Err(ServeError::NeedsToken(config.listen))
-        }
         None => None,
     };
+    let keys = match config.keys {
+        Some(KeyTable(table)) => Some(
+            auth::keys::KeyCache::start(table)
+                .await
+                .map_err(ServeError::Keys)?,
+        ),
+        None => None,
+    };
+    let jwt = match config.jwt {
+        Some(settings) => Some(
+            auth::jwt::JwtVerifier::start(settings)
+                .await
+                .map_err(ServeError::Jwks)?,
+        ),
+        None => None,
+    };
+    let auth = auth::Authenticator::new(token, keys, jwt);
+    // Issue 11 item 3: only loopback may go without credentials.
+    if !auth.enforced() && !config.listen.ip().is_loopback() {
+        return Err(ServeError::NeedsToken(config.listen));
+    }
     let root = WorkspaceRoot::new(&config.workspace_root).map_err(|source| ServeError::Root {
         path: config.workspace_root.display().to_string(),
         source,
@@ -241,7 +296,9 @@ pub async fn start(
     let state = AppState {
         gateway,
         root: Arc::new(root),
-        token,
+        auth: Arc::new(auth),
+        limiter: Arc::new(auth::limits::Limiter::new(Arc::new(config.tenants.clone()))),
+        tenants: Arc::new(config.tenants),
         draining: Arc::new(AtomicBool::new(false)),
         metrics: install_recorder(),
         plugins: Arc::new(config.plugins),

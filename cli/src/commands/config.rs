@@ -35,6 +35,100 @@ pub(crate) struct Config {
     pub(crate) serve: ServeSection,
     pub(crate) limits: LimitsSection,
     pub(crate) timeouts: TimeoutsSection,
+    /// `[tenant_defaults]`: every tenant's settings unless its own table says otherwise.
+    pub(crate) tenant_defaults: TenantSection,
+    /// `[tenants.NAME]`.
+    pub(crate) tenants: std::collections::BTreeMap<String, TenantSection>,
+    /// `[jwt]`: how `hookline serve` checks JWT bearer tokens.
+    pub(crate) jwt: Option<JwtSection>,
+}
+
+/// `[jwt]` (issue 48, docs/configuration.md).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct JwtSection {
+    /// A JWKS file (relative to the config file).
+    jwks_file: Option<PathBuf>,
+    /// A JWKS URL.
+    jwks_url: Option<String>,
+    issuer: String,
+    audience: String,
+    /// The one algorithm tokens are signed with (`RS256`, `ES256`, `EdDSA`, ...).
+    algorithm: hookline_server::JwtAlgorithm,
+    /// The claim holding the tenant (default `tenant`).
+    tenant_claim: Option<String>,
+    /// The claim holding the role (default `role`).
+    role_claim: Option<String>,
+}
+
+impl JwtSection {
+    /// The server's settings, or why there are none: exactly one of `jwks_file`, `jwks_url`.
+    pub(crate) fn settings(&self) -> Result<hookline_server::JwtSettings, String> {
+        let jwks = match (&self.jwks_file, &self.jwks_url) {
+            (Some(file), None) => hookline_server::JwksSource::File(file.clone()),
+            (None, Some(url)) => hookline_server::JwksSource::Url(url.clone()),
+            _ => return Err("[jwt] needs exactly one of jwks_file and jwks_url".into()),
+        };
+        Ok(hookline_server::JwtSettings {
+            jwks,
+            issuer: self.issuer.clone(),
+            audience: self.audience.clone(),
+            algorithm: self.algorithm,
+            tenant_claim: self.tenant_claim.clone().unwrap_or_else(|| "tenant".into()),
+            role_claim: self.role_claim.clone().unwrap_or_else(|| "role".into()),
+        })
+    }
+}
+
+/// `[tenant_defaults]` and `[tenants.NAME]` (issue 48, docs/configuration.md): what a tenant
+/// may do beyond its roles.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TenantSection {
+    /// Who answers the tenant's approvals: `operator` (default) or `owner-or-operator`.
+    pub(crate) approvals: Option<hookline_server::ApprovalAnswerers>,
+    /// Turns started per second (a token bucket).
+    pub(crate) turns_per_second: Option<std::num::NonZeroU32>,
+    /// Turns that may start at once before the rate applies (default: the rate).
+    pub(crate) turn_burst: Option<std::num::NonZeroU32>,
+    /// Sessions open on one node at once.
+    pub(crate) max_sessions: Option<usize>,
+    /// Turns running on one node at once.
+    pub(crate) max_running_turns: Option<usize>,
+    /// The cap on a request body, in bytes.
+    pub(crate) body_limit: Option<usize>,
+}
+
+impl TenantSection {
+    /// These settings over `base`'s.
+    fn over(&self, base: &hookline_server::TenantPolicy) -> hookline_server::TenantPolicy {
+        let own = hookline_server::TenantLimits {
+            turns_per_second: self.turns_per_second,
+            turn_burst: self.turn_burst,
+            max_sessions: self.max_sessions,
+            max_running_turns: self.max_running_turns,
+            body_limit: self.body_limit,
+        };
+        hookline_server::TenantPolicy {
+            approvals: self.approvals.unwrap_or(base.approvals),
+            limits: own.or(&base.limits),
+        }
+    }
+}
+
+impl Config {
+    /// Every tenant's settings, as the server takes them.
+    pub(crate) fn tenants(&self) -> hookline_server::Tenants {
+        let default = self
+            .tenant_defaults
+            .over(&hookline_server::TenantPolicy::default());
+        let named = self
+            .tenants
+            .iter()
+            .map(|(name, section)| (name.clone(), section.over(&default)))
+            .collect();
+        hookline_server::Tenants { default, named }
+    }
 }
 
 /// The file's shape.
@@ -51,6 +145,12 @@ struct Shape {
     limits: LimitsSection,
     #[serde(default)]
     timeouts: TimeoutsSection,
+    #[serde(default)]
+    tenant_defaults: TenantSection,
+    #[serde(default)]
+    tenants: std::collections::BTreeMap<String, TenantSection>,
+    #[serde(default)]
+    jwt: Option<JwtSection>,
     /// Refused with its own sentence rather than as an unknown key: MCP is not in this build
     /// (SPEC X), and a user who configured servers must learn that, not a typo.
     #[serde(default)]
@@ -231,6 +331,12 @@ impl Config {
             serve,
             limits: shape.limits,
             timeouts: shape.timeouts,
+            tenant_defaults: shape.tenant_defaults,
+            tenants: shape.tenants,
+            jwt: shape.jwt.map(|mut jwt| {
+                jwt.jwks_file = jwt.jwks_file.map(|file| base.join(file));
+                jwt
+            }),
         })
     }
 }

@@ -30,7 +30,7 @@ pub(crate) struct LoadArgs {
     /// How turns travel.
     #[arg(long, value_enum, default_value_t = Transport::Http)]
     transport: Transport,
-    /// A file holding the server's bearer token.
+    /// A file holding the bearer credential: the server's token or an API key (`hookline keys`).
     #[arg(long, value_name = "FILE")]
     token_file: Option<PathBuf>,
     /// Leave the sessions open at the end.

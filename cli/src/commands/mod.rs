@@ -13,6 +13,7 @@ mod chat;
 mod config;
 mod deprecated;
 mod hooks;
+mod keys;
 mod load;
 mod new;
 mod plugin_dirs;
@@ -47,6 +48,8 @@ enum Command {
     Chat(chat::ChatArgs),
     /// Plugins on disk: list, info, check, enable, disable, trust.
     Hooks(hooks::HooksArgs),
+    /// The API keys of `hookline serve`: create (shown once), list, revoke.
+    Keys(keys::KeysArgs),
     /// Write a new plugin directory on a plugin kit: `new plugin NAME --lang python|node|rust|c|zig`.
     New(new::NewArgs),
     /// Drive a running `hookline serve` with many sessions and measure it.
@@ -95,6 +98,7 @@ fn dispatch(cli: Cli) -> ExitCode {
         Command::Bench(args) => bench::run(&args),
         Command::Chat(args) => chat::run(args),
         Command::Hooks(args) => hooks::run(args),
+        Command::Keys(args) => keys::run(args),
         Command::New(args) => new::run(args),
         Command::Load(args) => load::run(&args),
         Command::Replay(args) => replay::run(&args),

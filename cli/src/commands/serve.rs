@@ -256,7 +256,10 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
         .transpose()
         .map_err(|why| ServeCliError::Options(format!("the config file's [serve] store: {why}")))?;
     let store = args.store.or_store(store_from_file);
-    let sessions = store.connect().await?;
+    let pg = store.connect_pg().await?;
+    let sessions = pg
+        .clone()
+        .map(|store| Arc::new(store) as Arc<dyn hookline_host::store::SessionStore>);
     // The same load options as `run` and `hooks` (one place builds them).
     let dirs = PluginDirs {
         user_dir: settings.plugins.clone(),
@@ -335,9 +338,24 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
             .iter()
             .map(ToString::to_string),
     );
+    let tenants = config.as_ref().map(Config::tenants).unwrap_or_default();
+    let jwt = match config.as_ref().and_then(|c| c.jwt.as_ref()) {
+        Some(section) => Some(section.settings().map_err(ServeCliError::Options)?),
+        None => None,
+    };
+    // Issue 48: the API keys live with the sessions (`hookline keys`).
+    let keys: Arc<dyn hookline_host::store::ApiKeyTable> = match pg {
+        Some(pg) => Arc::new(pg),
+        None => Arc::new(hookline_host::store::FileApiKeys::new(
+            gateway.store().root(),
+        )),
+    };
     let config = ServeConfig {
         listen: settings.listen,
         token,
+        keys: Some(hookline_server::KeyTable(keys)),
+        tenants,
+        jwt,
         body_limit: settings.body_limit,
         request_timeout: Duration::from_millis(settings.request_timeout_ms),
         plugins: view,

@@ -5,12 +5,10 @@
 //! `--database-ca` for TLS (`sslmode` in the URL; hookline_postgres::connect).
 
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
 
-use hookline_host::store::SessionStore;
 use hookline_postgres::{PgStore, PgStoreOptions};
 
 /// The default lease TTL, milliseconds.
@@ -120,18 +118,19 @@ impl StoreArgs {
     }
 
     /// Connects the PostgreSQL store when `--store` names one; `None` keeps the file store.
+    /// It holds the sessions and the API key table (issue 48).
     ///
     /// # Errors
     /// [`StoreSetupError`]: PostgreSQL options without PostgreSQL, bad lease timings, a bad URL,
     /// an unreachable database, or a schema that is behind (without `--migrate`).
-    pub(crate) async fn connect(&self) -> Result<Option<Arc<dyn SessionStore>>, StoreSetupError> {
+    pub(crate) async fn connect_pg(&self) -> Result<Option<PgStore>, StoreSetupError> {
         let Some(StoreChoice::Postgres(url)) = &self.store else {
             return self.no_postgres_options().map(|()| None);
         };
         let options = self.pg_options()?;
         let shown = redact(url);
         match tokio::time::timeout(CONNECT_WAIT, PgStore::connect(url, options)).await {
-            Ok(Ok(store)) => Ok(Some(Arc::new(store))),
+            Ok(Ok(store)) => Ok(Some(store)),
             Ok(Err(error)) => Err(StoreSetupError::Postgres {
                 url: shown,
                 reason: error.with_causes(),
@@ -270,18 +269,18 @@ mod tests {
 
     #[tokio::test]
     async fn postgres_flags_without_a_postgres_store_are_refused() {
-        let refused = args(&["--store", "dir", "--migrate"]).connect().await;
+        let refused = args(&["--store", "dir", "--migrate"]).connect_pg().await;
         assert_eq!(
             refused.err().map(|e| e.to_string()).as_deref(),
             Some("--migrate applies only to a PostgreSQL store; give --store postgres://...")
         );
-        assert!(matches!(args(&[]).connect().await, Ok(None)));
+        assert!(matches!(args(&[]).connect_pg().await, Ok(None)));
     }
 
     #[tokio::test]
     async fn a_bad_url_is_a_sentence_naming_it_without_its_password() {
         let error = args(&["--store", "postgres://u:secret@h:notaport/db"])
-            .connect()
+            .connect_pg()
             .await
             .err()
             .map(|e| e.to_string())

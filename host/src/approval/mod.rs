@@ -44,6 +44,7 @@ pub trait Operator: Send + Sync + 'static {
         Answer {
             decision: self.decide(call, classification).await,
             note: None,
+            answered_by: None,
         }
     }
 
@@ -68,6 +69,9 @@ pub struct Answer {
     pub decision: Decision,
     /// Recorded in the session's archive when present.
     pub note: Option<hookline_messages::note::Note>,
+    /// Who answered (issue 48: `tenant/principal`), when a server knows; archived with the
+    /// decision.
+    pub answered_by: Option<String>,
 }
 
 /// An operator that answers from a queue (a scenario's answers); with none left it refuses.
@@ -129,6 +133,7 @@ impl Operator for RefuseAll {
                 call_id: call.call_id.clone(),
                 tool: call.name.clone(),
             }),
+            answered_by: None,
         }
     }
 }

@@ -31,7 +31,7 @@ pub struct Approvals {
 /// One approval in the table: what was asked, and where its answer goes.
 struct Waiting {
     asked: PendingApproval,
-    reply: oneshot::Sender<Decision>,
+    reply: oneshot::Sender<(Decision, Option<String>)>,
 }
 
 /// An approval that waits for an operator's answer, as `approval-requested` announced it.
@@ -68,8 +68,22 @@ impl Approvals {
     /// # Errors
     /// [`NotWaiting`] when none waits for it (never asked, already answered, or timed out).
     pub fn answer(&self, call_id: &str, decision: Decision) -> Result<(), NotWaiting> {
+        self.answer_as(call_id, decision, None)
+    }
+
+    /// Answers as [`Approvals::answer`], naming who answered (issue 48: archived with the
+    /// decision).
+    ///
+    /// # Errors
+    /// As [`Approvals::answer`].
+    pub fn answer_as(
+        &self,
+        call_id: &str,
+        decision: Decision,
+        by: Option<String>,
+    ) -> Result<(), NotWaiting> {
         let waiting = self.lock().remove(call_id);
-        match waiting.map(|waiting| waiting.reply.send(decision)) {
+        match waiting.map(|waiting| waiting.reply.send((decision, by))) {
             Some(Ok(())) => Ok(()),
             _ => Err(NotWaiting {
                 call_id: call_id.to_owned(),
@@ -172,14 +186,16 @@ impl Operator for RemoteOperator {
         self.approvals.lock().remove(&call.call_id);
         self.status.send_modify(|s| s.activity = Activity::Turn);
         match answer {
-            Some(Ok(Ok(decision))) => Answer {
+            Some(Ok(Ok((decision, answered_by)))) => Answer {
                 decision,
                 note: None,
+                answered_by,
             },
             // Stopped: the call never runs, and the turn ends at its next model call.
             None => Answer {
                 decision: Decision::Deny,
                 note: self.session_ended(call),
+                answered_by: None,
             },
             // Timed out, or the table was dropped (the session is closing): a call nobody
             // allowed never runs.
@@ -190,6 +206,7 @@ impl Operator for RemoteOperator {
                     tool: call.name.clone(),
                     millis: timeout_ms,
                 }),
+                answered_by: None,
             },
         }
     }

@@ -92,6 +92,8 @@ pub struct OpenSession {
     pub approval_mode: Option<ApprovalMode>,
     /// Its model (as `/model` sets it).
     pub model: Option<String>,
+    /// Who it belongs to (issue 48); stored with it. A resumed session keeps its stored owner.
+    pub owner: Option<crate::store::SessionOwner>,
 }
 
 /// One event on the gateway's feed: a session's event, or the gateway's own (no session).
@@ -376,6 +378,7 @@ impl Gateway {
             records: 0,
             usage: None,
             usage_by_model: None,
+            owner: request.owner.clone(),
         }));
         let stop = Arc::new(StopSignal::default());
         let operator = Arc::new(RemoteOperator {
@@ -398,6 +401,7 @@ impl Gateway {
                             approval_mode,
                             model: request.model.clone(),
                             mode: Some(PromptMode::Work),
+                            owner: request.owner.clone(),
                         },
                         &[],
                     )
@@ -415,6 +419,7 @@ impl Gateway {
             workspace,
             approval_mode,
             model: request.model,
+            owner: request.owner,
             resume,
             operator,
             sink,
@@ -550,6 +555,7 @@ struct Boot {
     workspace: PathBuf,
     approval_mode: ApprovalMode,
     model: Option<String>,
+    owner: Option<crate::store::SessionOwner>,
     resume: Option<SessionId>,
     operator: Arc<RemoteOperator>,
     sink: LiveSink,
@@ -564,6 +570,7 @@ impl Boot {
         let mut conversation = Conversation::new(self.shared, self.workspace, self.approval_mode);
         conversation.set_operator(self.operator);
         conversation.set_stop_signal(self.stop);
+        conversation.set_owner(self.owner);
         conversation.attach_live(self.sink);
         conversation.continue_waiting_approvals();
         let opened = match (&self.resume, self.created) {

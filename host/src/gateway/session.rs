@@ -220,6 +220,20 @@ impl SessionHandle {
         self.approvals.answer(call_id, decision)
     }
 
+    /// Answers as [`SessionHandle::answer_approval`], naming who answered (issue 48: archived
+    /// with the decision).
+    ///
+    /// # Errors
+    /// As [`SessionHandle::answer_approval`].
+    pub fn answer_approval_as(
+        &self,
+        call_id: &str,
+        decision: Decision,
+        by: Option<String>,
+    ) -> Result<(), NotWaiting> {
+        self.approvals.answer_as(call_id, decision, by)
+    }
+
     /// The call ids whose approval waits for an answer.
     pub fn pending_approvals(&self) -> Vec<String> {
         self.approvals.pending()
@@ -346,6 +360,7 @@ pub(super) fn refresh_status(status: &mut SessionStatus, conversation: &Conversa
     status.turns = conversation.user_turns();
     status.usage = conversation.usage();
     status.usage_by_model = conversation.usage_by_model();
+    status.owner = conversation.owner().cloned();
 }
 
 /// Whether a request failed because another node took the session over: the database refused

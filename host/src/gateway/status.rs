@@ -52,6 +52,10 @@ pub struct SessionStatus {
     /// item 5), when any reported usage.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage_by_model: Option<UsageByModel>,
+    /// Who the session belongs to (issue 48: the tenant and principal that opened it), when
+    /// anybody was named.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owner: Option<crate::store::SessionOwner>,
 }
 
 /// Requests waiting in the sessions' inboxes (each bounded by [`GatewayLimits::inbox`]), not

@@ -115,6 +115,7 @@ impl Replayer {
             approval_mode: plan.started.approval_mode,
             model: stored.facts.model.clone(),
             mode: stored.facts.mode,
+            owner: stored.facts.owner.clone(),
         };
         let id = facts.session_id.clone();
         let mut session = SessionState::detached(facts, plan.seed.clone());

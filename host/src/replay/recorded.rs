@@ -210,6 +210,7 @@ impl Operator for RecordedOperator {
             return approval::Answer {
                 decision: *decision,
                 note: note.clone(),
+                answered_by: None,
             };
         }
         let mut state = self.0.lock();
@@ -223,6 +224,7 @@ impl Operator for RecordedOperator {
         approval::Answer {
             decision: Decision::Deny,
             note: None,
+            answered_by: None,
         }
     }
 }

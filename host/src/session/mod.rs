@@ -136,6 +136,8 @@ pub struct Conversation {
     wiring: Wiring,
     /// A resumed turn that waits for an approval, to continue (issue 40 item 3).
     waiting: waiting::WaitingTurn,
+    /// Who its sessions belong to (issue 48): set at open, restored from the facts on resume.
+    owner: Option<crate::store::SessionOwner>,
 }
 
 impl Conversation {
@@ -162,7 +164,18 @@ impl Conversation {
             pending_events: Vec::new(),
             wiring: Wiring::default(),
             waiting: waiting::WaitingTurn::default(),
+            owner: None,
         }
+    }
+
+    /// Names who the sessions it opens belong to (issue 48); before it opens one.
+    pub(crate) fn set_owner(&mut self, owner: Option<crate::store::SessionOwner>) {
+        self.owner = owner;
+    }
+
+    /// Who its sessions belong to, if anybody was named.
+    pub fn owner(&self) -> Option<&crate::store::SessionOwner> {
+        self.owner.as_ref()
     }
 
     /// Opens a fresh session in the host's workspace and makes it active (SPEC P3.10).
@@ -214,6 +227,7 @@ impl Conversation {
         self.workspace = workspace;
         self.approval_mode = opened.state.info.approval_mode;
         self.wiring.model = opened.state.model.clone();
+        self.owner = opened.state.owner.clone();
         if let Some(mode) = opened.state.mode {
             self.wiring.mode = mode;
         }
@@ -594,6 +608,7 @@ impl Conversation {
             approval_mode: self.approval_mode,
             model: self.wiring.model.clone(),
             mode: Some(self.wiring.mode),
+            owner: self.owner.clone(),
         }
     }
 

@@ -175,6 +175,7 @@ impl Shared {
             approval_mode: choices.approval_mode,
             model: choices.model,
             mode: choices.mode,
+            owner: choices.owner,
         };
         SessionState::create(&*self.sessions, new, records).await
     }
@@ -190,6 +191,8 @@ pub(crate) struct Choices {
     pub(crate) model: Option<String>,
     /// The default turn mode (`/mode`).
     pub(crate) mode: Option<PromptMode>,
+    /// Who the sessions belong to (issue 48): every session of a conversation has its owner.
+    pub(crate) owner: Option<crate::store::SessionOwner>,
 }
 
 /// What the lifecycle closes once every shutdown handler has finished (SPEC G2.3): the pipeline,

@@ -41,6 +41,8 @@ pub(crate) struct SessionState {
     pub(crate) model: Option<String>,
     /// The session's default turn mode (`/mode`), stored with its facts.
     pub(crate) mode: Option<PromptMode>,
+    /// Who the session belongs to (issue 48), stored with its facts.
+    pub(crate) owner: Option<crate::store::SessionOwner>,
     /// User turns run in this session, counted from its archive (see
     /// [`StoredSession::user_turns`]).
     user_turns: u64,
@@ -143,6 +145,7 @@ impl SessionState {
             info,
             model: facts.model,
             mode: facts.mode,
+            owner: facts.owner,
             user_turns,
             usage: UsageTotals::default(),
             usage_by_model: UsageByModel::default(),
@@ -179,6 +182,7 @@ impl SessionState {
             info: facts.info(),
             model: facts.model,
             mode: facts.mode,
+            owner: facts.owner,
             user_turns: 0,
             usage: UsageTotals::default(),
             usage_by_model: UsageByModel::default(),
@@ -261,6 +265,7 @@ impl SessionState {
             approval_mode: self.info.approval_mode,
             model: self.model.clone(),
             mode: self.mode,
+            owner: self.owner.clone(),
         }
     }
 

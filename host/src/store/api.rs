@@ -34,6 +34,18 @@ pub struct NewSession {
     pub model: Option<String>,
     /// The session's default turn mode (`/mode`), if one was chosen.
     pub mode: Option<PromptMode>,
+    /// Who opened it (`hookline serve` with principals, issue 48); none when nobody was named.
+    pub owner: Option<SessionOwner>,
+}
+
+/// Who a session belongs to (issue 48, docs/serve.md "Auth"): the tenant and the principal that
+/// opened it. Stored with the session's facts, so every node and a restart know it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SessionOwner {
+    /// The tenant.
+    pub tenant: String,
+    /// The principal: an API key's id, `jwt:<subject>`, or `token` (the `--token-file` admin).
+    pub principal: String,
 }
 
 /// What a session is, beyond its records: the facts a resume restores (issue 26), on any node.
@@ -57,6 +69,9 @@ pub struct SessionFacts {
     /// The session's default turn mode, if one was chosen.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<PromptMode>,
+    /// Who opened it, if anybody was named (issue 48).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<SessionOwner>,
 }
 
 impl SessionFacts {
@@ -68,6 +83,7 @@ impl SessionFacts {
             approval_mode: new.approval_mode,
             model: new.model,
             mode: new.mode,
+            owner: new.owner,
         }
     }
 

@@ -36,6 +36,7 @@
 //! ```
 
 mod api;
+mod api_keys;
 mod error;
 mod files;
 mod frame;
@@ -50,8 +51,11 @@ use std::path::{Path, PathBuf};
 use hookline_messages::session::SessionId;
 
 pub use api::{
-    fresh_session_id, Holder, NewSession, SessionFacts, SessionStore, SessionWriter, StoredSession,
-    ID_TRIES,
+    fresh_session_id, Holder, NewSession, SessionFacts, SessionOwner, SessionStore, SessionWriter,
+    StoredSession, ID_TRIES,
+};
+pub use api_keys::{
+    valid_tenant, ApiKeyRecord, ApiKeyTable, FileApiKeys, KeyError, Role, API_KEYS_FILE,
 };
 pub use error::StoreError;
 pub use files::{CommitStats, FileStore, FileStoreOptions, MAX_BATCH};

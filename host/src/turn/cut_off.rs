@@ -52,8 +52,12 @@ impl Turn<'_> {
         if let Some(note) = answer.note {
             self.note(note)?;
         }
-        let decision =
-            self.record_approval(&call, classification, answer.decision, Decider::Operator)?;
+        let decision = self.record_approval(
+            &call,
+            classification,
+            (answer.decision, Decider::Operator),
+            answer.answered_by,
+        )?;
         self.finish_call(&call, decision, images_allowed).await?;
         for later in later_calls {
             self.tool_call(later, images_allowed).await?;

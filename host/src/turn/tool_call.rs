@@ -164,8 +164,8 @@ impl Turn<'_> {
             return self.deny_closed(call, outcome.value, plugin, HookKind::OnApproval);
         }
         let classification = self.hook::<RewriteApproval>(outcome.value).await?;
-        let (decision, decided_by) = self.decide(call, &classification).await?;
-        self.record_approval(call, classification, decision, decided_by)
+        let (decision, decided_by, answered_by) = self.decide(call, &classification).await?;
+        self.record_approval(call, classification, (decision, decided_by), answered_by)
     }
 
     /// Denies `call` because `plugin`'s fail-closed `hook` failed: a note says so, and the
@@ -182,7 +182,7 @@ impl Turn<'_> {
             plugin: plugin.to_string(),
             hook,
         })?;
-        self.record_approval(call, classification, Decision::Deny, Decider::Guard)
+        self.record_approval(call, classification, (Decision::Deny, Decider::Guard), None)
     }
 
     /// Archives and reports one approval decision.
@@ -190,8 +190,8 @@ impl Turn<'_> {
         &mut self,
         call: &ToolCall,
         classification: Classification,
-        decision: Decision,
-        decided_by: Decider,
+        (decision, decided_by): (Decision, Decider),
+        answered_by: Option<String>,
     ) -> Result<Decision, HostError> {
         let record = ApprovalRecord {
             call_id: call.call_id.clone(),
@@ -199,6 +199,7 @@ impl Turn<'_> {
             classification,
             decision,
             decided_by,
+            answered_by,
         };
         self.session
             .archive(&ArchiveEntry::Approval(record.clone()))?;
@@ -210,9 +211,9 @@ impl Turn<'_> {
         &mut self,
         call: &ToolCall,
         classification: &Classification,
-    ) -> Result<(Decision, Decider), HostError> {
+    ) -> Result<(Decision, Decider, Option<String>), HostError> {
         match verdict(self.session.info.approval_mode, classification) {
-            Verdict::Allow => Ok((Decision::Allow, Decider::Policy)),
+            Verdict::Allow => Ok((Decision::Allow, Decider::Policy, None)),
             Verdict::Ask => {
                 // Durable step: the call, and that the operator is asked, are stored before
                 // the question, however long the answer takes (issue 22); a node that takes
@@ -230,7 +231,7 @@ impl Turn<'_> {
                 if let Some(note) = answer.note {
                     self.note(note)?;
                 }
-                Ok((answer.decision, Decider::Operator))
+                Ok((answer.decision, Decider::Operator, answer.answered_by))
             }
         }
     }

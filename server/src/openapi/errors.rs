@@ -51,7 +51,9 @@ error_answers! {
     /// 400 for a body a route cannot take, or a malformed `Idempotency-Key`.
     BadKeyedBody: 400, "The body is not the JSON this route takes (`bad-json`, naming the field), asks for what cannot be (`invalid-request`, `unknown-model`), or the `Idempotency-Key` is malformed (`bad-idempotency-key`).";
     /// 401 `unauthorized`.
-    Unauthorized: 401, "No or a wrong bearer token (`unauthorized`).";
+    Unauthorized: 401, "No credential, or one the server refuses: a wrong token, an unknown, revoked or expired API key, a JWT that does not verify (`unauthorized`).";
+    /// 403 `forbidden` for a route of admins.
+    NeedsAdmin: 403, "The route needs the admin role (`forbidden`).";
     /// 404 `unknown-session` for a session that is not open here.
     NotOpen: 404, "No session with this id is open here, and none whose holder is gone can be taken over here (`unknown-session`).";
     /// 409 `session-leased` for a session another node that runs holds.
@@ -65,7 +67,11 @@ error_answers! {
     /// 410 `session-ended`.
     SessionEnded: 410, "The session ended while the request waited (`session-ended`).";
     /// 413 `body-too-large`.
-    TooLarge: 413, "The body is larger than `--body-limit` (`body-too-large`).";
+    TooLarge: 413, "The body is larger than `--body-limit`, or than the caller's tenant's `body_limit` (`body-too-large`).";
+    /// 429 `tenant-limit`, with `Retry-After`.
+    TenantLimited: 429 + retry, "The caller's tenant holds one of its limits on this node (`tenant-limit`, naming it: `max_sessions`); `Retry-After` says when to retry.";
+    /// 429 for a busy session or a tenant past its turn limits, with `Retry-After`.
+    TurnRefused: 429 + retry, "Too many requests wait for this session (`session-busy`), or the caller's tenant starts turns faster than `turns_per_second` or runs `max_running_turns` (`tenant-limit`, naming it); `Retry-After` says when to retry.";
     /// 415 `unsupported-media-type`.
     NotJson: 415, "The body's content type is not JSON (`unsupported-media-type`).";
     /// 429 `session-busy`, with `Retry-After`.

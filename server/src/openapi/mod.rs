@@ -33,8 +33,10 @@ pub(crate) fn detail() -> utoipa::openapi::Ref {
     info(
         title = "hookline serve",
         description = "Many live hookline sessions over HTTP, server-sent events and WebSocket \
-            (docs/serve.md). Every route but `/healthz` needs `Authorization: Bearer <token>` \
-            when the server was started with `--token-file`; on loopback without one, none does. \
+            (docs/serve.md). Every route but `/healthz` needs `Authorization: Bearer <credential>` \
+            (the `--token-file` token, or an API key of `hookline keys`, each a principal with a \
+            tenant and a role: docs/serve.md, \"Auth\") once either is configured; on loopback \
+            without any, none does. \
             Every error answer is `{\"error\": {\"code\", \"message\"}}` (`ErrorBody`)."
     ),
     paths(
@@ -79,7 +81,7 @@ impl utoipa::Modify for BearerToken {
                 HttpBuilder::new()
                     .scheme(HttpAuthScheme::Bearer)
                     .description(Some(
-                        "The token of `--token-file`; a server on loopback without one needs none.",
+                        "The token of `--token-file` or an API key (`hookline keys`); a server on loopback without either needs none.",
                     ))
                     .build(),
             ),

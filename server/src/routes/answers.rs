@@ -52,6 +52,10 @@ pub(crate) struct SessionView {
     pub(crate) pending_approvals: Vec<String>,
     /// The approvals it waits for, in full.
     pub(crate) approvals: Vec<PendingApproval>,
+    /// The last approvals an operator answered in its active session, oldest first, as its
+    /// archive holds them: each names who answered (`answeredBy`, `tenant/principal`) when the
+    /// server has principals (issue 48).
+    pub(crate) answered: Vec<hookline_messages::record::ApprovalRecord>,
 }
 
 /// A page of stored records.

@@ -8,6 +8,7 @@ use axum::Json;
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::auth::{Caller, Principal};
 use crate::AppState;
 use hookline_host::gateway::PendingApproval;
 
@@ -28,12 +29,13 @@ pub(crate) struct ApprovalsList {
     approvals: Vec<ServerApproval>,
 }
 
-/// Every open session's waiting approvals, soonest deadline first.
-pub(crate) fn pending(state: &AppState) -> Vec<ServerApproval> {
+/// The waiting approvals of every open session `who` may see, soonest deadline first.
+pub(crate) fn pending(state: &AppState, who: &Principal) -> Vec<ServerApproval> {
     let mut all: Vec<ServerApproval> = state
         .gateway
         .sessions()
         .into_iter()
+        .filter(|status| who.may_see(status.owner.as_ref()))
         .filter_map(|status| state.gateway.session(&status.key))
         .flat_map(|handle| {
             let session = handle.key().to_string();
@@ -60,12 +62,15 @@ pub(crate) fn pending(state: &AppState) -> Vec<ServerApproval> {
 #[utoipa::path(
     get, path = "/v1/approvals", tag = "approvals",
     responses(
-        (status = 200, description = "Every approval the server's sessions wait for, soonest deadline first.", body = ApprovalsList),
+        (status = 200, description = "Every approval the sessions the caller may see wait for, soonest deadline first.", body = ApprovalsList),
         Unauthorized,
     )
 )]
-pub(crate) async fn list(State(state): State<AppState>) -> Json<ApprovalsList> {
+pub(crate) async fn list(
+    Caller(who): Caller,
+    State(state): State<AppState>,
+) -> Json<ApprovalsList> {
     Json(ApprovalsList {
-        approvals: pending(&state),
+        approvals: pending(&state, &who),
     })
 }

@@ -3,6 +3,9 @@
 //! a [`SessionStatus`] whenever a session's status changes (opened, in a turn, waiting for an
 //! approval, idle, closed). Statuses are compared on each event of a session and once a second
 //! for all of them, so a change without an event (a turn ending) is seen within a second.
+//!
+//! A caller sees only the sessions it may see (issue 48, `Principal::may_see`), and the gateway's
+//! own events (no session) only as an admin.
 
 use crate::openapi::errors::Unauthorized;
 use std::collections::HashMap;
@@ -17,6 +20,7 @@ use hookline_messages::session::SessionId;
 use tokio::sync::broadcast;
 
 use super::sessions::tagged;
+use crate::auth::{Caller, Principal};
 use crate::AppState;
 use hookline_host::gateway::{Activity, FeedEvent, SessionStatus};
 
@@ -25,6 +29,9 @@ const STATUS_EVERY: Duration = Duration::from_secs(1);
 
 struct Feed {
     state: AppState,
+    who: Principal,
+    /// Whether `who` may see each session met so far (an owner never changes).
+    seen: HashMap<SessionId, bool>,
     events: broadcast::Receiver<FeedEvent>,
     told: HashMap<SessionId, SessionStatus>,
     pending: std::collections::VecDeque<Event>,
@@ -32,6 +39,26 @@ struct Feed {
 }
 
 impl Feed {
+    /// Whether the caller may see the events of `session` (none: the gateway's).
+    fn may_see(&mut self, session: Option<&SessionId>) -> bool {
+        let Some(key) = session else {
+            return self.who.sees_gateway();
+        };
+        if self.who.may_see_all() {
+            return true;
+        }
+        if let Some(seen) = self.seen.get(key) {
+            return *seen;
+        }
+        // A session no longer open and never met: not shown.
+        let Some(handle) = self.state.gateway.session(key) else {
+            return false;
+        };
+        let seen = self.who.may_see(handle.status().owner.as_ref());
+        self.seen.insert(key.clone(), seen);
+        seen
+    }
+
     /// Queues `status` when it differs from what the client was told.
     fn tell(&mut self, status: SessionStatus) {
         if self.told.get(&status.key) == Some(&status) {
@@ -43,7 +70,8 @@ impl Feed {
 
     /// Compares every session; sessions gone from the gateway are told closed.
     fn sweep(&mut self) {
-        let now = self.state.gateway.sessions();
+        let mut now = self.state.gateway.sessions();
+        now.retain(|status| self.who.may_see(status.owner.as_ref()));
         let open: std::collections::HashSet<SessionId> =
             now.iter().map(|s| s.key.clone()).collect();
         let gone: Vec<SessionId> = self
@@ -80,12 +108,14 @@ fn status_event(status: &SessionStatus) -> Event {
         Unauthorized,
     )
 )]
-pub(crate) async fn feed(State(state): State<AppState>) -> Response {
+pub(crate) async fn feed(Caller(who): Caller, State(state): State<AppState>) -> Response {
     let mut tick = tokio::time::interval(STATUS_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let start = Feed {
         events: state.gateway.subscribe(),
         state,
+        who,
+        seen: HashMap::new(),
         told: HashMap::new(),
         pending: std::collections::VecDeque::new(),
         tick,
@@ -97,6 +127,7 @@ pub(crate) async fn feed(State(state): State<AppState>) -> Response {
             }
             tokio::select! {
                 event = feed.events.recv() => match event {
+                    Ok(FeedEvent { session, .. }) if !feed.may_see(session.as_ref()) => {}
                     Ok(FeedEvent { session, event }) => {
                         let (kind, json) = tagged(&event);
                         let data = serde_json::json!({ "session": session, "event": json });

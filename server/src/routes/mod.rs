@@ -1,8 +1,9 @@
 //! The router: `/healthz`, `/readyz`, `/metrics`, and the versioned API under `/v1`
 //! (docs/serve.md). Layers, outermost first: tracing (a span per request continuing the client's
 //! `traceparent`, docs/observability.md), request counting, error shaping (every
-//! error answer is the JSON error shape), the request timeout, the body cap, then auth on every
-//! route but `/healthz`.
+//! error answer is the JSON error shape), the request timeout, the body cap, then the root auth
+//! layer (`auth::authenticate`, fail closed: every route but `/healthz` and the console's page
+//! gets a principal or a 401), and each handler's role extractor (403).
 
 mod answers;
 pub(crate) mod approvals;
@@ -20,7 +21,8 @@ pub(crate) use approvals::ApprovalsList;
 pub(crate) use sessions::{ApprovalBody, CommandBody, OpenBody, TurnBody};
 pub(crate) use socket::ClientMessage as SocketRequest;
 
-use crate::openapi::errors::Unauthorized;
+use crate::auth::{AdminCaller, Caller};
+use crate::openapi::errors::{NeedsAdmin, Unauthorized};
 use std::time::Duration;
 
 use axum::extract::{DefaultBodyLimit, Request, State};
@@ -64,19 +66,15 @@ pub(crate) fn router(state: AppState, request_timeout: Duration) -> Router {
         .route("/events", get(events::feed))
         .route("/approvals", get(approvals::list))
         .route("/openapi.json", get(openapi));
-    let protected = Router::new()
-        .nest("/v1", v1)
-        .route("/readyz", get(readyz))
-        .route("/metrics", get(prometheus))
-        .route_layer(middleware::from_fn_with_state(
-            state.clone(),
-            auth::require_token,
-        ));
+    let authenticate = middleware::from_fn_with_state(state.clone(), auth::authenticate);
     Router::new()
         .route("/healthz", get(healthz))
         .merge(super::console::routes())
-        .merge(protected)
+        .nest("/v1", v1)
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(prometheus))
         .fallback(no_route)
+        .layer(authenticate)
         .with_state(state)
         .layer(DefaultBodyLimit::max(limit))
         .layer(RequestBodyLimitLayer::new(limit))
@@ -116,7 +114,10 @@ pub(crate) async fn healthz() -> Json<Health> {
         (status = 503, description = "Draining (`draining`), a plugin that fails closed is not running (`plugin-down`, naming it), or the store cannot be written or does not answer.", body = ErrorBody),
     )
 )]
-pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Json<Health>, ApiError> {
+pub(crate) async fn readyz(
+    _: Caller,
+    State(state): State<AppState>,
+) -> Result<Json<Health>, ApiError> {
     state.admit()?;
     // A fail-closed plugin that is down denies its guard hooks: every turn that reaches one is
     // refused, so this server is not ready for work (issue 46 item 2).
@@ -153,9 +154,10 @@ pub(crate) async fn readyz(State(state): State<AppState>) -> Result<Json<Health>
     responses(
         (status = 200, description = "The Prometheus text exposition (docs/serve.md, \"Metrics\").", body = String, content_type = "text/plain"),
         Unauthorized,
+        NeedsAdmin,
     )
 )]
-pub(crate) async fn prometheus(State(state): State<AppState>) -> Response {
+pub(crate) async fn prometheus(_: AdminCaller, State(state): State<AppState>) -> Response {
     refresh(&state.gateway, &state.plugins).await;
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
@@ -170,9 +172,10 @@ pub(crate) async fn prometheus(State(state): State<AppState>) -> Response {
     responses(
         (status = 200, description = "The plugins the server runs and what loading them noted.", body = PluginsView),
         Unauthorized,
+        NeedsAdmin,
     )
 )]
-pub(crate) async fn plugins(State(state): State<AppState>) -> Json<PluginsView> {
+pub(crate) async fn plugins(_: AdminCaller, State(state): State<AppState>) -> Json<PluginsView> {
     Json(state.plugins.now())
 }
 
@@ -184,7 +187,7 @@ pub(crate) async fn plugins(State(state): State<AppState>) -> Json<PluginsView> 
         Unauthorized,
     )
 )]
-pub(crate) async fn openapi() -> Response {
+pub(crate) async fn openapi(_: Caller) -> Response {
     crate::openapi::answer()
 }
 

@@ -3,7 +3,7 @@
 
 use crate::openapi::errors::{
     BadBody, BadKeyedBody, Internal, KeyBusy, KeyReused, Leased, NotJson, NotOpen, SessionBusy,
-    SessionEnded, TimedOut, TooLarge, Unauthorized, Unavailable,
+    SessionEnded, TenantLimited, TimedOut, TooLarge, TurnRefused, Unauthorized, Unavailable,
 };
 use std::convert::Infallible;
 use std::path::Path;
@@ -17,7 +17,7 @@ use axum::Json;
 use futures::stream::{self, Stream};
 use futures::FutureExt as _;
 use hookline_messages::prompt::PromptMode;
-use hookline_messages::record::{ArchiveEntry, Decision};
+use hookline_messages::record::{ApprovalRecord, ArchiveEntry, Decider, Decision};
 use hookline_messages::scenario::SlashCommand;
 use hookline_messages::session::{ApprovalMode, SessionId};
 use schemars::JsonSchema;
@@ -33,11 +33,16 @@ use super::answers::{
 use super::idempotency::{
     claim, digest, once, replay_json, replayed, Answer, Claim, IdempotencyHeader,
 };
+use crate::auth::{Caller, Principal};
 use crate::metrics::{model_tokens, turn_finished};
+use crate::ApprovalAnswerers;
 use crate::{resolve_workspace, ApiError, AppState, ErrorBody, WorkspaceRoot};
 use hookline_host::gateway::{Activity, OpenSession, SessionHandle, TurnReport};
 use hookline_host::session::SessionCommand;
+use hookline_host::state::HostError;
 use hookline_host::state::{Detail, HostEvent};
+use hookline_host::store::Role;
+use hookline_host::store::StoreError;
 use hookline_host::turn::UserInput;
 
 /// The most records one page holds.
@@ -78,15 +83,61 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
     }
 }
 
-/// The open session `id` names; one this node does not have open is taken over here when its
-/// holder is gone (dead, or its lease expired: issue 40 item 2), with the checks of `/resume`,
-/// so the request is answered as if the session had always been here. 409 `session-leased`
-/// while a holder that runs has it; 404 `unknown-session` otherwise.
-pub(crate) async fn session(state: &AppState, id: &str) -> Result<SessionHandle, ApiError> {
+/// The open session `id` names, when `who` may see it (issue 48: else the same 404
+/// `unknown-session` as for a session that does not exist, checked before anything else about
+/// it); one this node does not have open is taken over here when its holder is gone (dead, or
+/// its lease expired: issue 40 item 2), with the checks of `/resume`, so the request is answered
+/// as if the session had always been here. 409 `session-leased` while a holder that runs has
+/// it; 404 `unknown-session` otherwise.
+pub(crate) async fn session(
+    state: &AppState,
+    who: &Principal,
+    id: &str,
+) -> Result<SessionHandle, ApiError> {
+    visible(state, who, id).await?;
     Ok(state
         .gateway
         .session_or_take_over(&SessionId::new(id))
         .await?)
+}
+
+/// 429 `tenant-limit` when `who`'s tenant holds its `max_sessions` on this node.
+fn admit_session(state: &AppState, who: &Principal) -> Result<(), ApiError> {
+    let tenant = who.owner().tenant;
+    let open = state
+        .gateway
+        .sessions()
+        .iter()
+        .filter(|s| {
+            s.owner
+                .as_ref()
+                .map_or(crate::DEFAULT_TENANT, |o| &o.tenant)
+                == tenant
+        })
+        .count();
+    state.limiter.admit_session(&tenant, open)
+}
+
+/// 404 `unknown-session` unless `who` may see session `id`: open here (its status names its
+/// owner), or as stored (its facts do, so another node and a restart know it).
+pub(crate) async fn visible(state: &AppState, who: &Principal, id: &str) -> Result<(), ApiError> {
+    if who.may_see_all() {
+        return Ok(());
+    }
+    let key = SessionId::new(id);
+    // Outer `None`: no such session.
+    let owner = match state.gateway.session(&key) {
+        Some(handle) => Some(handle.status().owner),
+        None => match state.gateway.session_store().read(&key).await {
+            Ok(stored) => stored.map(|stored| stored.facts.owner),
+            Err(StoreError::InvalidSessionId { .. }) => None,
+            Err(error) => return Err(HostError::Store(error).into()),
+        },
+    };
+    match owner {
+        Some(owner) if who.may_see(owner.as_ref()) => Ok(()),
+        _ => Err(ApiError::UnknownSession(id.to_owned())),
+    }
 }
 
 /// `POST /v1/sessions` body.
@@ -113,15 +164,18 @@ pub(crate) struct OpenBody {
         TimedOut,
         TooLarge,
         NotJson,
+        TenantLimited,
         Internal,
         Unavailable,
     )
 )]
 pub(crate) async fn open(
+    Caller(who): Caller,
     State(state): State<AppState>,
     Body(body): Body<OpenBody>,
 ) -> Result<Response, ApiError> {
     state.admit()?;
+    admit_session(&state, &who)?;
     let root = &state.root;
     let workspace = match &body.workspace {
         Some(dir) => resolve_workspace(root, root.path(), dir)?,
@@ -133,6 +187,8 @@ pub(crate) async fn open(
             workspace: Some(workspace),
             approval_mode: body.approval_mode,
             model: body.model,
+            // Issue 48: the session belongs to its opener (nobody is named without auth).
+            owner: state.auth.enforced().then(|| who.owner()),
         })
         .await?;
     // The new session's address: a balancer learns from it which node holds the session
@@ -162,15 +218,25 @@ pub(crate) async fn open(
         (status = 404, description = "The store does not have this session (`unknown-session`).", body = ErrorBody),
         TimedOut,
         (status = 409, description = "Another node holds the session (`session-leased`, with `Retry-After`) or took it over (`lease-lost`), or it cannot be restored as stored (`cannot-restore`).", body = ErrorBody),
+        TenantLimited,
         Internal,
         Unavailable,
     )
 )]
 pub(crate) async fn resume(
+    Caller(who): Caller,
     State(state): State<AppState>,
     UrlPath(id): UrlPath<String>,
 ) -> Result<Json<hookline_host::gateway::SessionStatus>, ApiError> {
+    visible(&state, &who, &id).await?;
     state.admit()?;
+    if state
+        .gateway
+        .session(&SessionId::new(id.as_str()))
+        .is_none()
+    {
+        admit_session(&state, &who)?;
+    }
     let handle = state.gateway.resume(&SessionId::new(id.as_str())).await?;
     Ok(Json(handle.status()))
 }
@@ -183,10 +249,10 @@ pub(crate) async fn resume(
         Unauthorized,
     )
 )]
-pub(crate) async fn list(State(state): State<AppState>) -> Json<SessionsList> {
-    Json(SessionsList {
-        sessions: state.gateway.sessions(),
-    })
+pub(crate) async fn list(Caller(who): Caller, State(state): State<AppState>) -> Json<SessionsList> {
+    let mut sessions = state.gateway.sessions();
+    sessions.retain(|status| who.may_see(status.owner.as_ref()));
+    Json(SessionsList { sessions })
 }
 
 /// `GET /v1/sessions/{id}` query.
@@ -220,12 +286,13 @@ pub(crate) struct Page {
     )
 )]
 pub(crate) async fn show(
+    Caller(who): Caller,
     State(state): State<AppState>,
     UrlPath(id): UrlPath<String>,
     page: Result<Query<Page>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<SessionView>, ApiError> {
     let Query(page) = page?;
-    let handle = session(&state, &id).await?;
+    let handle = session(&state, &who, &id).await?;
     let limit = page.limit.unwrap_or(100).min(MAX_PAGE);
     let status = handle.status();
     // Records are read on the session's task between requests: while a turn runs (perhaps
@@ -255,11 +322,13 @@ pub(crate) async fn show(
             Err(_) => busy_view(),
         }
     };
+    let answered = answered(&state, status.session_id.as_ref().unwrap_or(&status.key)).await;
     Ok(Json(SessionView {
         session: status,
         records,
         pending_approvals: handle.pending_approvals(),
         approvals: handle.approvals(),
+        answered,
     }))
 }
 
@@ -281,12 +350,13 @@ pub(crate) async fn show(
     )
 )]
 pub(crate) async fn archive(
+    Caller(who): Caller,
     State(state): State<AppState>,
     UrlPath(id): UrlPath<String>,
     page: Result<Query<Page>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<ArchiveView>, ApiError> {
     let Query(page) = page?;
-    let handle = session(&state, &id).await?;
+    let handle = session(&state, &who, &id).await?;
     let limit = page.limit.unwrap_or(100).min(MAX_PAGE);
     let session_id = handle.status().session_id;
     let stored = match &session_id {
@@ -321,6 +391,31 @@ pub(crate) async fn archive(
     }))
 }
 
+/// The most answered approvals `GET /v1/sessions/{id}` shows.
+const MAX_ANSWERED: usize = 50;
+
+/// The last approvals an operator answered in session `id`, from its archive as stored (read
+/// without the session's task; none when the store does not answer within STATUS_SETTLE).
+async fn answered(state: &AppState, id: &SessionId) -> Vec<ApprovalRecord> {
+    let read = tokio::time::timeout(STATUS_SETTLE, state.gateway.session_store().read(id)).await;
+    let Ok(Ok(Some(stored))) = read else {
+        return Vec::new();
+    };
+    let mut answered: Vec<ApprovalRecord> = stored
+        .archive
+        .into_iter()
+        .filter_map(|entry| match entry {
+            ArchiveEntry::Approval(record) if record.decided_by == Decider::Operator => {
+                Some(record)
+            }
+            _ => None,
+        })
+        .collect();
+    let skip = answered.len().saturating_sub(MAX_ANSWERED);
+    answered.drain(..skip);
+    answered
+}
+
 /// `DELETE /v1/sessions/{id}`: the session's end hooks run (SPEC P3.11); a session whose
 /// holder is gone is taken over first, as a turn would (issue 46 item 8).
 #[utoipa::path(
@@ -339,9 +434,11 @@ pub(crate) async fn archive(
     )
 )]
 pub(crate) async fn close(
+    Caller(who): Caller,
     State(state): State<AppState>,
     UrlPath(id): UrlPath<String>,
 ) -> Result<Json<EventsAnswer>, ApiError> {
+    visible(&state, &who, &id).await?;
     let events = state.gateway.close(&SessionId::new(id.as_str())).await?;
     Ok(Json(EventsAnswer { events }))
 }
@@ -485,12 +582,13 @@ pub(crate) async fn run_turn(
         SessionEnded,
         TooLarge,
         NotJson,
-        SessionBusy,
+        TurnRefused,
         Internal,
         Unavailable,
     )
 )]
 pub(crate) async fn turn(
+    Caller(who): Caller,
     State(state): State<AppState>,
     UrlPath(id): UrlPath<String>,
     query: Result<Query<TurnQuery>, axum::extract::rejection::QueryRejection>,
@@ -500,7 +598,8 @@ pub(crate) async fn turn(
 ) -> Result<Response, ApiError> {
     let Query(TurnQuery { detail }) = query?;
     state.admit()?;
-    let handle = session(&state, &id).await?;
+    let handle = session(&state, &who, &id).await?;
+    let running_turn = state.limiter.admit_turn(&who.owner().tenant)?;
     let digest = digest(&serde_json::json!(["turns", body.text, body.mode]));
     let input = body.input();
     let streaming = headers
@@ -513,10 +612,11 @@ pub(crate) async fn turn(
         Claim::Run(ticket) => ticket,
     };
     let live = handle.subscribe();
-    let mut running = once(
-        ticket,
-        async move { run_turn(&handle, input, detail).await },
-    );
+    let mut running = once(ticket, async move {
+        // Counted against the tenant's turns running at once until it ends.
+        let _running_turn = running_turn;
+        run_turn(&handle, input, detail).await
+    });
     if !streaming {
         let report = running.await?;
         return Ok(Json(turn_json(&report)).into_response());
@@ -668,6 +768,7 @@ pub(crate) struct ApprovalBody {
         (status = 200, description = "The answer was taken: the waiting tool call runs or is refused.", body = ApprovalAnswer),
         BadBody,
         Unauthorized,
+        (status = 403, description = "The caller may not answer this session's approvals: its tenant's are answered by operators, or by operators and the session's owner (`forbidden`).", body = ErrorBody),
         Leased,
         (status = 404, description = "No open session has this id (`unknown-session`), or no approval waits for this call (`not-waiting`).", body = ErrorBody),
         TimedOut,
@@ -676,16 +777,46 @@ pub(crate) struct ApprovalBody {
     )
 )]
 pub(crate) async fn approve(
+    Caller(who): Caller,
     State(state): State<AppState>,
     UrlPath((id, call_id)): UrlPath<(String, String)>,
     Body(body): Body<ApprovalBody>,
 ) -> Result<Json<ApprovalAnswer>, ApiError> {
-    let handle = session(&state, &id).await?;
-    handle.answer_approval(&call_id, body.decision)?;
+    // The session first (404), then whether this caller answers its approvals (403).
+    let handle = session(&state, &who, &id).await?;
+    may_answer(&state, &who, &handle)?;
+    let by = state.auth.enforced().then(|| who.label());
+    handle.answer_approval_as(&call_id, body.decision, by)?;
     Ok(Json(ApprovalAnswer {
         call_id,
         decision: body.decision,
     }))
+}
+
+/// 403 unless `who` may answer the approvals of the session `handle` (which it may see):
+/// operators and admins always; the client that opened it when its tenant says
+/// `owner-or-operator` (issue 48).
+pub(crate) fn may_answer(
+    state: &AppState,
+    who: &Principal,
+    handle: &SessionHandle,
+) -> Result<(), ApiError> {
+    if who.role >= Role::Operator {
+        return Ok(());
+    }
+    let owner = handle.status().owner;
+    let owners_answer = owner.as_ref().is_some_and(|owner| {
+        state.tenants.policy(&owner.tenant).approvals == ApprovalAnswerers::OwnerOrOperator
+            && who.may_see(Some(owner))
+    });
+    if owners_answer {
+        Ok(())
+    } else {
+        Err(ApiError::Forbidden {
+            needed: Role::Operator,
+            role: who.role,
+        })
+    }
 }
 
 /// `POST /v1/sessions/{id}/commands` body.
@@ -766,12 +897,13 @@ pub(crate) async fn run_command(
     )
 )]
 pub(crate) async fn command(
+    Caller(who): Caller,
     State(state): State<AppState>,
     UrlPath(id): UrlPath<String>,
     IdempotencyHeader(key): IdempotencyHeader,
     Body(body): Body<CommandBody>,
 ) -> Result<Response, ApiError> {
-    let handle = session(&state, &id).await?;
+    let handle = session(&state, &who, &id).await?;
     let digest = digest(&serde_json::json!(["commands", body.command]));
     let ticket = match claim(&state, &handle, key, digest).await? {
         Claim::Replay(outcome) => return Ok(replay_json(outcome)),

@@ -34,10 +34,10 @@ use tokio::sync::{broadcast, mpsc};
 use tracing::Instrument as _;
 
 use super::idempotency::{claim, digest, once, Claim};
-use super::sessions::{run_command, run_turn, session, TurnBody, TurnMode};
+use super::sessions::{may_answer, run_command, run_turn, session, TurnBody, TurnMode};
 use super::socket_close;
 use super::TurnDone;
-use crate::auth::{token_matches, WsAuth};
+use crate::auth::{Principal, WsAuth};
 use crate::{ApiError, AppState, ErrorBody};
 use hookline_host::gateway::{Activity, SessionHandle};
 use hookline_host::producers::InboundMessage;
@@ -49,6 +49,10 @@ const AUTH_WAIT: Duration = Duration::from_secs(5);
 /// The close code for a socket that did not authenticate.
 const CLOSE_UNAUTHORIZED: u16 = 4401;
 
+/// The close code for a socket whose session the authenticated caller may not see (or that
+/// does not exist): the 404 `unknown-session` of HTTP.
+const CLOSE_UNKNOWN_SESSION: u16 = 4404;
+
 /// Messages waiting to be written to one socket.
 const OUTGOING: usize = 256;
 
@@ -57,9 +61,9 @@ const OUTGOING: usize = 256;
 #[serde(tag = "type", rename_all = "kebab-case", deny_unknown_fields)]
 #[schemars(rename = "SocketRequest")]
 pub(crate) enum ClientMessage {
-    /// The bearer token, first, when the socket was opened without one.
+    /// The credential, first, when the socket was opened without one.
     Auth {
-        /// The server's token.
+        /// The server's token, an API key or a JWT.
         token: String,
     },
     /// A turn, as `POST /v1/sessions/{id}/turns` takes it.
@@ -184,11 +188,22 @@ impl From<WireMessage> for InboundMessage {
 pub(crate) async fn upgrade(
     State(state): State<AppState>,
     UrlPath(id): UrlPath<String>,
-    Extension(auth): Extension<WsAuth>,
+    auth: Option<Extension<WsAuth>>,
+    who: Option<Extension<Principal>>,
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Result<Response, ApiError> {
-    let handle = session(&state, &id).await?;
+    // Fail closed: without the root layer's word, nobody is let in.
+    let auth = auth.map_or(WsAuth::Pending, |Extension(auth)| auth);
+    // A socket that authenticates by message finds its session after that (a caller who has
+    // not said who it is learns nothing about which sessions exist).
+    let target = match (auth, who) {
+        (WsAuth::Done, Some(Extension(who))) => {
+            Target::Ready(session(&state, &who, &id).await?, who)
+        }
+        (WsAuth::Done, None) => return Err(ApiError::Unauthorized),
+        (WsAuth::Pending, _) => Target::Pending(id),
+    };
     // A browser that offered `bearer.<token>` needs the protocol echoed to accept the socket.
     let offered = headers
         .get_all(axum::http::header::SEC_WEBSOCKET_PROTOCOL)
@@ -205,8 +220,14 @@ pub(crate) async fn upgrade(
         _ => ws,
     };
     Ok(ws
-        .on_upgrade(move |socket| run(state, handle, auth, upgrade, socket))
+        .on_upgrade(move |socket| run(state, target, upgrade, socket))
         .into_response())
+}
+
+/// The session a socket serves: found at the upgrade, or once its first message authenticated.
+enum Target {
+    Ready(SessionHandle, Principal),
+    Pending(String),
 }
 
 fn text(value: &serde_json::Value) -> Message {
@@ -215,18 +236,21 @@ fn text(value: &serde_json::Value) -> Message {
 
 async fn run(
     state: AppState,
-    handle: SessionHandle,
-    auth: WsAuth,
+    target: Target,
     upgrade: Option<opentelemetry::Context>,
     socket: WebSocket,
 ) {
     let (mut sink, mut incoming) = socket.split();
-    if auth == WsAuth::Pending {
-        if let Err(refusal) = authenticate(&state, &mut incoming).await {
-            let _ = sink.send(Message::Close(Some(refusal))).await;
-            return;
-        }
-    }
+    let (handle, who) = match target {
+        Target::Ready(handle, who) => (handle, who),
+        Target::Pending(id) => match authenticate(&state, &mut incoming, &id).await {
+            Ok(found) => found,
+            Err(refusal) => {
+                let _ = sink.send(Message::Close(Some(refusal))).await;
+                return;
+            }
+        },
+    };
     let (out, mut outgoing) = mpsc::channel::<Message>(OUTGOING);
     let writer = tokio::spawn(async move {
         while let Some(message) = outgoing.recv().await {
@@ -258,7 +282,7 @@ async fn run(
             _ => continue,
         };
         match serde_json::from_str::<ClientMessage>(text.as_str()) {
-            Ok(request) => dispatch(&state, &handle, request, upgrade.as_ref(), &out),
+            Ok(request) => dispatch(&state, (&handle, &who), request, upgrade.as_ref(), &out),
             Err(error) => {
                 let error = ApiError::BadJson(error.to_string());
                 let _ = out.try_send(text_error("unknown", &error));
@@ -272,16 +296,15 @@ async fn run(
     let _ = tokio::time::timeout(AUTH_WAIT, writer).await;
 }
 
-/// Reads the first message: it must be `{"type":"auth","token":...}` with the server's token.
-/// Refused: the close frame to send (4401, or the RFC 6455 code of a message over the body cap
-/// or not UTF-8).
+/// Reads the first message: it must be `{"type":"auth","token":...}` with a credential the
+/// server takes; then the session `id` must be one the caller may see. Refused: the close frame
+/// to send (4401; 4404 for a session it may not see or that does not exist; or the RFC 6455
+/// code of a message over the body cap or not UTF-8).
 async fn authenticate(
     state: &AppState,
     incoming: &mut futures::stream::SplitStream<WebSocket>,
-) -> Result<(), CloseFrame> {
-    let Some(expected) = state.token.clone() else {
-        return Ok(());
-    };
+    id: &str,
+) -> Result<(SessionHandle, Principal), CloseFrame> {
     let unauthorized = CloseFrame {
         code: CLOSE_UNAUTHORIZED,
         reason: Utf8Bytes::from_static("unauthorized"),
@@ -294,9 +317,20 @@ async fn authenticate(
         }
         _ => return Err(unauthorized),
     };
-    match serde_json::from_str::<ClientMessage>(text.as_str()) {
-        Ok(ClientMessage::Auth { token }) if token_matches(&expected, token.as_bytes()) => Ok(()),
-        _ => Err(unauthorized),
+    let who = match serde_json::from_str::<ClientMessage>(text.as_str()) {
+        Ok(ClientMessage::Auth { token }) => state
+            .auth
+            .principal(token.trim())
+            .await
+            .map_err(|_| unauthorized)?,
+        _ => return Err(unauthorized),
+    };
+    match session(state, &who, id).await {
+        Ok(handle) => Ok((handle, who)),
+        Err(error) => Err(CloseFrame {
+            code: CLOSE_UNKNOWN_SESSION,
+            reason: Utf8Bytes::from(error.code()),
+        }),
     }
 }
 
@@ -312,12 +346,12 @@ fn text_error(request: &str, error: &ApiError) -> Message {
 /// message carries a `traceparent`).
 fn dispatch(
     state: &AppState,
-    handle: &SessionHandle,
+    (handle, who): (&SessionHandle, &Principal),
     request: ClientMessage,
     upgrade: Option<&opentelemetry::Context>,
     out: &mpsc::Sender<Message>,
 ) {
-    let (state, handle, out) = (state.clone(), handle.clone(), out.clone());
+    let (state, handle, out, who) = (state.clone(), handle.clone(), out.clone(), who.clone());
     let kind = request.kind();
     let span = crate::trace::socket_span(kind, upgrade, request.traceparent());
     let run = async move {
@@ -325,15 +359,17 @@ fn dispatch(
             ClientMessage::Auth { .. } => Ok(Answered::Ran(serde_json::json!({}))),
             ClientMessage::Turn {
                 text, mode, key, ..
-            } => turn(&state, &handle, text, mode, key).await,
+            } => turn(&state, (&handle, &who), text, mode, key).await,
             ClientMessage::Approval {
                 call_id, decision, ..
-            } => handle
-                .answer_approval(&call_id, decision)
+            } => may_answer(&state, &who, &handle)
+                .and_then(|()| {
+                    let by = state.auth.enforced().then(|| who.label());
+                    Ok(handle.answer_approval_as(&call_id, decision, by)?)
+                })
                 .map(|()| {
                     Answered::Ran(serde_json::json!({ "callId": call_id, "decision": decision }))
-                })
-                .map_err(ApiError::from),
+                }),
             ClientMessage::Command { command, key, .. } => {
                 command_once(&state, &handle, command, key).await
             }
@@ -394,12 +430,13 @@ fn parse_key(key: Option<String>) -> Result<Option<IdempotencyKey>, ApiError> {
 
 async fn turn(
     state: &AppState,
-    handle: &SessionHandle,
+    (handle, who): (&SessionHandle, &Principal),
     text: String,
     mode: Option<TurnMode>,
     key: Option<String>,
 ) -> Result<Answered, ApiError> {
     state.admit()?;
+    let running_turn = state.limiter.admit_turn(&who.owner().tenant)?;
     let key = parse_key(key)?;
     // The digest of `POST /v1/sessions/{id}/turns`: one key, one entry, whichever way it came.
     let digest = digest(&serde_json::json!(["turns", text, mode]));
@@ -412,6 +449,7 @@ async fn turn(
     // A WebSocket turn streams its events: `hook-changed` carries the patch only. A keyed one
     // stores the answer a JSON turn gets (with its events).
     let report = once(ticket, async move {
+        let _running_turn = running_turn;
         run_turn(&handle, input, hookline_host::state::Detail::Changes).await
     })
     .await?;

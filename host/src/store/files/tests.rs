@@ -17,6 +17,7 @@ pub(super) fn new() -> NewSession {
         approval_mode: ApprovalMode::AskAll,
         model: None,
         mode: None,
+        owner: None,
     }
 }
 

@@ -1,0 +1,201 @@
+//! JWT bearer tokens (issue 48, docs/serve.md "Auth"): checked with `jsonwebtoken` (pure-Rust
+//! crypto) against a JWKS read from a file or fetched from a URL and kept. The algorithm is the
+//! configuration's, never the token's (a token naming another, `none` among them, or HS256
+//! signed with a public key as its secret, is refused); issuer, audience, expiry and not-before
+//! are checked; the tenant and the role come from configured claims, the principal's id is
+//! `jwt:<sub>`. A token naming a key id the copy does not have fetches the JWKS again, once per
+//! request and at most once every [`REFETCH_FLOOR`] (one fetch at a time).
+
+use std::path::PathBuf;
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::{Duration, Instant};
+
+use jsonwebtoken::jwk::{Jwk, JwkSet};
+use jsonwebtoken::{decode, decode_header, Algorithm, DecodingKey, Validation};
+
+use super::Principal;
+use crate::ApiError;
+use hookline_host::store::{valid_tenant, Role};
+
+/// The least time between two fetches of the JWKS.
+pub const REFETCH_FLOOR: Duration = Duration::from_secs(10);
+
+/// How long a fetch of the JWKS may take.
+const FETCH_WAIT: Duration = Duration::from_secs(5);
+
+/// The largest JWKS read.
+const MAX_JWKS: usize = 64 * 1024;
+
+/// Where the JWKS is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JwksSource {
+    /// A file, read again on an unknown key id.
+    File(PathBuf),
+    /// A URL (`https://issuer/.well-known/jwks.json`), fetched again on an unknown key id.
+    Url(String),
+}
+
+/// How JWTs are checked (`[jwt]` in the config file).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JwtSettings {
+    /// The keys.
+    pub jwks: JwksSource,
+    /// The `iss` a token must have.
+    pub issuer: String,
+    /// The `aud` a token must have.
+    pub audience: String,
+    /// The one algorithm tokens are signed with (`RS256`, `ES256`, `EdDSA`, ...).
+    pub algorithm: Algorithm,
+    /// The claim holding the tenant.
+    pub tenant_claim: String,
+    /// The claim holding the role (`client`, `operator`, `admin`).
+    pub role_claim: String,
+}
+
+/// The server's JWT checker.
+pub(crate) struct JwtVerifier {
+    settings: JwtSettings,
+    keys: RwLock<Arc<JwkSet>>,
+    /// When the JWKS was last fetched; held during a fetch (one at a time).
+    fetched: tokio::sync::Mutex<Instant>,
+    client: reqwest::Client,
+}
+
+fn refused(why: impl Into<String>) -> ApiError {
+    ApiError::BadCredentials(why.into())
+}
+
+impl JwtVerifier {
+    /// Reads the JWKS once.
+    ///
+    /// # Errors
+    /// Why the JWKS cannot be read (a server never starts without its keys).
+    pub(crate) async fn start(settings: JwtSettings) -> Result<Self, String> {
+        let client = reqwest::Client::builder()
+            .timeout(FETCH_WAIT)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| e.to_string())?;
+        let keys = fetch(&client, &settings.jwks).await?;
+        Ok(Self {
+            settings,
+            keys: RwLock::new(Arc::new(keys)),
+            fetched: tokio::sync::Mutex::new(Instant::now()),
+            client,
+        })
+    }
+
+    fn find(&self, kid: &str) -> Option<Jwk> {
+        let keys = self.keys.read().unwrap_or_else(PoisonError::into_inner);
+        keys.find(kid).cloned()
+    }
+
+    /// Fetches the JWKS again for `kid`, unless another request just did or the floor has not
+    /// passed.
+    async fn refetch_for(&self, kid: &str) {
+        let mut fetched = self.fetched.lock().await;
+        if self.find(kid).is_some() || fetched.elapsed() < REFETCH_FLOOR {
+            return;
+        }
+        *fetched = Instant::now();
+        match fetch(&self.client, &self.settings.jwks).await {
+            Ok(keys) => *self.keys.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(keys),
+            Err(error) => tracing::warn!(%error, "cannot fetch the JWKS; keeping the last copy"),
+        }
+    }
+
+    /// The principal `token` names, or why it names none.
+    pub(crate) async fn principal(&self, token: &str) -> Result<Principal, ApiError> {
+        let header = decode_header(token).map_err(|_| refused("the token is not a JWT"))?;
+        let kid = header
+            .kid
+            .ok_or_else(|| refused("the token names no key id (kid)"))?;
+        let jwk = match self.find(&kid) {
+            Some(jwk) => jwk,
+            None => {
+                self.refetch_for(&kid).await;
+                self.find(&kid)
+                    .ok_or_else(|| refused("no key of the JWKS has the token's key id"))?
+            }
+        };
+        let key = DecodingKey::from_jwk(&jwk).map_err(|_| refused("the JWKS key is unusable"))?;
+        let mut validation = Validation::new(self.settings.algorithm);
+        validation.set_issuer(&[&self.settings.issuer]);
+        validation.set_audience(&[&self.settings.audience]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        validation.validate_nbf = true;
+        validation.leeway = 5;
+        let data = decode::<serde_json::Value>(token, &key, &validation)
+            .map_err(|e| refused(format!("the JWT does not verify ({})", reason(&e))))?;
+        let claims = data.claims;
+        let claim = |name: &str| claims.get(name).and_then(serde_json::Value::as_str);
+        let tenant = claim(&self.settings.tenant_claim)
+            .filter(|t| valid_tenant(t))
+            .ok_or_else(|| {
+                refused(format!(
+                    "the JWT has no usable '{}' claim",
+                    self.settings.tenant_claim
+                ))
+            })?;
+        let role: Role = claim(&self.settings.role_claim)
+            .and_then(|r| r.parse().ok())
+            .ok_or_else(|| {
+                refused(format!(
+                    "the JWT's '{}' claim is not a role",
+                    self.settings.role_claim
+                ))
+            })?;
+        let subject = claim("sub").unwrap_or_default();
+        Ok(Principal {
+            tenant: tenant.into(),
+            id: format!("jwt:{subject}").into(),
+            role,
+        })
+    }
+}
+
+/// Why a token did not verify, in a few words.
+fn reason(error: &jsonwebtoken::errors::Error) -> &'static str {
+    use jsonwebtoken::errors::ErrorKind;
+    match error.kind() {
+        ErrorKind::ExpiredSignature => "it has expired",
+        ErrorKind::ImmatureSignature => "it is not valid yet",
+        ErrorKind::InvalidIssuer => "wrong issuer",
+        ErrorKind::InvalidAudience => "wrong audience",
+        ErrorKind::InvalidAlgorithm => "wrong algorithm",
+        ErrorKind::InvalidSignature => "bad signature",
+        ErrorKind::MissingRequiredClaim(_) => "a required claim is missing",
+        _ => "malformed",
+    }
+}
+
+async fn fetch(client: &reqwest::Client, source: &JwksSource) -> Result<JwkSet, String> {
+    let bytes = match source {
+        JwksSource::File(path) => tokio::fs::read(path)
+            .await
+            .map_err(|e| format!("cannot read the JWKS {}: {e}", path.display()))?,
+        JwksSource::Url(url) => {
+            let response = client
+                .get(url)
+                .send()
+                .await
+                .and_then(reqwest::Response::error_for_status)
+                .map_err(|e| format!("cannot fetch the JWKS {url}: {e}"))?;
+            if response
+                .content_length()
+                .is_some_and(|n| n > MAX_JWKS as u64)
+            {
+                return Err(format!("the JWKS at {url} is larger than {MAX_JWKS} bytes"));
+            }
+            response
+                .bytes()
+                .await
+                .map_err(|e| format!("cannot fetch the JWKS {url}: {e}"))?
+                .to_vec()
+        }
+    };
+    if bytes.len() > MAX_JWKS {
+        return Err(format!("the JWKS is larger than {MAX_JWKS} bytes"));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| format!("the JWKS is not a JWK set: {e}"))
+}

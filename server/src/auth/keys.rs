@@ -1,0 +1,110 @@
+//! API keys as the server checks them (issue 48): a snapshot of the key table, read again every
+//! [`REFRESH_EVERY`] by a task of its own, so a key revoked or expired on any node is refused on
+//! every node within two seconds; expiry is also checked on each request. A key is found by the
+//! id it carries, then its SHA-256 is compared in constant time ([`ApiKeyRecord::matches`]).
+
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock, Weak};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use hookline_host::store::{ApiKeyRecord, ApiKeyTable};
+
+use super::Principal;
+use crate::ApiError;
+
+/// How often the table is read again.
+pub(crate) const REFRESH_EVERY: Duration = Duration::from_secs(1);
+
+type Snapshot = Arc<HashMap<String, ApiKeyRecord>>;
+
+/// The server's copy of the key table.
+#[derive(Clone)]
+pub(crate) struct KeyCache {
+    snapshot: Arc<RwLock<Snapshot>>,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+async fn read(table: &dyn ApiKeyTable) -> Option<Snapshot> {
+    match table.list().await {
+        Ok(keys) => Some(Arc::new(
+            keys.into_iter().map(|k| (k.id.clone(), k)).collect(),
+        )),
+        Err(error) => {
+            tracing::warn!(%error, "cannot read the API key table; keeping the last copy");
+            None
+        }
+    }
+}
+
+impl KeyCache {
+    /// Reads the table once and keeps it fresh on a task of the current runtime, until the
+    /// cache is dropped.
+    ///
+    /// # Errors
+    /// The store's error when the first read fails: a server never starts without knowing its
+    /// keys.
+    pub(crate) async fn start(
+        table: Arc<dyn ApiKeyTable>,
+    ) -> Result<Self, hookline_host::store::StoreError> {
+        let keys = table.list().await?;
+        let snapshot: Snapshot = Arc::new(keys.into_iter().map(|k| (k.id.clone(), k)).collect());
+        let cache = Self {
+            snapshot: Arc::new(RwLock::new(snapshot)),
+        };
+        tokio::spawn(refresh(table, Arc::downgrade(&cache.snapshot)));
+        Ok(cache)
+    }
+
+    fn current(&self) -> Snapshot {
+        self.snapshot
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Whether the table holds any key.
+    pub(crate) fn any(&self) -> bool {
+        !self.current().is_empty()
+    }
+
+    /// The principal of `credential` when it has a key's shape: `None` when it does not (it
+    /// may be another kind of credential), else the principal or why the key is refused.
+    pub(crate) fn principal(&self, credential: &str) -> Option<Result<Principal, ApiError>> {
+        let id = ApiKeyRecord::id_of(credential)?;
+        let snapshot = self.current();
+        let Some(record) = snapshot.get(id).filter(|r| r.matches(credential)) else {
+            return Some(Err(ApiError::BadCredentials(
+                "the API key is not known".into(),
+            )));
+        };
+        if let Some(why) = record.refusal(now_ms()) {
+            return Some(Err(ApiError::BadCredentials(why.into())));
+        }
+        Some(Ok(Principal {
+            tenant: record.tenant.as_str().into(),
+            id: record.id.as_str().into(),
+            role: record.role,
+        }))
+    }
+}
+
+async fn refresh(table: Arc<dyn ApiKeyTable>, snapshot: Weak<RwLock<Snapshot>>) {
+    let mut every = tokio::time::interval(REFRESH_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        // A read that hangs must not keep revocations from arriving forever: bounded.
+        let fresh = tokio::time::timeout(REFRESH_EVERY, read(&*table)).await;
+        let Some(cell) = snapshot.upgrade() else {
+            return;
+        };
+        if let Ok(Some(fresh)) = fresh {
+            *cell.write().unwrap_or_else(PoisonError::into_inner) = fresh;
+        }
+    }
+}
