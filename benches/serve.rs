@@ -76,6 +76,7 @@ async fn served(arbiters: &[actix::Arbiter]) -> (f64, u64) {
         token: None,
         keep: false,
         idempotency: None,
+        stub_url: None,
     };
     let (tx, rx) = tokio::sync::oneshot::channel();
     std::thread::spawn(move || {

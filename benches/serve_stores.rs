@@ -78,6 +78,7 @@ async fn load(node: &Node, (sessions, turns): (usize, usize)) -> LoadReport {
         token: None,
         keep: false,
         idempotency: None,
+        stub_url: None,
     };
     let report = drive(options, Arc::new(())).await.unwrap();
     assert_eq!(report.error_count(), 0, "{:?}", report.errors);
@@ -130,6 +131,7 @@ async fn failover(dir: &std::path::Path, url: &str) -> (f64, f64) {
         token: None,
         keep: true,
         idempotency: None,
+        stub_url: None,
     };
     let report = drive(options, Arc::new(())).await.unwrap();
     assert_eq!(report.error_count(), 0, "{:?}", report.errors);

@@ -369,6 +369,7 @@ async fn load_with_idempotency_sends_every_turn_with_a_key_of_its_own() {
             token: None,
             keep: true,
             idempotency: Some(prefix.into()),
+            stub_url: None,
         };
         let report = drive(options.clone(), Arc::new(())).await.unwrap();
         assert_eq!((report.turns, report.error_count()), (4, 0), "{report:?}");

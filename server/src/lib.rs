@@ -1,7 +1,7 @@
 //! `hookline serve`: a thin HTTP and WebSocket front over a [`Gateway`] (issue 11, docs/serve.md).
 //!
 //! The server is an axum router running as a task on the caller's actix system (actix-rt is
-//! tokio underneath); sessions live on the gateway's arbiters. Every route's future is `Send`:
+//! tokio underneath); sessions live on the gateway's arbiters (by default their pipeline shards'). Every route's future is `Send`:
 //! handlers only message session tasks through [`SessionHandle`](hookline_host::gateway::SessionHandle)s.
 //!
 //! Bounded everywhere: request bodies are capped, requests time out, sessions are capped by the
@@ -139,8 +139,9 @@ pub enum ServeError {
     /// A non-loopback address without a token.
     #[error("refusing to listen on {0} without --token-file: only loopback addresses may go without a token")]
     NeedsToken(SocketAddr),
-    /// The gateway has no arbiters: its sessions would start on the caller's thread, which
-    /// request handlers cannot reach.
+    /// Kept for callers that match on it; no longer returned: a gateway without arbiters of
+    /// its own runs each session on its pipeline shard's arbiter, which handlers reach through
+    /// the session's handle like any other (issue 47).
     #[error("the gateway needs at least one arbiter to serve from (GatewayLimits::arbiters)")]
     NoArbiters,
     /// The token is empty.
@@ -254,15 +255,12 @@ impl ServeHandle {
 /// Returns the bound address (an ephemeral port resolved) and the handle that drains it.
 ///
 /// # Errors
-/// [`ServeError`]: a gateway without arbiters, a non-loopback address without a token, an
-/// unusable workspace root, or an address that cannot be bound.
+/// [`ServeError`]: a non-loopback address without a token, an unusable workspace root, or an
+/// address that cannot be bound.
 pub async fn start(
     gateway: Gateway,
     config: ServeConfig,
 ) -> Result<(SocketAddr, ServeHandle), ServeError> {
-    if gateway.limits().arbiters.is_empty() {
-        return Err(ServeError::NoArbiters);
-    }
     let token: Option<Arc<[u8]>> = match config.token {
         Some(token) if token.trim().is_empty() => return Err(ServeError::EmptyToken),
         Some(token) => Some(Arc::from(token.trim().as_bytes())),

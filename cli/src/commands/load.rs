@@ -1,9 +1,10 @@
 //! `hookline load --url URL --sessions N --turns M [--transport ws] [--idempotency]
-//! [--token-file FILE] [--keep] [--json]`:
+//! [--token-file FILE] [--keep] [--stub-url URL] [--json]`:
 //! drives a running `hookline serve` over real HTTP (or one WebSocket per session) with a
 //! progress bar, then prints turns/s, hook calls/s, turn latency p50/p99, errors and the server's
 //! resident memory (issue 11 item 5); with 100 turns or more per session also the mean time and
-//! answer size of turns 51-100 and of the last 50, and memory per session (issue 22). Exit status 1 when any request failed.
+//! answer size of turns 51-100 and of the last 50, and memory per session (issue 22); with
+//! `--stub-url` the model stub asked directly and the overhead over it (issue 47). Exit status 1 when any request failed.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -40,6 +41,11 @@ pub(crate) struct LoadArgs {
     /// WebSocket), to measure what keys cost.
     #[arg(long)]
     idempotency: bool,
+    /// The model stub the server answers with (an OpenAI-compatible base URL,
+    /// `http://127.0.0.1:8765/v1`): asked directly after the served turns, as many requests at
+    /// the same concurrency, so the report says what a served turn adds over it.
+    #[arg(long, value_name = "URL")]
+    stub_url: Option<String>,
     /// Print one JSON report.
     #[arg(long)]
     json: bool,
@@ -77,6 +83,7 @@ pub(crate) fn run(args: &LoadArgs) -> ExitCode {
         token,
         keep: args.keep,
         idempotency: args.idempotency.then(fresh_key_prefix),
+        stub_url: args.stub_url.clone(),
     };
     let report = runtime.block_on(drive(options, bar.clone()));
     bar.finish();
@@ -126,6 +133,16 @@ fn human(report: &LoadReport) -> String {
         out.push_str(&format!(
             "\n  per session   {:.1} KiB",
             bytes as f64 / 1024.0
+        ));
+    }
+    if let Some(stub) = &report.stub {
+        out.push_str(&format!(
+            "\nstub alone      p50 {:.2} ms, p99 {:.2} ms, {:.0} requests/s ({} failed)\noverhead        p50 {:.2} ms over the stub",
+            stub.p50_ms,
+            stub.p99_ms,
+            stub.requests_per_second,
+            stub.errors,
+            report.overhead_p50_ms.unwrap_or_default(),
         ));
     }
     for window in [&report.early, &report.last].into_iter().flatten() {

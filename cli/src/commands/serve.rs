@@ -10,7 +10,8 @@
 //! plugins only when `--demo-plugins` asks for them (issue 34 item 7). The model comes from the provider flags `run` and `chat` share, or the `[[model]]`s of
 //! `--config FILE` (issue 21: each session picks one by name), else the offline
 //! [`EchoProvider`]. The config file's `[serve]`, `[limits]` and `[timeouts]` set what the flags
-//! of the same names set; a flag given wins. Sessions are spread over one arbiter per core.
+//! of the same names set; a flag given wins. Sessions run on their pipeline shard's arbiter (one
+//! per core), or are spread over `--arbiters N` arbiters of their own.
 //!
 //! SIGTERM or SIGINT drains (SPEC G2): `/readyz` turns 503, new sessions and turns are refused
 //! with 503, running turns get the drain budget and are then stopped like `/stop`,
@@ -90,7 +91,8 @@ pub(crate) struct ServeArgs {
     /// 120000).
     #[arg(long)]
     request_timeout_ms: Option<u64>,
-    /// Arbiters (threads) sessions are spread over (default: one per core).
+    /// Arbiters (threads) of their own that sessions are spread over (default: none, each
+    /// session runs on its pipeline shard's arbiter, one per core).
     #[arg(long)]
     arbiters: Option<usize>,
     /// How long an Idempotency-Key is remembered after its request (`24h`, `90m`, `30s`;
@@ -318,11 +320,11 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
     if let Some(sessions) = sessions {
         builder = builder.session_store(sessions);
     }
-    let threads = settings.arbiters.unwrap_or_else(|| {
-        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-    });
-    let arbiters: Vec<actix::Arbiter> =
-        (0..threads.max(1)).map(|_| actix::Arbiter::new()).collect();
+    // Without `--arbiters`, each session runs on its pipeline shard's arbiter (one per core), so
+    // its hook calls make no thread hop: a session on arbiters of its own paid two hops per hook
+    // call, even to a hook no plugin implements (issue 47).
+    let threads = settings.arbiters.map_or(0, |threads| threads.max(1));
+    let arbiters: Vec<actix::Arbiter> = (0..threads).map(|_| actix::Arbiter::new()).collect();
     let limits = GatewayLimits {
         max_sessions: settings.max_sessions,
         approval_timeout: Duration::from_millis(settings.approval_timeout_ms),

@@ -5,6 +5,10 @@
 //! long conversations (issue 22), the mean time and answer size of turns 51-100 and of the last
 //! 50 turns, and the server's resident memory per session.
 //!
+//! With [`LoadOptions::stub_url`] the model stub the server calls is then asked directly, as
+//! many requests at the same concurrency, and the report says what a served turn adds over it
+//! (issue 47 item 4).
+//!
 //! With [`LoadOptions::idempotency`] every turn carries a key of its own (`Idempotency-Key` over
 //! HTTP, `key` on a WebSocket), to measure what keys cost (issue 34 item 3).
 //!
@@ -56,6 +60,11 @@ pub struct LoadOptions {
     /// Send every turn with an idempotency key of its own: this prefix, then `-<session>-<turn>`
     /// (session and turn counted from 0). `None`: turns without keys.
     pub idempotency: Option<String>,
+    /// The model the server answers with, when it is a stub one can ask directly (an
+    /// OpenAI-compatible base URL, `http://127.0.0.1:8765/v1`, as `scripts/stub-model.py`
+    /// prints): after the served turns, the same number of requests go straight to it at the
+    /// same concurrency, so the report says what the server adds over its model (issue 47).
+    pub stub_url: Option<String>,
 }
 
 impl LoadOptions {
@@ -109,6 +118,30 @@ pub struct LoadReport {
     pub early: Option<TurnWindow>,
     /// The last 50 turns of every session (when each runs at least 100).
     pub last: Option<TurnWindow>,
+    /// The model stub asked directly in the same run ([`LoadOptions::stub_url`]).
+    pub stub: Option<StubReport>,
+    /// What a served turn adds over the stub's own answer at the median: `p50_ms` less the
+    /// stub's p50 (one turn is one model call with no plugin asking for more).
+    pub overhead_p50_ms: Option<f64>,
+}
+
+/// The model stub asked directly, each of `sessions` clients sending `turns` chat completions
+/// one after another on a kept-alive connection, as the served turns were sent.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StubReport {
+    /// The stub's base URL.
+    pub url: String,
+    /// Requests answered with a 2xx.
+    pub requests: u64,
+    /// Requests that failed or were refused.
+    pub errors: u64,
+    /// Answered requests per second.
+    pub requests_per_second: f64,
+    /// Median latency, milliseconds.
+    pub p50_ms: f64,
+    /// 99th percentile latency, milliseconds.
+    pub p99_ms: f64,
 }
 
 /// The mean cost of a range of turns (by their number within a session), over every session.
@@ -329,6 +362,11 @@ pub async fn run(
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .windows();
+    let stub = match &shared.options.stub_url {
+        Some(url) => Some(stub_run(&shared, url).await?),
+        None => None,
+    };
+    let p50_ms = latencies.value_at_quantile(0.5) as f64 / 1000.0;
     let resident_bytes_per_session = match (empty.resident_bytes, after.resident_bytes) {
         (Some(empty), Some(after)) if !keys.is_empty() => {
             Some(after.saturating_sub(empty) / keys.len() as u64)
@@ -342,12 +380,77 @@ pub async fn run(
         seconds,
         turns_per_second: per_second(turns as f64),
         hook_calls_per_second: per_second((after.hook_calls - before.hook_calls).max(0.0)),
-        p50_ms: latencies.value_at_quantile(0.5) as f64 / 1000.0,
+        p50_ms,
         p99_ms: latencies.value_at_quantile(0.99) as f64 / 1000.0,
         server_resident_bytes: after.resident_bytes,
         resident_bytes_per_session,
         early,
         last,
+        overhead_p50_ms: stub.as_ref().map(|stub| p50_ms - stub.p50_ms),
+        stub,
+    })
+}
+
+/// Asks the stub directly: as many clients as sessions, each sending as many chat completions
+/// as a session had turns, one after another.
+async fn stub_run(shared: &Arc<Shared>, url: &str) -> Result<StubReport, LoadError> {
+    let endpoint = format!("{}/chat/completions", url.trim_end_matches('/'));
+    let latencies = Arc::new(Mutex::new(
+        Histogram::<u64>::new(3).map_err(|e| LoadError::Histogram(e.to_string()))?,
+    ));
+    let errors = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let runs = (0..shared.options.sessions).map(|i| {
+        let (http, endpoint) = (shared.http.clone(), endpoint.clone());
+        let (latencies, errors) = (latencies.clone(), errors.clone());
+        let turns = shared.options.turns;
+        tokio::spawn(async move {
+            for turn in 0..turns {
+                let body = serde_json::json!({
+                    "model": "stub",
+                    "messages": [{ "role": "user", "content": turn_text(i, turn) }],
+                });
+                let sent = Instant::now();
+                let answered = match http.post(&endpoint).json(&body).send().await {
+                    Ok(response) if response.status().is_success() => {
+                        response.bytes().await.is_ok()
+                    }
+                    _ => false,
+                };
+                if answered {
+                    let micros = u64::try_from(sent.elapsed().as_micros()).unwrap_or(u64::MAX);
+                    let _ = latencies
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .record(micros.max(1));
+                } else {
+                    errors.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        })
+    });
+    for run in futures::future::join_all(runs).await {
+        if run.is_err() {
+            errors.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let latencies = latencies
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    let requests = latencies.len();
+    Ok(StubReport {
+        url: url.to_owned(),
+        requests,
+        errors: errors.load(Ordering::Relaxed),
+        requests_per_second: if seconds > 0.0 {
+            requests as f64 / seconds
+        } else {
+            0.0
+        },
+        p50_ms: latencies.value_at_quantile(0.5) as f64 / 1000.0,
+        p99_ms: latencies.value_at_quantile(0.99) as f64 / 1000.0,
     })
 }
 
@@ -556,6 +659,7 @@ mod tests {
             token: None,
             keep: false,
             idempotency: None,
+            stub_url: None,
         };
         assert_eq!(options.turn_key(0, 0), None);
         options.idempotency = Some("p".into());

@@ -79,6 +79,10 @@ impl Unflushed {
     }
 }
 
+/// A durable step's writes, taken to be written beside the model call it precedes
+/// ([`SessionState::take_step`]).
+pub(crate) struct Step(Unflushed);
+
 /// A session opened from the store, with any torn tail the store repaired and the turn a crash
 /// or a lost lease cut off, if any (closed by the conversation that opened it).
 pub(crate) struct Opened {
@@ -290,6 +294,38 @@ impl SessionState {
         }
         self.unflushed = Unflushed::default();
         Ok(())
+    }
+
+    /// Takes what waits for a flush, to be written by [`SessionState::write_step`] beside the
+    /// model call the step precedes (issue 47); nothing written after this joins it.
+    pub(crate) fn take_step(&mut self) -> Step {
+        Step(std::mem::take(&mut self.unflushed))
+    }
+
+    /// Makes a step [`SessionState::take_step`] took durable, in one atomic append, as
+    /// [`SessionState::flush`] would have when it was taken.
+    ///
+    /// # Errors
+    /// As [`SessionState::flush`]; the step's writes wait again, before those made since.
+    pub(crate) async fn write_step(&mut self, step: Step) -> Result<(), HostError> {
+        let Step(step) = step;
+        if step.is_empty() {
+            return Ok(());
+        }
+        let written = match self.writer.as_mut() {
+            None => Err(StoreError::Closed),
+            Some(writer) if step.replaced => {
+                writer.replace_records(&self.records, &step.archive).await
+            }
+            Some(writer) => writer.append(&step.records, &step.archive).await,
+        };
+        if written.is_err() {
+            let later = std::mem::replace(&mut self.unflushed, step);
+            self.unflushed.records.extend(later.records);
+            self.unflushed.replaced |= later.replaced;
+            self.unflushed.archive.extend(later.archive);
+        }
+        Ok(written?)
     }
 
     /// Flushes, then gives the session's lease up.

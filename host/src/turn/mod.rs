@@ -316,11 +316,19 @@ impl Turn<'_> {
         let purpose = purpose_of(mode);
         for _ in made..self.engine.max_model_calls {
             // Durable step: the user message, the composed system text and every tool result
-            // so far are stored before the model is called (issue 22).
-            self.durable_step().await?;
+            // so far are stored before the model is called (issue 22). When no hook runs
+            // between this step and the call (no plugin implements `rebuild_model` or
+            // `transform_model`), the append is written beside the call (issue 47): the answer
+            // is used (a hook reads it, a record stores it) only once the append is durable.
+            let step = if self.engine.durable_steps && !self.request_hooks() {
+                Some(self.session.take_step())
+            } else {
+                self.durable_step().await?;
+                None
+            };
             let request = self.request(purpose, None);
             let accepts_images = request.accepts_images;
-            let response = match self.model_call(request).await? {
+            let response = match self.model_call_after(request, step).await? {
                 Ok(response) => response,
                 Err(ProviderError::Stopped) => return Ok(StopReason::Cancelled),
                 Err(_) => return Ok(StopReason::Failed),
@@ -404,6 +412,12 @@ impl Turn<'_> {
             self.durable_step().await?;
         }
         Ok(())
+    }
+
+    /// Whether a plugin implements a hook that reads a model request before it is sent.
+    fn request_hooks(&self) -> bool {
+        let pipeline = &self.engine.pipeline;
+        pipeline.implements(HookKind::RebuildModel) || pipeline.implements(HookKind::TransformModel)
     }
 
     /// Stores what the turn has done so far in one atomic append, before the step that could

@@ -14,7 +14,7 @@ use tracing::Instrument;
 use super::digest::hex;
 use super::{TappedRequest, Turn};
 use crate::provider::ProviderError;
-use crate::state::{HostError, HostEvent};
+use crate::state::{HostError, HostEvent, Step};
 
 impl Turn<'_> {
     /// Sends `request` through the model hooks and the provider.
@@ -25,6 +25,17 @@ impl Turn<'_> {
         &mut self,
         request: ModelRequest,
     ) -> Result<Result<ModelResponse, ProviderError>, HostError> {
+        self.model_call_after(request, None).await
+    }
+
+    /// As [`Turn::model_call`], with the durable step before it (`step`, when no hook runs
+    /// between the two) written while the provider answers: the call returns once both are
+    /// done, so nothing reads the answer before the step is durable (issue 47).
+    pub(crate) async fn model_call_after(
+        &mut self,
+        request: ModelRequest,
+        step: Option<Step>,
+    ) -> Result<Result<ModelResponse, ProviderError>, HostError> {
         let span = tracing::info_span!(
             "model call",
             purpose = super::wire_name(&request.purpose),
@@ -32,7 +43,7 @@ impl Turn<'_> {
             outcome = tracing::field::Empty,
         );
         let result = self
-            .hooks_and_provider(request)
+            .hooks_and_provider(request, step)
             .instrument(span.clone())
             .await;
         if !span.is_disabled() {
@@ -63,6 +74,7 @@ impl Turn<'_> {
     async fn hooks_and_provider(
         &mut self,
         request: ModelRequest,
+        step: Option<Step>,
     ) -> Result<Result<ModelResponse, ProviderError>, HostError> {
         let purpose = request.purpose;
         let held = self.session.held_images();
@@ -131,12 +143,23 @@ impl Turn<'_> {
                 });
             }
         };
-        let answer = tokio::select! {
-            // A stop raised before the call (during a tool run or an approval) wins even over a
-            // provider that answers at once.
-            biased;
-            () = stop.raised() => Err(ProviderError::Stopped),
-            answer = provider.complete_for(model.as_deref(), &sent, &on_text) => answer,
+        let call = async {
+            tokio::select! {
+                // A stop raised before the call (during a tool run or an approval) wins even
+                // over a provider that answers at once.
+                biased;
+                () = stop.raised() => Err(ProviderError::Stopped),
+                answer = provider.complete_for(model.as_deref(), &sent, &on_text) => answer,
+            }
+        };
+        let answer = match step {
+            // The step's append and the call at once; the answer waits for the append.
+            Some(step) => {
+                let (written, answer) = futures::join!(self.session.write_step(step), call);
+                written?;
+                answer
+            }
+            None => call.await,
         };
         if let Some(tap) = &self.engine.tap {
             tap.lock()

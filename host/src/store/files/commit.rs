@@ -7,6 +7,8 @@
 use super::keys::KeyWrite;
 use super::recovery::{open_existing, replace_file};
 use super::*;
+use std::sync::mpsc as std_mpsc;
+use std::sync::PoisonError;
 
 /// The data files one commit writes, open for that commit only. `records` and `archive` are
 /// opened only when the append has frames for them, `commits` unless the append holds keys
@@ -55,6 +57,7 @@ pub(super) fn committer(
     stats: &std::sync::Weak<Inner>,
 ) {
     let mut carry: Vec<Job> = Vec::new();
+    let mut pool = SyncPool::new(options.sync_threads);
     loop {
         let mut batch = std::mem::take(&mut carry);
         if batch.is_empty() {
@@ -78,7 +81,7 @@ pub(super) fn committer(
             .into_iter()
             .partition(|job| seen.insert(Arc::as_ptr(&job.files)));
         carry = later;
-        let answers = commit_batch(now, options.sync_threads);
+        let answers = commit_batch(now, &mut pool);
         if let Some(inner) = stats.upgrade() {
             inner.count_commit(&answers);
         }
@@ -108,7 +111,7 @@ pub(super) fn send_answers(answers: Answers) {
     }
 }
 
-pub(super) fn commit_batch(batch: Vec<Job>, sync_threads: usize) -> Answers {
+pub(super) fn commit_batch(batch: Vec<Job>, pool: &mut SyncPool) -> Answers {
     let mut sessions = Vec::with_capacity(batch.len());
     let mut bytes = Vec::with_capacity(batch.len());
     let mut replies = Vec::with_capacity(batch.len());
@@ -136,7 +139,7 @@ pub(super) fn commit_batch(batch: Vec<Job>, sync_threads: usize) -> Answers {
             );
         }
     }
-    let failures = sync_all(&syncs, sync_threads);
+    let failures = sync_all(&syncs, pool);
     drop(syncs);
     let mut failed: Vec<Option<StoreError>> = results.iter().map(|_| None).collect();
     for (i, error) in failures {
@@ -267,44 +270,142 @@ pub(super) fn undo(files: &mut SessionFiles, data: &mut DataFiles) {
     }
 }
 
-/// Syncs every file, `threads` at a time; returns the failures by append index.
+/// The threads that sync a batch's files beside the committer, started once and kept (issue 47:
+/// a batch used to start its own, about 20 us a thread on a loaded 2-core machine, three per
+/// append). At most `threads - 1` helpers, started as batches first need them; they end when the
+/// committer does (the pool's sender is dropped).
+pub(super) struct SyncPool {
+    /// Threads syncing at once at most, the committer's own included.
+    threads: usize,
+    helpers: usize,
+    jobs: std_mpsc::Sender<SyncJob>,
+    queue: Arc<Mutex<std_mpsc::Receiver<SyncJob>>>,
+}
+
+/// One file to sync: a handle of its own (`File::try_clone`, so a helper needs no borrow), its
+/// place in the batch's list, and where to say how it went.
+struct SyncJob {
+    file: File,
+    slot: usize,
+    done: std_mpsc::Sender<(usize, io::Result<()>)>,
+}
+
+impl SyncJob {
+    fn run(self) {
+        let synced = self.file.sync_data();
+        // The committer waits for every slot; it is gone only if it panicked.
+        let _ = self.done.send((self.slot, synced));
+    }
+}
+
+impl SyncPool {
+    pub(super) fn new(threads: usize) -> Self {
+        let (jobs, queue) = std_mpsc::channel();
+        Self {
+            threads: threads.max(1),
+            helpers: 0,
+            jobs,
+            queue: Arc::new(Mutex::new(queue)),
+        }
+    }
+
+    /// Starts helpers up to `wanted` (bounded by the pool's size); a helper that cannot start
+    /// leaves the work to the threads that did.
+    fn grow(&mut self, wanted: usize) {
+        let wanted = wanted.min(self.threads - 1);
+        while self.helpers < wanted {
+            let queue = Arc::clone(&self.queue);
+            let started = std::thread::Builder::new()
+                .name("hookline-store-sync".into())
+                .spawn(move || loop {
+                    let job = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
+                    match job {
+                        Ok(job) => job.run(),
+                        Err(_) => return,
+                    }
+                });
+            if started.is_err() {
+                break;
+            }
+            self.helpers += 1;
+        }
+    }
+
+    /// Takes one queued job, if any (the committer helps while it waits). Never waits for the
+    /// queue: a helper holds its lock while it waits for a job, and only the committer sends
+    /// them.
+    fn next_queued(&self) -> Option<SyncJob> {
+        match self.queue.try_lock() {
+            Ok(queue) => queue.try_recv().ok(),
+            Err(std::sync::TryLockError::Poisoned(queue)) => queue.into_inner().try_recv().ok(),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+}
+
+/// Syncs every file, the committer and the pool's helpers at once; returns the failures by
+/// append index. Every file is synced before this returns (a helper that died before answering
+/// counts as a failed sync of its file).
 pub(super) fn sync_all(
     files: &[(usize, &File, &Path, &'static str)],
-    threads: usize,
+    pool: &mut SyncPool,
 ) -> Vec<(usize, StoreError)> {
-    let sync = |(i, file, dir, name): &(usize, &File, &Path, &'static str)| {
-        file.sync_data()
-            .err()
-            .map(|e| (*i, StoreError::io(dir.join(name), "sync", e)))
+    let failure = |(i, _, dir, name): &(usize, &File, &Path, &'static str), e: io::Error| {
+        (*i, StoreError::io(dir.join(name), "sync", e))
     };
-    if files.len() <= 1 || threads <= 1 {
-        return files.iter().filter_map(sync).collect();
-    }
-    let chunk = files.len().div_ceil(threads.min(files.len()));
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = files
-            .chunks(chunk)
-            .map(|part| scope.spawn(move || part.iter().filter_map(sync).collect::<Vec<_>>()))
+    if files.len() <= 1 || pool.threads <= 1 {
+        return files
+            .iter()
+            .filter_map(|entry| entry.1.sync_data().err().map(|e| failure(entry, e)))
             .collect();
-        let mut failures = Vec::new();
-        for (handle, part) in handles.into_iter().zip(files.chunks(chunk)) {
-            match handle.join() {
-                Ok(mut f) => failures.append(&mut f),
-                // A sync thread that panicked synced nothing we can vouch for.
-                Err(_) => failures.extend(part.iter().map(|(i, _, dir, name)| {
-                    (
-                        *i,
-                        StoreError::io(
-                            dir.join(name),
-                            "sync",
-                            io::Error::other("sync thread panicked"),
-                        ),
-                    )
-                })),
+    }
+    pool.grow(files.len() - 1);
+    let (done, answers) = std_mpsc::channel();
+    let mut results: Vec<Option<io::Result<()>>> = files.iter().map(|_| None).collect();
+    // Every file but the first is queued for the helpers (or this thread, below); a file whose
+    // handle cannot be cloned (no descriptor left) is synced here.
+    let mut queued = 0;
+    for (slot, entry) in files.iter().enumerate().skip(1) {
+        match entry.1.try_clone() {
+            Ok(file) => {
+                let job = SyncJob {
+                    file,
+                    slot,
+                    done: done.clone(),
+                };
+                match pool.jobs.send(job) {
+                    Ok(()) => queued += 1,
+                    Err(std_mpsc::SendError(job)) => results[slot] = Some(job.file.sync_data()),
+                }
             }
+            Err(_) => results[slot] = Some(entry.1.sync_data()),
         }
-        failures
-    })
+    }
+    drop(done);
+    results[0] = Some(files[0].1.sync_data());
+    while let Some(job) = pool.next_queued() {
+        job.run();
+    }
+    // The rest are in helpers' hands; each answers once (or drops its sender by panicking).
+    for _ in 0..queued {
+        match answers.recv() {
+            Ok((slot, synced)) => {
+                if let Some(result) = results.get_mut(slot) {
+                    *result = Some(synced);
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    files
+        .iter()
+        .zip(results)
+        .filter_map(|(entry, result)| match result {
+            Some(Ok(())) => None,
+            Some(Err(e)) => Some(failure(entry, e)),
+            None => Some(failure(entry, io::Error::other("sync thread panicked"))),
+        })
+        .collect()
 }
 
 /// Compaction: the new records, the archive entries and a replacing commit point, so a crash

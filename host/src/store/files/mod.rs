@@ -17,7 +17,7 @@
 //!
 //! Group commit: every append goes to one committer thread per store, which takes every append
 //! queued (up to [`MAX_BATCH`]), writes their frames, then issues the `fdatasync`s of all the
-//! touched files at once from a few sync threads. The file system's journal (ext4's jbd2, XFS's
+//! touched files at once from a few sync threads (started once, kept for the store's life). The file system's journal (ext4's jbd2, XFS's
 //! log) folds concurrent syncs into one journal commit and one cache flush, so N sessions'
 //! appends cost about one device flush rather than N. Each append is acknowledged only after its
 //! own files are synced, so the crash guarantees are those of a single append.
@@ -443,7 +443,7 @@ impl Inner {
         };
         if self.inline {
             // A batch of one, committed here: the answer is ready when this returns.
-            let answers = commit_batch(vec![job], 1);
+            let answers = commit_batch(vec![job], &mut SyncPool::new(1));
             self.count_commit(&answers);
             send_answers(answers);
         } else {
@@ -554,7 +554,7 @@ mod recovery;
 #[cfg(test)]
 mod tests;
 
-use commit::{commit_batch, committer, replace, send_answers, Answers};
+use commit::{commit_batch, committer, replace, send_answers, Answers, SyncPool};
 use keys::KeyLog;
 use recovery::{
     create_session, highest_numbered, list_sessions, open_session, read_session, replace_file,

@@ -177,3 +177,39 @@ async fn a_session_without_facts_does_not_exist() {
         Err(StoreError::InvalidSessionId { .. })
     ));
 }
+
+/// Issue 47: the committer keeps its sync threads from one batch to the next. A helper waits for
+/// the next job holding the queue; the committer must never wait for that queue itself (it did,
+/// and a second batch of several files hung).
+#[test]
+fn a_kept_sync_pool_syncs_batch_after_batch() {
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<File> = (0..3)
+        .map(|i| {
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(dir.path().join(format!("f{i}")))
+                .unwrap()
+        })
+        .collect();
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut pool = super::commit::SyncPool::new(4);
+        for _ in 0..50 {
+            let list: Vec<(usize, &File, &Path, &'static str)> = files
+                .iter()
+                .enumerate()
+                .map(|(i, file)| (i, file, Path::new("/"), RECORDS))
+                .collect();
+            let failures = super::commit::sync_all(&list, &mut pool);
+            if !failures.is_empty() {
+                let _ = done.send(false);
+                return;
+            }
+        }
+        let _ = done.send(true);
+    });
+    let synced = finished.recv_timeout(std::time::Duration::from_secs(30));
+    assert_eq!(synced, Ok(true), "50 batches of 3 files each synced");
+}

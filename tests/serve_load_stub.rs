@@ -1,0 +1,128 @@
+//! `hookline load --stub-url` (issue 47 item 4): after the served turns, the driver asks the
+//! model stub the server calls directly, as many requests at the same concurrency, and reports
+//! what a served turn adds over it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use hookline::cli::load::{run as drive, LoadOptions, Transport};
+use hookline::host::gateway::GatewayLimits;
+use hookline::host::Host;
+use hookline::providers::{OpenAiConfig, OpenAiProvider};
+use hookline::server::{start, ServeConfig};
+
+const ANSWER: &str = r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":1}}"#;
+
+/// A stub model on a thread of its own, counting the requests it answers.
+fn stub(count: Arc<AtomicU64>) -> String {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let app = axum::Router::new().route(
+                "/v1/chat/completions",
+                axum::routing::post(move |_body: axum::body::Bytes| {
+                    count.fetch_add(1, Ordering::Relaxed);
+                    async { ([("content-type", "application/json")], ANSWER) }
+                }),
+            );
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap()).unwrap();
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    format!("http://{}/v1", rx.recv().unwrap())
+}
+
+#[actix_rt::test]
+async fn load_with_a_stub_url_asks_the_stub_directly_and_reports_the_overhead() {
+    let answered = Arc::new(AtomicU64::new(0));
+    let stub_url = stub(answered.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let provider = OpenAiProvider::new(OpenAiConfig::new(&stub_url, "stub")).unwrap();
+    let arbiter = actix::Arbiter::new();
+    let gateway = Host::builder()
+        .provider(Arc::new(provider))
+        .workspace(dir.path())
+        .start_gateway(GatewayLimits {
+            arbiters: vec![arbiter.handle()],
+            ..GatewayLimits::default()
+        })
+        .unwrap();
+    let (addr, handle) = start(gateway, ServeConfig::new(dir.path())).await.unwrap();
+    let options = LoadOptions {
+        url: format!("http://{addr}"),
+        sessions: 2,
+        turns: 3,
+        transport: Transport::Http,
+        token: None,
+        keep: false,
+        idempotency: None,
+        stub_url: Some(stub_url.clone()),
+    };
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let _ = tx.send(runtime.block_on(drive(options, Arc::new(()))));
+    });
+    let report = rx.await.unwrap().unwrap();
+    handle.drain("test", None).await.unwrap();
+    assert_eq!((report.turns, report.error_count()), (6, 0), "{report:?}");
+    let stub = report.stub.as_ref().expect("the stub was asked");
+    assert_eq!((stub.requests, stub.errors), (6, 0), "{stub:?}");
+    assert_eq!(stub.url, stub_url);
+    // Six model calls through the server, six straight to the stub.
+    assert_eq!(answered.load(Ordering::Relaxed), 12);
+    let overhead = report.overhead_p50_ms.expect("an overhead beside a stub");
+    assert!(
+        (overhead - (report.p50_ms - stub.p50_ms)).abs() < 1e-9,
+        "{report:?}"
+    );
+    arbiter.stop();
+}
+
+#[actix_rt::test]
+async fn a_served_turn_without_arbiters_of_its_own_runs_on_its_shard() {
+    // Issue 47: `serve` no longer refuses a gateway without arbiters; each session then runs on
+    // its pipeline shard's arbiter and answers like any other.
+    let answered = Arc::new(AtomicU64::new(0));
+    let stub_url = stub(answered.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let provider = OpenAiProvider::new(OpenAiConfig::new(&stub_url, "stub")).unwrap();
+    let gateway = Host::builder()
+        .provider(Arc::new(provider))
+        .workspace(dir.path())
+        .start_gateway(GatewayLimits::default())
+        .unwrap();
+    let (addr, handle) = start(gateway, ServeConfig::new(dir.path())).await.unwrap();
+    let options = LoadOptions {
+        url: format!("http://{addr}"),
+        sessions: 4,
+        turns: 2,
+        transport: Transport::Http,
+        token: None,
+        keep: false,
+        idempotency: None,
+        stub_url: None,
+    };
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let _ = tx.send(runtime.block_on(drive(options, Arc::new(()))));
+    });
+    let report = rx.await.unwrap().unwrap();
+    handle.drain("test", None).await.unwrap();
+    assert_eq!((report.turns, report.error_count()), (8, 0), "{report:?}");
+    assert!(report.stub.is_none() && report.overhead_p50_ms.is_none());
+    assert_eq!(answered.load(Ordering::Relaxed), 8);
+}
