@@ -5,7 +5,9 @@
 #
 # Installs Schemathesis (PyPI) in a virtual environment when it is missing, starts the server on
 # an ephemeral loopback port over a scratch workspace and home (stopped and removed on exit),
-# and bounds the run (--max-time; each request --request-timeout).
+# and bounds the run (--max-time; each request --request-timeout). It runs with credentials
+# (issue 48): the server takes a `--token-file` (one admin key) and every request carries it, so
+# the routes are fuzzed past the root layer that checks principals (docs/serve.md "Auth").
 # Usage: scripts/schemathesis.sh [HOOKLINE_BINARY]   (relative to the repository root; default
 # target/debug/hookline). SCHEMATHESIS_MAX_TIME (seconds, default 150) bounds the fuzzing.
 set -euo pipefail
@@ -38,9 +40,12 @@ stop_server() {
 trap stop_server EXIT
 
 mkdir -p "$scratch/workspaces" "$scratch/home"
+# A high-entropy token, as an operator would make one.
+token=$(python3 -c 'import secrets; print(secrets.token_urlsafe(32))')
+printf '%s\n' "$token" >"$scratch/token"
 # The demo plugins run (a server runs none unless asked): their hooks and approvals are fuzzed too.
 HOOKLINE_HOME="$scratch/home" "$bin" serve --listen 127.0.0.1:0 --demo-plugins \
-  --workspace-root "$scratch/workspaces" \
+  --workspace-root "$scratch/workspaces" --token-file "$scratch/token" \
   --approval-timeout-ms 2000 --drain-budget-ms 1000 --request-timeout-ms 30000 \
   >"$scratch/serve.out" 2>"$scratch/serve.err" &
 server=$!
@@ -67,6 +72,7 @@ status=0
   timeout $((max_time + 120)) "$venv/bin/schemathesis" run "$base/v1/openapi.json" \
     --checks not_a_server_error,response_schema_conformance \
     --exclude-path /v1/events \
+    --header "Authorization: Bearer $token" \
     --max-examples 30 --max-time "$max_time" --request-timeout 20 \
     --suppress-health-check all
 ) || status=$?
