@@ -6,8 +6,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use hookline::cli::load::{run as drive, LoadOptions, Transport};
-use hookline::host::gateway::GatewayLimits;
+use hookline::cli::load::{run as drive, LoadOptions, LoadReport, Transport};
+use hookline::host::gateway::{Gateway, GatewayLimits};
 use hookline::host::Host;
 use hookline::providers::{OpenAiConfig, OpenAiProvider};
 use hookline::server::{start, ServeConfig};
@@ -38,21 +38,40 @@ fn stub(count: Arc<AtomicU64>) -> String {
     format!("http://{}/v1", rx.recv().unwrap())
 }
 
+/// A gateway whose model is the stub at `stub_url`, on `arbiters` (none: the shards' own).
+fn gateway(stub_url: &str, dir: &std::path::Path, arbiters: Vec<actix::ArbiterHandle>) -> Gateway {
+    let provider = OpenAiProvider::new(OpenAiConfig::new(stub_url, "stub")).unwrap();
+    Host::builder()
+        .provider(Arc::new(provider))
+        .workspace(dir)
+        .start_gateway(GatewayLimits {
+            arbiters,
+            ..GatewayLimits::default()
+        })
+        .unwrap()
+}
+
+/// `hookline load` with `options`, on a thread and runtime of its own (as the command runs it),
+/// so the server under test keeps this test's actix runtime to itself.
+async fn load(options: LoadOptions) -> LoadReport {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let _ = tx.send(runtime.block_on(drive(options, Arc::new(()))));
+    });
+    rx.await.unwrap().unwrap()
+}
+
 #[actix_rt::test]
 async fn load_with_a_stub_url_asks_the_stub_directly_and_reports_the_overhead() {
     let answered = Arc::new(AtomicU64::new(0));
     let stub_url = stub(answered.clone());
     let dir = tempfile::tempdir().unwrap();
-    let provider = OpenAiProvider::new(OpenAiConfig::new(&stub_url, "stub")).unwrap();
     let arbiter = actix::Arbiter::new();
-    let gateway = Host::builder()
-        .provider(Arc::new(provider))
-        .workspace(dir.path())
-        .start_gateway(GatewayLimits {
-            arbiters: vec![arbiter.handle()],
-            ..GatewayLimits::default()
-        })
-        .unwrap();
+    let gateway = gateway(&stub_url, dir.path(), vec![arbiter.handle()]);
     let (addr, handle) = start(gateway, ServeConfig::new(dir.path())).await.unwrap();
     let options = LoadOptions {
         url: format!("http://{addr}"),
@@ -64,15 +83,7 @@ async fn load_with_a_stub_url_asks_the_stub_directly_and_reports_the_overhead() 
         idempotency: None,
         stub_url: Some(stub_url.clone()),
     };
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let _ = tx.send(runtime.block_on(drive(options, Arc::new(()))));
-    });
-    let report = rx.await.unwrap().unwrap();
+    let report = load(options).await;
     handle.drain("test", None).await.unwrap();
     assert_eq!((report.turns, report.error_count()), (6, 0), "{report:?}");
     let stub = report.stub.as_ref().expect("the stub was asked");
@@ -95,12 +106,7 @@ async fn a_served_turn_without_arbiters_of_its_own_runs_on_its_shard() {
     let answered = Arc::new(AtomicU64::new(0));
     let stub_url = stub(answered.clone());
     let dir = tempfile::tempdir().unwrap();
-    let provider = OpenAiProvider::new(OpenAiConfig::new(&stub_url, "stub")).unwrap();
-    let gateway = Host::builder()
-        .provider(Arc::new(provider))
-        .workspace(dir.path())
-        .start_gateway(GatewayLimits::default())
-        .unwrap();
+    let gateway = gateway(&stub_url, dir.path(), Vec::new());
     let (addr, handle) = start(gateway, ServeConfig::new(dir.path())).await.unwrap();
     let options = LoadOptions {
         url: format!("http://{addr}"),
@@ -112,15 +118,7 @@ async fn a_served_turn_without_arbiters_of_its_own_runs_on_its_shard() {
         idempotency: None,
         stub_url: None,
     };
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let _ = tx.send(runtime.block_on(drive(options, Arc::new(()))));
-    });
-    let report = rx.await.unwrap().unwrap();
+    let report = load(options).await;
     handle.drain("test", None).await.unwrap();
     assert_eq!((report.turns, report.error_count()), (8, 0), "{report:?}");
     assert!(report.stub.is_none() && report.overhead_p50_ms.is_none());

@@ -139,11 +139,6 @@ pub enum ServeError {
     /// A non-loopback address without a token.
     #[error("refusing to listen on {0} without --token-file: only loopback addresses may go without a token")]
     NeedsToken(SocketAddr),
-    /// Kept for callers that match on it; no longer returned: a gateway without arbiters of
-    /// its own runs each session on its pipeline shard's arbiter, which handlers reach through
-    /// the session's handle like any other (issue 47).
-    #[error("the gateway needs at least one arbiter to serve from (GatewayLimits::arbiters)")]
-    NoArbiters,
     /// The token is empty.
     #[error("the token is empty")]
     EmptyToken,
