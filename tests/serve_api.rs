@@ -699,6 +699,36 @@ async fn a_non_loopback_address_without_a_token_is_refused() {
 }
 
 #[actix_rt::test]
+async fn a_server_given_a_bound_socket_serves_on_it_and_leaves_it_open_for_its_owner() {
+    // Issue 49: a replacing server accepts on the socket its predecessor (or systemd) bound.
+    let dir = tempfile::tempdir().unwrap();
+    let arbiter = actix::Arbiter::new();
+    let gateway = hookline::host::Host::builder()
+        .workspace(dir.path())
+        .start_gateway(hookline::host::gateway::GatewayLimits {
+            arbiters: vec![arbiter.handle()],
+            ..Default::default()
+        })
+        .unwrap();
+    let bound = Arc::new(std::net::TcpListener::bind("127.0.0.1:0").unwrap());
+    let expected = bound.local_addr().unwrap();
+    let config = ServeConfig {
+        listener: Some(bound.clone()),
+        ..ServeConfig::new(dir.path())
+    };
+    let (addr, handle) = start(gateway.clone(), config).await.unwrap();
+    assert_eq!(addr, expected);
+    let health = reqwest::get(format!("http://{addr}/healthz"))
+        .await
+        .unwrap();
+    assert_eq!(health.status(), 200);
+    handle.drain("test", None).await.unwrap();
+    // The owner's socket still listens: a connection waits in its backlog, never refused.
+    assert!(std::net::TcpStream::connect(expected).is_ok());
+    arbiter.stop();
+}
+
+#[actix_rt::test]
 async fn a_stored_session_is_resumed_by_id_and_goes_on_where_it_stopped() {
     let served = serve(Arc::new(EchoProvider::new()), |_| {}, |_| {}).await;
     let key = served.open().await;

@@ -70,8 +70,12 @@ const CLOSE_CONNECTIONS_WAIT: Duration = Duration::from_secs(2);
 /// How a server runs.
 #[derive(Clone, Debug)]
 pub struct ServeConfig {
-    /// Where it listens.
+    /// Where it listens (unless `listener` is given).
     pub listen: SocketAddr,
+    /// A socket already bound and listening: handed over by the server this one replaces, or by
+    /// systemd (issue 49). `listen` is then ignored. The caller may keep a clone of it (to hand it
+    /// over in turn); the server accepts on a duplicate of its own.
+    pub listener: Option<Arc<std::net::TcpListener>>,
     /// The directory every session's workspace lies in.
     pub workspace_root: PathBuf,
     /// The bearer token every route but `/healthz` needs, an admin of the tenant `default`;
@@ -101,6 +105,7 @@ impl ServeConfig {
     pub fn new(workspace_root: impl Into<PathBuf>) -> Self {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            listener: None,
             workspace_root: workspace_root.into(),
             token: None,
             keys: None,
@@ -301,12 +306,18 @@ pub async fn start(
             config.idempotency_keys,
         )),
     };
-    let listener = tokio::net::TcpListener::bind(config.listen)
-        .await
-        .map_err(|source| ServeError::Bind {
+    let listener = match &config.listener {
+        Some(listener) => inherited(listener).map_err(|source| ServeError::Bind {
             addr: config.listen,
             source,
-        })?;
+        })?,
+        None => tokio::net::TcpListener::bind(config.listen)
+            .await
+            .map_err(|source| ServeError::Bind {
+                addr: config.listen,
+                source,
+            })?,
+    };
     let addr = listener.local_addr().map_err(|source| ServeError::Bind {
         addr: config.listen,
         source,
@@ -335,4 +346,12 @@ pub async fn start(
             served,
         },
     ))
+}
+
+/// A duplicate of a listening socket bound elsewhere, made ready for tokio (non-blocking, as
+/// `from_std` requires).
+fn inherited(listener: &std::net::TcpListener) -> std::io::Result<tokio::net::TcpListener> {
+    let listener = listener.try_clone()?;
+    listener.set_nonblocking(true)?;
+    tokio::net::TcpListener::from_std(listener)
 }
