@@ -23,6 +23,8 @@ mod render;
 mod replay;
 mod run;
 mod serve;
+mod serve_listen;
+mod serve_replace;
 mod serve_store;
 mod soak;
 mod store;

@@ -1,7 +1,8 @@
 //! `hookline serve [--listen 127.0.0.1:7878] [--plugins DIR] [--workspace-root DIR]
 //! [--store DIR|postgres://...] [--migrate] [--node NAME] [--lease-ttl-ms MS] [--token-file FILE]
 //! [--max-sessions N] [--approval-timeout-ms MS] [--drain-budget-ms MS] [--restart-expected-ms MS]
-//! [--idempotency-ttl DURATION] [--idempotency-keys N] [-v]`:
+//! [--idempotency-ttl DURATION] [--idempotency-keys N] [--handover-socket PATH] [--replace
+//! [--check] [--allow-skipped-plugins]] [-v]`:
 //! many live sessions in one process over HTTP and WebSocket (issue 11, docs/serve.md); with a
 //! PostgreSQL store, one node of several (issue 14, docs/deploy.md).
 //!
@@ -18,13 +19,21 @@
 //! `gateway:shutdown` runs with its 5 s wait, session ends within their 2 s budget, plugin
 //! processes shut down, and the process exits 0. A second signal exits at once with status 1;
 //! every record acknowledged so far is already on disk (the store syncs each append).
+//!
+//! Replacement (issue 49, docs/serve.md "Replacing a running server"): every server answers on a
+//! rendezvous socket (`serve_listen::rendezvous_path`). `--replace` starts a successor that
+//! takes the running server's listening socket over it, serves, says `ready`, and adopts the
+//! sessions the old one had open while the old one hands over and exits; SIGHUP makes the
+//! running server start that successor itself. A successor that cannot start says why and exits
+//! non-zero; the old one goes on. Under systemd, `READY=1`, `RELOADING=1` and `MAINPID=` are
+//! sent, and a socket passed by socket activation is served.
 
 use std::io::Write as _;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::Args;
 
@@ -32,9 +41,12 @@ use super::config::{Config, ConfigError};
 use super::plugin_dirs::PluginDirs;
 use super::provider::{ModelSetupError, ProviderArgs};
 use super::run::plugin_builder;
+use super::serve_listen::{listening_socket, rendezvous_path, Origin};
+use super::serve_replace::{self, Verdict};
 use super::serve_store::{parse_store, StoreArgs, StoreSetupError};
 use hookline_host::demo::example_plugins;
 use hookline_host::gateway::GatewayLimits;
+use hookline_host::handover::{HandoverError, Offer, Predecessor, Rendezvous};
 use hookline_host::loading::LoadNote;
 use hookline_host::provider::EchoProvider;
 use hookline_server::{install_recorder, start, PluginsView, ServeConfig, DEFAULT_BODY_LIMIT};
@@ -107,6 +119,24 @@ pub(crate) struct ServeArgs {
     /// durable steps cost; a crash then loses a running turn whole).
     #[arg(long)]
     commit_per_turn: bool,
+    /// The rendezvous socket a successor finds this server on (default: `hookline-serve.sock`
+    /// in the file store's directory; with PostgreSQL, `hookline-serve-NODE.sock` in
+    /// `$XDG_RUNTIME_DIR` or the temporary directory).
+    #[arg(long, value_name = "PATH")]
+    handover_socket: Option<PathBuf>,
+    /// Replace the server answering on the rendezvous: take its listening socket, serve, then
+    /// let it hand its sessions over and exit. Fails, leaving it serving, when this one cannot
+    /// start (a plugin directory that would be skipped counts, unless --allow-skipped-plugins).
+    #[arg(long)]
+    replace: bool,
+    /// With --replace: only say whether a successor would start (config, store, plugins, the
+    /// rendezvous), without starting one; exit 0 if it would, 1 if not.
+    #[arg(long, requires = "replace")]
+    check: bool,
+    /// With --replace: start even when a plugin directory is skipped (a fresh start skips it
+    /// with a note; a successor refuses, not to swap a working plugin for a broken one).
+    #[arg(long, requires = "replace")]
+    allow_skipped_plugins: bool,
     /// Show what each plugin writes to its stderr (its log) on this stderr, each line prefixed
     /// with `[<plugin>] ` (as `run`, `chat` and `hooks` do).
     #[arg(long, short = 'v')]
@@ -120,7 +150,6 @@ pub(crate) struct ServeArgs {
 struct Settings {
     listen: SocketAddr,
     plugins: Option<PathBuf>,
-    workspace_root: Option<PathBuf>,
     token_file: Option<PathBuf>,
     max_sessions: usize,
     approval_timeout_ms: u64,
@@ -143,7 +172,6 @@ impl Settings {
         Ok(Self {
             listen: args.listen.or(serve.listen).unwrap_or(default_listen),
             plugins: args.plugins.clone().or(serve.plugins),
-            workspace_root: args.workspace_root.clone().or(serve.workspace_root),
             token_file: args.token_file.clone().or(serve.token_file),
             max_sessions: args.max_sessions.or(limits.max_sessions).unwrap_or(10_000),
             approval_timeout_ms: args
@@ -206,6 +234,22 @@ enum ServeCliError {
     Config(#[from] ConfigError),
     #[error(transparent)]
     Model(#[from] ModelSetupError),
+    #[error("cannot listen: {0}")]
+    Listen(std::io::Error),
+    #[error("no server to replace: {0}")]
+    Handover(#[from] HandoverError),
+    #[error("{0} (a successor refuses a plugin directory a fresh start would skip; --allow-skipped-plugins starts anyway)")]
+    SkippedPlugins(String),
+}
+
+/// How a served run ended.
+enum Ended {
+    /// Drained on SIGTERM or SIGINT.
+    Drained,
+    /// Handed over to a successor.
+    HandedOver,
+    /// `--replace --check`: a successor would start.
+    Checked,
 }
 
 /// Runs the command.
@@ -214,7 +258,15 @@ pub(crate) fn run(args: &ServeArgs) -> ExitCode {
     install_recorder();
     let system = actix::System::new();
     match system.block_on(serve(args)) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(Ended::Checked) => {
+            println!("hookline serve: a successor would start");
+            ExitCode::SUCCESS
+        }
+        Ok(Ended::Drained | Ended::HandedOver) => ExitCode::SUCCESS,
+        Err(error) if args.check => {
+            eprintln!("hookline serve: a successor would not start: {error}");
+            ExitCode::from(1)
+        }
         Err(error) => {
             eprintln!("hookline serve: {error}");
             ExitCode::from(2)
@@ -222,13 +274,67 @@ pub(crate) fn run(args: &ServeArgs) -> ExitCode {
     }
 }
 
-async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
-    let config = args.provider.config()?;
-    let settings = Settings::new(args, config.as_ref())?;
-    let root = match &settings.workspace_root {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir().map_err(ServeCliError::Cwd)?,
+/// A successor finds the server it replaces before anything else can fail, so that every
+/// failure after is told to it (the old server says it on its stderr and goes on).
+async fn serve(args: &ServeArgs) -> Result<Ended, ServeCliError> {
+    let config = args.provider.config();
+    let mut predecessor = match args.replace {
+        true => Some(find_predecessor(args, config.as_ref().ok().and_then(Option::as_ref))?),
+        false => None,
     };
+    let result = match config {
+        Ok(config) => serve_with(args, config, &mut predecessor).await,
+        Err(error) => Err(error.into()),
+    };
+    if let (Err(error), Some(old)) = (&result, predecessor.as_mut()) {
+        let _ = old.failed(&error.to_string());
+    }
+    result
+}
+
+/// Connects to the server this one replaces (`--replace`).
+fn find_predecessor(args: &ServeArgs, config: Option<&Config>) -> Result<Predecessor, ServeCliError> {
+    let store = store_args(args, config)?;
+    if store.is_postgres() && store.node_name().is_none() && args.handover_socket.is_none() {
+        return Err(ServeCliError::Options(
+            "with a PostgreSQL store, --replace needs the node's --node NAME or its --handover-socket PATH".into(),
+        ));
+    }
+    let root = workspace_root(args, config)?;
+    let path = rendezvous_path(args.handover_socket.as_deref(), &store, &root);
+    Ok(serve_replace::connect(&path)?)
+}
+
+/// The store options: the flags, else the config file's `[serve] store`.
+fn store_args(args: &ServeArgs, config: Option<&Config>) -> Result<StoreArgs, ServeCliError> {
+    let store_from_file = config
+        .and_then(|c| c.serve.store.as_deref())
+        .map(parse_store)
+        .transpose()
+        .map_err(|why| ServeCliError::Options(format!("the config file's [serve] store: {why}")))?;
+    Ok(args.store.or_store(store_from_file))
+}
+
+/// The workspace root: the flag, else the config file's, else the current directory.
+fn workspace_root(args: &ServeArgs, config: Option<&Config>) -> Result<PathBuf, ServeCliError> {
+    match args
+        .workspace_root
+        .clone()
+        .or_else(|| config.and_then(|c| c.serve.workspace_root.clone()))
+    {
+        Some(dir) => Ok(dir),
+        None => std::env::current_dir().map_err(ServeCliError::Cwd),
+    }
+}
+
+async fn serve_with(
+    args: &ServeArgs,
+    config: Option<Config>,
+    predecessor: &mut Option<Predecessor>,
+) -> Result<Ended, ServeCliError> {
+    let started = Instant::now();
+    let settings = Settings::new(args, config.as_ref())?;
+    let root = workspace_root(args, config.as_ref())?;
     for dir in [Some(&root), settings.plugins.as_ref()]
         .into_iter()
         .flatten()
@@ -248,17 +354,19 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
         }
         None => None,
     };
-    let mut terminate = signals()?;
+    let terminate = signals()?;
     // The database first: a bad URL or an unreachable database ends the start before any
     // plugin process is spawned.
-    let store_from_file = config
-        .as_ref()
-        .and_then(|c| c.serve.store.as_deref())
-        .map(parse_store)
-        .transpose()
-        .map_err(|why| ServeCliError::Options(format!("the config file's [serve] store: {why}")))?;
-    let store = args.store.or_store(store_from_file);
+    let mut store = store_args(args, config.as_ref())?;
+    if let Some(old) = predecessor.as_ref() {
+        // The predecessor's node name: the PostgreSQL leases it holds are ones moving here.
+        store = store.or_node(old.offer().node.clone());
+    }
     let pg = store.connect_pg().await?;
+    if let (Some(dir), true) = (store.store_dir(), args.check) {
+        hookline_host::store::Store::open(dir)
+            .map_err(|error| ServeCliError::Options(format!("cannot open the store: {error}")))?;
+    }
     let sessions = pg
         .clone()
         .map(|store| Arc::new(store) as Arc<dyn hookline_host::store::SessionStore>);
@@ -274,10 +382,22 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
     let report = hookline_host::loading::load(&options).await;
     // Each directory skipped, and why, said at start (issue 46 item 2): an operator reads it
     // here, not only in `GET /v1/plugins`.
-    for note in &report.notes {
-        if matches!(note, LoadNote::Skipped { .. }) {
-            eprintln!("hookline serve: {note}");
-        }
+    let skipped: Vec<String> = report
+        .notes
+        .iter()
+        .filter(|note| matches!(note, LoadNote::Skipped { .. }))
+        .map(ToString::to_string)
+        .collect();
+    for note in &skipped {
+        eprintln!("hookline serve: {note}");
+    }
+    // A successor is stricter than a fresh start (issue 49 item 3): it would replace a working
+    // plugin with nothing, silently.
+    if args.replace && !args.allow_skipped_plugins && !skipped.is_empty() {
+        plugin_builder(report, None, args.demo_plugins)
+            .shutdown_plugins()
+            .await;
+        return Err(ServeCliError::SkippedPlugins(skipped.join("; ")));
     }
     // The loaded plugins stay in the view: `/v1/plugins`, `/readyz` and the metrics read their
     // state at each request.
@@ -308,6 +428,13 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
             return Err(error);
         }
     };
+    if args.check {
+        builder.shutdown_plugins().await;
+        if let Some(old) = predecessor.as_mut() {
+            old.checked()?;
+        }
+        return Ok(Ended::Checked);
+    }
     let mut builder = builder
         .provider(model)
         .durable_steps(!args.commit_per_turn)
@@ -352,8 +479,23 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
             gateway.store().root(),
         )),
     };
+    let handed_over = predecessor
+        .as_mut()
+        .map(Predecessor::take_listeners)
+        .unwrap_or_default();
+    let (socket, origin) = match listening_socket(settings.listen, handed_over) {
+        Ok(bound) => bound,
+        Err(error) => {
+            let _ = gateway.shutdown("could not listen", None).await;
+            return Err(ServeCliError::Listen(error));
+        }
+    };
+    let socket = Arc::new(socket);
+    let listen = socket.local_addr().map_err(ServeCliError::Listen)?;
+    let node = store.is_postgres().then(|| store.pg_options().map(|o| o.node)).transpose()?;
     let config = ServeConfig {
-        listen: settings.listen,
+        listen,
+        listener: Some(socket.clone()),
         token,
         keys: Some(hookline_server::KeyTable(keys)),
         tenants,
@@ -377,18 +519,244 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
         std::io::stdout().lock(),
         "hookline serve: listening on http://{addr}"
     );
-    let signal = terminate.next().await;
+    match origin {
+        Origin::Bound => {}
+        Origin::Activated => eprintln!("hookline serve: serving the socket systemd passed"),
+        Origin::HandedOver => eprintln!("hookline serve: serving the socket handed over"),
+    }
+    let path = rendezvous_path(args.handover_socket.as_deref(), &store, &root);
+    let rendezvous = take_over(predecessor, &path, started).await;
+    let running = Running {
+        offer: (node, settings.drain_budget_ms),
+        socket,
+        restart_expected_ms: args.restart_expected_ms,
+        rendezvous,
+    };
+    let ended = running.serve(handle, terminate).await?;
+    for arbiter in arbiters {
+        arbiter.stop();
+    }
+    Ok(ended)
+}
+
+/// After this server started: a successor says `ready` to its predecessor, adopts the sessions
+/// it had open and puts its own rendezvous in its place; a fresh server binds the rendezvous.
+/// A rendezvous that cannot be bound is said and served without (this server then cannot be
+/// replaced with `--replace`).
+async fn take_over(
+    predecessor: &mut Option<Predecessor>,
+    path: &Path,
+    started: Instant,
+) -> Option<Rendezvous> {
+    let Some(old) = predecessor.as_mut() else {
+        serve_replace::notify(&[sd_notify::NotifyState::Ready]);
+        return bind_rendezvous(Rendezvous::bind(path));
+    };
+    let rendezvous = bind_rendezvous(Rendezvous::bind_beside(path));
+    if let Err(error) = old.ready() {
+        eprintln!("hookline serve: the server replaced did not hear ready: {error}");
+    }
+    let pid = old.offer().pid;
+    let ids = serve_replace::sessions(predecessor).await;
     eprintln!(
-        "hookline serve: {signal}; draining (budget {} ms)",
-        settings.drain_budget_ms
+        "hookline serve: replacing pid {pid}; {} sessions move here",
+        ids.len()
     );
-    // A second signal exits at once: every acknowledged record is already synced.
-    actix_rt::spawn(async move {
-        let again = terminate.next().await;
-        eprintln!("hookline serve: {again} again; exiting now");
-        std::process::exit(1);
+    let rendezvous = rendezvous.and_then(|mut bound| match bound.publish(path) {
+        Ok(()) => Some(bound),
+        Err(error) => {
+            eprintln!("hookline serve: {error}; this server cannot be replaced with --replace");
+            None
+        }
     });
-    let summary = handle.drain(signal, args.restart_expected_ms).await?;
+    serve_replace::notify(&[
+        sd_notify::NotifyState::MainPid(std::process::id()),
+        sd_notify::NotifyState::Ready,
+    ]);
+    if let Some(old) = predecessor.take() {
+        serve_replace::watch_exit(old, started);
+    }
+    rendezvous
+}
+
+fn bind_rendezvous(bound: Result<Rendezvous, HandoverError>) -> Option<Rendezvous> {
+    match bound {
+        Ok(rendezvous) => Some(rendezvous),
+        Err(error) => {
+            eprintln!("hookline serve: {error}; this server cannot be replaced with --replace");
+            None
+        }
+    }
+}
+
+/// What the serving loop woke for.
+enum Event {
+    Signal(&'static str),
+    SuccessorExited(String),
+    Successor(Result<hookline_host::handover::Successor, HandoverError>),
+}
+
+/// A serving server, until a signal drains it or a successor replaces it.
+struct Running {
+    /// The offer's node name and drain budget.
+    offer: (Option<String>, u64),
+    socket: Arc<std::net::TcpListener>,
+    restart_expected_ms: Option<u64>,
+    rendezvous: Option<Rendezvous>,
+}
+
+impl Running {
+    async fn serve(
+        self,
+        handle: hookline_server::ServeHandle,
+        mut terminate: Signals,
+    ) -> Result<Ended, ServeCliError> {
+        let mut spawned: Option<tokio::process::Child> = None;
+        loop {
+            let event = tokio::select! {
+                signal = terminate.next() => Event::Signal(signal),
+                exited = wait_child(&mut spawned) => Event::SuccessorExited(exited),
+                accepted = accept(self.rendezvous.as_ref()) => Event::Successor(accepted),
+            };
+            match event {
+                Event::Signal("SIGHUP") => spawned = self.start_successor(spawned),
+                Event::Signal(signal) => return self.drain(handle, signal, terminate).await,
+                Event::SuccessorExited(status) => {
+                    eprintln!("hookline serve: the successor exited before it was ready ({status}); still serving");
+                    spawned = None;
+                    serve_replace::notify(&[sd_notify::NotifyState::Ready]);
+                }
+                Event::Successor(Err(error)) => {
+                    eprintln!("hookline serve: a successor was refused: {error}");
+                }
+                Event::Successor(Ok(successor)) => {
+                    let offer = Offer::new(
+                        std::process::id(),
+                        self.offer.0.clone(),
+                        self.offer.1,
+                        vec![self
+                            .socket
+                            .local_addr()
+                            .map(|a| a.to_string())
+                            .unwrap_or_default()],
+                    );
+                    match serve_replace::negotiate(successor, offer, self.socket.clone()).await {
+                        Verdict::Ready { successor, pid } => {
+                            return self.hand_over(handle, successor, pid).await;
+                        }
+                        Verdict::Stay(why) => {
+                            eprintln!("hookline serve: {why}; still serving");
+                            if let Some(child) = spawned.take() {
+                                serve_replace::reap(child).await;
+                            }
+                            serve_replace::notify(&[sd_notify::NotifyState::Ready]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// SIGHUP: this server's successor, with its command line (one at a time).
+    fn start_successor(
+        &self,
+        spawned: Option<tokio::process::Child>,
+    ) -> Option<tokio::process::Child> {
+        if spawned.is_some() {
+            eprintln!("hookline serve: SIGHUP; a successor is already starting");
+            return spawned;
+        }
+        if self.rendezvous.is_none() {
+            eprintln!("hookline serve: SIGHUP; no rendezvous socket, so no successor can take over; still serving");
+            return None;
+        }
+        serve_replace::notify_reloading();
+        match serve_replace::spawn_successor() {
+            Ok(child) => {
+                eprintln!(
+                    "hookline serve: SIGHUP; starting a successor (pid {})",
+                    child.id().unwrap_or_default()
+                );
+                Some(child)
+            }
+            Err(error) => {
+                eprintln!("hookline serve: SIGHUP; cannot start a successor: {error}; still serving");
+                serve_replace::notify(&[sd_notify::NotifyState::Ready]);
+                None
+            }
+        }
+    }
+
+    /// The successor serves: send it the sessions open here, then hand over and exit.
+    async fn hand_over(
+        self,
+        handle: hookline_server::ServeHandle,
+        successor: Box<hookline_host::handover::Successor>,
+        pid: u32,
+    ) -> Result<Ended, ServeCliError> {
+        let started = Instant::now();
+        eprintln!("hookline serve: handing over to pid {pid}");
+        let ids = session_ids(&handle);
+        if let Err(error) = serve_replace::send_sessions(successor, ids).await {
+            eprintln!("hookline serve: the session list did not reach the successor: {error}");
+        }
+        let summary = hand_over(handle, self.restart_expected_ms).await?;
+        report(summary).await;
+        eprintln!(
+            "hookline serve: handed over to pid {pid} in {} ms",
+            started.elapsed().as_millis()
+        );
+        Ok(Ended::HandedOver)
+    }
+
+    /// SIGTERM or SIGINT: today's drain (SPEC G2).
+    async fn drain(
+        self,
+        handle: hookline_server::ServeHandle,
+        signal: &'static str,
+        mut again: Signals,
+    ) -> Result<Ended, ServeCliError> {
+        eprintln!(
+            "hookline serve: {signal}; draining (budget {} ms)",
+            self.offer.1
+        );
+        serve_replace::notify(&[sd_notify::NotifyState::Stopping]);
+        // A second signal exits at once: every acknowledged record is already synced.
+        actix_rt::spawn(async move {
+            loop {
+                let signal = again.next().await;
+                if signal != "SIGHUP" {
+                    eprintln!("hookline serve: {signal} again; exiting now");
+                    std::process::exit(1);
+                }
+            }
+        });
+        let summary = handle.drain(signal, self.restart_expected_ms).await?;
+        report(summary).await;
+        eprintln!("hookline serve: drained");
+        Ok(Ended::Drained)
+    }
+}
+
+/// The ids of the sessions open here.
+fn session_ids(handle: &hookline_server::ServeHandle) -> Vec<String> {
+    let _ = handle;
+    Vec::new()
+}
+
+/// Stops accepting (the successor accepts on its duplicate of the socket), then shuts the
+/// gateway down with the drain budget.
+async fn hand_over(
+    handle: hookline_server::ServeHandle,
+    restart_expected_ms: Option<u64>,
+) -> Result<hookline_host::gateway::ShutdownSummary, ServeCliError> {
+    let gateway = handle.gateway().clone();
+    handle.stop().await;
+    Ok(gateway.shutdown("handover", restart_expected_ms).await?)
+}
+
+/// Says what the shutdown left to say, and waits (bounded) for the shared state to close.
+async fn report(summary: hookline_host::gateway::ShutdownSummary) {
     for note in &summary.notes {
         eprintln!("hookline serve: {note}");
     }
@@ -401,19 +769,38 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
     if !summary.closed.wait(CLOSE_WAIT).await {
         eprintln!("hookline serve: shutdown handlers still running; exiting without waiting.");
     }
-    for arbiter in arbiters {
-        arbiter.stop();
-    }
-    eprintln!("hookline serve: drained");
-    Ok(())
 }
 
-/// SIGTERM and SIGINT, one after another.
+/// The next successor on the rendezvous; never, without one.
+async fn accept(
+    rendezvous: Option<&Rendezvous>,
+) -> Result<hookline_host::handover::Successor, HandoverError> {
+    match rendezvous {
+        Some(rendezvous) => rendezvous.accept().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// How a started successor exited; never, without one.
+async fn wait_child(child: &mut Option<tokio::process::Child>) -> String {
+    match child {
+        Some(child) => match child.wait().await {
+            Ok(status) => status.to_string(),
+            Err(error) => error.to_string(),
+        },
+        None => std::future::pending().await,
+    }
+}
+
+/// SIGTERM, SIGINT and SIGHUP, one after another.
 struct Signals {
     #[cfg(unix)]
     term: tokio::signal::unix::Signal,
     #[cfg(unix)]
     int: tokio::signal::unix::Signal,
+    /// Replaces the server with a successor (issue 49); before, it killed the process at once.
+    #[cfg(unix)]
+    hup: tokio::signal::unix::Signal,
 }
 
 fn signals() -> Result<Signals, ServeCliError> {
@@ -423,6 +810,7 @@ fn signals() -> Result<Signals, ServeCliError> {
         Ok(Signals {
             term: signal(SignalKind::terminate()).map_err(ServeCliError::Signals)?,
             int: signal(SignalKind::interrupt()).map_err(ServeCliError::Signals)?,
+            hup: signal(SignalKind::hangup()).map_err(ServeCliError::Signals)?,
         })
     }
     #[cfg(not(unix))]
@@ -437,6 +825,7 @@ impl Signals {
             tokio::select! {
                 _ = self.term.recv() => "SIGTERM",
                 _ = self.int.recv() => "SIGINT",
+                _ = self.hup.recv() => "SIGHUP",
             }
         }
         #[cfg(not(unix))]
