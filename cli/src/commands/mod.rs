@@ -25,6 +25,7 @@ mod run;
 mod serve;
 mod serve_listen;
 mod serve_replace;
+mod serve_running;
 mod serve_store;
 mod soak;
 mod store;
