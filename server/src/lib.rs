@@ -46,8 +46,9 @@ use std::time::Duration;
 use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::sync::watch;
 
-use hookline_host::gateway::{Gateway, ShutdownSummary};
+use hookline_host::gateway::{Gateway, HandoverSummary, ShutdownSummary};
 use hookline_host::state::HostError;
+use hookline_messages::session::SessionId;
 
 /// Default cap on a request body.
 pub const DEFAULT_BODY_LIMIT: usize = 256 * 1024;
@@ -98,6 +99,10 @@ pub struct ServeConfig {
     pub idempotency_ttl: Duration,
     /// The most idempotency keys one session keeps.
     pub idempotency_keys: usize,
+    /// This server replaces a running one (issue 49): for this long from its start, a request
+    /// for a session the predecessor still holds waits for it (at most this long) and takes it
+    /// over, instead of being refused. The predecessor's drain budget and a margin.
+    pub predecessor_wait: Option<Duration>,
 }
 
 impl ServeConfig {
@@ -116,6 +121,7 @@ impl ServeConfig {
             plugins: PluginsView::default(),
             idempotency_ttl: DEFAULT_IDEMPOTENCY_TTL,
             idempotency_keys: DEFAULT_IDEMPOTENCY_KEYS,
+            predecessor_wait: None,
         }
     }
 }
@@ -183,14 +189,19 @@ pub(crate) struct AppState {
 }
 
 impl AppState {
-    /// Whether new sessions and turns are refused.
+    /// Whether new sessions and turns are refused (draining, or handing over to a successor).
     pub(crate) fn is_draining(&self) -> bool {
-        self.draining.load(Ordering::Acquire) || self.gateway.is_draining()
+        self.draining.load(Ordering::Acquire)
+            || self.gateway.is_draining()
+            || self.gateway.is_handing_over()
     }
 
+    /// [`ApiError::Moved`] while handing over to a successor (the request goes to it);
     /// [`ApiError::Draining`] once draining.
     pub(crate) fn admit(&self) -> Result<(), ApiError> {
-        if self.is_draining() {
+        if self.gateway.is_handing_over() {
+            Err(ApiError::Moved)
+        } else if self.is_draining() {
             Err(ApiError::Draining)
         } else {
             Ok(())
@@ -238,9 +249,57 @@ impl ServeHandle {
         summary
     }
 
+    /// The keys of the sessions open here: the ones a hand-over moves (issue 49).
+    pub fn session_ids(&self) -> Vec<String> {
+        self.state
+            .gateway
+            .session_ids()
+            .into_iter()
+            .map(|id| id.as_str().to_owned())
+            .collect()
+    }
+
+    /// Takes over the sessions `ids` a predecessor hands over, each in the background as soon
+    /// as the predecessor gives its lease back (waiting at most `wait`); a request for one of
+    /// them meanwhile waits for it (issue 49). See [`Gateway::adopt`].
+    pub fn adopt(&self, ids: Vec<String>, wait: Duration) {
+        let ids = ids.into_iter().map(SessionId::new).collect();
+        self.state.gateway.adopt(ids, wait);
+    }
+
+    /// Hands every session over to the server that replaces this one and stops (issue 49): the
+    /// listener closes at once (the successor accepts on its duplicate) and idle kept-alive
+    /// connections with it; a request still arriving here for new work is answered 307
+    /// `session-moved` with `Connection: close`; running turns get the drain budget (their
+    /// event streams end normally); a turn waiting for an approval ends its request with 202
+    /// `turn-moved` and goes on in the successor; each WebSocket is closed with 1012 once its
+    /// session has moved; `gateway:pre-restart` announces `restart_expected_ms` (0 when none);
+    /// each session's end hooks run and its lease is given back. See [`Gateway::hand_over`].
+    ///
+    /// # Errors
+    /// [`HostError`] when the gateway was shut down already.
+    pub async fn hand_over(
+        self,
+        restart_expected_ms: Option<u64>,
+    ) -> Result<HandoverSummary, HostError> {
+        let _ = self.stop.send(true);
+        let summary = self
+            .state
+            .gateway
+            .hand_over("replaced", restart_expected_ms)
+            .await;
+        self.closed().await;
+        summary
+    }
+
     /// Closes the listener without draining the gateway (bounded).
     pub async fn stop(self) {
         let _ = self.stop.send(true);
+        self.closed().await;
+    }
+
+    /// Waits (bounded) for the connections still open once the listener was told to close.
+    async fn closed(self) {
         let mut served = self.served;
         if tokio::time::timeout(CLOSE_CONNECTIONS_WAIT, &mut served)
             .await
@@ -306,6 +365,9 @@ pub async fn start(
             config.idempotency_keys,
         )),
     };
+    if let Some(wait) = config.predecessor_wait {
+        state.gateway.expect_predecessor(wait);
+    }
     let listener = match &config.listener {
         Some(listener) => inherited(listener).map_err(|source| ServeError::Bind {
             addr: config.listen,

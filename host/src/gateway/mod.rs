@@ -19,6 +19,7 @@
 
 mod approvals;
 mod error;
+mod handover;
 mod session;
 mod status;
 mod takeover;
@@ -26,6 +27,7 @@ mod waiting;
 
 pub use approvals::{Approvals, NotWaiting, PendingApproval};
 pub use error::RequestError;
+pub use handover::HandoverSummary;
 pub use session::{CommandReport, RecordsPage, SessionHandle, TurnReport, SESSION_SHUTDOWN_WAIT};
 pub use status::{Activity, QueuedRequests, SessionStatus};
 
@@ -132,6 +134,8 @@ struct Inner {
     feed: broadcast::Sender<FeedEvent>,
     /// Sessions being taken over from a holder that is gone ([`Gateway::session_or_take_over`]).
     takeovers: takeover::Takeovers,
+    /// Sessions moving between this server and its predecessor or successor (issue 49).
+    succession: handover::Succession,
 }
 
 impl Gateway {
@@ -147,6 +151,7 @@ impl Gateway {
                 next_arbiter: AtomicUsize::new(0),
                 feed,
                 takeovers: takeover::Takeovers::default(),
+                succession: handover::Succession::default(),
             }),
         }
     }
@@ -273,14 +278,22 @@ impl Gateway {
         self.inner.draining.store(true, Ordering::Release);
         let handles: Vec<SessionHandle> = self.table().values().cloned().collect();
         let stopped_turns = self.drain_turns(&handles).await;
+        self.end_sessions(reason.into(), restart_expected_ms, handles, stopped_turns)
+            .await
+    }
+
+    /// The end of a shutdown once no turn runs: `gateway:shutdown` (and `gateway:pre-restart`),
+    /// the end hooks of every active session, each session's end archived, the table emptied.
+    async fn end_sessions(
+        &self,
+        reason: String,
+        restart_expected_ms: Option<u64>,
+        handles: Vec<SessionHandle>,
+        stopped_turns: usize,
+    ) -> Result<ShutdownSummary, HostError> {
+        self.inner.draining.store(true, Ordering::Release);
         let active: Vec<SessionInfo> = handles.iter().filter_map(active_info).collect();
-        let report = shut_down(
-            &self.inner.shared,
-            reason.into(),
-            restart_expected_ms,
-            active,
-        )
-        .await?;
+        let report = shut_down(&self.inner.shared, reason, restart_expected_ms, active).await?;
         self.feed(
             None,
             HostEvent::gateway(
@@ -340,6 +353,9 @@ impl Gateway {
         request: OpenSession,
         resume: Option<SessionId>,
     ) -> Result<SessionHandle, RequestError> {
+        if self.inner.succession.is_handing_over() {
+            return Err(RequestError::Moving);
+        }
         if self.is_draining() {
             return Err(RequestError::Draining);
         }
@@ -381,6 +397,7 @@ impl Gateway {
             owner: request.owner.clone(),
         }));
         let stop = Arc::new(StopSignal::default());
+        let (detach, detached) = watch::channel(false);
         let operator = Arc::new(RemoteOperator {
             approvals: approvals.clone(),
             live: sink.clone(),
@@ -426,6 +443,7 @@ impl Gateway {
             status: status.clone(),
             inbox,
             opened,
+            detached,
         };
         self.spawn(boot, arbiter);
         let (key, stop, events) = match opening.await {
@@ -445,6 +463,8 @@ impl Gateway {
             approvals,
             stop,
             draining: self.inner.draining.clone(),
+            moving: Arc::default(),
+            detach: Arc::new(detach),
         };
         self.table().insert(key, handle.clone());
         Ok(handle)
@@ -562,6 +582,8 @@ struct Boot {
     status: Arc<watch::Sender<SessionStatus>>,
     inbox: mpsc::Receiver<(Request, tracing::Span)>,
     opened: oneshot::Sender<Result<Opened, HostError>>,
+    /// Raised when the turn waiting for an approval is handed over (issue 49).
+    detached: watch::Receiver<bool>,
 }
 
 impl Boot {
@@ -602,10 +624,19 @@ impl Boot {
         let events = conversation.take_events();
         let stop = conversation.stop_signal();
         let answer = (key.clone(), stop, events);
+        let mut moved = session::Moved {
+            detach: self.detached,
+            gone: false,
+        };
         let sent = if conversation.has_waiting_turn() {
-            let continued =
-                waiting::continue_waiting(&mut conversation, &self.status, self.opened, answer)
-                    .await;
+            let continued = waiting::continue_waiting(
+                &mut conversation,
+                &self.status,
+                self.opened,
+                answer,
+                &mut moved,
+            )
+            .await;
             if continued.lost {
                 if let Some(gateway) = self.gateway.upgrade() {
                     gateway.forget_ended(&key);
@@ -621,7 +652,7 @@ impl Boot {
             let _ = conversation.close().await;
             return;
         }
-        session::serve(conversation, self.inbox, self.status, clock).await;
+        session::serve(conversation, self.inbox, self.status, clock, moved).await;
         // The inbox is gone with the task: a session that ended by itself (another node took
         // it over) leaves the table, so this node can open it again later.
         if let Some(gateway) = self.gateway.upgrade() {

@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use hookline_messages::session::SessionId;
 
@@ -66,18 +67,76 @@ impl Gateway {
             return Ok(handle);
         }
         let store = |e| RequestError::Host(HostError::Store(e));
-        match self.session_store().holder(key).await.map_err(store)? {
+        let holder = self.session_store().holder(key).await.map_err(store)?;
+        if let Some(until) = self.moving_here(key, &holder).await? {
+            tracing::info!(session = %key, "waiting for a session that moves here from the server this one replaces");
+            return self.resume_when_free(key, until).await;
+        }
+        match holder {
             // A session that ended here and is not yet forgotten answers as it did before.
             Holder::Unknown => self
                 .session(key)
                 .ok_or_else(|| RequestError::Unknown(key.clone())),
-            Holder::Alive { holder } => Err(store(StoreError::Leased {
+            Holder::Alive { holder, .. } => Err(store(StoreError::Leased {
                 session: key.clone(),
                 holder,
             })),
             Holder::Gone => {
                 tracing::info!(session = %key, "taking over a session whose holder is gone");
                 self.resume(key).await
+            }
+        }
+    }
+}
+
+/// The longest pause between two tries for a lease that is moving here.
+const MOVING_PAUSE: Duration = Duration::from_millis(50);
+
+impl Gateway {
+    /// When a predecessor of this server may still hold `key` (issue 49): the end of the wait
+    /// for it, if this session is moving here: one the predecessor said it hands over, one it
+    /// holds on the file store (the lock of another process), or on PostgreSQL one held under
+    /// this node's own name. A holder that is gone is taken over at once, as always.
+    async fn moving_here(
+        &self,
+        key: &SessionId,
+        holder: &Holder,
+    ) -> Result<Option<Instant>, RequestError> {
+        let Some(until) = self.inner.succession.window() else {
+            return Ok(None);
+        };
+        let moving = match holder {
+            Holder::Gone => false,
+            Holder::Alive { same_node, .. } => *same_node,
+            Holder::Unknown => {
+                self.inner.succession.is_adopted(key)
+                    || self
+                        .session_store()
+                        .lease_held(key)
+                        .await
+                        .map_err(|e| RequestError::Host(HostError::Store(e)))?
+            }
+        };
+        Ok(moving.then_some(until))
+    }
+
+    /// Resumes `key` as soon as its lease is free, trying again (with a growing pause) while
+    /// another writer holds it, until `until`; then the store's `Leased` answers.
+    async fn resume_when_free(
+        &self,
+        key: &SessionId,
+        until: Instant,
+    ) -> Result<SessionHandle, RequestError> {
+        let mut pause = Duration::from_millis(2);
+        loop {
+            match self.resume(key).await {
+                Err(RequestError::Host(HostError::Store(StoreError::Leased { .. })))
+                    if Instant::now() + pause < until =>
+                {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(MOVING_PAUSE);
+                }
+                result => return result,
             }
         }
     }

@@ -786,7 +786,12 @@ pub(crate) async fn approve(
     let handle = session(&state, &who, &id).await?;
     may_answer(&state, &who, &handle)?;
     let by = state.auth.enforced().then(|| who.label());
-    handle.answer_approval_as(&call_id, body.decision, by)?;
+    match handle.answer_approval_as(&call_id, body.decision, by) {
+        Ok(()) => {}
+        // Issue 49: the turn moved to the server replacing this one, which asks it again.
+        Err(_) if handle.is_moving() => return Err(ApiError::Moved),
+        Err(not_waiting) => return Err(not_waiting.into()),
+    }
     Ok(Json(ApprovalAnswer {
         call_id,
         decision: body.decision,

@@ -1,0 +1,216 @@
+//! Replacing a running server without dropping anything (issue 49): the old gateway hands its
+//! sessions over ([`Gateway::hand_over`]), the new one adopts them ([`Gateway::adopt`]) and,
+//! while its predecessor runs, waits for a session that is still held there instead of
+//! refusing it ([`Gateway::expect_predecessor`], `takeover.rs`).
+//!
+//! The store's lease is what moves a session: the old gateway keeps it until the session's
+//! turn has ended (or its wait for an approval was dropped, left stored as it waits), its end
+//! hooks have run and its end is archived; then it gives it back, and the new gateway takes it
+//! as a takeover does (a turn that waited for an approval is asked again there, same call id,
+//! same deadline). No session has two writers at any moment: the lease is taken only once it
+//! is free (docs/storage.md).
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use hookline_actors::lifecycle::SharedStateClosed;
+use hookline_messages::note::Note;
+use hookline_messages::session::SessionId;
+
+use super::session::{Request, SessionHandle};
+use super::status::Activity;
+use super::Gateway;
+use crate::state::HostError;
+
+/// What a gateway knows of the server it replaces, or of its own replacement.
+#[derive(Default)]
+pub(super) struct Succession {
+    /// The hand-over has begun: no session opens or moves here any more.
+    handing_over: AtomicBool,
+    /// Until when a session the predecessor still holds is waited for.
+    until: Mutex<Option<Instant>>,
+    /// The sessions the predecessor said it hands over.
+    adopted: Mutex<HashSet<SessionId>>,
+}
+
+impl Succession {
+    /// Whether this gateway is handing its sessions over.
+    pub(super) fn is_handing_over(&self) -> bool {
+        self.handing_over.load(Ordering::Acquire)
+    }
+
+    /// The end of the wait for the predecessor, while it lasts.
+    pub(super) fn window(&self) -> Option<Instant> {
+        let until = *self.until.lock().unwrap_or_else(PoisonError::into_inner);
+        until.filter(|until| *until > Instant::now())
+    }
+
+    /// Whether the predecessor said it hands `key` over.
+    pub(super) fn is_adopted(&self, key: &SessionId) -> bool {
+        self.adopted
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(key)
+    }
+
+    fn wait_until(&self, until: Instant) {
+        let mut slot = self.until.lock().unwrap_or_else(PoisonError::into_inner);
+        *slot = Some(slot.map_or(until, |old| old.max(until)));
+    }
+}
+
+/// What a hand-over did.
+pub struct HandoverSummary {
+    /// The sessions handed over (their leases given back), by key.
+    pub moved: Vec<SessionId>,
+    /// Turns that waited for an approval: left stored as they wait, to go on in the new server.
+    pub detached_turns: usize,
+    /// Turns the drain budget ran out on, stopped as a drain stops them.
+    pub stopped_turns: usize,
+    /// The lifecycle's notes (handlers skipped or still running, session ends that timed out).
+    pub notes: Vec<Note>,
+    /// Resolves once the shared state (plugin processes, open files and with them the file
+    /// store's leases) has closed.
+    pub closed: SharedStateClosed,
+}
+
+/// How a session left this gateway.
+#[derive(Default)]
+struct Left {
+    detached: bool,
+    stopped: bool,
+}
+
+impl Gateway {
+    /// The keys of the sessions open here, sorted: the ones a hand-over moves.
+    pub fn session_ids(&self) -> Vec<SessionId> {
+        let mut ids: Vec<SessionId> = self
+            .table()
+            .iter()
+            .filter(|(_, handle)| !handle.has_ended())
+            .map(|(key, _)| key.clone())
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    /// Says a predecessor may still hold sessions for up to `wait` from now: until then, a
+    /// request for a session it holds (on the file store any other process's lock, on
+    /// PostgreSQL a lease under this node's name) waits for the lease and takes the session
+    /// over, instead of being refused.
+    pub fn expect_predecessor(&self, wait: Duration) {
+        self.inner.succession.wait_until(Instant::now() + wait);
+    }
+
+    /// Takes over the sessions `ids` the predecessor hands over, each in the background as soon
+    /// as its lease is free (at most `wait` from now): a turn that waited for an approval asks
+    /// it again here (same call id and deadline), so it shows in the session's approvals.
+    /// Requests for them meanwhile wait for that.
+    pub fn adopt(&self, ids: Vec<SessionId>, wait: Duration) {
+        self.expect_predecessor(wait);
+        self.inner
+            .succession
+            .adopted
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .extend(ids.iter().cloned());
+        for id in ids {
+            let gateway = self.clone();
+            tokio::spawn(async move {
+                if let Err(error) = gateway.session_or_take_over(&id).await {
+                    tracing::warn!(session = %id, %error, "could not take over a handed-over session");
+                }
+            });
+        }
+    }
+
+    /// Whether a hand-over has begun (new sessions are refused with [`RequestError::Moving`](super::RequestError::Moving)).
+    pub fn is_handing_over(&self) -> bool {
+        self.inner.succession.is_handing_over()
+    }
+
+    /// Hands every session over to the server that replaces this one (issue 49): new sessions
+    /// and turns are refused ([`RequestError::Moving`](super::RequestError::Moving)); each
+    /// session's running turn gets the drain budget (then is stopped as a drain stops it); a
+    /// turn waiting for an approval is dropped where it waits, left stored for the successor
+    /// to ask again, and its caller told so ([`HostError::TurnMoved`]); then, as a shutdown,
+    /// `gateway:shutdown` and `gateway:pre-restart` (`restartExpectedMs`: the one given, 0
+    /// when none: the successor already runs) run, every session's end hooks (SPEC P3.11),
+    /// and the leases are given back when the shared state closes.
+    ///
+    /// # Errors
+    /// [`HostError::Gateway`] when the gateway was shut down already.
+    pub async fn hand_over(
+        &self,
+        reason: impl Into<String>,
+        restart_expected_ms: Option<u64>,
+    ) -> Result<HandoverSummary, HostError> {
+        self.inner
+            .succession
+            .handing_over
+            .store(true, Ordering::Release);
+        let handles: Vec<SessionHandle> = self
+            .table()
+            .values()
+            .filter(|handle| !handle.has_ended())
+            .cloned()
+            .collect();
+        let budget = self.inner.limits.drain_budget;
+        let left = futures::future::join_all(handles.iter().map(|h| move_out(h, budget))).await;
+        let detached_turns = left.iter().filter(|l| l.detached).count();
+        let stopped_turns = left.iter().filter(|l| l.stopped).count();
+        let moved = handles.iter().map(|h| h.key().clone()).collect();
+        let summary = self
+            .end_sessions(
+                reason.into(),
+                Some(restart_expected_ms.unwrap_or(0)),
+                handles,
+                stopped_turns,
+            )
+            .await?;
+        Ok(HandoverSummary {
+            moved,
+            detached_turns,
+            stopped_turns,
+            notes: summary.notes,
+            closed: summary.closed,
+        })
+    }
+}
+
+/// Moves one session out: refuses its new requests, lets the ones queued run, drops a turn
+/// that waits for an approval (left stored), and stops a turn still running past `budget`.
+async fn move_out(handle: &SessionHandle, budget: Duration) -> Left {
+    handle.start_moving();
+    let barrier = handle.barrier();
+    tokio::pin!(barrier);
+    let mut status = handle.watch_status();
+    let mut left = Left::default();
+    let mut deadline = tokio::time::Instant::now() + budget;
+    loop {
+        if status.borrow_and_update().activity == Activity::Approval && handle.detach_waiting_turn()
+        {
+            left.detached = true;
+        }
+        tokio::select! {
+            () = &mut barrier => return left,
+            changed = status.changed() => {
+                if changed.is_err() {
+                    return left;
+                }
+            }
+            () = tokio::time::sleep_until(deadline) => {
+                if left.stopped {
+                    return left;
+                }
+                left.stopped = true;
+                handle.stop_turn();
+                let millis = u64::try_from(budget.as_millis()).unwrap_or(u64::MAX);
+                let _ = handle.send(Request::Note(Note::TurnStoppedByDrain { millis }));
+                deadline = tokio::time::Instant::now() + budget;
+            }
+        }
+    }
+}

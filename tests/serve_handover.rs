@@ -1,0 +1,516 @@
+//! Replacing a running server in process (issue 49, B's part): two servers on one store and one
+//! listening socket; the old one hands its sessions over ([`ServeHandle::hand_over`]), the new
+//! one adopts them ([`ServeHandle::adopt`]). A running event-stream turn finishes on the old and
+//! its stream ends normally; a turn waiting for an approval ends its request with 202
+//! `turn-moved` and is asked again on the new (same call id, same deadline), answered there
+//! once, its tool run once with the arguments stored on the old (already hooked by the old
+//! plugins), its later model call through the new plugins; a WebSocket is closed with 1012; a
+//! request for a session still moving waits and is answered by the new one; each session's end
+//! hooks run once on the old and its start hooks once on the new. On the file store and on
+//! PostgreSQL (one node name, both processes).
+#![cfg(unix)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/pg.rs"]
+mod pg;
+#[path = "support/system.rs"]
+mod system;
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt as _;
+use hookline::actors::plugin::{HookResult, Plugin, PluginRegistration, Reply};
+use hookline::host::gateway::{Activity, Gateway, GatewayLimits};
+use hookline::host::provider::{EchoProvider, Provider, ProviderError};
+use hookline::host::store::SessionStore;
+use hookline::host::tools::ToolRegistry;
+use hookline::host::Host;
+use hookline::messages::hook::{HookContext, HookKind, HookSet};
+use hookline::messages::model::{ItemBody, ModelRequest, ModelResponse};
+use hookline::messages::prompt::Prompt;
+use hookline::messages::record::Record;
+use hookline::messages::session::{ApprovalMode, SessionId, SessionInfo};
+use hookline::messages::tool::ToolCall;
+use hookline::server::{start, ServeConfig, ServeHandle};
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::Message;
+
+/// A bound on anything a test waits for.
+const DEADLINE: Duration = Duration::from_secs(30);
+/// How long the new server waits for what the old one still holds.
+const PREDECESSOR_WAIT: Duration = Duration::from_secs(20);
+
+/// What the plugins of both sets saw, in order: `start A s1`, `end A s1`, ...
+type Seen = Arc<Mutex<Vec<String>>>;
+
+/// A plugin set: marks the system text with `[set]`, rewrites a `write_file` call's content
+/// to the set's name, and notes session starts and ends.
+struct Marker {
+    set: &'static str,
+    seen: Seen,
+}
+
+#[async_trait]
+impl Plugin for Marker {
+    fn hooks(&self) -> HookSet {
+        HookSet::of(&[
+            HookKind::OnSessionStarted,
+            HookKind::OnSessionEnded,
+            HookKind::OnPrompt,
+            HookKind::OnToolCall,
+        ])
+    }
+    async fn on_session_started(&self, _: &HookContext, s: SessionInfo) -> HookResult<()> {
+        let line = format!("start {} {}", self.set, s.session_id);
+        self.seen.lock().unwrap().push(line);
+        Ok(())
+    }
+    async fn on_session_ended(&self, _: &HookContext, s: SessionInfo) -> HookResult<()> {
+        let line = format!("end {} {}", self.set, s.session_id);
+        self.seen.lock().unwrap().push(line);
+        Ok(())
+    }
+    async fn on_prompt(&self, _: &HookContext, prompt: Prompt) -> HookResult<Reply<Prompt>> {
+        Ok(Reply::Replace(prompt.append(format!("[{}]", self.set))))
+    }
+    async fn on_tool_call(
+        &self,
+        _: &HookContext,
+        mut call: ToolCall,
+    ) -> HookResult<Reply<ToolCall>> {
+        if call.name != "write_file" {
+            return Ok(Reply::Keep);
+        }
+        call.arguments["content"] = json!(self.set);
+        Ok(Reply::Replace(call))
+    }
+}
+
+/// The echo model, recording the plugin mark of every call's system text, and holding a turn
+/// whose message says `slow` until the gate opens.
+struct Model {
+    gate: tokio::sync::watch::Receiver<bool>,
+    marks: Arc<Mutex<Vec<(String, String)>>>,
+}
+
+impl Model {
+    fn user_text(request: &ModelRequest) -> String {
+        request
+            .items
+            .iter()
+            .rev()
+            .find_map(|item| match &item.body {
+                ItemBody::User { text, .. } => Some(text.clone()),
+                _ => None,
+            })
+            .unwrap_or_default()
+    }
+}
+
+#[async_trait]
+impl Provider for Model {
+    fn takes_images(&self) -> bool {
+        false
+    }
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
+        let system = request.items.iter().find_map(|item| match &item.body {
+            ItemBody::System { text, .. } => Some(text.clone()),
+            _ => None,
+        });
+        let mark = match system.unwrap_or_default() {
+            s if s.contains("[A]") => "A",
+            s if s.contains("[B]") => "B",
+            _ => "none",
+        };
+        let user = Self::user_text(request);
+        self.marks
+            .lock()
+            .unwrap()
+            .push((user.clone(), mark.to_owned()));
+        if user.contains("slow") {
+            let mut gate = self.gate.clone();
+            let _ = gate.wait_for(|open| *open).await;
+        }
+        EchoProvider::new().complete(request).await
+    }
+}
+
+/// Where the sessions live: the file store in the workspace, or PostgreSQL.
+#[derive(Clone, Copy, Debug)]
+enum Backend {
+    Files,
+    Postgres,
+}
+
+/// Everything both servers share.
+struct Rig {
+    dir: tempfile::TempDir,
+    listener: Arc<TcpListener>,
+    addr: SocketAddr,
+    seen: Seen,
+    marks: Arc<Mutex<Vec<(String, String)>>>,
+    gate: tokio::sync::watch::Sender<bool>,
+    backend: Backend,
+    arbiters: Vec<actix::Arbiter>,
+}
+
+impl Rig {
+    fn new(backend: Backend) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        Self {
+            dir: tempfile::tempdir().unwrap(),
+            listener: Arc::new(listener),
+            addr,
+            seen: Arc::default(),
+            marks: Arc::default(),
+            gate: tokio::sync::watch::channel(false).0,
+            backend,
+            arbiters: Vec::new(),
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// A server with plugin set `set` accepting on the shared socket.
+    async fn server(&mut self, set: &'static str, predecessor: bool) -> ServeHandle {
+        let arbiters = vec![actix::Arbiter::new(), actix::Arbiter::new()];
+        let limits = GatewayLimits {
+            arbiters: arbiters.iter().map(actix::Arbiter::handle).collect(),
+            approval_timeout: Duration::from_secs(120),
+            drain_budget: Duration::from_secs(15),
+            ..GatewayLimits::default()
+        };
+        self.arbiters.extend(arbiters);
+        let marker = Marker {
+            set,
+            seen: self.seen.clone(),
+        };
+        let model = Model {
+            gate: self.gate.subscribe(),
+            marks: self.marks.clone(),
+        };
+        let mut builder = Host::builder()
+            .plugins(vec![
+                PluginRegistration::new(set).with_hooks(Arc::new(marker))
+            ])
+            .tools(ToolRegistry::with_builtins())
+            .provider(Arc::new(model))
+            .approval_mode(ApprovalMode::AskAboveRead)
+            .workspace(self.dir.path())
+            .spaces_root(self.dir.path());
+        if let Backend::Postgres = self.backend {
+            builder = builder.session_store(pg_store().await);
+        }
+        let gateway = builder.start_gateway(limits).unwrap();
+        let mut config = ServeConfig::new(self.dir.path());
+        config.listener = Some(self.listener.clone());
+        config.predecessor_wait = predecessor.then_some(PREDECESSOR_WAIT);
+        start(gateway, config).await.unwrap().1
+    }
+
+    /// What the plugins of `set` saw of `what` (`start`, `end`) for session `key`.
+    fn seen(&self, what: &str, set: &str, key: &str) -> usize {
+        let line = format!("{what} {set} {key}");
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|l| **l == line)
+            .count()
+    }
+}
+
+/// Both processes of one node: the same node name, each its own connection (incarnation).
+async fn pg_store() -> Arc<dyn SessionStore> {
+    let options = hookline::postgres::PgStoreOptions {
+        node: "node-1".into(),
+        migrate: true,
+        ..hookline::postgres::PgStoreOptions::default()
+    };
+    Arc::new(
+        hookline::postgres::PgStore::connect(&pg::database_url(), options)
+            .await
+            .unwrap(),
+    )
+}
+
+/// A client that opens a new connection for every request: after the swap, a request must
+/// reach whichever server accepts, never a kept-alive connection to the old one.
+fn fresh_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(DEADLINE)
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap()
+}
+
+async fn post(client: &reqwest::Client, url: String, body: Value) -> (u16, Value) {
+    let response = client.post(url).json(&body).send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or_default())
+}
+
+async fn get(client: &reqwest::Client, url: String) -> (u16, Value) {
+    let response = client.get(url).send().await.unwrap();
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or_default())
+}
+
+/// Waits (bounded) until `gateway`'s session `key` is `activity`.
+async fn until_activity(gateway: &Gateway, key: &str, activity: Activity) {
+    let handle = gateway
+        .session(&SessionId::new(key))
+        .expect("not open here");
+    let mut status = handle.watch_status();
+    tokio::time::timeout(DEADLINE, status.wait_for(|s| s.activity == activity))
+        .await
+        .expect("the session never got there")
+        .unwrap();
+}
+
+/// Reads a turn's event stream to its end: the kinds of its events, and the last one's data.
+async fn read_stream(response: reqwest::Response) -> (Vec<String>, Value) {
+    let text = tokio::time::timeout(DEADLINE, response.text())
+        .await
+        .expect("the stream never ended")
+        .unwrap();
+    let mut kinds = Vec::new();
+    let mut last = Value::Null;
+    for block in text.split("\n\n") {
+        let kind = block.lines().find_map(|l| l.strip_prefix("event: "));
+        let data = block.lines().find_map(|l| l.strip_prefix("data: "));
+        if let (Some(kind), Some(data)) = (kind, data) {
+            kinds.push(kind.to_owned());
+            last = serde_json::from_str(data).unwrap();
+        }
+    }
+    (kinds, last)
+}
+
+/// The session's stored records, read from the store.
+async fn records(gateway: &Gateway, key: &str) -> Vec<Record> {
+    let id = SessionId::new(key);
+    gateway
+        .session_store()
+        .read(&id)
+        .await
+        .unwrap()
+        .unwrap()
+        .records
+}
+
+async fn a_replacement_moves_every_session(backend: Backend) {
+    let mut rig = Rig::new(backend);
+    let old = rig.server("A", false).await;
+    let old_gateway = old.gateway().clone();
+    let client = fresh_client();
+    let open = |client: reqwest::Client, url: String| async move {
+        let (status, body) = post(&client, url, json!({})).await;
+        assert_eq!(status, 201, "{body}");
+        body["key"].as_str().unwrap().to_owned()
+    };
+    let running = open(client.clone(), rig.url("/v1/sessions")).await;
+    let waiting = open(client.clone(), rig.url("/v1/sessions")).await;
+    let socket = open(client.clone(), rig.url("/v1/sessions")).await;
+    let idle = open(client.clone(), rig.url("/v1/sessions")).await;
+
+    // A turn streaming its events, held in its model call.
+    let stream = client
+        .post(rig.url(&format!("/v1/sessions/{running}/turns")))
+        .header("accept", "text/event-stream")
+        .json(&json!({ "text": "slow work" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    let stream = tokio::spawn(read_stream(stream));
+    // A JSON turn waiting for the operator.
+    let call = r#"call write_file {"path":"moved.txt","content":"typed"}"#;
+    let asked = {
+        let (client, url) = (
+            client.clone(),
+            rig.url(&format!("/v1/sessions/{waiting}/turns")),
+        );
+        tokio::spawn(async move { post(&client, url, json!({ "text": call })).await })
+    };
+    until_activity(&old_gateway, &waiting, Activity::Approval).await;
+    let (_, listed) = get(&client, rig.url("/v1/approvals")).await;
+    let before = listed["approvals"][0].clone();
+    assert_eq!(before["session"], waiting.as_str(), "{listed}");
+    assert_eq!(
+        before["arguments"]["content"], "A",
+        "hooked on the old: {listed}"
+    );
+    // A WebSocket on an idle session.
+    let (mut ws, _) =
+        tokio_tungstenite::connect_async(format!("ws://{}/v1/sessions/{socket}/ws", rig.addr))
+            .await
+            .unwrap();
+    until_activity(&old_gateway, &running, Activity::Turn).await;
+
+    // The successor starts on the same socket, learns the sessions, the old hands over.
+    let new = rig.server("B", true).await;
+    let new_gateway = new.gateway().clone();
+    let ids = old.session_ids();
+    assert_eq!(ids.len(), 4, "{ids:?}");
+    new.adopt(ids, PREDECESSOR_WAIT);
+    let handing = tokio::spawn(old.hand_over(Some(0)));
+    tokio::time::timeout(DEADLINE, async {
+        while !old_gateway.is_handing_over() {
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .unwrap();
+
+    // The waiting turn's request ends at once: the turn goes on elsewhere.
+    let (status, body) = tokio::time::timeout(DEADLINE, asked)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status, 202, "{body}");
+    assert_eq!(body["error"]["code"], "turn-moved", "{body}");
+
+    // A request for a session the old still holds (its turn runs) waits for it, and the new
+    // one answers it: neither 404 nor 409.
+    let read = {
+        let (client, url) = (client.clone(), rig.url(&format!("/v1/sessions/{running}")));
+        tokio::spawn(async move { get(&client, url).await })
+    };
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!read.is_finished(), "answered while the old still held it");
+    rig.gate.send_replace(true);
+    let (kinds, done) = stream.await.unwrap();
+    assert_eq!(kinds.last().map(String::as_str), Some("done"), "{kinds:?}");
+    assert_eq!(done["stopReason"], "completed", "{done}");
+    let (status, shown) = tokio::time::timeout(DEADLINE, read).await.unwrap().unwrap();
+    assert_eq!(status, 200, "{shown}");
+    assert_eq!(shown["session"]["turns"], 1, "{shown}");
+
+    // The WebSocket is told to reconnect.
+    let close = tokio::time::timeout(DEADLINE, async {
+        while let Some(message) = ws.next().await {
+            if let Ok(Message::Close(frame)) = message {
+                return frame.map(|f| u16::from(f.code));
+            }
+        }
+        None
+    })
+    .await
+    .unwrap();
+    assert_eq!(close, Some(1012));
+    let _ = ws.close(None).await;
+
+    let summary = tokio::time::timeout(DEADLINE, handing)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(summary.moved.len(), 4);
+    assert_eq!(summary.detached_turns, 1);
+    assert_eq!(summary.stopped_turns, 0);
+    assert!(summary.closed.wait(DEADLINE).await, "the old never closed");
+
+    // The approval is asked again on the new: same call, same deadline.
+    let again = tokio::time::timeout(DEADLINE, async {
+        loop {
+            let (_, listed) = get(&client, rig.url("/v1/approvals")).await;
+            if let Some(found) = listed["approvals"].as_array().unwrap().first() {
+                return found.clone();
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(again, before);
+    let call_id = before["callId"].as_str().unwrap();
+    let (status, body) = post(
+        &client,
+        rig.url(&format!("/v1/sessions/{waiting}/approvals/{call_id}")),
+        json!({ "decision": "allow" }),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    until_activity(&new_gateway, &waiting, Activity::Idle).await;
+    let results: Vec<bool> = records(&new_gateway, &waiting)
+        .await
+        .iter()
+        .filter_map(|r| match r {
+            Record::ToolResult { success, .. } => Some(*success),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results, [true], "one run of the tool");
+    let written = std::fs::read_to_string(rig.dir.path().join("moved.txt")).unwrap();
+    assert_eq!(
+        written, "A",
+        "the call as stored, hooked by the old plugins"
+    );
+    let marks: Vec<String> = rig
+        .marks
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(user, _)| user.contains("moved.txt"))
+        .map(|(_, mark)| mark.clone())
+        .collect();
+    assert_eq!(
+        marks,
+        ["A", "B"],
+        "the call after the answer goes through the new plugins"
+    );
+
+    // One end on the old, one start on the new, for every session.
+    for key in [&running, &waiting, &socket, &idle] {
+        assert_eq!(rig.seen("end", "A", key), 1, "{key}: {:?}", rig.seen);
+        assert_eq!(rig.seen("start", "B", key), 1, "{key}: {:?}", rig.seen);
+        assert_eq!(rig.seen("end", "B", key), 0, "{key}: {:?}", rig.seen);
+    }
+    let (status, shown) = get(&client, rig.url(&format!("/v1/sessions/{idle}"))).await;
+    assert_eq!(status, 200, "{shown}");
+
+    let summary = new.drain("test", None).await.unwrap();
+    assert!(summary.closed.wait(DEADLINE).await);
+    for arbiter in rig.arbiters.drain(..) {
+        arbiter.stop();
+    }
+}
+
+#[actix_rt::test]
+async fn a_replacement_moves_every_session_on_the_file_store() {
+    a_replacement_moves_every_session(Backend::Files).await;
+}
+
+#[actix_rt::test]
+async fn a_replacement_moves_every_session_on_postgres() {
+    if !pg_available() {
+        return;
+    }
+    a_replacement_moves_every_session(Backend::Postgres).await;
+}
+
+/// Whether PostgreSQL can be had (a URL, or server binaries); else the test says why and skips,
+/// unless `HOOKLINE_REQUIRE_SYSTEM_TESTS=1`.
+fn pg_available() -> bool {
+    let url = std::env::var(pg::URL_ENV).is_ok_and(|u| !u.is_empty());
+    let binaries =
+        Path::new("/usr/lib/postgresql").is_dir() || std::env::var_os("HOOKLINE_PG_BIN").is_some();
+    if url || binaries {
+        return true;
+    }
+    system::program(
+        "a_replacement_moves_every_session_on_postgres",
+        "postgres",
+        &[],
+        "apt-get install -y postgresql",
+    )
+    .is_some()
+}
