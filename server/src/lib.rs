@@ -15,6 +15,7 @@
 //! let summary = handle.drain("done", None).await?;
 //! ```
 
+mod accept;
 mod auth;
 pub mod console;
 mod error;
@@ -213,6 +214,8 @@ impl AppState {
 pub struct ServeHandle {
     state: AppState,
     stop: watch::Sender<bool>,
+    /// Turned false to close the listener before the connections are told to shut down.
+    accepting: watch::Sender<bool>,
     served: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
@@ -282,12 +285,19 @@ impl ServeHandle {
         self,
         restart_expected_ms: Option<u64>,
     ) -> Result<HandoverSummary, HostError> {
-        let _ = self.stop.send(true);
-        let summary = self
-            .state
-            .gateway
-            .hand_over("replaced", restart_expected_ms)
-            .await;
+        // The listener first; the connections once those accepted just before have read their
+        // first request (hyper would close them unread: `accept.rs`).
+        let _ = self.accepting.send(false);
+        let stop = self.stop.clone();
+        let (summary, ()) = tokio::join!(
+            self.state
+                .gateway
+                .hand_over("replaced", restart_expected_ms),
+            async move {
+                tokio::time::sleep(accept::FIRST_REQUEST_GRACE).await;
+                let _ = stop.send(true);
+            }
+        );
         self.closed().await;
         summary
     }
@@ -386,6 +396,12 @@ pub async fn start(
     })?;
     let app = routes::router(state.clone(), config.request_timeout);
     let (stop, mut stopped) = watch::channel(false);
+    let (accepting, accepting_rx) = watch::channel(true);
+    let listener =
+        accept::Accepting::new(listener, accepting_rx).map_err(|source| ServeError::Bind {
+            addr: config.listen,
+            source,
+        })?;
     let served = tokio::spawn(async move {
         axum::serve(listener, app)
             .with_graceful_shutdown(async move {
@@ -405,6 +421,7 @@ pub async fn start(
         ServeHandle {
             state,
             stop,
+            accepting,
             served,
         },
     ))

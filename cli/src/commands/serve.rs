@@ -276,7 +276,10 @@ pub(crate) fn run(args: &ServeArgs) -> ExitCode {
 async fn serve(args: &ServeArgs) -> Result<Ended, ServeCliError> {
     let config = args.provider.config();
     let mut predecessor = match args.replace {
-        true => Some(find_predecessor(args, config.as_ref().ok().and_then(Option::as_ref))?),
+        true => Some(find_predecessor(
+            args,
+            config.as_ref().ok().and_then(Option::as_ref),
+        )?),
         false => None,
     };
     let result = match config {
@@ -290,7 +293,10 @@ async fn serve(args: &ServeArgs) -> Result<Ended, ServeCliError> {
 }
 
 /// Connects to the server this one replaces (`--replace`).
-fn find_predecessor(args: &ServeArgs, config: Option<&Config>) -> Result<Predecessor, ServeCliError> {
+fn find_predecessor(
+    args: &ServeArgs,
+    config: Option<&Config>,
+) -> Result<Predecessor, ServeCliError> {
     let store = store_args(args, config)?;
     if store.is_postgres() && store.node_name().is_none() && args.handover_socket.is_none() {
         return Err(ServeCliError::Options(
@@ -489,7 +495,10 @@ async fn serve_with(
     };
     let socket = Arc::new(socket);
     let listen = socket.local_addr().map_err(ServeCliError::Listen)?;
-    let node = store.is_postgres().then(|| store.pg_options().map(|o| o.node)).transpose()?;
+    let node = store
+        .is_postgres()
+        .then(|| store.pg_options().map(|o| o.node))
+        .transpose()?;
     let config = ServeConfig {
         listen,
         listener: Some(socket.clone()),
@@ -502,6 +511,9 @@ async fn serve_with(
         plugins: view,
         idempotency_ttl: settings.idempotency_ttl,
         idempotency_keys: settings.idempotency_keys,
+        predecessor_wait: predecessor
+            .as_ref()
+            .map(|old| serve_replace::predecessor_wait(old.offer())),
         ..ServeConfig::new(&root)
     };
     let (addr, handle) = match start(gateway.clone(), config).await {
@@ -522,7 +534,7 @@ async fn serve_with(
         Origin::HandedOver => eprintln!("hookline serve: serving the socket handed over"),
     }
     let path = rendezvous_path(args.handover_socket.as_deref(), &store, &root);
-    let rendezvous = take_over(predecessor, &path, started).await;
+    let rendezvous = take_over(&handle, predecessor, &path, started).await;
     let running = Running {
         offer: (node, settings.drain_budget_ms),
         socket,

@@ -70,17 +70,23 @@ pub(crate) async fn negotiate(
         Ok(Ok((_, FromSuccessor::Checked { pid }))) => Verdict::Stay(format!(
             "pid {pid} checked that a successor would start (--replace --check)"
         )),
+        Ok(Ok((_, FromSuccessor::Adopted { .. }))) => {
+            Verdict::Stay("the successor answered out of turn".into())
+        }
         Ok(Err(error)) => Verdict::Stay(format!("the successor did not start: {error}")),
         Err(error) => Verdict::Stay(format!("the handover task failed: {error}")),
     }
 }
 
-/// Sends the sessions to adopt to a successor that said `ready` (bounded by the socket's write
-/// timeout).
-pub(crate) async fn send_sessions(successor: Box<Successor>, ids: Vec<String>) -> Result<(), String> {
+/// Sends the sessions to adopt to a successor that said `ready`, and waits (bounded) until it
+/// has adopted them; how many it did.
+pub(crate) async fn send_sessions(
+    successor: Box<Successor>,
+    ids: Vec<String>,
+) -> Result<usize, String> {
     let mut successor = successor;
-    match tokio::task::spawn_blocking(move || successor.sessions(ids)).await {
-        Ok(Ok(())) => Ok(()),
+    match tokio::task::spawn_blocking(move || successor.sessions(ids, SESSIONS_WAIT)).await {
+        Ok(Ok(count)) => Ok(count),
         Ok(Err(error)) => Err(error.to_string()),
         Err(error) => Err(error.to_string()),
     }
@@ -132,6 +138,22 @@ pub(crate) fn connect(path: &Path) -> Result<Predecessor, HandoverError> {
     Predecessor::connect(path, OFFER_WAIT)
 }
 
+/// Says the sessions are adopted (the predecessor then gives their leases back).
+pub(crate) async fn adopted(predecessor: &mut Option<Predecessor>, count: usize) {
+    let Some(mut old) = predecessor.take() else {
+        return;
+    };
+    match tokio::task::spawn_blocking(move || (old.adopted(count), old)).await {
+        Ok((result, old)) => {
+            if let Err(error) = result {
+                eprintln!("hookline serve: the server replaced did not hear adopted: {error}");
+            }
+            *predecessor = Some(old);
+        }
+        Err(error) => eprintln!("hookline serve: the handover task failed: {error}"),
+    }
+}
+
 /// The successor's side after `ready`: the sessions to adopt (none when the predecessor went
 /// away first: then nothing moves but what the store hands over by itself).
 pub(crate) async fn sessions(predecessor: &mut Option<Predecessor>) -> Vec<String> {
@@ -158,11 +180,17 @@ pub(crate) async fn sessions(predecessor: &mut Option<Predecessor>) -> Vec<Strin
     ids
 }
 
+/// How long, from its start, a successor treats a session the predecessor holds as one moving
+/// here: the predecessor's drain budget and a margin.
+pub(crate) fn predecessor_wait(offer: &Offer) -> Duration {
+    Duration::from_millis(offer.drain_budget_ms) + EXIT_MARGIN
+}
+
 /// Watches (on a thread, bounded by the predecessor's drain budget and a margin) for the
 /// replaced server to exit, and says when it did.
 pub(crate) fn watch_exit(mut old: Predecessor, started: Instant) {
     let pid = old.offer().pid;
-    let wait = Duration::from_millis(old.offer().drain_budget_ms) + EXIT_MARGIN;
+    let wait = predecessor_wait(old.offer());
     let spawned = std::thread::Builder::new()
         .name("hookline-handover".into())
         .spawn(move || {

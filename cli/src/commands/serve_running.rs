@@ -22,6 +22,7 @@ const CLOSE_WAIT: Duration = Duration::from_secs(5);
 /// A rendezvous that cannot be bound is said and served without (this server then cannot be
 /// replaced with `--replace`).
 pub(crate) async fn take_over(
+    handle: &ServeHandle,
     predecessor: &mut Option<Predecessor>,
     path: &Path,
     started: Instant,
@@ -35,11 +36,17 @@ pub(crate) async fn take_over(
         eprintln!("hookline serve: the server replaced did not hear ready: {error}");
     }
     let pid = old.offer().pid;
+    let wait = serve_replace::predecessor_wait(old.offer());
     let ids = serve_replace::sessions(predecessor).await;
     eprintln!(
         "hookline serve: replacing pid {pid}; {} sessions move here",
         ids.len()
     );
+    // Each taken over in the background as soon as the predecessor gives its lease back; the
+    // predecessor gives them back only once told they are adopted.
+    let count = ids.len();
+    handle.adopt(ids, wait);
+    serve_replace::adopted(predecessor, count).await;
     let rendezvous = rendezvous.and_then(|mut bound| match bound.publish(path) {
         Ok(()) => Some(bound),
         Err(error) => {
@@ -162,7 +169,9 @@ impl Running {
                 Some(child)
             }
             Err(error) => {
-                eprintln!("hookline serve: SIGHUP; cannot start a successor: {error}; still serving");
+                eprintln!(
+                    "hookline serve: SIGHUP; cannot start a successor: {error}; still serving"
+                );
                 serve_replace::notify(&[sd_notify::NotifyState::Ready]);
                 None
             }
@@ -178,12 +187,25 @@ impl Running {
     ) -> Result<Ended, ServeCliError> {
         let started = Instant::now();
         eprintln!("hookline serve: handing over to pid {pid}");
-        let ids = session_ids(&handle);
+        let ids = handle.session_ids();
+        let count = ids.len();
         if let Err(error) = serve_replace::send_sessions(successor, ids).await {
-            eprintln!("hookline serve: the session list did not reach the successor: {error}");
+            // It serves already; sessions it did not adopt are taken over at their next request
+            // once their leases are free (or resumed).
+            eprintln!("hookline serve: the successor did not confirm the session list: {error}");
         }
-        let summary = hand_over(handle, self.restart_expected_ms).await?;
-        report(summary).await;
+        let summary = handle.hand_over(self.restart_expected_ms).await?;
+        if summary.detached_turns > 0 {
+            eprintln!(
+                "hookline serve: {} turns waiting for an approval go on in the successor",
+                summary.detached_turns
+            );
+        }
+        eprintln!(
+            "hookline serve: {} of {count} sessions handed over",
+            summary.moved.len()
+        );
+        report_end(&summary.notes, summary.stopped_turns, summary.closed).await;
         eprintln!(
             "hookline serve: handed over to pid {pid} in {} ms",
             started.elapsed().as_millis()
@@ -214,49 +236,33 @@ impl Running {
             }
         });
         let summary = handle.drain(signal, self.restart_expected_ms).await?;
-        report(summary).await;
+        report_end(&summary.notes, summary.stopped_turns, summary.closed).await;
         eprintln!("hookline serve: drained");
         Ok(Ended::Drained)
     }
 }
 
-/// The ids of the sessions open here.
-fn session_ids(handle: &ServeHandle) -> Vec<String> {
-    let _ = handle;
-    Vec::new()
-}
-
-/// Stops accepting (the successor accepts on its duplicate of the socket), then shuts the
-/// gateway down with the drain budget.
-async fn hand_over(
-    handle: ServeHandle,
-    restart_expected_ms: Option<u64>,
-) -> Result<hookline_host::gateway::ShutdownSummary, ServeCliError> {
-    let gateway = handle.gateway().clone();
-    handle.stop().await;
-    Ok(gateway.shutdown("handover", restart_expected_ms).await?)
-}
-
 /// Says what the shutdown left to say, and waits (bounded) for the shared state to close.
-async fn report(summary: hookline_host::gateway::ShutdownSummary) {
-    for note in &summary.notes {
+async fn report_end(
+    notes: &[hookline_messages::note::Note],
+    stopped_turns: usize,
+    closed: hookline_actors::lifecycle::SharedStateClosed,
+) {
+    for note in notes {
         eprintln!("hookline serve: {note}");
     }
-    if summary.stopped_turns > 0 {
+    if stopped_turns > 0 {
         eprintln!(
-            "hookline serve: {} turns ran past the drain budget and were stopped",
-            summary.stopped_turns
+            "hookline serve: {stopped_turns} turns ran past the drain budget and were stopped"
         );
     }
-    if !summary.closed.wait(CLOSE_WAIT).await {
+    if !closed.wait(CLOSE_WAIT).await {
         eprintln!("hookline serve: shutdown handlers still running; exiting without waiting.");
     }
 }
 
 /// The next successor on the rendezvous; never, without one.
-async fn accept(
-    rendezvous: Option<&Rendezvous>,
-) -> Result<Successor, HandoverError> {
+async fn accept(rendezvous: Option<&Rendezvous>) -> Result<Successor, HandoverError> {
     match rendezvous {
         Some(rendezvous) => rendezvous.accept().await,
         None => std::future::pending().await,
@@ -317,4 +323,3 @@ impl Signals {
         }
     }
 }
-

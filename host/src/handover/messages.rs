@@ -1,8 +1,9 @@
 //! The rendezvous protocol's messages: serde types only, one JSON object a line.
 //!
 //! The server being replaced speaks first ([`FromServer::Offer`], with the listening sockets
-//! attached), the successor answers once ([`FromSuccessor`]), and after a `ready` the server
-//! sends the sessions it had open ([`FromServer::Sessions`]) and exits. docs/serve.md
+//! attached), the successor answers once ([`FromSuccessor`]); after a `ready` the server sends
+//! the sessions it had open ([`FromServer::Sessions`]), the successor says it adopted them
+//! ([`FromSuccessor::Adopted`]), and the server hands over and exits. docs/serve.md
 //! ("Replacing a running server") shows a transcript.
 
 use serde::{Deserialize, Serialize};
@@ -82,6 +83,12 @@ pub enum FromSuccessor {
         /// The checking process's id.
         pid: u32,
     },
+    /// After `sessions`: it waits for each of them (a request for one waits for its lease
+    /// instead of finding it unknown), so the server may now give their leases back.
+    Adopted {
+        /// How many sessions it adopted.
+        count: usize,
+    },
 }
 
 #[cfg(test)]
@@ -115,6 +122,7 @@ mod tests {
                 reason: "no".into(),
             },
             FromSuccessor::Checked { pid: 2 },
+            FromSuccessor::Adopted { count: 3 },
         ] {
             let text = serde_json::to_string(&answer).unwrap();
             assert_eq!(

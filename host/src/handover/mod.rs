@@ -7,8 +7,9 @@
 //! The server sends an [`Offer`] with its listening sockets attached (SCM_RIGHTS, received
 //! close-on-exec so no plugin process inherits them); the successor starts serving on
 //! duplicates of them, then answers `ready` (or `failed`, or `checked` for `--replace
-//! --check`). After `ready` the server sends the ids of the sessions it had open, hands over
-//! and exits; the successor sees the socket close when it has gone.
+//! --check`). After `ready` the server sends the ids of the sessions it had open; once the
+//! successor says it adopted them it hands over and exits; the successor sees the socket close
+//! when it has gone.
 //!
 //! Blocking, with every read bounded: the server runs [`Successor`]'s steps on a blocking
 //! thread, the successor before its runtime serves anything.
@@ -23,7 +24,9 @@
 //! // ... serve on `listeners` ...
 //! old.ready()?;
 //! let ids = old.sessions(Duration::from_secs(10))?;
-//! # let _ = (listeners, ids);
+//! // ... adopt `ids` ...
+//! old.adopted(ids.len())?;
+//! # let _ = listeners;
 //! # Ok(())
 //! # }
 //! ```
@@ -193,12 +196,21 @@ impl Successor {
         self.wire.recv(wait)
     }
 
-    /// Sends the sessions the successor adopts.
+    /// Sends the sessions the successor adopts and waits (at most `wait`) until it says it
+    /// adopted them: only then may their leases be given back, or a request reaching the
+    /// successor in between would find a session it does not know.
     ///
     /// # Errors
-    /// [`HandoverError`] when the successor is gone.
-    pub fn sessions(&mut self, ids: Vec<String>) -> Result<(), HandoverError> {
-        self.wire.send(&FromServer::Sessions { ids }, &[])
+    /// [`HandoverError`] when the successor is gone, answers something else, or says nothing
+    /// within `wait`.
+    pub fn sessions(&mut self, ids: Vec<String>, wait: Duration) -> Result<usize, HandoverError> {
+        self.wire.send(&FromServer::Sessions { ids }, &[])?;
+        match self.wire.recv::<FromSuccessor>(wait)? {
+            FromSuccessor::Adopted { count } => Ok(count),
+            other => Err(HandoverError::Protocol(format!(
+                "{other:?} instead of adopted"
+            ))),
+        }
     }
 }
 
@@ -303,6 +315,14 @@ impl Predecessor {
             FromServer::Sessions { ids } => Ok(ids),
             FromServer::Offer(_) => Err(HandoverError::Protocol("a second offer".into())),
         }
+    }
+
+    /// Says the sessions are adopted: the server may give their leases back.
+    ///
+    /// # Errors
+    /// [`HandoverError`] when the server is gone.
+    pub fn adopted(&mut self, count: usize) -> Result<(), HandoverError> {
+        self.wire.send(&FromSuccessor::Adopted { count }, &[])
     }
 
     /// Blocks until the server has exited (its end of the socket closed), at most `wait`;

@@ -35,6 +35,7 @@ fn a_successor_takes_the_listener_says_ready_and_gets_the_sessions() {
         assert_eq!(old.offer().node.as_deref(), Some("n1"));
         old.ready().unwrap();
         let ids = old.sessions(WAIT).unwrap();
+        old.adopted(ids.len()).unwrap();
         (ids, listeners)
     });
     let mut accepted = runtime.block_on(rendezvous.accept()).unwrap();
@@ -56,7 +57,10 @@ fn a_successor_takes_the_listener_says_ready_and_gets_the_sessions() {
             pid: std::process::id()
         }
     );
-    accepted.sessions(vec!["s1".into(), "s2".into()]).unwrap();
+    let adopted = accepted
+        .sessions(vec!["s1".into(), "s2".into()], WAIT)
+        .unwrap();
+    assert_eq!(adopted, 2);
     let (ids, listeners) = successor.join().unwrap();
     assert_eq!(ids, vec!["s1".to_owned(), "s2".to_owned()]);
     // A connection made now is accepted on the successor's duplicate once ours is closed.
