@@ -492,3 +492,89 @@ impl Drop for KillOnDrop {
         }
     }
 }
+
+/// Binds a listening socket on a free loopback port, puts it at descriptor 3 and execs the
+/// server with `LISTEN_FDS=1` and its own pid in `LISTEN_PID`: what systemd's socket activation
+/// does.
+const ACTIVATE: &str = r#"
+import os, socket, sys
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(128)
+os.dup2(s.fileno(), 3)
+os.set_inheritable(3, True)
+os.environ["LISTEN_FDS"] = "1"
+os.environ["LISTEN_PID"] = str(os.getpid())
+exe = os.environ["HOOKLINE_EXE"]
+os.execv(exe, [exe] + sys.argv[1:])
+"#;
+
+/// The next datagram on the notify socket, as text.
+fn notified(socket: &std::os::unix::net::UnixDatagram) -> String {
+    let mut buf = [0u8; 4096];
+    let n = socket
+        .recv(&mut buf)
+        .expect("a notification within the wait");
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+#[test]
+fn under_systemd_the_activated_socket_is_served_and_a_sighup_reload_is_notified() {
+    if std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: needs python3 to pass a socket as systemd does"
+        );
+        return;
+    }
+    let deployment = Deployment::new();
+    let notify_path = deployment.dir.path().join("notify.sock");
+    let notify = std::os::unix::net::UnixDatagram::bind(&notify_path).unwrap();
+    notify.set_read_timeout(Some(DEADLINE)).unwrap();
+    let mut command = Command::new("python3");
+    command
+        .args(["-c", ACTIVATE])
+        .env("HOOKLINE_EXE", env!("CARGO_BIN_EXE_hookline"))
+        .env("NOTIFY_SOCKET", &notify_path);
+    let store = deployment.store.display().to_string();
+    let mut args = vec!["--store".to_owned(), store];
+    args.extend(deployment.flags());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut old = Node::spawn("old", deployment.dir.path(), command, &args);
+    // Said on stderr right after the start line on stdout.
+    let said = Instant::now() + DEADLINE;
+    while !old.log_text().contains("serving the socket systemd passed") {
+        assert!(Instant::now() < said, "{}", old.log_text());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(notified(&notify), "READY=1\n");
+    let old_pid = old.pid().as_raw();
+    kill(old.pid(), Signal::SIGHUP).unwrap();
+    let reloading = notified(&notify);
+    assert!(
+        reloading.starts_with("RELOADING=1\nMONOTONIC_USEC="),
+        "{reloading}"
+    );
+    let ready = notified(&notify);
+    let successor: i32 = ready
+        .strip_prefix("MAINPID=")
+        .and_then(|rest| rest.strip_suffix("\nREADY=1\n"))
+        .and_then(|id| id.parse().ok())
+        .unwrap_or_else(|| panic!("{ready}"));
+    let _guard = KillOnDrop(successor);
+    assert_ne!(successor, old_pid);
+    let (status, _) = exited(&mut old, Instant::now());
+    assert!(status.success(), "{}", old.log_text());
+    let runtime = runtime();
+    let (status, _) = runtime
+        .block_on(Client::new().get(&format!("{}/readyz", old.url)))
+        .unwrap();
+    assert_eq!(status, 200);
+    kill(Pid::from_raw(successor), Signal::SIGTERM).unwrap();
+    assert_eq!(notified(&notify), "STOPPING=1\n");
+    assert_gone(&[successor], "the successor");
+}

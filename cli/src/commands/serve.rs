@@ -287,7 +287,8 @@ async fn serve(args: &ServeArgs) -> Result<Ended, ServeCliError> {
         Err(error) => Err(error.into()),
     };
     if let (Err(error), Some(old)) = (&result, predecessor.as_mut()) {
-        let _ = old.failed(&error.to_string());
+        let check = if args.check { "(--check) " } else { "" };
+        let _ = old.failed(&format!("{check}{error}"));
     }
     result
 }
