@@ -419,18 +419,7 @@ async fn a_replacement_moves_every_session(backend: Backend) {
     assert!(summary.closed.wait(DEADLINE).await, "the old never closed");
 
     // The approval is asked again on the new: same call, same deadline.
-    let again = tokio::time::timeout(DEADLINE, async {
-        loop {
-            let (_, listed) = get(&client, rig.url("/v1/approvals")).await;
-            if let Some(found) = listed["approvals"].as_array().unwrap().first() {
-                return found.clone();
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .unwrap();
-    assert_eq!(again, before);
+    assert_eq!(one_approval(&client, &rig).await, before);
     let call_id = before["callId"].as_str().unwrap();
     let (status, body) = post(
         &client,
@@ -478,6 +467,210 @@ async fn a_replacement_moves_every_session(backend: Backend) {
     assert_eq!(status, 200, "{shown}");
 
     let summary = new.drain("test", None).await.unwrap();
+    assert!(summary.closed.wait(DEADLINE).await);
+    for arbiter in rig.arbiters.drain(..) {
+        arbiter.stop();
+    }
+}
+
+/// Waits (bounded) for the one approval `base` lists.
+async fn one_approval(client: &reqwest::Client, rig: &Rig) -> Value {
+    tokio::time::timeout(DEADLINE, async {
+        loop {
+            let (_, listed) = get(client, rig.url("/v1/approvals")).await;
+            if let Some(found) = listed["approvals"].as_array().unwrap().first() {
+                return found.clone();
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("no approval was asked")
+}
+
+/// Issue 49: a request a server had already read when it began handing over (a kept-alive
+/// connection's) is not refused: it is sent again, to the same URL, on a new connection.
+#[actix_rt::test]
+async fn a_server_handing_over_sends_new_work_to_the_same_url_on_a_new_connection() {
+    let mut rig = Rig::new(Backend::Files);
+    let old = rig.server("A", false).await;
+    let gateway = old.gateway().clone();
+    let client = reqwest::Client::builder()
+        .timeout(DEADLINE)
+        .pool_max_idle_per_host(0)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let open = |client: reqwest::Client, url: String| async move {
+        let (status, body) = post(&client, url, json!({})).await;
+        assert_eq!(status, 201, "{body}");
+        body["key"].as_str().unwrap().to_owned()
+    };
+    let running = open(client.clone(), rig.url("/v1/sessions")).await;
+    let waiting = open(client.clone(), rig.url("/v1/sessions")).await;
+    let idle = open(client.clone(), rig.url("/v1/sessions")).await;
+    let slow = {
+        let (client, url) = (
+            client.clone(),
+            rig.url(&format!("/v1/sessions/{running}/turns")),
+        );
+        tokio::spawn(async move { post(&client, url, json!({ "text": "slow" })).await })
+    };
+    let asked = {
+        let (client, url) = (
+            client.clone(),
+            rig.url(&format!("/v1/sessions/{waiting}/turns")),
+        );
+        let call = r#"call write_file {"path":"x.txt","content":"typed"}"#;
+        tokio::spawn(async move { post(&client, url, json!({ "text": call })).await })
+    };
+    let call_id = one_approval(&client, &rig).await["callId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    until_activity(&gateway, &running, Activity::Turn).await;
+    // The gateway hands over while this test keeps the listener open: the requests below are
+    // the ones a kept-alive connection could still bring.
+    let handing = tokio::spawn({
+        let gateway = gateway.clone();
+        async move { gateway.hand_over("test", None).await }
+    });
+    let (status, body) = tokio::time::timeout(DEADLINE, asked)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (202, &json!("turn-moved")),
+        "{body}"
+    );
+
+    let moved = |path: String, body: Value| {
+        let (client, url) = (client.clone(), rig.url(&path));
+        async move {
+            let response = client.post(url).json(&body).send().await.unwrap();
+            let status = response.status().as_u16();
+            let headers = response.headers().clone();
+            let body: Value = response.json().await.unwrap_or_default();
+            assert_eq!(status, 307, "{path}: {body}");
+            assert_eq!(body["error"]["code"], "session-moved", "{path}: {body}");
+            assert_eq!(headers["location"], path.as_str(), "{path}");
+            assert_eq!(headers["connection"], "close", "{path}");
+        }
+    };
+    moved("/v1/sessions".into(), json!({})).await;
+    moved(
+        format!("/v1/sessions/{idle}/turns"),
+        json!({ "text": "hi" }),
+    )
+    .await;
+    moved(
+        format!("/v1/sessions/{waiting}/approvals/{call_id}"),
+        json!({ "decision": "allow" }),
+    )
+    .await;
+    // The running turn is not cut: it finishes here and answers.
+    rig.gate.send_replace(true);
+    let (status, body) = tokio::time::timeout(DEADLINE, slow).await.unwrap().unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["stopReason"], "completed", "{body}");
+    let summary = tokio::time::timeout(DEADLINE, handing)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!((summary.moved.len(), summary.detached_turns), (3, 1));
+    assert!(summary.closed.wait(DEADLINE).await);
+    // Nothing ran for the refused requests: the idle session has no turn.
+    let stored = records(&gateway, &idle).await;
+    assert!(
+        !stored.iter().any(|r| matches!(r, Record::User { .. })),
+        "{stored:?}"
+    );
+    old.stop().await;
+    for arbiter in rig.arbiters.drain(..) {
+        arbiter.stop();
+    }
+}
+
+/// A turn waiting for an approval moves twice (A to B to C) and is answered on the third
+/// server: asked again each time with the same call id and deadline, its tool run once.
+#[actix_rt::test]
+async fn an_approval_waits_across_two_replacements() {
+    let mut rig = Rig::new(Backend::Files);
+    let first = rig.server("A", false).await;
+    let client = fresh_client();
+    let (status, body) = post(&client, rig.url("/v1/sessions"), json!({})).await;
+    assert_eq!(status, 201, "{body}");
+    let key = body["key"].as_str().unwrap().to_owned();
+    let asked = {
+        let (client, url) = (
+            client.clone(),
+            rig.url(&format!("/v1/sessions/{key}/turns")),
+        );
+        let call = r#"call write_file {"path":"twice.txt","content":"typed"}"#;
+        tokio::spawn(async move { post(&client, url, json!({ "text": call })).await })
+    };
+    let before = one_approval(&client, &rig).await;
+
+    let mut old = first;
+    for set in ["B", "C"] {
+        let new = rig.server(set, true).await;
+        new.adopt(old.session_ids(), PREDECESSOR_WAIT);
+        let summary = tokio::time::timeout(DEADLINE, old.hand_over(None))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(summary.detached_turns, 1, "moving to {set}");
+        assert!(summary.closed.wait(DEADLINE).await);
+        assert_eq!(
+            one_approval(&client, &rig).await,
+            before,
+            "asked again on {set}"
+        );
+        old = new;
+    }
+    let (status, body) = tokio::time::timeout(DEADLINE, asked)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (202, &json!("turn-moved")),
+        "{body}"
+    );
+    let call_id = before["callId"].as_str().unwrap();
+    let (status, body) = post(
+        &client,
+        rig.url(&format!("/v1/sessions/{key}/approvals/{call_id}")),
+        json!({ "decision": "allow" }),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let gateway = old.gateway().clone();
+    until_activity(&gateway, &key, Activity::Idle).await;
+    let results = records(&gateway, &key)
+        .await
+        .iter()
+        .filter(|r| matches!(r, Record::ToolResult { success: true, .. }))
+        .count();
+    assert_eq!(results, 1);
+    let written = std::fs::read_to_string(rig.dir.path().join("twice.txt")).unwrap();
+    assert_eq!(written, "A");
+    for (what, set, times) in [
+        ("end", "A", 1),
+        ("start", "B", 1),
+        ("end", "B", 1),
+        ("start", "C", 1),
+    ] {
+        assert_eq!(
+            rig.seen(what, set, &key),
+            times,
+            "{what} {set}: {:?}",
+            rig.seen
+        );
+    }
+    let summary = old.drain("test", None).await.unwrap();
     assert!(summary.closed.wait(DEADLINE).await);
     for arbiter in rig.arbiters.drain(..) {
         arbiter.stop();
