@@ -677,6 +677,61 @@ async fn an_approval_waits_across_two_replacements() {
     }
 }
 
+/// Sessions in the timed hand-over (`HOOKLINE_HANDOVER_SESSIONS` sets another number).
+const TIMED_SESSIONS: usize = 200;
+
+/// The cost of a hand-over of many idle sessions on the file store: how long the old server's
+/// `hand_over` takes, and until the successor has taken every session over (printed; bounded
+/// far above what it needs, so a hand-over that waits on something it should not fails).
+#[actix_rt::test]
+async fn a_hand_over_of_many_idle_sessions_is_bounded() {
+    let sessions = std::env::var("HOOKLINE_HANDOVER_SESSIONS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(TIMED_SESSIONS);
+    let mut rig = Rig::new(Backend::Files);
+    let old = rig.server("A", false).await;
+    let client = reqwest::Client::builder()
+        .timeout(DEADLINE)
+        .build()
+        .unwrap();
+    let opens = (0..sessions).map(|_| post(&client, rig.url("/v1/sessions"), json!({})));
+    for (status, body) in futures::future::join_all(opens).await {
+        assert_eq!(status, 201, "{body}");
+    }
+    let new = rig.server("B", true).await;
+    let new_gateway = new.gateway().clone();
+    let ids = old.session_ids();
+    assert_eq!(ids.len(), sessions);
+    let started = std::time::Instant::now();
+    new.adopt(ids, PREDECESSOR_WAIT);
+    let summary = tokio::time::timeout(DEADLINE, old.hand_over(None))
+        .await
+        .unwrap()
+        .unwrap();
+    let handed = started.elapsed();
+    assert!(summary.closed.wait(DEADLINE).await);
+    let closed = started.elapsed();
+    tokio::time::timeout(DEADLINE, async {
+        while new_gateway.open_sessions() < sessions {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the successor never took every session over");
+    let adopted = started.elapsed();
+    eprintln!(
+        "hand-over of {sessions} idle sessions: hand_over {handed:?}, old closed {closed:?}, \
+         all taken over by the successor {adopted:?}"
+    );
+    assert_eq!(summary.moved.len(), sessions);
+    let summary = new.drain("test", None).await.unwrap();
+    assert!(summary.closed.wait(DEADLINE).await);
+    for arbiter in rig.arbiters.drain(..) {
+        arbiter.stop();
+    }
+}
+
 #[actix_rt::test]
 async fn a_replacement_moves_every_session_on_the_file_store() {
     a_replacement_moves_every_session(Backend::Files).await;

@@ -108,6 +108,9 @@ impl Gateway {
     /// as its lease is free (at most `wait` from now): a turn that waited for an approval asks
     /// it again here (same call id and deadline), so it shows in the session's approvals.
     /// Requests for them meanwhile wait for that.
+    ///
+    /// # Panics
+    /// When called outside a tokio runtime (the takeovers run on tasks of the current one).
     pub fn adopt(&self, ids: Vec<SessionId>, wait: Duration) {
         self.expect_predecessor(wait);
         self.inner
