@@ -23,12 +23,14 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt as _;
+use hookline::actors::events::{EventHandler, EventReply};
 use hookline::actors::plugin::{HookResult, Plugin, PluginRegistration, Reply};
 use hookline::host::gateway::{Activity, Gateway, GatewayLimits};
 use hookline::host::provider::{EchoProvider, Provider, ProviderError};
 use hookline::host::store::SessionStore;
 use hookline::host::tools::ToolRegistry;
 use hookline::host::Host;
+use hookline::messages::event::Event;
 use hookline::messages::hook::{HookContext, HookKind, HookSet};
 use hookline::messages::model::{ItemBody, ModelRequest, ModelResponse};
 use hookline::messages::prompt::Prompt;
@@ -87,6 +89,20 @@ impl Plugin for Marker {
         }
         call.arguments["content"] = json!(self.set);
         Ok(Reply::Replace(call))
+    }
+}
+
+#[async_trait]
+impl EventHandler for Marker {
+    fn subscriptions(&self) -> Vec<String> {
+        vec!["gateway:pre-restart".to_owned()]
+    }
+    async fn on_event(&self, event: &Event) -> HookResult<EventReply> {
+        if let Event::GatewayPreRestart(context) = event {
+            let line = format!("pre-restart {} {:?}", self.set, context.restart_expected_ms);
+            self.seen.lock().unwrap().push(line);
+        }
+        Ok(EventReply::Done)
     }
 }
 
@@ -188,18 +204,18 @@ impl Rig {
             ..GatewayLimits::default()
         };
         self.arbiters.extend(arbiters);
-        let marker = Marker {
+        let marker = Arc::new(Marker {
             set,
             seen: self.seen.clone(),
-        };
+        });
         let model = Model {
             gate: self.gate.subscribe(),
             marks: self.marks.clone(),
         };
         let mut builder = Host::builder()
-            .plugins(vec![
-                PluginRegistration::new(set).with_hooks(Arc::new(marker))
-            ])
+            .plugins(vec![PluginRegistration::new(set)
+                .with_hooks(marker.clone())
+                .with_events(marker)])
             .tools(ToolRegistry::with_builtins())
             .provider(Arc::new(model))
             .approval_mode(ApprovalMode::AskAboveRead)
@@ -457,6 +473,16 @@ async fn a_replacement_moves_every_session(backend: Backend) {
         "the call after the answer goes through the new plugins"
     );
 
+    // SPEC G2: the old announced its restart, at once (the successor runs already).
+    let announced: Vec<String> = rig
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l.starts_with("pre-restart"))
+        .cloned()
+        .collect();
+    assert_eq!(announced, ["pre-restart A Some(0)"]);
     // One end on the old, one start on the new, for every session.
     for key in [&running, &waiting, &socket, &idle] {
         assert_eq!(rig.seen("end", "A", key), 1, "{key}: {:?}", rig.seen);
