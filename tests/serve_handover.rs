@@ -478,3 +478,105 @@ fn pg_available() -> bool {
     )
     .is_some()
 }
+
+/// A turn still running when the drain budget runs out is stopped as a drain stops it (its
+/// stream ends with `done`, `cancelled`), and its session moves all the same.
+#[actix_rt::test]
+async fn a_turn_past_the_drain_budget_is_stopped_and_its_session_moves() {
+    let mut rig = Rig::new(Backend::Files);
+    rig.drain_budget = Duration::from_millis(300);
+    let old = rig.server("A", false).await;
+    let old_gateway = old.gateway().clone();
+    let client = fresh_client();
+    let (status, body) = post(&client, rig.url("/v1/sessions"), json!({})).await;
+    assert_eq!(status, 201, "{body}");
+    let key = body["key"].as_str().unwrap().to_owned();
+    let stream = client
+        .post(rig.url(&format!("/v1/sessions/{key}/turns")))
+        .header("accept", "text/event-stream")
+        .json(&json!({ "text": "slow, never let go" }))
+        .send()
+        .await
+        .unwrap();
+    let stream = tokio::spawn(read_stream(stream));
+    until_activity(&old_gateway, &key, Activity::Turn).await;
+    let new = rig.server("B", true).await;
+    new.adopt(old.session_ids(), PREDECESSOR_WAIT);
+    let summary = tokio::time::timeout(DEADLINE, old.hand_over(None))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((summary.stopped_turns, summary.detached_turns), (1, 0));
+    assert!(summary.closed.wait(DEADLINE).await);
+    let (kinds, done) = stream.await.unwrap();
+    assert_eq!(kinds.last().map(String::as_str), Some("done"), "{kinds:?}");
+    assert_eq!(done["stopReason"], "cancelled", "{done}");
+    let (status, shown) = get(&client, rig.url(&format!("/v1/sessions/{key}"))).await;
+    assert_eq!(status, 200, "{shown}");
+    assert_eq!(shown["session"]["activity"], "idle", "{shown}");
+    assert_eq!(rig.seen("start", "B", &key), 1);
+    let summary = new.drain("test", None).await.unwrap();
+    assert!(summary.closed.wait(DEADLINE).await);
+    for arbiter in rig.arbiters.drain(..) {
+        arbiter.stop();
+    }
+}
+
+/// A turn sent over a WebSocket that waits for an approval: the socket is told the turn moved
+/// (an `error` with `turn-moved`), then closed with 1012; the approval waits on the successor.
+#[actix_rt::test]
+async fn a_websocket_turn_waiting_for_an_approval_is_told_it_moved_then_closed_with_1012() {
+    let mut rig = Rig::new(Backend::Files);
+    let old = rig.server("A", false).await;
+    let client = fresh_client();
+    let (status, body) = post(&client, rig.url("/v1/sessions"), json!({})).await;
+    assert_eq!(status, 201, "{body}");
+    let key = body["key"].as_str().unwrap().to_owned();
+    let (mut ws, _) =
+        tokio_tungstenite::connect_async(format!("ws://{}/v1/sessions/{key}/ws", rig.addr))
+            .await
+            .unwrap();
+    let call = r#"call write_file {"path":"ws.txt","content":"typed"}"#;
+    let turn = json!({ "type": "turn", "text": call }).to_string();
+    futures::SinkExt::send(&mut ws, Message::text(turn))
+        .await
+        .unwrap();
+    let before = one_approval(&client, &rig).await;
+    let new = rig.server("B", true).await;
+    new.adopt(old.session_ids(), PREDECESSOR_WAIT);
+    let handing = tokio::spawn(old.hand_over(None));
+    let (answers, close) = tokio::time::timeout(DEADLINE, async {
+        let mut answers = Vec::new();
+        while let Some(message) = ws.next().await {
+            match message.unwrap() {
+                Message::Text(text) => {
+                    let value: Value = serde_json::from_str(text.as_str()).unwrap();
+                    if value["type"] != "event" {
+                        answers.push(value);
+                    }
+                }
+                Message::Close(frame) => return (answers, frame.map(|f| u16::from(f.code))),
+                _ => {}
+            }
+        }
+        (answers, None)
+    })
+    .await
+    .unwrap();
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    assert_eq!(answers[0]["type"], "error", "{answers:?}");
+    assert_eq!(answers[0]["error"]["code"], "turn-moved", "{answers:?}");
+    assert_eq!(close, Some(1012));
+    let summary = tokio::time::timeout(DEADLINE, handing)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(summary.closed.wait(DEADLINE).await);
+    assert_eq!(one_approval(&client, &rig).await, before);
+    let summary = new.drain("test", None).await.unwrap();
+    assert!(summary.closed.wait(DEADLINE).await);
+    for arbiter in rig.arbiters.drain(..) {
+        arbiter.stop();
+    }
+}
