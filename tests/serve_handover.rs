@@ -11,300 +11,21 @@
 #![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod handover_support;
 #[path = "support/pg.rs"]
 mod pg;
 #[path = "support/system.rs"]
 mod system;
 
-use std::net::{SocketAddr, TcpListener};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use futures::StreamExt as _;
-use hookline::actors::plugin::{HookResult, Plugin, PluginRegistration, Reply};
-use hookline::host::gateway::{Activity, Gateway, GatewayLimits};
-use hookline::host::provider::{EchoProvider, Provider, ProviderError};
-use hookline::host::store::SessionStore;
-use hookline::host::tools::ToolRegistry;
-use hookline::host::Host;
-use hookline::messages::hook::{HookContext, HookKind, HookSet};
-use hookline::messages::model::{ItemBody, ModelRequest, ModelResponse};
-use hookline::messages::prompt::Prompt;
+use handover_support::*;
+use hookline::host::gateway::Activity;
 use hookline::messages::record::Record;
-use hookline::messages::session::{ApprovalMode, SessionId, SessionInfo};
-use hookline::messages::tool::ToolCall;
-use hookline::server::{start, ServeConfig, ServeHandle};
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
-
-/// A bound on anything a test waits for.
-const DEADLINE: Duration = Duration::from_secs(30);
-/// How long the new server waits for what the old one still holds.
-const PREDECESSOR_WAIT: Duration = Duration::from_secs(20);
-
-/// What the plugins of both sets saw, in order: `start A s1`, `end A s1`, ...
-type Seen = Arc<Mutex<Vec<String>>>;
-
-/// A plugin set: marks the system text with `[set]`, rewrites a `write_file` call's content
-/// to the set's name, and notes session starts and ends.
-struct Marker {
-    set: &'static str,
-    seen: Seen,
-}
-
-#[async_trait]
-impl Plugin for Marker {
-    fn hooks(&self) -> HookSet {
-        HookSet::of(&[
-            HookKind::OnSessionStarted,
-            HookKind::OnSessionEnded,
-            HookKind::OnPrompt,
-            HookKind::OnToolCall,
-        ])
-    }
-    async fn on_session_started(&self, _: &HookContext, s: SessionInfo) -> HookResult<()> {
-        let line = format!("start {} {}", self.set, s.session_id);
-        self.seen.lock().unwrap().push(line);
-        Ok(())
-    }
-    async fn on_session_ended(&self, _: &HookContext, s: SessionInfo) -> HookResult<()> {
-        let line = format!("end {} {}", self.set, s.session_id);
-        self.seen.lock().unwrap().push(line);
-        Ok(())
-    }
-    async fn on_prompt(&self, _: &HookContext, prompt: Prompt) -> HookResult<Reply<Prompt>> {
-        Ok(Reply::Replace(prompt.append(format!("[{}]", self.set))))
-    }
-    async fn on_tool_call(
-        &self,
-        _: &HookContext,
-        mut call: ToolCall,
-    ) -> HookResult<Reply<ToolCall>> {
-        if call.name != "write_file" {
-            return Ok(Reply::Keep);
-        }
-        call.arguments["content"] = json!(self.set);
-        Ok(Reply::Replace(call))
-    }
-}
-
-/// The echo model, recording the plugin mark of every call's system text, and holding a turn
-/// whose message says `slow` until the gate opens.
-struct Model {
-    gate: tokio::sync::watch::Receiver<bool>,
-    marks: Arc<Mutex<Vec<(String, String)>>>,
-}
-
-impl Model {
-    fn user_text(request: &ModelRequest) -> String {
-        request
-            .items
-            .iter()
-            .rev()
-            .find_map(|item| match &item.body {
-                ItemBody::User { text, .. } => Some(text.clone()),
-                _ => None,
-            })
-            .unwrap_or_default()
-    }
-}
-
-#[async_trait]
-impl Provider for Model {
-    fn takes_images(&self) -> bool {
-        false
-    }
-    async fn complete(&self, request: &ModelRequest) -> Result<ModelResponse, ProviderError> {
-        let system = request.items.iter().find_map(|item| match &item.body {
-            ItemBody::System { text, .. } => Some(text.clone()),
-            _ => None,
-        });
-        let mark = match system.unwrap_or_default() {
-            s if s.contains("[A]") => "A",
-            s if s.contains("[B]") => "B",
-            _ => "none",
-        };
-        let user = Self::user_text(request);
-        self.marks
-            .lock()
-            .unwrap()
-            .push((user.clone(), mark.to_owned()));
-        if user.contains("slow") {
-            let mut gate = self.gate.clone();
-            let _ = gate.wait_for(|open| *open).await;
-        }
-        EchoProvider::new().complete(request).await
-    }
-}
-
-/// Where the sessions live: the file store in the workspace, or PostgreSQL.
-#[derive(Clone, Copy, Debug)]
-enum Backend {
-    Files,
-    Postgres,
-}
-
-/// Everything both servers share.
-struct Rig {
-    dir: tempfile::TempDir,
-    listener: Arc<TcpListener>,
-    addr: SocketAddr,
-    seen: Seen,
-    marks: Arc<Mutex<Vec<(String, String)>>>,
-    gate: tokio::sync::watch::Sender<bool>,
-    backend: Backend,
-    arbiters: Vec<actix::Arbiter>,
-}
-
-impl Rig {
-    fn new(backend: Backend) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        Self {
-            dir: tempfile::tempdir().unwrap(),
-            listener: Arc::new(listener),
-            addr,
-            seen: Arc::default(),
-            marks: Arc::default(),
-            gate: tokio::sync::watch::channel(false).0,
-            backend,
-            arbiters: Vec::new(),
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
-    }
-
-    /// A server with plugin set `set` accepting on the shared socket.
-    async fn server(&mut self, set: &'static str, predecessor: bool) -> ServeHandle {
-        let arbiters = vec![actix::Arbiter::new(), actix::Arbiter::new()];
-        let limits = GatewayLimits {
-            arbiters: arbiters.iter().map(actix::Arbiter::handle).collect(),
-            approval_timeout: Duration::from_secs(120),
-            drain_budget: Duration::from_secs(15),
-            ..GatewayLimits::default()
-        };
-        self.arbiters.extend(arbiters);
-        let marker = Marker {
-            set,
-            seen: self.seen.clone(),
-        };
-        let model = Model {
-            gate: self.gate.subscribe(),
-            marks: self.marks.clone(),
-        };
-        let mut builder = Host::builder()
-            .plugins(vec![
-                PluginRegistration::new(set).with_hooks(Arc::new(marker))
-            ])
-            .tools(ToolRegistry::with_builtins())
-            .provider(Arc::new(model))
-            .approval_mode(ApprovalMode::AskAboveRead)
-            .workspace(self.dir.path())
-            .spaces_root(self.dir.path());
-        if let Backend::Postgres = self.backend {
-            builder = builder.session_store(pg_store().await);
-        }
-        let gateway = builder.start_gateway(limits).unwrap();
-        let mut config = ServeConfig::new(self.dir.path());
-        config.listener = Some(self.listener.clone());
-        config.predecessor_wait = predecessor.then_some(PREDECESSOR_WAIT);
-        start(gateway, config).await.unwrap().1
-    }
-
-    /// What the plugins of `set` saw of `what` (`start`, `end`) for session `key`.
-    fn seen(&self, what: &str, set: &str, key: &str) -> usize {
-        let line = format!("{what} {set} {key}");
-        self.seen
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|l| **l == line)
-            .count()
-    }
-}
-
-/// Both processes of one node: the same node name, each its own connection (incarnation).
-async fn pg_store() -> Arc<dyn SessionStore> {
-    let options = hookline::postgres::PgStoreOptions {
-        node: "node-1".into(),
-        migrate: true,
-        ..hookline::postgres::PgStoreOptions::default()
-    };
-    Arc::new(
-        hookline::postgres::PgStore::connect(&pg::database_url(), options)
-            .await
-            .unwrap(),
-    )
-}
-
-/// A client that opens a new connection for every request: after the swap, a request must
-/// reach whichever server accepts, never a kept-alive connection to the old one.
-fn fresh_client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .timeout(DEADLINE)
-        .pool_max_idle_per_host(0)
-        .build()
-        .unwrap()
-}
-
-async fn post(client: &reqwest::Client, url: String, body: Value) -> (u16, Value) {
-    let response = client.post(url).json(&body).send().await.unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or_default())
-}
-
-async fn get(client: &reqwest::Client, url: String) -> (u16, Value) {
-    let response = client.get(url).send().await.unwrap();
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or_default())
-}
-
-/// Waits (bounded) until `gateway`'s session `key` is `activity`.
-async fn until_activity(gateway: &Gateway, key: &str, activity: Activity) {
-    let handle = gateway
-        .session(&SessionId::new(key))
-        .expect("not open here");
-    let mut status = handle.watch_status();
-    tokio::time::timeout(DEADLINE, status.wait_for(|s| s.activity == activity))
-        .await
-        .expect("the session never got there")
-        .unwrap();
-}
-
-/// Reads a turn's event stream to its end: the kinds of its events, and the last one's data.
-async fn read_stream(response: reqwest::Response) -> (Vec<String>, Value) {
-    let text = tokio::time::timeout(DEADLINE, response.text())
-        .await
-        .expect("the stream never ended")
-        .unwrap();
-    let mut kinds = Vec::new();
-    let mut last = Value::Null;
-    for block in text.split("\n\n") {
-        let kind = block.lines().find_map(|l| l.strip_prefix("event: "));
-        let data = block.lines().find_map(|l| l.strip_prefix("data: "));
-        if let (Some(kind), Some(data)) = (kind, data) {
-            kinds.push(kind.to_owned());
-            last = serde_json::from_str(data).unwrap();
-        }
-    }
-    (kinds, last)
-}
-
-/// The session's stored records, read from the store.
-async fn records(gateway: &Gateway, key: &str) -> Vec<Record> {
-    let id = SessionId::new(key);
-    gateway
-        .session_store()
-        .read(&id)
-        .await
-        .unwrap()
-        .unwrap()
-        .records
-}
 
 async fn a_replacement_moves_every_session(backend: Backend) {
     let mut rig = Rig::new(backend);
@@ -419,18 +140,7 @@ async fn a_replacement_moves_every_session(backend: Backend) {
     assert!(summary.closed.wait(DEADLINE).await, "the old never closed");
 
     // The approval is asked again on the new: same call, same deadline.
-    let again = tokio::time::timeout(DEADLINE, async {
-        loop {
-            let (_, listed) = get(&client, rig.url("/v1/approvals")).await;
-            if let Some(found) = listed["approvals"].as_array().unwrap().first() {
-                return found.clone();
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .unwrap();
-    assert_eq!(again, before);
+    assert_eq!(one_approval(&client, &rig).await, before);
     let call_id = before["callId"].as_str().unwrap();
     let (status, body) = post(
         &client,
@@ -468,6 +178,16 @@ async fn a_replacement_moves_every_session(backend: Backend) {
         "the call after the answer goes through the new plugins"
     );
 
+    // SPEC G2: the old announced its restart, at once (the successor runs already).
+    let announced: Vec<String> = rig
+        .seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|l| l.starts_with("pre-restart"))
+        .cloned()
+        .collect();
+    assert_eq!(announced, ["pre-restart A Some(0)"]);
     // One end on the old, one start on the new, for every session.
     for key in [&running, &waiting, &socket, &idle] {
         assert_eq!(rig.seen("end", "A", key), 1, "{key}: {:?}", rig.seen);
@@ -477,6 +197,250 @@ async fn a_replacement_moves_every_session(backend: Backend) {
     let (status, shown) = get(&client, rig.url(&format!("/v1/sessions/{idle}"))).await;
     assert_eq!(status, 200, "{shown}");
 
+    let summary = new.drain("test", None).await.unwrap();
+    assert!(summary.closed.wait(DEADLINE).await);
+    for arbiter in rig.arbiters.drain(..) {
+        arbiter.stop();
+    }
+}
+
+/// Issue 49: a request a server had already read when it began handing over (a kept-alive
+/// connection's) is not refused: it is sent again, to the same URL, on a new connection.
+#[actix_rt::test]
+async fn a_server_handing_over_sends_new_work_to_the_same_url_on_a_new_connection() {
+    let mut rig = Rig::new(Backend::Files);
+    let old = rig.server("A", false).await;
+    let gateway = old.gateway().clone();
+    let client = reqwest::Client::builder()
+        .timeout(DEADLINE)
+        .pool_max_idle_per_host(0)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let open = |client: reqwest::Client, url: String| async move {
+        let (status, body) = post(&client, url, json!({})).await;
+        assert_eq!(status, 201, "{body}");
+        body["key"].as_str().unwrap().to_owned()
+    };
+    let running = open(client.clone(), rig.url("/v1/sessions")).await;
+    let waiting = open(client.clone(), rig.url("/v1/sessions")).await;
+    let idle = open(client.clone(), rig.url("/v1/sessions")).await;
+    let slow = {
+        let (client, url) = (
+            client.clone(),
+            rig.url(&format!("/v1/sessions/{running}/turns")),
+        );
+        tokio::spawn(async move { post(&client, url, json!({ "text": "slow" })).await })
+    };
+    let asked = {
+        let (client, url) = (
+            client.clone(),
+            rig.url(&format!("/v1/sessions/{waiting}/turns")),
+        );
+        let call = r#"call write_file {"path":"x.txt","content":"typed"}"#;
+        tokio::spawn(async move { post(&client, url, json!({ "text": call })).await })
+    };
+    let call_id = one_approval(&client, &rig).await["callId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    until_activity(&gateway, &running, Activity::Turn).await;
+    // The gateway hands over while this test keeps the listener open: the requests below are
+    // the ones a kept-alive connection could still bring.
+    let handing = tokio::spawn({
+        let gateway = gateway.clone();
+        async move { gateway.hand_over("test", None).await }
+    });
+    let (status, body) = tokio::time::timeout(DEADLINE, asked)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (202, &json!("turn-moved")),
+        "{body}"
+    );
+
+    let moved = |path: String, body: Value| {
+        let (client, url) = (client.clone(), rig.url(&path));
+        async move {
+            let response = client.post(url).json(&body).send().await.unwrap();
+            let status = response.status().as_u16();
+            let headers = response.headers().clone();
+            let body: Value = response.json().await.unwrap_or_default();
+            assert_eq!(status, 307, "{path}: {body}");
+            assert_eq!(body["error"]["code"], "session-moved", "{path}: {body}");
+            assert_eq!(headers["location"], path.as_str(), "{path}");
+            assert_eq!(headers["connection"], "close", "{path}");
+        }
+    };
+    moved("/v1/sessions".into(), json!({})).await;
+    moved(
+        format!("/v1/sessions/{idle}/turns"),
+        json!({ "text": "hi" }),
+    )
+    .await;
+    moved(
+        format!("/v1/sessions/{waiting}/approvals/{call_id}"),
+        json!({ "decision": "allow" }),
+    )
+    .await;
+    // The running turn is not cut: it finishes here and answers.
+    rig.gate.send_replace(true);
+    let (status, body) = tokio::time::timeout(DEADLINE, slow).await.unwrap().unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["stopReason"], "completed", "{body}");
+    let summary = tokio::time::timeout(DEADLINE, handing)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!((summary.moved.len(), summary.detached_turns), (3, 1));
+    assert!(summary.closed.wait(DEADLINE).await);
+    // Nothing ran for the refused requests: the idle session has no turn.
+    let stored = records(&gateway, &idle).await;
+    assert!(
+        !stored.iter().any(|r| matches!(r, Record::User { .. })),
+        "{stored:?}"
+    );
+    old.stop().await;
+    for arbiter in rig.arbiters.drain(..) {
+        arbiter.stop();
+    }
+}
+
+/// A turn waiting for an approval moves twice (A to B to C) and is answered on the third
+/// server: asked again each time with the same call id and deadline, its tool run once.
+#[actix_rt::test]
+async fn an_approval_waits_across_two_replacements() {
+    let mut rig = Rig::new(Backend::Files);
+    let first = rig.server("A", false).await;
+    let client = fresh_client();
+    let (status, body) = post(&client, rig.url("/v1/sessions"), json!({})).await;
+    assert_eq!(status, 201, "{body}");
+    let key = body["key"].as_str().unwrap().to_owned();
+    let asked = {
+        let (client, url) = (
+            client.clone(),
+            rig.url(&format!("/v1/sessions/{key}/turns")),
+        );
+        let call = r#"call write_file {"path":"twice.txt","content":"typed"}"#;
+        tokio::spawn(async move { post(&client, url, json!({ "text": call })).await })
+    };
+    let before = one_approval(&client, &rig).await;
+
+    let mut old = first;
+    for set in ["B", "C"] {
+        let new = rig.server(set, true).await;
+        new.adopt(old.session_ids(), PREDECESSOR_WAIT);
+        let summary = tokio::time::timeout(DEADLINE, old.hand_over(None))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(summary.detached_turns, 1, "moving to {set}");
+        assert!(summary.closed.wait(DEADLINE).await);
+        assert_eq!(
+            one_approval(&client, &rig).await,
+            before,
+            "asked again on {set}"
+        );
+        old = new;
+    }
+    let (status, body) = tokio::time::timeout(DEADLINE, asked)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (status, &body["error"]["code"]),
+        (202, &json!("turn-moved")),
+        "{body}"
+    );
+    let call_id = before["callId"].as_str().unwrap();
+    let (status, body) = post(
+        &client,
+        rig.url(&format!("/v1/sessions/{key}/approvals/{call_id}")),
+        json!({ "decision": "allow" }),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let gateway = old.gateway().clone();
+    until_activity(&gateway, &key, Activity::Idle).await;
+    let results = records(&gateway, &key)
+        .await
+        .iter()
+        .filter(|r| matches!(r, Record::ToolResult { success: true, .. }))
+        .count();
+    assert_eq!(results, 1);
+    let written = std::fs::read_to_string(rig.dir.path().join("twice.txt")).unwrap();
+    assert_eq!(written, "A");
+    for (what, set, times) in [
+        ("end", "A", 1),
+        ("start", "B", 1),
+        ("end", "B", 1),
+        ("start", "C", 1),
+    ] {
+        assert_eq!(
+            rig.seen(what, set, &key),
+            times,
+            "{what} {set}: {:?}",
+            rig.seen
+        );
+    }
+    let summary = old.drain("test", None).await.unwrap();
+    assert!(summary.closed.wait(DEADLINE).await);
+    for arbiter in rig.arbiters.drain(..) {
+        arbiter.stop();
+    }
+}
+
+/// Sessions in the timed hand-over (`HOOKLINE_HANDOVER_SESSIONS` sets another number).
+const TIMED_SESSIONS: usize = 200;
+
+/// The cost of a hand-over of many idle sessions on the file store: how long the old server's
+/// `hand_over` takes, and until the successor has taken every session over (printed; bounded
+/// far above what it needs, so a hand-over that waits on something it should not fails).
+#[actix_rt::test]
+async fn a_hand_over_of_many_idle_sessions_is_bounded() {
+    let sessions = std::env::var("HOOKLINE_HANDOVER_SESSIONS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(TIMED_SESSIONS);
+    let mut rig = Rig::new(Backend::Files);
+    let old = rig.server("A", false).await;
+    let client = reqwest::Client::builder()
+        .timeout(DEADLINE)
+        .build()
+        .unwrap();
+    let opens = (0..sessions).map(|_| post(&client, rig.url("/v1/sessions"), json!({})));
+    for (status, body) in futures::future::join_all(opens).await {
+        assert_eq!(status, 201, "{body}");
+    }
+    let new = rig.server("B", true).await;
+    let new_gateway = new.gateway().clone();
+    let ids = old.session_ids();
+    assert_eq!(ids.len(), sessions);
+    let started = std::time::Instant::now();
+    new.adopt(ids, PREDECESSOR_WAIT);
+    let summary = tokio::time::timeout(DEADLINE, old.hand_over(None))
+        .await
+        .unwrap()
+        .unwrap();
+    let handed = started.elapsed();
+    assert!(summary.closed.wait(DEADLINE).await);
+    let closed = started.elapsed();
+    tokio::time::timeout(DEADLINE, async {
+        while new_gateway.open_sessions() < sessions {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("the successor never took every session over");
+    let adopted = started.elapsed();
+    eprintln!(
+        "hand-over of {sessions} idle sessions: hand_over {handed:?}, old closed {closed:?}, \
+         all taken over by the successor {adopted:?}"
+    );
+    assert_eq!(summary.moved.len(), sessions);
     let summary = new.drain("test", None).await.unwrap();
     assert!(summary.closed.wait(DEADLINE).await);
     for arbiter in rig.arbiters.drain(..) {
@@ -513,4 +477,106 @@ fn pg_available() -> bool {
         "apt-get install -y postgresql",
     )
     .is_some()
+}
+
+/// A turn still running when the drain budget runs out is stopped as a drain stops it (its
+/// stream ends with `done`, `cancelled`), and its session moves all the same.
+#[actix_rt::test]
+async fn a_turn_past_the_drain_budget_is_stopped_and_its_session_moves() {
+    let mut rig = Rig::new(Backend::Files);
+    rig.drain_budget = Duration::from_millis(300);
+    let old = rig.server("A", false).await;
+    let old_gateway = old.gateway().clone();
+    let client = fresh_client();
+    let (status, body) = post(&client, rig.url("/v1/sessions"), json!({})).await;
+    assert_eq!(status, 201, "{body}");
+    let key = body["key"].as_str().unwrap().to_owned();
+    let stream = client
+        .post(rig.url(&format!("/v1/sessions/{key}/turns")))
+        .header("accept", "text/event-stream")
+        .json(&json!({ "text": "slow, never let go" }))
+        .send()
+        .await
+        .unwrap();
+    let stream = tokio::spawn(read_stream(stream));
+    until_activity(&old_gateway, &key, Activity::Turn).await;
+    let new = rig.server("B", true).await;
+    new.adopt(old.session_ids(), PREDECESSOR_WAIT);
+    let summary = tokio::time::timeout(DEADLINE, old.hand_over(None))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((summary.stopped_turns, summary.detached_turns), (1, 0));
+    assert!(summary.closed.wait(DEADLINE).await);
+    let (kinds, done) = stream.await.unwrap();
+    assert_eq!(kinds.last().map(String::as_str), Some("done"), "{kinds:?}");
+    assert_eq!(done["stopReason"], "cancelled", "{done}");
+    let (status, shown) = get(&client, rig.url(&format!("/v1/sessions/{key}"))).await;
+    assert_eq!(status, 200, "{shown}");
+    assert_eq!(shown["session"]["activity"], "idle", "{shown}");
+    assert_eq!(rig.seen("start", "B", &key), 1);
+    let summary = new.drain("test", None).await.unwrap();
+    assert!(summary.closed.wait(DEADLINE).await);
+    for arbiter in rig.arbiters.drain(..) {
+        arbiter.stop();
+    }
+}
+
+/// A turn sent over a WebSocket that waits for an approval: the socket is told the turn moved
+/// (an `error` with `turn-moved`), then closed with 1012; the approval waits on the successor.
+#[actix_rt::test]
+async fn a_websocket_turn_waiting_for_an_approval_is_told_it_moved_then_closed_with_1012() {
+    let mut rig = Rig::new(Backend::Files);
+    let old = rig.server("A", false).await;
+    let client = fresh_client();
+    let (status, body) = post(&client, rig.url("/v1/sessions"), json!({})).await;
+    assert_eq!(status, 201, "{body}");
+    let key = body["key"].as_str().unwrap().to_owned();
+    let (mut ws, _) =
+        tokio_tungstenite::connect_async(format!("ws://{}/v1/sessions/{key}/ws", rig.addr))
+            .await
+            .unwrap();
+    let call = r#"call write_file {"path":"ws.txt","content":"typed"}"#;
+    let turn = json!({ "type": "turn", "text": call }).to_string();
+    futures::SinkExt::send(&mut ws, Message::text(turn))
+        .await
+        .unwrap();
+    let before = one_approval(&client, &rig).await;
+    let new = rig.server("B", true).await;
+    new.adopt(old.session_ids(), PREDECESSOR_WAIT);
+    let handing = tokio::spawn(old.hand_over(None));
+    let (answers, close) = tokio::time::timeout(DEADLINE, async {
+        let mut answers = Vec::new();
+        while let Some(message) = ws.next().await {
+            match message.unwrap() {
+                Message::Text(text) => {
+                    let value: Value = serde_json::from_str(text.as_str()).unwrap();
+                    if value["type"] != "event" {
+                        answers.push(value);
+                    }
+                }
+                Message::Close(frame) => return (answers, frame.map(|f| u16::from(f.code))),
+                _ => {}
+            }
+        }
+        (answers, None)
+    })
+    .await
+    .unwrap();
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    assert_eq!(answers[0]["type"], "error", "{answers:?}");
+    assert_eq!(answers[0]["error"]["code"], "turn-moved", "{answers:?}");
+    assert_eq!(close, Some(1012));
+    let summary = tokio::time::timeout(DEADLINE, handing)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(summary.closed.wait(DEADLINE).await);
+    assert_eq!(one_approval(&client, &rig).await, before);
+    let summary = new.drain("test", None).await.unwrap();
+    assert!(summary.closed.wait(DEADLINE).await);
+    for arbiter in rig.arbiters.drain(..) {
+        arbiter.stop();
+    }
 }

@@ -31,6 +31,8 @@ pub use auth::limits::TenantLimits;
 pub use auth::tenants::{ApprovalAnswerers, TenantPolicy, Tenants};
 pub use auth::{Principal, DEFAULT_TENANT};
 pub use error::{ApiError, ErrorBody, ErrorDetail, RETRY_AFTER_SECS};
+/// What [`ServeHandle::hand_over`] did.
+pub use hookline_host::gateway::HandoverSummary;
 /// The JWT signing algorithms (`jsonwebtoken`'s).
 pub use jsonwebtoken::Algorithm as JwtAlgorithm;
 pub use metrics::install_recorder;
@@ -47,7 +49,7 @@ use std::time::Duration;
 use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::sync::watch;
 
-use hookline_host::gateway::{Gateway, HandoverSummary, ShutdownSummary};
+use hookline_host::gateway::{Gateway, ShutdownSummary};
 use hookline_host::state::HostError;
 use hookline_messages::session::SessionId;
 
@@ -265,6 +267,9 @@ impl ServeHandle {
     /// Takes over the sessions `ids` a predecessor hands over, each in the background as soon
     /// as the predecessor gives its lease back (waiting at most `wait`); a request for one of
     /// them meanwhile waits for it (issue 49). See [`Gateway::adopt`].
+    ///
+    /// # Panics
+    /// When called outside a tokio runtime (the takeovers run on tasks of the current one).
     pub fn adopt(&self, ids: Vec<String>, wait: Duration) {
         let ids = ids.into_iter().map(SessionId::new).collect();
         self.state.gateway.adopt(ids, wait);

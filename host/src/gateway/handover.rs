@@ -108,6 +108,9 @@ impl Gateway {
     /// as its lease is free (at most `wait` from now): a turn that waited for an approval asks
     /// it again here (same call id and deadline), so it shows in the session's approvals.
     /// Requests for them meanwhile wait for that.
+    ///
+    /// # Panics
+    /// When called outside a tokio runtime (the takeovers run on tasks of the current one).
     pub fn adopt(&self, ids: Vec<SessionId>, wait: Duration) {
         self.expect_predecessor(wait);
         self.inner
@@ -151,14 +154,15 @@ impl Gateway {
             .succession
             .handing_over
             .store(true, Ordering::Release);
-        let handles: Vec<SessionHandle> = self
-            .table()
-            .values()
-            .filter(|handle| !handle.has_ended())
-            .cloned()
-            .collect();
         let budget = self.inner.limits.drain_budget;
-        let left = futures::future::join_all(handles.iter().map(|h| move_out(h, budget))).await;
+        let mut handles = self.open_handles(&[]);
+        let mut left = futures::future::join_all(handles.iter().map(|h| move_out(h, budget))).await;
+        // A session whose open had begun before the hand-over joins the table after it: it
+        // moves too, once every such open has finished (bounded by the budget).
+        self.openings_done(budget).await;
+        let late = self.open_handles(&handles);
+        left.extend(futures::future::join_all(late.iter().map(|h| move_out(h, budget))).await);
+        handles.extend(late);
         let detached_turns = left.iter().filter(|l| l.detached).count();
         let stopped_turns = left.iter().filter(|l| l.stopped).count();
         let moved = handles.iter().map(|h| h.key().clone()).collect();
@@ -179,6 +183,31 @@ impl Gateway {
         })
     }
 }
+
+impl Gateway {
+    /// The open sessions' handles, but those in `known`.
+    fn open_handles(&self, known: &[SessionHandle]) -> Vec<SessionHandle> {
+        let known: HashSet<&SessionId> = known.iter().map(SessionHandle::key).collect();
+        self.table()
+            .values()
+            .filter(|handle| !handle.has_ended() && !known.contains(handle.key()))
+            .cloned()
+            .collect()
+    }
+
+    /// Waits until no session is being opened, at most `budget`.
+    async fn openings_done(&self, budget: Duration) {
+        let until = tokio::time::Instant::now() + budget;
+        while self.inner.opening.load(Ordering::Acquire) > 0 && tokio::time::Instant::now() < until
+        {
+            // An open ends within its own bounded steps; nothing signals it, so look again soon.
+            tokio::time::sleep(OPENING_PAUSE).await;
+        }
+    }
+}
+
+/// How often a hand-over looks whether the sessions being opened have been.
+const OPENING_PAUSE: Duration = Duration::from_millis(5);
 
 /// Moves one session out: refuses its new requests, lets the ones queued run, drops a turn
 /// that waits for an approval (left stored), and stops a turn still running past `budget`.

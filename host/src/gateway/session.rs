@@ -181,6 +181,11 @@ impl SessionHandle {
         command: SessionCommand,
         origin: Option<CommandOrigin>,
     ) -> Result<CommandReport, RequestError> {
+        if command == SessionCommand::Stop && self.is_moving() {
+            // A turn still running here while the session moves is stopped all the same; the
+            // command itself goes to the successor (issue 49).
+            self.stop.raise();
+        }
         self.admit()?;
         if command == SessionCommand::Stop {
             // `/stop` reaches the turn in flight at once; the command itself (its event) queues.
