@@ -79,6 +79,20 @@ enum Event {
     Signal(&'static str),
     SuccessorExited(String),
     Successor(Result<Successor, HandoverError>),
+    Verdict(Verdict),
+}
+
+/// A successor's negotiation under way.
+type Negotiation = std::pin::Pin<Box<dyn std::future::Future<Output = Verdict> + Send>>;
+
+/// The negotiation's verdict once it settles (and none pending after); never, without one.
+async fn settled(pending: &mut Option<Negotiation>) -> Verdict {
+    let Some(negotiation) = pending.as_mut() else {
+        return std::future::pending().await;
+    };
+    let verdict = negotiation.await;
+    *pending = None;
+    verdict
 }
 
 /// A serving server, until a signal drains it or a successor replaces it.
@@ -101,19 +115,23 @@ impl Running {
         mut terminate: Signals,
     ) -> Result<Ended, ServeCliError> {
         let mut spawned: Option<tokio::process::Child> = None;
+        // One successor at a time; signals are served while it starts (up to its answer wait).
+        let mut pending: Option<Negotiation> = None;
         loop {
             let event = tokio::select! {
                 signal = terminate.next() => Event::Signal(signal),
                 exited = wait_child(&mut spawned) => Event::SuccessorExited(exited),
-                accepted = accept(self.rendezvous.as_ref()) => Event::Successor(accepted),
+                verdict = settled(&mut pending) => Event::Verdict(verdict),
+                accepted = accept(self.rendezvous.as_ref()), if pending.is_none() => {
+                    Event::Successor(accepted)
+                }
             };
             match event {
                 Event::Signal("SIGHUP") => spawned = self.start_successor(spawned),
                 Event::Signal(signal) => return self.drain(handle, signal, terminate).await,
                 Event::SuccessorExited(status) => {
-                    eprintln!("hookline serve: the successor exited before it was ready ({status}); still serving");
+                    eprintln!("hookline serve: the successor exited ({status})");
                     spawned = None;
-                    serve_replace::notify(&[sd_notify::NotifyState::Ready]);
                 }
                 Event::Successor(Err(error)) => {
                     eprintln!("hookline serve: a successor was refused: {error}");
@@ -129,18 +147,21 @@ impl Running {
                             .map(|a| a.to_string())
                             .unwrap_or_default()],
                     );
-                    match serve_replace::negotiate(successor, offer, self.socket.clone()).await {
-                        Verdict::Ready { successor, pid } => {
-                            return self.hand_over(handle, successor, pid).await;
-                        }
-                        Verdict::Stay(why) => {
-                            eprintln!("hookline serve: {why}; still serving");
-                            if let Some(child) = spawned.take() {
-                                serve_replace::reap(child).await;
-                            }
-                            serve_replace::notify(&[sd_notify::NotifyState::Ready]);
-                        }
+                    pending = Some(Box::pin(serve_replace::negotiate(
+                        successor,
+                        offer,
+                        self.socket.clone(),
+                    )));
+                }
+                Event::Verdict(Verdict::Ready { successor, pid }) => {
+                    return self.hand_over(handle, successor, pid).await;
+                }
+                Event::Verdict(Verdict::Stay(why)) => {
+                    eprintln!("hookline serve: {why}; still serving");
+                    if let Some(child) = spawned.take() {
+                        serve_replace::reap(child).await;
                     }
+                    serve_replace::notify(&[sd_notify::NotifyState::Ready]);
                 }
             }
         }
