@@ -1,0 +1,545 @@
+//! Replacing `hookline serve` again and again under load (issue 49 items 5 and 6), with the real
+//! binary on the file store: sessions run turns without pause (half as JSON, half as event
+//! streams, each request on a new connection) while the server is replaced, alternating between
+//! plugin set A (appends ` [A]` to every user message) and set B (` [B]`). One replacement is
+//! asked with SIGHUP, the others with `--replace`; before the first, a successor with a broken
+//! plugin set is refused and the old server serves on.
+//!
+//! Checked: zero failed requests; every turn's answer carries exactly one set's marker; once a
+//! replacement is over, turns carry the new set's; every acknowledged turn is stored, in order;
+//! no old server or plugin process is left; the last server's resident memory beside the
+//! first's. Reported (stderr): each replacement's time from the request to the old process's
+//! exit, and the p99 turn latency during replacements beside the p99 outside them.
+//!
+//! Size: 24 sessions and 4 replacements by default (a plain `cargo test`);
+//! `HOOKLINE_REPLACE_LOAD=200x20` runs 200 sessions and 20 replacements. Turns that wait for an
+//! approval across a swap and WebSocket clients are covered in process by
+//! `tests/serve_handover.rs`, not here.
+#![cfg(unix)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod cluster_support;
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use cluster_support::listen_url;
+use hookline::host::store::{Log, Store};
+use hookline::messages::record::Record;
+use hookline::messages::session::SessionId;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+/// A bound on every wait.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// The plugin of both sets: appends ` [SET]` to every user message.
+const MARKER: &str = r#"
+import json, sys
+SET = "@SET@"
+print(json.dumps({"type": "hello", "protocol": 1, "hooks": ["on_user_message"]}), flush=True)
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("type") == "goodbye":
+        break
+    if m.get("type") != "hook":
+        continue
+    v = m["value"]
+    v["text"] = v["text"] + " [" + SET + "]"
+    print(json.dumps({"type": "replace", "id": m["id"], "value": v}), flush=True)
+"#;
+
+/// Sessions and replacements: `HOOKLINE_REPLACE_LOAD=SESSIONSxSWAPS`, else 24x4.
+fn size() -> (usize, usize) {
+    std::env::var("HOOKLINE_REPLACE_LOAD")
+        .ok()
+        .and_then(|v| {
+            let (s, n) = v.split_once('x')?;
+            Some((s.parse().ok()?, n.parse().ok()?))
+        })
+        .unwrap_or((24, 4))
+}
+
+/// One server process: started by the test (a child) or by a server on SIGHUP (a pid).
+struct Server {
+    pid: i32,
+    child: Option<Child>,
+    log: PathBuf,
+}
+
+impl Server {
+    fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits (bounded) for it to exit; its exit code when it was our child.
+    fn exited(&mut self) -> Option<i32> {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            match &mut self.child {
+                Some(child) => {
+                    if let Some(status) = child.try_wait().unwrap() {
+                        return status.code();
+                    }
+                }
+                None if !alive(self.pid) => return None,
+                None => {}
+            }
+            assert!(
+                Instant::now() < deadline,
+                "pid {} did not exit; log:\n{}",
+                self.pid,
+                self.log_text()
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if alive(self.pid) {
+            let _ = kill(Pid::from_raw(self.pid), Signal::SIGKILL);
+        }
+        if let Some(child) = &mut self.child {
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Whether process `id` runs (a zombie does not).
+fn alive(id: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{id}/stat")).is_ok_and(|stat| {
+        stat.rsplit(')')
+            .next()
+            .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
+    })
+}
+
+/// The processes whose parent is `parent`.
+fn children(parent: i32) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(id) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let ppid = stat
+            .rsplit(')')
+            .next()
+            .and_then(|rest| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<i32>().ok());
+        if ppid == Some(parent) && alive(id) {
+            found.push(id);
+        }
+    }
+    found
+}
+
+/// Resident memory of `pid`, in KiB.
+fn rss_kib(pid: i32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap()
+}
+
+struct Deployment {
+    dir: tempfile::TempDir,
+    plugins: PathBuf,
+}
+
+impl Deployment {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let plugins = dir.path().join("plugins");
+        std::fs::create_dir_all(dir.path().join("root")).unwrap();
+        let deployment = Self { dir, plugins };
+        deployment.use_set("A");
+        std::fs::write(
+            deployment.plugins.join("marker/plugin.json"),
+            r#"{"entry": "plugin.py", "interpreter": "python3"}"#,
+        )
+        .unwrap();
+        deployment
+    }
+
+    /// Makes the plugin directory set `set` (what the next server loads).
+    fn use_set(&self, set: &str) {
+        let dir = self.plugins.join("marker");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("plugin.py"), MARKER.replace("@SET@", set)).unwrap();
+    }
+
+    /// `hookline serve` with this deployment's line, `--replace` when `replace`, and `extra`.
+    fn spawn(&self, name: &str, replace: bool, extra: &[&str]) -> (Server, Option<String>) {
+        let log = self.dir.path().join(format!("{name}.log"));
+        let mut command = Command::new(env!("CARGO_BIN_EXE_hookline"));
+        command
+            .args(["serve", "--listen", "127.0.0.1:0", "--workspace-root"])
+            .arg(self.dir.path().join("root"))
+            .arg("--plugins")
+            .arg(&self.plugins)
+            .args(["--drain-budget-ms", "5000"])
+            .args(extra)
+            .env("HOOKLINE_HOME", self.dir.path().join("home"))
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&log).unwrap());
+        if replace {
+            command.arg("--replace");
+        }
+        let mut child = command.spawn().unwrap();
+        let url = listen_url(&mut child);
+        let pid = i32::try_from(child.id()).unwrap();
+        (
+            Server {
+                pid,
+                child: Some(child),
+                log,
+            },
+            url,
+        )
+    }
+
+    fn store(&self) -> PathBuf {
+        self.dir.path().join("root/.hookline")
+    }
+}
+
+/// One acknowledged turn.
+struct Turn {
+    session: String,
+    sent: String,
+    marker: String,
+    started: Instant,
+    took: Duration,
+}
+
+/// What the clients saw.
+#[derive(Default)]
+struct Seen {
+    turns: Mutex<Vec<Turn>>,
+    failed: Mutex<Vec<String>>,
+}
+
+/// The marker in an answer `echo: t7 [A]`: the sets' markers it carries.
+fn markers(answer: &str) -> Vec<String> {
+    answer
+        .match_indices(" [")
+        .filter_map(|(at, _)| {
+            let rest = &answer[at + 2..];
+            rest.find(']').map(|end| rest[..end].to_owned())
+        })
+        .collect()
+}
+
+/// The assistant's text from a JSON turn answer or an event stream.
+fn assistant_text(body: &str, streaming: bool) -> Option<String> {
+    let events: Vec<serde_json::Value> = if streaming {
+        body.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str(d.trim()).ok())
+            .collect()
+    } else {
+        let answer: serde_json::Value = serde_json::from_str(body).ok()?;
+        answer["events"].as_array()?.clone()
+    };
+    events
+        .iter()
+        .rev()
+        .find(|e| e["event"] == "assistant")
+        .and_then(|e| e["text"].as_str().map(str::to_owned))
+}
+
+/// One client per session: turns without pause until `stop`, each on a new connection; odd
+/// sessions ask for an event stream.
+async fn client(base: String, n: usize, stop: Arc<AtomicBool>, seen: Arc<Seen>) {
+    let http = reqwest::Client::builder()
+        .timeout(DEADLINE)
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap();
+    let opened = http
+        .post(format!("{base}/v1/sessions"))
+        .json(&serde_json::json!({}))
+        .send()
+        .await;
+    let key = match opened {
+        Ok(r) if r.status() == 201 => {
+            let body: serde_json::Value = r.json().await.unwrap();
+            body["key"].as_str().unwrap().to_owned()
+        }
+        other => {
+            seen.failed.lock().unwrap().push(format!("open: {other:?}"));
+            return;
+        }
+    };
+    let streaming = n % 2 == 1;
+    let mut i = 0;
+    while !stop.load(Ordering::Acquire) {
+        i += 1;
+        let sent = format!("c{n} t{i}");
+        let mut request = http
+            .post(format!("{base}/v1/sessions/{key}/turns"))
+            .json(&serde_json::json!({ "text": sent }));
+        if streaming {
+            request = request.header("accept", "text/event-stream");
+        }
+        let started = Instant::now();
+        let answer = match request.send().await {
+            Ok(r) if r.status() == 200 => r.text().await.map_err(|e| e.to_string()),
+            Ok(r) => Err(format!(
+                "{}: {}",
+                r.status(),
+                r.text().await.unwrap_or_default()
+            )),
+            Err(e) => Err(format!("{e:?}")),
+        };
+        let took = started.elapsed();
+        match answer.map(|body| assistant_text(&body, streaming).ok_or(body)) {
+            Ok(Ok(text)) => {
+                let found = markers(&text);
+                if found.len() != 1 || !text.starts_with(&format!("echo: {sent} [")) {
+                    seen.failed
+                        .lock()
+                        .unwrap()
+                        .push(format!("{key}: '{sent}' answered '{text}'"));
+                    continue;
+                }
+                seen.turns.lock().unwrap().push(Turn {
+                    session: key.clone(),
+                    sent,
+                    marker: found[0].clone(),
+                    started,
+                    took,
+                });
+            }
+            Ok(Err(body)) => seen
+                .failed
+                .lock()
+                .unwrap()
+                .push(format!("{key}: no answer in {body}")),
+            Err(error) => seen.failed.lock().unwrap().push(format!("{key}: {error}")),
+        }
+    }
+}
+
+/// The p99 of `took` over `turns`.
+fn p99(mut took: Vec<Duration>) -> Duration {
+    if took.is_empty() {
+        return Duration::ZERO;
+    }
+    took.sort();
+    took[(took.len() * 99 / 100).min(took.len() - 1)]
+}
+
+/// Waits (bounded) until `seen` has `more` turns past `now`.
+fn wait_turns(seen: &Seen, more: usize) {
+    let target = seen.turns.lock().unwrap().len() + more;
+    let deadline = Instant::now() + DEADLINE;
+    while seen.turns.lock().unwrap().len() < target {
+        assert!(
+            Instant::now() < deadline,
+            "no traffic: {:?}",
+            seen.failed.lock().unwrap()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn replaced_again_and_again_under_load_nothing_fails_and_each_turn_has_one_plugin_set() {
+    if Command::new("python3").arg("--version").output().is_err() {
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: needs python3 for the plugin sets"
+        );
+        return;
+    }
+    let (sessions, swaps) = size();
+    let deployment = Deployment::new();
+    let (mut current, url) = deployment.spawn("s0", false, &[]);
+    let base = url.unwrap_or_else(|| panic!("{}", current.log_text()));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let seen = Arc::new(Seen::default());
+    let clients: Vec<_> = (0..sessions)
+        .map(|n| runtime.spawn(client(base.clone(), n, stop.clone(), seen.clone())))
+        .collect();
+    wait_turns(&seen, sessions * 3);
+    let first_rss = rss_kib(current.pid);
+    let mut plugin_pids: Vec<i32> = children(current.pid);
+    let mut windows: Vec<(Instant, Instant)> = Vec::new();
+    let mut set = "A";
+    for swap in 1..=swaps {
+        if swap == 1 {
+            // A successor with a broken plugin set is refused; the old one serves on.
+            std::fs::create_dir_all(deployment.plugins.join("broken")).unwrap();
+            std::fs::write(deployment.plugins.join("broken/plugin.json"), "{ nope").unwrap();
+            let (mut broken, _) = deployment.spawn("broken", true, &[]);
+            assert_ne!(broken.exited(), Some(0), "{}", broken.log_text());
+            std::fs::remove_dir_all(deployment.plugins.join("broken")).unwrap();
+            assert!(alive(current.pid));
+            wait_turns(&seen, sessions);
+        }
+        set = if set == "A" { "B" } else { "A" };
+        deployment.use_set(set);
+        let old_plugins = children(current.pid);
+        let asked = Instant::now();
+        let mut next = if swap == 2 {
+            kill(Pid::from_raw(current.pid), Signal::SIGHUP).unwrap();
+            let code = current.exited();
+            assert!(matches!(code, Some(0) | None), "{}", current.log_text());
+            let log = current.log_text();
+            let pid: i32 = log
+                .rsplit("handed over to pid ")
+                .next()
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|id| id.parse().ok())
+                .unwrap_or_else(|| panic!("no successor in:\n{log}"));
+            Server {
+                pid,
+                child: None,
+                log: current.log.clone(),
+            }
+        } else {
+            let (next, url) = deployment.spawn(&format!("s{swap}"), true, &[]);
+            assert_eq!(url.as_deref(), Some(base.as_str()), "{}", next.log_text());
+            next
+        };
+        if swap != 2 {
+            // None: a server SIGHUP started is not our child; its exit status is not ours to see.
+            let code = current.exited();
+            assert!(
+                matches!(code, Some(0) | None),
+                "{code:?}: {}",
+                current.log_text()
+            );
+        }
+        let took = asked.elapsed();
+        windows.push((asked, Instant::now()));
+        let _ = writeln!(
+            std::io::stderr(),
+            "swap {swap} to set {set}{}: {} ms from the request to the old process's exit",
+            if swap == 2 { " (SIGHUP)" } else { "" },
+            took.as_millis()
+        );
+        for id in &old_plugins {
+            let deadline = Instant::now() + DEADLINE;
+            while alive(*id) {
+                assert!(
+                    Instant::now() < deadline,
+                    "plugin {id} of the old server still runs"
+                );
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+        std::mem::swap(&mut current, &mut next);
+        drop(next);
+        plugin_pids.extend(children(current.pid));
+        // Turns after the swap carry the new set's marker.
+        let from = seen.turns.lock().unwrap().len();
+        wait_turns(&seen, sessions * 2);
+        let turns = seen.turns.lock().unwrap();
+        let after_exit = windows.last().unwrap().1;
+        for turn in turns[from..].iter().filter(|t| t.started > after_exit) {
+            assert_eq!(
+                turn.marker, set,
+                "{}: '{}' after swap {swap}",
+                turn.session, turn.sent
+            );
+        }
+    }
+    stop.store(true, Ordering::Release);
+    runtime.block_on(async {
+        for client in clients {
+            client.await.unwrap();
+        }
+    });
+    let last_rss = rss_kib(current.pid);
+    let failed = seen.failed.lock().unwrap().clone();
+    let turns = std::mem::take(&mut *seen.turns.lock().unwrap());
+    let (during, outside): (Vec<&Turn>, Vec<&Turn>) = turns.iter().partition(|t| {
+        let ended = t.started + t.took;
+        windows
+            .iter()
+            .any(|(from, to)| t.started < *to && ended > *from)
+    });
+    let _ = writeln!(
+        std::io::stderr(),
+        "{sessions} sessions, {swaps} replacements: {} turns, {} failed; p99 during replacements {} ms ({} turns), outside {} ms ({} turns); resident memory first {first_rss} KiB, last {last_rss} KiB",
+        turns.len(),
+        failed.len(),
+        p99(during.iter().map(|t| t.took).collect()).as_millis(),
+        during.len(),
+        p99(outside.iter().map(|t| t.took).collect()).as_millis(),
+        outside.len(),
+    );
+    assert!(
+        failed.is_empty(),
+        "{} failed: {:?}",
+        failed.len(),
+        &failed[..failed.len().min(5)]
+    );
+    kill(Pid::from_raw(current.pid), Signal::SIGTERM).unwrap();
+    let _ = current.exited();
+    for id in &plugin_pids {
+        let deadline = Instant::now() + DEADLINE;
+        while alive(*id) {
+            assert!(Instant::now() < deadline, "plugin {id} still runs");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    assert_stored_in_order(&deployment.store(), &turns);
+}
+
+/// Every acknowledged turn's user message is stored, in the order acknowledged.
+fn assert_stored_in_order(store: &Path, turns: &[Turn]) {
+    let mut acked: HashMap<&str, Vec<String>> = HashMap::new();
+    for turn in turns {
+        acked
+            .entry(turn.session.as_str())
+            .or_default()
+            .push(format!("{} [{}]", turn.sent, turn.marker));
+    }
+    let store = Store::open(store).unwrap();
+    for (session, texts) in acked {
+        let log = store
+            .session_dir(&SessionId::new(session))
+            .unwrap()
+            .join("records.log");
+        let (_, recovery) = Log::<Record>::open(&log).unwrap();
+        let stored: Vec<&str> = recovery
+            .records
+            .iter()
+            .filter_map(|r| match r {
+                Record::User { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        let mut at = 0;
+        for text in &texts {
+            let found = stored[at..].iter().position(|s| s == text);
+            assert!(
+                found.is_some(),
+                "{session}: '{text}' not stored after position {at}"
+            );
+            at += found.unwrap_or_default() + 1;
+        }
+    }
+}
