@@ -10,6 +10,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cluster_support;
+#[path = "support/pg.rs"]
+mod pg;
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -577,4 +579,95 @@ fn under_systemd_the_activated_socket_is_served_and_a_sighup_reload_is_notified(
     kill(Pid::from_raw(successor), Signal::SIGTERM).unwrap();
     assert_eq!(notified(&notify), "STOPPING=1\n");
     assert_gone(&[successor], "the successor");
+}
+
+/// `hookline serve` on PostgreSQL as node `name`, its rendezvous at `DIR/NAME.sock`;
+/// `--replace` when `replace`.
+fn pg_node(
+    dir: &std::path::Path,
+    url: &str,
+    name: &str,
+    replace: bool,
+) -> (Child, Option<String>, PathBuf) {
+    let log = dir.join(format!(
+        "{name}-{}.log",
+        if replace { "new" } else { "old" }
+    ));
+    std::fs::create_dir_all(dir.join("root")).unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_hookline"));
+    command
+        .args(["serve", "--listen", "127.0.0.1:0", "--workspace-root"])
+        .arg(dir.join("root"))
+        .args([
+            "--store",
+            url,
+            "--migrate",
+            "--node",
+            name,
+            "--drain-budget-ms",
+            "3000",
+        ])
+        .arg("--handover-socket")
+        .arg(dir.join(format!("{name}.sock")))
+        .env("HOOKLINE_HOME", dir.join("home"))
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap());
+    if replace {
+        command.arg("--replace");
+    }
+    let mut child = command.spawn().unwrap();
+    let url = listen_url(&mut child);
+    (child, url, log)
+}
+
+/// Waits (bounded) for `child` to exit; its status.
+fn wait_exit(child: &mut Child, log: &std::path::Path) -> std::process::ExitStatus {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "it did not exit: {}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn two_postgres_nodes_replaced_in_turn_keep_their_sessions_under_their_names() {
+    let url = pg::database_url();
+    let dir = tempfile::tempdir().unwrap();
+    let runtime = runtime();
+    let client = Client::new();
+    let mut nodes = Vec::new();
+    for name in ["pg-a", "pg-b"] {
+        let (child, base, log) = pg_node(dir.path(), &url, name, false);
+        let base = base.unwrap_or_else(|| panic!("{}", std::fs::read_to_string(&log).unwrap()));
+        let key = runtime.block_on(client.open(&base));
+        nodes.push((name, child, base, key, log));
+    }
+    for (name, old, base, key, old_log) in &mut nodes {
+        let (mut new, new_base, new_log) = pg_node(dir.path(), &url, name, true);
+        assert_eq!(
+            new_base.as_deref(),
+            Some(base.as_str()),
+            "{}",
+            std::fs::read_to_string(&new_log).unwrap()
+        );
+        let status = wait_exit(old, old_log);
+        assert!(
+            status.success(),
+            "{}",
+            std::fs::read_to_string(&*old_log).unwrap()
+        );
+        // The session moved to the successor under the same node name: no 409, no /resume.
+        let (status, body) = runtime.block_on(client.turn(base, key, "after")).unwrap();
+        assert_eq!(status, 200, "{name}: {body}");
+        kill(pid(new.id()), Signal::SIGTERM).unwrap();
+        assert!(wait_exit(&mut new, &new_log).success());
+    }
 }

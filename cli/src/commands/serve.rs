@@ -305,7 +305,12 @@ fn find_predecessor(
         ));
     }
     let root = workspace_root(args, config)?;
-    let path = rendezvous_path(args.handover_socket.as_deref(), &store, &root);
+    let path = rendezvous_path(
+        args.handover_socket.as_deref(),
+        &store,
+        &root,
+        store.node_name(),
+    );
     Ok(serve_replace::connect(&path)?)
 }
 
@@ -534,7 +539,12 @@ async fn serve_with(
         Origin::Activated => eprintln!("hookline serve: serving the socket systemd passed"),
         Origin::HandedOver => eprintln!("hookline serve: serving the socket handed over"),
     }
-    let path = rendezvous_path(args.handover_socket.as_deref(), &store, &root);
+    let path = rendezvous_path(
+        args.handover_socket.as_deref(),
+        &store,
+        &root,
+        node.as_deref(),
+    );
     let rendezvous = take_over(&handle, predecessor, &path, started).await;
     let running = Running {
         offer: (node, settings.drain_budget_ms),

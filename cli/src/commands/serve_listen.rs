@@ -46,9 +46,15 @@ pub(crate) fn listening_socket(
 
 /// The rendezvous socket's path: `--handover-socket`, else `hookline-serve.sock` in the file
 /// store's directory (the store's default, `.hookline` under `root`, when none is given); with
-/// a PostgreSQL store, `hookline-serve[-NODE].sock` in `$XDG_RUNTIME_DIR` (else the temporary
-/// directory), since the node has no directory of its own.
-pub(crate) fn rendezvous_path(given: Option<&Path>, store: &StoreArgs, root: &Path) -> PathBuf {
+/// a PostgreSQL store, `hookline-serve-NODE.sock` (`node`: this node's name) in
+/// `$XDG_RUNTIME_DIR` (else the temporary directory), since the node has no directory of its
+/// own.
+pub(crate) fn rendezvous_path(
+    given: Option<&Path>,
+    store: &StoreArgs,
+    root: &Path,
+    node: Option<&str>,
+) -> PathBuf {
     if let Some(path) = given {
         return path.to_owned();
     }
@@ -57,7 +63,7 @@ pub(crate) fn rendezvous_path(given: Option<&Path>, store: &StoreArgs, root: &Pa
             .map(PathBuf::from)
             .filter(|dir| dir.is_dir())
             .unwrap_or_else(std::env::temp_dir);
-        return match store.node_name() {
+        return match node {
             Some(node) => dir.join(format!("hookline-serve-{node}.sock")),
             None => dir.join(SOCKET_NAME),
         };
@@ -93,21 +99,22 @@ mod tests {
     fn the_rendezvous_lies_beside_the_store_unless_a_flag_names_it() {
         let root = Path::new("/srv/ws");
         assert_eq!(
-            rendezvous_path(None, &store(&[]), root),
+            rendezvous_path(None, &store(&[]), root, None),
             Path::new("/srv/ws/.hookline/hookline-serve.sock")
         );
         assert_eq!(
-            rendezvous_path(None, &store(&["--store", "/var/lib/hl"]), root),
+            rendezvous_path(None, &store(&["--store", "/var/lib/hl"]), root, None),
             Path::new("/var/lib/hl/hookline-serve.sock")
         );
         assert_eq!(
-            rendezvous_path(Some(Path::new("/run/hl.sock")), &store(&[]), root),
+            rendezvous_path(Some(Path::new("/run/hl.sock")), &store(&[]), root, None),
             Path::new("/run/hl.sock")
         );
         let pg = rendezvous_path(
             None,
             &store(&["--store", "postgres://db/hl", "--node", "n1"]),
             root,
+            Some("n1"),
         );
         assert!(pg.ends_with("hookline-serve-n1.sock"), "{}", pg.display());
     }
