@@ -671,3 +671,75 @@ fn two_postgres_nodes_replaced_in_turn_keep_their_sessions_under_their_names() {
         assert!(wait_exit(&mut new, &new_log).success());
     }
 }
+
+#[test]
+fn an_approval_asked_before_a_replacement_is_answered_on_the_successor_and_runs_once() {
+    let deployment = Deployment::new();
+    let mut old = deployment.start();
+    let runtime = runtime();
+    let client = Client::new();
+    let base = old.url.clone();
+    let key = runtime.block_on(client.open(&base));
+    // The echo model calls write_file, which the default policy gives to the operator.
+    let call = r#"call write_file {"path":"moved.txt","content":"once"}"#;
+    let waiting = {
+        let (client, base, key) = (client.clone(), base.clone(), key.clone());
+        runtime.spawn(async move { client.turn(&base, &key, call).await })
+    };
+    let asked = runtime.block_on(async {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let (_, body) = client.get(&format!("{base}/v1/approvals")).await.unwrap();
+            if let Some(approval) = body["approvals"].as_array().and_then(|a| a.first()) {
+                return approval.clone();
+            }
+            assert!(Instant::now() < deadline, "never asked: {body}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    let mut new = deployment.successor("new", &[]);
+    assert_eq!(listen_url(&mut new.child).as_deref(), Some(base.as_str()));
+    let (status, _) = exited(&mut old, Instant::now());
+    assert!(status.success(), "{}", old.log_text());
+    // The old server's request ends saying the turn goes on in the successor.
+    let (status, body) = runtime.block_on(waiting).unwrap().unwrap();
+    assert_eq!((status, body["error"]["code"].as_str()), (202, Some("turn-moved")), "{body}");
+    // Asked again there, with the same call id and deadline.
+    let again = runtime.block_on(async {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let (_, body) = client.get(&format!("{base}/v1/approvals")).await.unwrap();
+            if let Some(approval) = body["approvals"].as_array().and_then(|a| a.first()) {
+                return approval.clone();
+            }
+            assert!(Instant::now() < deadline, "never asked again: {body}\n{}", new.log_text());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    assert_eq!(again["callId"], asked["callId"]);
+    assert_eq!(again["deadlineMs"], asked["deadlineMs"]);
+    let call_id = asked["callId"].as_str().unwrap();
+    let (status, body) = runtime
+        .block_on(client.post(
+            &format!("{base}/v1/sessions/{key}/approvals/{call_id}"),
+            serde_json::json!({"decision": "allow"}),
+        ))
+        .unwrap();
+    assert_eq!(status, 200, "{body}");
+    // The call ran once, as stored.
+    let written = deployment.dir.path().join("root/moved.txt");
+    let deadline = Instant::now() + DEADLINE;
+    while !written.exists() {
+        assert!(Instant::now() < deadline, "the call never ran: {}", new.log_text());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(std::fs::read_to_string(&written).unwrap(), "once");
+    let (status, _) = runtime
+        .block_on(client.post(
+            &format!("{base}/v1/sessions/{key}/approvals/{call_id}"),
+            serde_json::json!({"decision": "allow"}),
+        ))
+        .unwrap();
+    assert_eq!(status, 404, "answered once");
+    new.terminate();
+}
