@@ -703,7 +703,11 @@ fn an_approval_asked_before_a_replacement_is_answered_on_the_successor_and_runs_
     assert!(status.success(), "{}", old.log_text());
     // The old server's request ends saying the turn goes on in the successor.
     let (status, body) = runtime.block_on(waiting).unwrap().unwrap();
-    assert_eq!((status, body["error"]["code"].as_str()), (202, Some("turn-moved")), "{body}");
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (202, Some("turn-moved")),
+        "{body}"
+    );
     // Asked again there, with the same call id and deadline.
     let again = runtime.block_on(async {
         let deadline = Instant::now() + DEADLINE;
@@ -712,7 +716,11 @@ fn an_approval_asked_before_a_replacement_is_answered_on_the_successor_and_runs_
             if let Some(approval) = body["approvals"].as_array().and_then(|a| a.first()) {
                 return approval.clone();
             }
-            assert!(Instant::now() < deadline, "never asked again: {body}\n{}", new.log_text());
+            assert!(
+                Instant::now() < deadline,
+                "never asked again: {body}\n{}",
+                new.log_text()
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     });
@@ -730,7 +738,11 @@ fn an_approval_asked_before_a_replacement_is_answered_on_the_successor_and_runs_
     let written = deployment.dir.path().join("root/moved.txt");
     let deadline = Instant::now() + DEADLINE;
     while !written.exists() {
-        assert!(Instant::now() < deadline, "the call never ran: {}", new.log_text());
+        assert!(
+            Instant::now() < deadline,
+            "the call never ran: {}",
+            new.log_text()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(std::fs::read_to_string(&written).unwrap(), "once");

@@ -6,6 +6,11 @@
 //! asked with SIGHUP, the others with `--replace`; before the first, a successor with a broken
 //! plugin set is refused and the old server serves on.
 //!
+//! Before each replacement a few turns ask for a `write_file` call the operator must allow; the
+//! old server's requests end 202 `turn-moved`, the successor asks the same approvals again
+//! (same call ids and deadlines), each is answered there once and its call runs once, with the
+//! content the old set's `on_tool_call` wrote into it.
+//!
 //! Checked: zero failed requests; every turn's answer carries exactly one set's marker; once a
 //! replacement is over, turns carry the new set's; every acknowledged turn is stored, in order;
 //! no old server or plugin process is left; the last server's resident memory beside the
@@ -13,8 +18,7 @@
 //! exit, and the p99 turn latency during replacements beside the p99 outside them.
 //!
 //! Size: 24 sessions and 4 replacements by default (a plain `cargo test`);
-//! `HOOKLINE_REPLACE_LOAD=200x20` runs 200 sessions and 20 replacements. Turns that wait for an
-//! approval across a swap are covered in process by `tests/serve_handover.rs`, not here.
+//! `HOOKLINE_REPLACE_LOAD=200x20` runs 200 sessions and 20 replacements.
 #![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -38,11 +42,12 @@ use nix::unistd::Pid;
 /// A bound on every wait.
 const DEADLINE: Duration = Duration::from_secs(60);
 
-/// The plugin of both sets: appends ` [SET]` to every user message.
+/// The plugin of both sets: appends ` [SET]` to every user message and rewrites a
+/// `write_file` call's content to `SET`.
 const MARKER: &str = r#"
 import json, sys
 SET = "@SET@"
-print(json.dumps({"type": "hello", "protocol": 1, "hooks": ["on_user_message"]}), flush=True)
+print(json.dumps({"type": "hello", "protocol": 1, "hooks": ["on_user_message", "on_tool_call"]}), flush=True)
 for line in sys.stdin:
     m = json.loads(line)
     if m.get("type") == "goodbye":
@@ -50,7 +55,13 @@ for line in sys.stdin:
     if m.get("type") != "hook":
         continue
     v = m["value"]
-    v["text"] = v["text"] + " [" + SET + "]"
+    if m["hook"] == "on_user_message":
+        v["text"] = v["text"] + " [" + SET + "]"
+    elif m["hook"] == "on_tool_call" and v.get("name") == "write_file":
+        v["arguments"]["content"] = SET
+    else:
+        print(json.dumps({"type": "keep", "id": m["id"]}), flush=True)
+        continue
     print(json.dumps({"type": "replace", "id": m["id"], "value": v}), flush=True)
 "#;
 
@@ -447,6 +458,128 @@ async fn ws_turn(
     Err("ws: moved or closed 50 times in a row".into())
 }
 
+/// Turns that wait for an approval across a replacement: each opens a session and asks for a
+/// `write_file` call the operator must allow; their requests run on the old server.
+struct Waiting {
+    keys: Vec<String>,
+    files: Vec<String>,
+    requests: Vec<tokio::task::JoinHandle<(u16, serde_json::Value)>>,
+}
+
+/// Starts `count` turns that wait for an approval, and waits (bounded) until all are asked.
+fn ask_approvals(
+    runtime: &tokio::runtime::Runtime,
+    base: &str,
+    swap: usize,
+    count: usize,
+) -> Waiting {
+    let client = cluster_support::Client::new();
+    let mut waiting = Waiting {
+        keys: Vec::new(),
+        files: Vec::new(),
+        requests: Vec::new(),
+    };
+    for n in 0..count {
+        let key = runtime.block_on(client.open(base));
+        let file = format!("approved-{swap}-{n}.txt");
+        let text = format!(r#"call write_file {{"path":"{file}","content":"unhooked"}}"#);
+        let (client, base, session) = (client.clone(), base.to_owned(), key.clone());
+        waiting
+            .requests
+            .push(runtime.spawn(async move { client.turn(&base, &session, &text).await.unwrap() }));
+        waiting.keys.push(key);
+        waiting.files.push(file);
+    }
+    let deadline = Instant::now() + DEADLINE;
+    while pending_approvals(runtime, base, &waiting.keys).len() < count {
+        assert!(
+            Instant::now() < deadline,
+            "the approvals were never all asked"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    waiting
+}
+
+/// The approvals waiting for `keys`' sessions: session key to (call id, deadline).
+fn pending_approvals(
+    runtime: &tokio::runtime::Runtime,
+    base: &str,
+    keys: &[String],
+) -> HashMap<String, (String, u64)> {
+    let (_, body) = runtime
+        .block_on(cluster_support::Client::new().get(&format!("{base}/v1/approvals")))
+        .unwrap();
+    body["approvals"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|a| keys.iter().any(|k| a["session"] == k.as_str()))
+        .map(|a| {
+            (
+                a["session"].as_str().unwrap().to_owned(),
+                (
+                    a["callId"].as_str().unwrap().to_owned(),
+                    a["deadlineMs"].as_u64().unwrap_or_default(),
+                ),
+            )
+        })
+        .collect()
+}
+
+/// After the replacement: the old requests ended `turn-moved`; the successor asks the same
+/// approvals again (same call ids and deadlines); each is answered there once, and each call
+/// runs once with the content the old plugin set wrote into it.
+fn answer_after_swap(
+    runtime: &tokio::runtime::Runtime,
+    base: &str,
+    root: &Path,
+    waiting: Waiting,
+    asked: &HashMap<String, (String, u64)>,
+    old_set: &str,
+) {
+    for request in waiting.requests {
+        let (status, body) = runtime.block_on(request).unwrap();
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (202, Some("turn-moved")),
+            "{body}"
+        );
+    }
+    let deadline = Instant::now() + DEADLINE;
+    let again = loop {
+        let again = pending_approvals(runtime, base, &waiting.keys);
+        if again.len() == waiting.keys.len() {
+            break again;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "asked again: {again:?} of {asked:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(&again, asked, "the same call ids and deadlines");
+    let client = cluster_support::Client::new();
+    for (key, (call, _)) in &again {
+        let url = format!("{base}/v1/sessions/{key}/approvals/{call}");
+        let allow = serde_json::json!({"decision": "allow"});
+        let (status, body) = runtime.block_on(client.post(&url, allow.clone())).unwrap();
+        assert_eq!(status, 200, "{body}");
+        let (status, _) = runtime.block_on(client.post(&url, allow)).unwrap();
+        assert_eq!(status, 404, "answered once");
+    }
+    for file in &waiting.files {
+        let path = root.join(file);
+        let deadline = Instant::now() + DEADLINE;
+        while !path.exists() {
+            assert!(Instant::now() < deadline, "{file} never written");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // As stored on the old server: its plugin set rewrote the content.
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), old_set, "{file}");
+    }
+}
+
 /// The p99 of `took` over `turns`.
 fn p99(mut took: Vec<Duration>) -> Duration {
     if took.is_empty() {
@@ -509,6 +642,10 @@ fn replaced_again_and_again_under_load_nothing_fails_and_each_turn_has_one_plugi
             assert!(alive(current.pid));
             wait_turns(&seen, sessions);
         }
+        // Some turns wait for an approval across this replacement.
+        let waiting = ask_approvals(&runtime, &base, swap, (sessions / 12).max(2));
+        let approvals = pending_approvals(&runtime, &base, &waiting.keys);
+        let old_set = set;
         set = if set == "A" { "B" } else { "A" };
         deployment.use_set(set);
         let old_plugins = children(current.pid);
@@ -563,6 +700,14 @@ fn replaced_again_and_again_under_load_nothing_fails_and_each_turn_has_one_plugi
         }
         std::mem::swap(&mut current, &mut next);
         drop(next);
+        answer_after_swap(
+            &runtime,
+            &base,
+            &deployment.dir.path().join("root"),
+            waiting,
+            &approvals,
+            old_set,
+        );
         plugin_pids.extend(children(current.pid));
         // Turns after the swap carry the new set's marker.
         let from = seen.turns.lock().unwrap().len();
