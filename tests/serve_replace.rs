@@ -755,3 +755,53 @@ fn an_approval_asked_before_a_replacement_is_answered_on_the_successor_and_runs_
     assert_eq!(status, 404, "answered once");
     new.terminate();
 }
+
+#[test]
+fn sighup_after_an_upgrade_in_place_starts_the_new_binary() {
+    let deployment = Deployment::new();
+    let bin = deployment.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let installed = bin.join("hookline");
+    std::fs::copy(env!("CARGO_BIN_EXE_hookline"), &installed).unwrap();
+    let store = deployment.store.display().to_string();
+    let mut args = vec!["--store".to_owned(), store];
+    args.extend(deployment.flags());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut old = Node::spawn(
+        "old",
+        deployment.dir.path(),
+        Command::new(&installed),
+        &args,
+    );
+    // The upgrade: a new file renamed over the installed one, as package managers do.
+    let staged = bin.join("hookline.new");
+    if std::fs::hard_link(env!("CARGO_BIN_EXE_hookline"), &staged).is_err() {
+        std::fs::copy(env!("CARGO_BIN_EXE_hookline"), &staged).unwrap();
+    }
+    std::fs::rename(&staged, &installed).unwrap();
+    let running = std::fs::read_link(format!("/proc/{}/exe", old.pid())).unwrap();
+    assert!(
+        running.to_string_lossy().ends_with("(deleted)"),
+        "{}",
+        running.display()
+    );
+    kill(old.pid(), Signal::SIGHUP).unwrap();
+    let (status, _) = exited(&mut old, Instant::now());
+    assert!(status.success(), "{}", old.log_text());
+    let log = old.log_text();
+    let successor: i32 = log
+        .split("handed over to pid ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|id| id.parse().ok())
+        .unwrap_or_else(|| panic!("no successor named in:\n{log}"));
+    let _guard = KillOnDrop(successor);
+    let exe = std::fs::read_link(format!("/proc/{successor}/exe")).unwrap();
+    assert!(
+        !exe.to_string_lossy().contains("(deleted)"),
+        "{}",
+        exe.display()
+    );
+    kill(Pid::from_raw(successor), Signal::SIGTERM).unwrap();
+    assert_gone(&[successor], "the successor");
+}

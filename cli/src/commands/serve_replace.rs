@@ -92,16 +92,27 @@ pub(crate) async fn send_sessions(
     }
 }
 
-/// Starts this server's successor (SIGHUP): this executable with this process's arguments and
-/// `--replace`; it re-reads the config file and the plugin directory, and finds this server on
-/// the rendezvous. Its stdout and stderr are this process's.
+/// Starts this server's successor (SIGHUP): the executable this process was started as, with
+/// its arguments and `--replace`; it re-reads the config file and the plugin directory, and
+/// finds this server on the rendezvous. Its stdout and stderr are this process's.
 ///
 /// # Errors
 /// The system's error when the executable cannot be started.
 pub(crate) fn spawn_successor() -> std::io::Result<tokio::process::Child> {
-    let exe = std::env::current_exe()?;
+    let exe = successor_program(std::env::args_os().next())?;
     let args = successor_args(std::env::args_os().skip(1));
     tokio::process::Command::new(exe).args(args).spawn()
+}
+
+/// The program a successor runs: the name this process was started with (`argv[0]`: a path, or
+/// a name looked up on the `PATH` again), so a binary upgraded in place is the one that starts.
+/// `current_exe` would name this process's own file, which an upgrade replaced (on Linux it then
+/// reads `... (deleted)`); it is the fallback when there is no `argv[0]`.
+fn successor_program(argv0: Option<OsString>) -> std::io::Result<OsString> {
+    match argv0.filter(|name| !name.is_empty()) {
+        Some(name) => Ok(name),
+        None => Ok(std::env::current_exe()?.into_os_string()),
+    }
 }
 
 /// This process's arguments with `--replace` added once (a successor of a successor is started
@@ -244,5 +255,12 @@ mod tests {
             ["serve", "--plugins", "/p", "--replace"]
         );
         assert_eq!(line(&["serve", "--replace"]), ["serve", "--replace"]);
+    }
+
+    #[test]
+    fn a_successor_runs_the_program_named_at_start_so_an_upgraded_binary_starts() {
+        let named = successor_program(Some("/usr/local/bin/hookline".into())).ok();
+        assert_eq!(named, Some(OsString::from("/usr/local/bin/hookline")));
+        assert!(successor_program(None).is_ok_and(|exe| !exe.is_empty()));
     }
 }
