@@ -6,7 +6,9 @@
 //!
 //! Bounded everywhere: request bodies are capped, requests time out, sessions are capped by the
 //! gateway, each session's inbox and live feed are bounded, and [`ServeHandle::drain`] drains the
-//! gateway within its budget before the listener closes.
+//! gateway within its budget before the listener closes. [`ServeHandle::hand_over`] instead
+//! hands every session to a server that replaces this one on the same socket (issue 49,
+//! docs/serve.md "Hand-over"), which [`ServeHandle::adopt`]s them.
 //!
 //! ```text
 //! let gateway = Host::builder().provider(Arc::new(EchoProvider::new())).start_gateway(limits)?;
