@@ -297,6 +297,13 @@ async fn a_server_handing_over_sends_new_work_to_the_same_url_on_a_new_connectio
         .unwrap();
     assert_eq!((summary.moved.len(), summary.detached_turns), (3, 1));
     assert!(summary.closed.wait(DEADLINE).await);
+    // Once its sessions are gone from it, a request for one of them is sent on too.
+    let response = client
+        .get(rig.url(&format!("/v1/sessions/{idle}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 307);
     // Nothing ran for the refused requests: the idle session has no turn.
     let stored = records(&gateway, &idle).await;
     assert!(

@@ -43,8 +43,9 @@ impl Gateway {
     /// # Errors
     /// [`RequestError::Unknown`] when it is neither open here nor held by a writer that is gone
     /// (never stored, released, or a store without leases: `/resume` opens those);
-    /// [`HostError::Store`] with [`StoreError::Leased`] when a writer that runs holds it; as
-    /// [`Gateway::resume`] when resuming it fails.
+    /// [`HostError::Store`] with [`StoreError::Leased`] when a writer that runs holds it;
+    /// [`RequestError::Moving`] on a gateway handing its sessions over; as [`Gateway::resume`]
+    /// when resuming it fails.
     pub async fn session_or_take_over(
         &self,
         key: &SessionId,
@@ -65,6 +66,10 @@ impl Gateway {
         // Another request for it may have taken it over while this one waited.
         if let Some(handle) = self.session(key).filter(|h| !h.has_ended()) {
             return Ok(handle);
+        }
+        if self.is_handing_over() {
+            // Issue 49: a server handing its sessions over takes none; the successor does.
+            return Err(RequestError::Moving);
         }
         let store = |e| RequestError::Host(HostError::Store(e));
         let holder = self.session_store().holder(key).await.map_err(store)?;
