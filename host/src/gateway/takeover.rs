@@ -125,8 +125,10 @@ impl Gateway {
         Ok(moving.then_some(until))
     }
 
-    /// Resumes `key` as soon as its lease is free, trying again (with a growing pause) while
-    /// another writer holds it, until `until`; then the store's `Leased` answers.
+    /// Resumes `key` as soon as its lease is free, looking again (with a growing pause) while
+    /// another writer holds it, until `until`; then the store's `Leased` answers. The look is
+    /// the store's cheap one ([`holder`](crate::store::SessionStore::holder), [`lease_held`](crate::store::SessionStore::lease_held)): a resume,
+    /// which builds a conversation, is tried only once the lease looks free.
     async fn resume_when_free(
         &self,
         key: &SessionId,
@@ -134,15 +136,34 @@ impl Gateway {
     ) -> Result<SessionHandle, RequestError> {
         let mut pause = Duration::from_millis(2);
         loop {
-            match self.resume(key).await {
-                Err(RequestError::Host(HostError::Store(StoreError::Leased { .. })))
-                    if Instant::now() + pause < until =>
-                {
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(MOVING_PAUSE);
+            let result = if self.still_held(key).await? {
+                None
+            } else {
+                match self.resume(key).await {
+                    Err(RequestError::Host(HostError::Store(StoreError::Leased { .. }))) => None,
+                    result => Some(result),
                 }
-                result => return result,
+            };
+            if let Some(result) = result {
+                return result;
             }
+            if Instant::now() + pause >= until {
+                return self.resume(key).await;
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(MOVING_PAUSE);
         }
+    }
+
+    /// Whether another writer holds `key` now, as far as the store tells without taking it.
+    async fn still_held(&self, key: &SessionId) -> Result<bool, RequestError> {
+        let store = |e| RequestError::Host(HostError::Store(e));
+        Ok(
+            match self.session_store().holder(key).await.map_err(store)? {
+                Holder::Alive { .. } => true,
+                Holder::Gone => false,
+                Holder::Unknown => self.session_store().lease_held(key).await.map_err(store)?,
+            },
+        )
     }
 }
