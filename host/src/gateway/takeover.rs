@@ -110,11 +110,14 @@ impl Gateway {
         let Some(until) = self.inner.succession.window() else {
             return Ok(None);
         };
+        // A session the predecessor named moves here whoever holds it now (its node name may
+        // have changed with the replacement).
+        let adopted = self.inner.succession.is_adopted(key);
         let moving = match holder {
             Holder::Gone => false,
-            Holder::Alive { same_node, .. } => *same_node,
+            Holder::Alive { same_node, .. } => *same_node || adopted,
             Holder::Unknown => {
-                self.inner.succession.is_adopted(key)
+                adopted
                     || self
                         .session_store()
                         .lease_held(key)
