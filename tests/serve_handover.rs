@@ -587,3 +587,39 @@ async fn a_websocket_turn_waiting_for_an_approval_is_told_it_moved_then_closed_w
         arbiter.stop();
     }
 }
+
+/// A session whose conversation went on to another stored session (`/new`) moves as it is:
+/// the successor resumes the active session under the same key, and a turn there lands in it.
+#[actix_rt::test]
+async fn a_session_after_new_moves_with_its_active_session() {
+    let mut rig = Rig::new(Backend::Files);
+    let old = rig.server("A", false).await;
+    let client = fresh_client();
+    let (_, body) = post(&client, rig.url("/v1/sessions"), json!({})).await;
+    let key = body["key"].as_str().unwrap().to_owned();
+    let command = rig.url(&format!("/v1/sessions/{key}/commands"));
+    let (status, body) = post(&client, command, json!({ "command": "/new" })).await;
+    assert_eq!(status, 200, "{body}");
+    let active = body["session"]["sessionId"].as_str().unwrap().to_owned();
+    assert_ne!(active, key);
+    let ids = old.session_ids();
+    assert_eq!(ids, [format!("{key}/{active}")]);
+    let new = rig.server("B", true).await;
+    new.adopt(ids, PREDECESSOR_WAIT);
+    let summary = old.hand_over(None).await.unwrap();
+    assert!(summary.closed.wait(DEADLINE).await);
+    let turn = rig.url(&format!("/v1/sessions/{key}/turns"));
+    let (status, body) = post(&client, turn, json!({ "text": "after the move" })).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["sessionId"], active.as_str(), "{body}");
+    let (_, shown) = get(&client, rig.url(&format!("/v1/sessions/{key}"))).await;
+    assert_eq!(shown["session"]["key"], key.as_str(), "{shown}");
+    assert_eq!(shown["session"]["sessionId"], active.as_str(), "{shown}");
+    assert_eq!(rig.seen("start", "B", &active), 1, "{:?}", rig.seen);
+    assert_eq!(rig.seen("start", "B", &key), 0, "{:?}", rig.seen);
+    let summary = new.drain("test", None).await.unwrap();
+    assert!(summary.closed.wait(DEADLINE).await);
+    for arbiter in rig.arbiters.drain(..) {
+        arbiter.stop();
+    }
+}

@@ -112,7 +112,7 @@ impl Gateway {
         };
         // A session the predecessor named moves here whoever holds it now (its node name may
         // have changed with the replacement).
-        let adopted = self.inner.succession.is_adopted(key);
+        let adopted = self.inner.succession.adopted(key).is_some();
         let moving = match holder {
             Holder::Gone => false,
             Holder::Alive { same_node, .. } => *same_node || adopted,
@@ -137,12 +137,18 @@ impl Gateway {
         key: &SessionId,
         until: Instant,
     ) -> Result<SessionHandle, RequestError> {
+        // After `/new` and the like, the key's conversation had another session active there.
+        let id = self
+            .inner
+            .succession
+            .adopted(key)
+            .unwrap_or_else(|| key.clone());
         let mut pause = Duration::from_millis(2);
         loop {
-            let result = if self.still_held(key).await? {
+            let result = if self.still_held(&id).await? {
                 None
             } else {
-                match self.resume(key).await {
+                match self.resume_as(key, &id).await {
                     Err(RequestError::Host(HostError::Store(StoreError::Leased { .. }))) => None,
                     result => Some(result),
                 }
@@ -151,11 +157,32 @@ impl Gateway {
                 return result;
             }
             if Instant::now() + pause >= until {
-                return self.resume(key).await;
+                return self.resume_as(key, &id).await;
             }
             tokio::time::sleep(pause).await;
             pause = (pause * 2).min(MOVING_PAUSE);
         }
+    }
+
+    /// Resumes the stored session `id` known by `key` (the same but after `/new` and the like).
+    async fn resume_as(
+        &self,
+        key: &SessionId,
+        id: &SessionId,
+    ) -> Result<SessionHandle, RequestError> {
+        if key == id {
+            return self.resume(key).await;
+        }
+        if let Some(handle) = self.session(key).filter(|h| !h.has_ended()) {
+            return Ok(handle);
+        }
+        self.forget_ended(key);
+        self.start_session(
+            super::OpenSession::default(),
+            Some(id.clone()),
+            Some(key.clone()),
+        )
+        .await
     }
 
     /// Whether another writer holds `key` now, as far as the store tells without taking it.
