@@ -623,3 +623,53 @@ async fn a_session_after_new_moves_with_its_active_session() {
         arbiter.stop();
     }
 }
+
+/// A keyed turn that moved keeps its 202 `turn-moved` as the key's answer: sent again to the
+/// successor, it is answered from the store and starts nothing.
+#[actix_rt::test]
+async fn a_keyed_turn_that_moved_is_not_run_again_by_its_retry() {
+    let mut rig = Rig::new(Backend::Files);
+    let old = rig.server("A", false).await;
+    let client = fresh_client();
+    let (_, body) = post(&client, rig.url("/v1/sessions"), json!({})).await;
+    let key = body["key"].as_str().unwrap().to_owned();
+    let url = rig.url(&format!("/v1/sessions/{key}/turns"));
+    let call = r#"call write_file {"path":"keyed.txt","content":"typed"}"#;
+    let send = |client: reqwest::Client, url: String| async move {
+        let response = client
+            .post(url)
+            .header("idempotency-key", "turn-1")
+            .json(&json!({ "text": call }))
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let replayed = response.headers().contains_key("idempotent-replayed");
+        let body: Value = response.json().await.unwrap_or_default();
+        (status, replayed, body)
+    };
+    let first = tokio::spawn(send(client.clone(), url.clone()));
+    let before = one_approval(&client, &rig).await;
+    let new = rig.server("B", true).await;
+    new.adopt(old.session_ids(), PREDECESSOR_WAIT);
+    let summary = old.hand_over(None).await.unwrap();
+    assert!(summary.closed.wait(DEADLINE).await);
+    let (status, replayed, body) = first.await.unwrap();
+    assert_eq!((status, replayed), (202, false), "{body}");
+    let (status, replayed, body) = send(client.clone(), url).await;
+    assert_eq!((status, replayed), (202, true), "{body}");
+    assert_eq!(body["error"]["code"], "turn-moved", "{body}");
+    assert_eq!(one_approval(&client, &rig).await, before);
+    let gateway = new.gateway().clone();
+    let users = records(&gateway, &key)
+        .await
+        .iter()
+        .filter(|r| matches!(r, Record::User { .. }))
+        .count();
+    assert_eq!(users, 1, "one turn");
+    let summary = new.drain("test", None).await.unwrap();
+    assert!(summary.closed.wait(DEADLINE).await);
+    for arbiter in rig.arbiters.drain(..) {
+        arbiter.stop();
+    }
+}
