@@ -297,6 +297,13 @@ async fn a_server_handing_over_sends_new_work_to_the_same_url_on_a_new_connectio
         .unwrap();
     assert_eq!((summary.moved.len(), summary.detached_turns), (3, 1));
     assert!(summary.closed.wait(DEADLINE).await);
+    // Once its sessions are gone from it, a request for one of them is sent on too.
+    let response = client
+        .get(rig.url(&format!("/v1/sessions/{idle}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 307);
     // Nothing ran for the refused requests: the idle session has no turn.
     let stored = records(&gateway, &idle).await;
     assert!(
@@ -574,6 +581,92 @@ async fn a_websocket_turn_waiting_for_an_approval_is_told_it_moved_then_closed_w
         .unwrap();
     assert!(summary.closed.wait(DEADLINE).await);
     assert_eq!(one_approval(&client, &rig).await, before);
+    let summary = new.drain("test", None).await.unwrap();
+    assert!(summary.closed.wait(DEADLINE).await);
+    for arbiter in rig.arbiters.drain(..) {
+        arbiter.stop();
+    }
+}
+
+/// A session whose conversation went on to another stored session (`/new`) moves as it is:
+/// the successor resumes the active session under the same key, and a turn there lands in it.
+#[actix_rt::test]
+async fn a_session_after_new_moves_with_its_active_session() {
+    let mut rig = Rig::new(Backend::Files);
+    let old = rig.server("A", false).await;
+    let client = fresh_client();
+    let (_, body) = post(&client, rig.url("/v1/sessions"), json!({})).await;
+    let key = body["key"].as_str().unwrap().to_owned();
+    let command = rig.url(&format!("/v1/sessions/{key}/commands"));
+    let (status, body) = post(&client, command, json!({ "command": "/new" })).await;
+    assert_eq!(status, 200, "{body}");
+    let active = body["session"]["sessionId"].as_str().unwrap().to_owned();
+    assert_ne!(active, key);
+    let ids = old.session_ids();
+    assert_eq!(ids, [format!("{key}/{active}")]);
+    let new = rig.server("B", true).await;
+    new.adopt(ids, PREDECESSOR_WAIT);
+    let summary = old.hand_over(None).await.unwrap();
+    assert!(summary.closed.wait(DEADLINE).await);
+    let turn = rig.url(&format!("/v1/sessions/{key}/turns"));
+    let (status, body) = post(&client, turn, json!({ "text": "after the move" })).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["sessionId"], active.as_str(), "{body}");
+    let (_, shown) = get(&client, rig.url(&format!("/v1/sessions/{key}"))).await;
+    assert_eq!(shown["session"]["key"], key.as_str(), "{shown}");
+    assert_eq!(shown["session"]["sessionId"], active.as_str(), "{shown}");
+    assert_eq!(rig.seen("start", "B", &active), 1, "{:?}", rig.seen);
+    assert_eq!(rig.seen("start", "B", &key), 0, "{:?}", rig.seen);
+    let summary = new.drain("test", None).await.unwrap();
+    assert!(summary.closed.wait(DEADLINE).await);
+    for arbiter in rig.arbiters.drain(..) {
+        arbiter.stop();
+    }
+}
+
+/// A keyed turn that moved keeps its 202 `turn-moved` as the key's answer: sent again to the
+/// successor, it is answered from the store and starts nothing.
+#[actix_rt::test]
+async fn a_keyed_turn_that_moved_is_not_run_again_by_its_retry() {
+    let mut rig = Rig::new(Backend::Files);
+    let old = rig.server("A", false).await;
+    let client = fresh_client();
+    let (_, body) = post(&client, rig.url("/v1/sessions"), json!({})).await;
+    let key = body["key"].as_str().unwrap().to_owned();
+    let url = rig.url(&format!("/v1/sessions/{key}/turns"));
+    let call = r#"call write_file {"path":"keyed.txt","content":"typed"}"#;
+    let send = |client: reqwest::Client, url: String| async move {
+        let response = client
+            .post(url)
+            .header("idempotency-key", "turn-1")
+            .json(&json!({ "text": call }))
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let replayed = response.headers().contains_key("idempotent-replayed");
+        let body: Value = response.json().await.unwrap_or_default();
+        (status, replayed, body)
+    };
+    let first = tokio::spawn(send(client.clone(), url.clone()));
+    let before = one_approval(&client, &rig).await;
+    let new = rig.server("B", true).await;
+    new.adopt(old.session_ids(), PREDECESSOR_WAIT);
+    let summary = old.hand_over(None).await.unwrap();
+    assert!(summary.closed.wait(DEADLINE).await);
+    let (status, replayed, body) = first.await.unwrap();
+    assert_eq!((status, replayed), (202, false), "{body}");
+    let (status, replayed, body) = send(client.clone(), url).await;
+    assert_eq!((status, replayed), (202, true), "{body}");
+    assert_eq!(body["error"]["code"], "turn-moved", "{body}");
+    assert_eq!(one_approval(&client, &rig).await, before);
+    let gateway = new.gateway().clone();
+    let users = records(&gateway, &key)
+        .await
+        .iter()
+        .filter(|r| matches!(r, Record::User { .. }))
+        .count();
+    assert_eq!(users, 1, "one turn");
     let summary = new.drain("test", None).await.unwrap();
     assert!(summary.closed.wait(DEADLINE).await);
     for arbiter in rig.arbiters.drain(..) {

@@ -471,6 +471,20 @@ mod tests {
     }
 
     #[test]
+    fn a_server_handing_over_answers_new_work_307_closing_and_a_moved_turn_202() {
+        let moved = ApiError::from(RequestError::Moving).into_response();
+        assert_eq!(moved.status(), StatusCode::TEMPORARY_REDIRECT);
+        assert_eq!(moved.headers()[header::CONNECTION], "close");
+        let moved = ApiError::from(HostError::SessionMoved);
+        assert_eq!(moved.code(), "session-moved");
+        let turn = ApiError::from(RequestError::Host(HostError::TurnMoved));
+        assert_eq!(
+            (turn.status(), turn.code()),
+            (StatusCode::ACCEPTED, "turn-moved")
+        );
+    }
+
+    #[test]
     fn an_overloaded_pipeline_inside_a_host_error_is_a_503() {
         let error = ApiError::from(RequestError::Host(HostError::Pipeline(
             PipelineError::Overloaded,

@@ -6,7 +6,9 @@
 //!
 //! Bounded everywhere: request bodies are capped, requests time out, sessions are capped by the
 //! gateway, each session's inbox and live feed are bounded, and [`ServeHandle::drain`] drains the
-//! gateway within its budget before the listener closes.
+//! gateway within its budget before the listener closes. [`ServeHandle::hand_over`] instead
+//! hands every session to a server that replaces this one on the same socket (issue 49,
+//! docs/serve.md "Hand-over"), which [`ServeHandle::adopt`]s them.
 //!
 //! ```text
 //! let gateway = Host::builder().provider(Arc::new(EchoProvider::new())).start_gateway(limits)?;
@@ -49,9 +51,8 @@ use std::time::Duration;
 use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::sync::watch;
 
-use hookline_host::gateway::{Gateway, ShutdownSummary};
+use hookline_host::gateway::{Gateway, MovingSession, ShutdownSummary};
 use hookline_host::state::HostError;
-use hookline_messages::session::SessionId;
 
 /// Default cap on a request body.
 pub const DEFAULT_BODY_LIMIT: usize = 256 * 1024;
@@ -254,13 +255,15 @@ impl ServeHandle {
         summary
     }
 
-    /// The keys of the sessions open here: the ones a hand-over moves (issue 49).
+    /// The sessions open here, the ones a hand-over moves (issue 49), for the successor's
+    /// [`ServeHandle::adopt`]: each its key, or `key/active` when its conversation went on to
+    /// another stored session (`/new`, `/reset`, ...; [`MovingSession`]).
     pub fn session_ids(&self) -> Vec<String> {
         self.state
             .gateway
             .session_ids()
-            .into_iter()
-            .map(|id| id.as_str().to_owned())
+            .iter()
+            .map(ToString::to_string)
             .collect()
     }
 
@@ -271,7 +274,10 @@ impl ServeHandle {
     /// # Panics
     /// When called outside a tokio runtime (the takeovers run on tasks of the current one).
     pub fn adopt(&self, ids: Vec<String>, wait: Duration) {
-        let ids = ids.into_iter().map(SessionId::new).collect();
+        let ids = ids
+            .iter()
+            .map(|id| MovingSession::from(id.as_str()))
+            .collect();
         self.state.gateway.adopt(ids, wait);
     }
 

@@ -104,6 +104,9 @@ impl Approvals {
 
     /// The call ids waiting for an answer.
     pub fn pending(&self) -> Vec<String> {
+        if self.is_detached() {
+            return Vec::new();
+        }
         let mut ids: Vec<String> = self.lock().keys().cloned().collect();
         ids.sort();
         ids

@@ -10,7 +10,7 @@
 //! same deadline). No session has two writers at any moment: the lease is taken only once it
 //! is free (docs/storage.md).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -31,8 +31,8 @@ pub(super) struct Succession {
     handing_over: AtomicBool,
     /// Until when a session the predecessor still holds is waited for.
     until: Mutex<Option<Instant>>,
-    /// The sessions the predecessor said it hands over.
-    adopted: Mutex<HashSet<SessionId>>,
+    /// The sessions the predecessor said it hands over: by key, the stored session to resume.
+    adopted: Mutex<HashMap<SessionId, SessionId>>,
 }
 
 impl Succession {
@@ -47,17 +47,50 @@ impl Succession {
         until.filter(|until| *until > Instant::now())
     }
 
-    /// Whether the predecessor said it hands `key` over.
-    pub(super) fn is_adopted(&self, key: &SessionId) -> bool {
+    /// The stored session to resume for `key`, when the predecessor said it hands it over.
+    pub(super) fn adopted(&self, key: &SessionId) -> Option<SessionId> {
         self.adopted
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .contains(key)
+            .get(key)
+            .cloned()
     }
 
     fn wait_until(&self, until: Instant) {
         let mut slot = self.until.lock().unwrap_or_else(PoisonError::into_inner);
         *slot = Some(slot.map_or(until, |old| old.max(until)));
+    }
+}
+
+/// A session a hand-over moves: the key clients know it by, and the stored session its
+/// conversation has active now, which differs after `/new`, `/reset`, `/clear`, `/fork`, `/cd`
+/// or `/space`. On the wire (the hand-over's rendezvous) `key`, or `key/active` when they differ
+/// (a session id never holds a `/`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MovingSession {
+    /// The key requests name it by.
+    pub key: SessionId,
+    /// The stored session to resume under that key.
+    pub active: SessionId,
+}
+
+impl std::fmt::Display for MovingSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.key == self.active {
+            write!(f, "{}", self.key)
+        } else {
+            write!(f, "{}/{}", self.key, self.active)
+        }
+    }
+}
+
+impl From<&str> for MovingSession {
+    fn from(wire: &str) -> Self {
+        let (key, active) = wire.split_once('/').unwrap_or((wire, wire));
+        Self {
+            key: SessionId::new(key),
+            active: SessionId::new(active),
+        }
     }
 }
 
@@ -84,15 +117,18 @@ struct Left {
 }
 
 impl Gateway {
-    /// The keys of the sessions open here, sorted: the ones a hand-over moves.
-    pub fn session_ids(&self) -> Vec<SessionId> {
-        let mut ids: Vec<SessionId> = self
+    /// The sessions open here, by key: the ones a hand-over moves.
+    pub fn session_ids(&self) -> Vec<MovingSession> {
+        let mut ids: Vec<MovingSession> = self
             .table()
             .iter()
             .filter(|(_, handle)| !handle.has_ended())
-            .map(|(key, _)| key.clone())
+            .map(|(key, handle)| MovingSession {
+                key: key.clone(),
+                active: handle.status().session_id.unwrap_or_else(|| key.clone()),
+            })
             .collect();
-        ids.sort();
+        ids.sort_by(|a, b| a.key.cmp(&b.key));
         ids
     }
 
@@ -111,15 +147,15 @@ impl Gateway {
     ///
     /// # Panics
     /// When called outside a tokio runtime (the takeovers run on tasks of the current one).
-    pub fn adopt(&self, ids: Vec<SessionId>, wait: Duration) {
+    pub fn adopt(&self, ids: Vec<MovingSession>, wait: Duration) {
         self.expect_predecessor(wait);
         self.inner
             .succession
             .adopted
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .extend(ids.iter().cloned());
-        for id in ids {
+            .extend(ids.iter().map(|m| (m.key.clone(), m.active.clone())));
+        for MovingSession { key: id, .. } in ids {
             let gateway = self.clone();
             tokio::spawn(async move {
                 if let Err(error) = gateway.session_or_take_over(&id).await {
@@ -240,6 +276,23 @@ async fn move_out(handle: &SessionHandle, budget: Duration) -> Left {
                 let _ = handle.send(Request::Note(Note::TurnStoppedByDrain { millis }));
                 deadline = tokio::time::Instant::now() + budget;
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_moving_session_round_trips_its_wire_form() {
+        for (key, active, wire) in [("s1", "s1", "s1"), ("s1", "s7", "s1/s7")] {
+            let moving = MovingSession {
+                key: SessionId::new(key),
+                active: SessionId::new(active),
+            };
+            assert_eq!(moving.to_string(), wire);
+            assert_eq!(MovingSession::from(wire), moving);
         }
     }
 }

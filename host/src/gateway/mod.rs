@@ -27,7 +27,7 @@ mod waiting;
 
 pub use approvals::{Approvals, NotWaiting, PendingApproval};
 pub use error::RequestError;
-pub use handover::HandoverSummary;
+pub use handover::{HandoverSummary, MovingSession};
 pub use session::{CommandReport, RecordsPage, SessionHandle, TurnReport, SESSION_SHUTDOWN_WAIT};
 pub use status::{Activity, QueuedRequests, SessionStatus};
 
@@ -161,7 +161,7 @@ impl Gateway {
     /// # Errors
     /// [`RequestError::Draining`], [`RequestError::Full`], or the host's failure opening it.
     pub async fn open(&self, request: OpenSession) -> Result<SessionHandle, RequestError> {
-        self.start_session(request, None).await
+        self.start_session(request, None, None).await
     }
 
     /// Opens a stored session (SPEC P3.10, P3.12): it continues where it stopped.
@@ -176,7 +176,7 @@ impl Gateway {
             }
             self.forget_ended(id);
         }
-        self.start_session(OpenSession::default(), Some(id.clone()))
+        self.start_session(OpenSession::default(), Some(id.clone()), None)
             .await
     }
 
@@ -348,10 +348,13 @@ impl Gateway {
         stopped
     }
 
+    /// Opens a session (`resume`: a stored one), known by `key` when given (a moved session
+    /// whose conversation had gone on to another session), else by its id.
     async fn start_session(
         &self,
         request: OpenSession,
         resume: Option<SessionId>,
+        key: Option<SessionId>,
     ) -> Result<SessionHandle, RequestError> {
         if self.inner.succession.is_handing_over() {
             return Err(RequestError::Moving);
@@ -383,7 +386,10 @@ impl Gateway {
             .unwrap_or_else(|| shared.workspace.clone());
         let approval_mode = request.approval_mode.unwrap_or(shared.approval_mode);
         let status = Arc::new(watch::Sender::new(SessionStatus {
-            key: resume.clone().unwrap_or_else(|| SessionId::new("opening")),
+            key: key
+                .clone()
+                .or_else(|| resume.clone())
+                .unwrap_or_else(|| SessionId::new("opening")),
             session_id: None,
             workspace: workspace.display().to_string(),
             approval_mode,
@@ -444,6 +450,7 @@ impl Gateway {
             inbox,
             opened,
             detached,
+            key,
         };
         self.spawn(boot, arbiter);
         let (key, stop, events) = match opening.await {
@@ -584,6 +591,8 @@ struct Boot {
     opened: oneshot::Sender<Result<Opened, HostError>>,
     /// Raised when the turn waiting for an approval is handed over (issue 49).
     detached: watch::Receiver<bool>,
+    /// The key it is known by, when not its id (a moved session, issue 49).
+    key: Option<SessionId>,
 }
 
 impl Boot {
@@ -608,7 +617,7 @@ impl Boot {
             (opened, _) => opened,
         };
         let key = match opened {
-            Ok(key) => key,
+            Ok(id) => self.key.unwrap_or(id),
             Err(error) => {
                 let _ = self.opened.send(Err(error));
                 return;

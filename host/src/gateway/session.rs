@@ -268,9 +268,7 @@ impl SessionHandle {
             limit,
             reply,
         })?;
-        answer
-            .await
-            .map_err(|_| RequestError::Ended(self.key.clone()))
+        answer.await.map_err(|_| self.ended())
     }
 
     /// Ends the session: its end hooks run (SPEC P3.11), and the task stops.
@@ -342,7 +340,7 @@ impl SessionHandle {
         self.send(request(reply))?;
         match answer.await {
             Ok(result) => result.map_err(RequestError::Host),
-            Err(_) => Err(RequestError::Ended(self.key.clone())),
+            Err(_) => Err(self.ended()),
         }
     }
 
@@ -352,8 +350,18 @@ impl SessionHandle {
             .try_send((request, caller))
             .map_err(|e| match e {
                 mpsc::error::TrySendError::Full(_) => RequestError::Busy(self.key.clone()),
-                mpsc::error::TrySendError::Closed(_) => RequestError::Ended(self.key.clone()),
+                mpsc::error::TrySendError::Closed(_) => self.ended(),
             })
+    }
+
+    /// Why a request found the session's task gone: it moved to the server that replaced this
+    /// one (issue 49: the request goes there), or it ended.
+    fn ended(&self) -> RequestError {
+        if self.is_moving() {
+            RequestError::Moving
+        } else {
+            RequestError::Ended(self.key.clone())
+        }
     }
 }
 

@@ -43,8 +43,9 @@ impl Gateway {
     /// # Errors
     /// [`RequestError::Unknown`] when it is neither open here nor held by a writer that is gone
     /// (never stored, released, or a store without leases: `/resume` opens those);
-    /// [`HostError::Store`] with [`StoreError::Leased`] when a writer that runs holds it; as
-    /// [`Gateway::resume`] when resuming it fails.
+    /// [`HostError::Store`] with [`StoreError::Leased`] when a writer that runs holds it;
+    /// [`RequestError::Moving`] on a gateway handing its sessions over; as [`Gateway::resume`]
+    /// when resuming it fails.
     pub async fn session_or_take_over(
         &self,
         key: &SessionId,
@@ -65,6 +66,10 @@ impl Gateway {
         // Another request for it may have taken it over while this one waited.
         if let Some(handle) = self.session(key).filter(|h| !h.has_ended()) {
             return Ok(handle);
+        }
+        if self.is_handing_over() {
+            // Issue 49: a server handing its sessions over takes none; the successor does.
+            return Err(RequestError::Moving);
         }
         let store = |e| RequestError::Host(HostError::Store(e));
         let holder = self.session_store().holder(key).await.map_err(store)?;
@@ -105,11 +110,14 @@ impl Gateway {
         let Some(until) = self.inner.succession.window() else {
             return Ok(None);
         };
+        // A session the predecessor named moves here whoever holds it now (its node name may
+        // have changed with the replacement).
+        let adopted = self.inner.succession.adopted(key).is_some();
         let moving = match holder {
             Holder::Gone => false,
-            Holder::Alive { same_node, .. } => *same_node,
+            Holder::Alive { same_node, .. } => *same_node || adopted,
             Holder::Unknown => {
-                self.inner.succession.is_adopted(key)
+                adopted
                     || self
                         .session_store()
                         .lease_held(key)
@@ -120,24 +128,72 @@ impl Gateway {
         Ok(moving.then_some(until))
     }
 
-    /// Resumes `key` as soon as its lease is free, trying again (with a growing pause) while
-    /// another writer holds it, until `until`; then the store's `Leased` answers.
+    /// Resumes `key` as soon as its lease is free, looking again (with a growing pause) while
+    /// another writer holds it, until `until`; then the store's `Leased` answers. The look is
+    /// the store's cheap one ([`holder`](crate::store::SessionStore::holder), [`lease_held`](crate::store::SessionStore::lease_held)): a resume,
+    /// which builds a conversation, is tried only once the lease looks free.
     async fn resume_when_free(
         &self,
         key: &SessionId,
         until: Instant,
     ) -> Result<SessionHandle, RequestError> {
+        // After `/new` and the like, the key's conversation had another session active there.
+        let id = self
+            .inner
+            .succession
+            .adopted(key)
+            .unwrap_or_else(|| key.clone());
         let mut pause = Duration::from_millis(2);
         loop {
-            match self.resume(key).await {
-                Err(RequestError::Host(HostError::Store(StoreError::Leased { .. })))
-                    if Instant::now() + pause < until =>
-                {
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(MOVING_PAUSE);
+            let result = if self.still_held(&id).await? {
+                None
+            } else {
+                match self.resume_as(key, &id).await {
+                    Err(RequestError::Host(HostError::Store(StoreError::Leased { .. }))) => None,
+                    result => Some(result),
                 }
-                result => return result,
+            };
+            if let Some(result) = result {
+                return result;
             }
+            if Instant::now() + pause >= until {
+                return self.resume_as(key, &id).await;
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(MOVING_PAUSE);
         }
+    }
+
+    /// Resumes the stored session `id` known by `key` (the same but after `/new` and the like).
+    async fn resume_as(
+        &self,
+        key: &SessionId,
+        id: &SessionId,
+    ) -> Result<SessionHandle, RequestError> {
+        if key == id {
+            return self.resume(key).await;
+        }
+        if let Some(handle) = self.session(key).filter(|h| !h.has_ended()) {
+            return Ok(handle);
+        }
+        self.forget_ended(key);
+        self.start_session(
+            super::OpenSession::default(),
+            Some(id.clone()),
+            Some(key.clone()),
+        )
+        .await
+    }
+
+    /// Whether another writer holds `key` now, as far as the store tells without taking it.
+    async fn still_held(&self, key: &SessionId) -> Result<bool, RequestError> {
+        let store = |e| RequestError::Host(HostError::Store(e));
+        Ok(
+            match self.session_store().holder(key).await.map_err(store)? {
+                Holder::Alive { .. } => true,
+                Holder::Gone => false,
+                Holder::Unknown => self.session_store().lease_held(key).await.map_err(store)?,
+            },
+        )
     }
 }
