@@ -13,6 +13,8 @@ pub mod demo;
 pub mod embed;
 pub mod external;
 pub mod gateway;
+#[cfg(unix)]
+pub mod handover;
 pub mod loading;
 pub mod producers;
 pub mod provider;

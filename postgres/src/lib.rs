@@ -725,6 +725,7 @@ impl SessionStore for PgStore {
             Some(_) if ours => Holder::Unknown,
             Some(_) if gone => Holder::Gone,
             Some(node) => Holder::Alive {
+                same_node: node == self.inner.options.node,
                 holder: leased_by(&node, left),
             },
         })

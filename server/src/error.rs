@@ -147,6 +147,16 @@ pub enum ApiError {
         /// The session it ran in.
         session: String,
     },
+    /// This server is being replaced and hands its sessions over (issue 49): the request was
+    /// not run here; send it again (307 `session-moved`, `Location` the same URL,
+    /// `Connection: close`: the next connection reaches the server that replaced this one).
+    #[error("this server is being replaced and hands its sessions over; send the request again to the same URL")]
+    Moved,
+    /// The server was replaced while this turn waited for an approval (202 `turn-moved`): the
+    /// turn goes on in the new server, which asks the approval again with the same call id and
+    /// deadline; its outcome shows in the session's records and events there.
+    #[error("the server was replaced while this turn waited for an approval; the turn goes on in the new server, which asks the approval again with the same call id and deadline")]
+    TurnMoved,
     /// The host failed (500 `internal`): not the client's doing.
     #[error("the host failed: {0}")]
     Internal(String),
@@ -189,6 +199,8 @@ impl ApiError {
             Self::Timeout => StatusCode::REQUEST_TIMEOUT,
             Self::Status(status, _) => *status,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::Moved => StatusCode::TEMPORARY_REDIRECT,
+            Self::TurnMoved => StatusCode::ACCEPTED,
         }
     }
 
@@ -231,6 +243,8 @@ impl ApiError {
             Self::KeyReused(_) => "idempotency-key-reused",
             Self::Interrupted { .. } => "request-interrupted",
             Self::Internal(_) => "internal",
+            Self::Moved => "session-moved",
+            Self::TurnMoved => "turn-moved",
         }
     }
 
@@ -332,6 +346,10 @@ impl IntoResponse for ApiError {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
             }
         }
+        if matches!(self, Self::Moved) {
+            // The route layer sets `Location` to the request's own URL (`routes::moved`).
+            headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
         if matches!(self, Self::Unauthorized | Self::BadCredentials(_)) {
             headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
@@ -347,6 +365,7 @@ impl From<RequestError> for ApiError {
             RequestError::Busy(key) => Self::Busy(key.to_string()),
             RequestError::Unknown(key) => Self::UnknownSession(key.to_string()),
             RequestError::Ended(key) => Self::SessionEnded(key.to_string()),
+            RequestError::Moving => Self::Moved,
             RequestError::Host(error) => error.into(),
         }
     }
@@ -360,6 +379,8 @@ impl From<HostError> for ApiError {
             // refused like one that came after it (its durable steps are kept; docs/serve.md, "Drain").
             HostError::Pipeline(PipelineError::Stopped) => Self::Draining,
             HostError::UnknownSession(id) => Self::UnknownSession(id),
+            HostError::SessionMoved => Self::Moved,
+            HostError::TurnMoved => Self::TurnMoved,
             HostError::Workspace { path, source } => {
                 Self::Invalid(format!("cannot use workspace {path}: {source}"))
             }
@@ -447,6 +468,20 @@ mod tests {
                 "{code}"
             );
         }
+    }
+
+    #[test]
+    fn a_server_handing_over_answers_new_work_307_closing_and_a_moved_turn_202() {
+        let moved = ApiError::from(RequestError::Moving).into_response();
+        assert_eq!(moved.status(), StatusCode::TEMPORARY_REDIRECT);
+        assert_eq!(moved.headers()[header::CONNECTION], "close");
+        let moved = ApiError::from(HostError::SessionMoved);
+        assert_eq!(moved.code(), "session-moved");
+        let turn = ApiError::from(RequestError::Host(HostError::TurnMoved));
+        assert_eq!(
+            (turn.status(), turn.code()),
+            (StatusCode::ACCEPTED, "turn-moved")
+        );
     }
 
     #[test]

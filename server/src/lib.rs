@@ -6,7 +6,9 @@
 //!
 //! Bounded everywhere: request bodies are capped, requests time out, sessions are capped by the
 //! gateway, each session's inbox and live feed are bounded, and [`ServeHandle::drain`] drains the
-//! gateway within its budget before the listener closes.
+//! gateway within its budget before the listener closes. [`ServeHandle::hand_over`] instead
+//! hands every session to a server that replaces this one on the same socket (issue 49,
+//! docs/serve.md "Hand-over"), which [`ServeHandle::adopt`]s them.
 //!
 //! ```text
 //! let gateway = Host::builder().provider(Arc::new(EchoProvider::new())).start_gateway(limits)?;
@@ -15,6 +17,7 @@
 //! let summary = handle.drain("done", None).await?;
 //! ```
 
+mod accept;
 mod auth;
 pub mod console;
 mod error;
@@ -30,6 +33,8 @@ pub use auth::limits::TenantLimits;
 pub use auth::tenants::{ApprovalAnswerers, TenantPolicy, Tenants};
 pub use auth::{Principal, DEFAULT_TENANT};
 pub use error::{ApiError, ErrorBody, ErrorDetail, RETRY_AFTER_SECS};
+/// What [`ServeHandle::hand_over`] did.
+pub use hookline_host::gateway::HandoverSummary;
 /// The JWT signing algorithms (`jsonwebtoken`'s).
 pub use jsonwebtoken::Algorithm as JwtAlgorithm;
 pub use metrics::install_recorder;
@@ -46,7 +51,7 @@ use std::time::Duration;
 use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::sync::watch;
 
-use hookline_host::gateway::{Gateway, ShutdownSummary};
+use hookline_host::gateway::{Gateway, MovingSession, ShutdownSummary};
 use hookline_host::state::HostError;
 
 /// Default cap on a request body.
@@ -98,6 +103,10 @@ pub struct ServeConfig {
     pub idempotency_ttl: Duration,
     /// The most idempotency keys one session keeps.
     pub idempotency_keys: usize,
+    /// This server replaces a running one (issue 49): for this long from its start, a request
+    /// for a session the predecessor still holds waits for it (at most this long) and takes it
+    /// over, instead of being refused. The predecessor's drain budget and a margin.
+    pub predecessor_wait: Option<Duration>,
 }
 
 impl ServeConfig {
@@ -116,6 +125,7 @@ impl ServeConfig {
             plugins: PluginsView::default(),
             idempotency_ttl: DEFAULT_IDEMPOTENCY_TTL,
             idempotency_keys: DEFAULT_IDEMPOTENCY_KEYS,
+            predecessor_wait: None,
         }
     }
 }
@@ -183,14 +193,19 @@ pub(crate) struct AppState {
 }
 
 impl AppState {
-    /// Whether new sessions and turns are refused.
+    /// Whether new sessions and turns are refused (draining, or handing over to a successor).
     pub(crate) fn is_draining(&self) -> bool {
-        self.draining.load(Ordering::Acquire) || self.gateway.is_draining()
+        self.draining.load(Ordering::Acquire)
+            || self.gateway.is_draining()
+            || self.gateway.is_handing_over()
     }
 
+    /// [`ApiError::Moved`] while handing over to a successor (the request goes to it);
     /// [`ApiError::Draining`] once draining.
     pub(crate) fn admit(&self) -> Result<(), ApiError> {
-        if self.is_draining() {
+        if self.gateway.is_handing_over() {
+            Err(ApiError::Moved)
+        } else if self.is_draining() {
             Err(ApiError::Draining)
         } else {
             Ok(())
@@ -202,6 +217,8 @@ impl AppState {
 pub struct ServeHandle {
     state: AppState,
     stop: watch::Sender<bool>,
+    /// Turned false to close the listener before the connections are told to shut down.
+    accepting: watch::Sender<bool>,
     served: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
@@ -238,9 +255,72 @@ impl ServeHandle {
         summary
     }
 
+    /// The sessions open here, the ones a hand-over moves (issue 49), for the successor's
+    /// [`ServeHandle::adopt`]: each its key, or `key/active` when its conversation went on to
+    /// another stored session (`/new`, `/reset`, ...; [`MovingSession`]).
+    pub fn session_ids(&self) -> Vec<String> {
+        self.state
+            .gateway
+            .session_ids()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    /// Takes over the sessions `ids` a predecessor hands over, each in the background as soon
+    /// as the predecessor gives its lease back (waiting at most `wait`); a request for one of
+    /// them meanwhile waits for it (issue 49). See [`Gateway::adopt`].
+    ///
+    /// # Panics
+    /// When called outside a tokio runtime (the takeovers run on tasks of the current one).
+    pub fn adopt(&self, ids: Vec<String>, wait: Duration) {
+        let ids = ids
+            .iter()
+            .map(|id| MovingSession::from(id.as_str()))
+            .collect();
+        self.state.gateway.adopt(ids, wait);
+    }
+
+    /// Hands every session over to the server that replaces this one and stops (issue 49): the
+    /// listener closes at once (the successor accepts on its duplicate) and idle kept-alive
+    /// connections with it; a request still arriving here for new work is answered 307
+    /// `session-moved` with `Connection: close`; running turns get the drain budget (their
+    /// event streams end normally); a turn waiting for an approval ends its request with 202
+    /// `turn-moved` and goes on in the successor; each WebSocket is closed with 1012 once its
+    /// session has moved; `gateway:pre-restart` announces `restart_expected_ms` (0 when none);
+    /// each session's end hooks run and its lease is given back. See [`Gateway::hand_over`].
+    ///
+    /// # Errors
+    /// [`HostError`] when the gateway was shut down already.
+    pub async fn hand_over(
+        self,
+        restart_expected_ms: Option<u64>,
+    ) -> Result<HandoverSummary, HostError> {
+        // The listener first; the connections once those accepted just before have read their
+        // first request (hyper would close them unread: `accept.rs`).
+        let _ = self.accepting.send(false);
+        let stop = self.stop.clone();
+        let (summary, ()) = tokio::join!(
+            self.state
+                .gateway
+                .hand_over("replaced", restart_expected_ms),
+            async move {
+                tokio::time::sleep(accept::FIRST_REQUEST_GRACE).await;
+                let _ = stop.send(true);
+            }
+        );
+        self.closed().await;
+        summary
+    }
+
     /// Closes the listener without draining the gateway (bounded).
     pub async fn stop(self) {
         let _ = self.stop.send(true);
+        self.closed().await;
+    }
+
+    /// Waits (bounded) for the connections still open once the listener was told to close.
+    async fn closed(self) {
         let mut served = self.served;
         if tokio::time::timeout(CLOSE_CONNECTIONS_WAIT, &mut served)
             .await
@@ -306,6 +386,9 @@ pub async fn start(
             config.idempotency_keys,
         )),
     };
+    if let Some(wait) = config.predecessor_wait {
+        state.gateway.expect_predecessor(wait);
+    }
     let listener = match &config.listener {
         Some(listener) => inherited(listener).map_err(|source| ServeError::Bind {
             addr: config.listen,
@@ -324,6 +407,12 @@ pub async fn start(
     })?;
     let app = routes::router(state.clone(), config.request_timeout);
     let (stop, mut stopped) = watch::channel(false);
+    let (accepting, accepting_rx) = watch::channel(true);
+    let listener =
+        accept::Accepting::new(listener, accepting_rx).map_err(|source| ServeError::Bind {
+            addr: config.listen,
+            source,
+        })?;
     let served = tokio::spawn(async move {
         axum::serve(listener, app)
             .with_graceful_shutdown(async move {
@@ -343,6 +432,7 @@ pub async fn start(
         ServeHandle {
             state,
             stop,
+            accepting,
             served,
         },
     ))

@@ -1,7 +1,8 @@
 //! `hookline serve [--listen 127.0.0.1:7878] [--plugins DIR] [--workspace-root DIR]
 //! [--store DIR|postgres://...] [--migrate] [--node NAME] [--lease-ttl-ms MS] [--token-file FILE]
 //! [--max-sessions N] [--approval-timeout-ms MS] [--drain-budget-ms MS] [--restart-expected-ms MS]
-//! [--idempotency-ttl DURATION] [--idempotency-keys N] [-v]`:
+//! [--idempotency-ttl DURATION] [--idempotency-keys N] [--handover-socket PATH] [--replace
+//! [--check] [--allow-skipped-plugins]] [-v]`:
 //! many live sessions in one process over HTTP and WebSocket (issue 11, docs/serve.md); with a
 //! PostgreSQL store, one node of several (issue 14, docs/deploy.md).
 //!
@@ -18,13 +19,21 @@
 //! `gateway:shutdown` runs with its 5 s wait, session ends within their 2 s budget, plugin
 //! processes shut down, and the process exits 0. A second signal exits at once with status 1;
 //! every record acknowledged so far is already on disk (the store syncs each append).
+//!
+//! Replacement (issue 49, docs/serve.md "Replacing a running server"): every server answers on a
+//! rendezvous socket (`serve_listen::rendezvous_path`). `--replace` starts a successor that
+//! takes the running server's listening socket over it, serves, says `ready`, and adopts the
+//! sessions the old one had open while the old one hands over and exits; SIGHUP makes the
+//! running server start that successor itself. A successor that cannot start says why and exits
+//! non-zero; the old one goes on. Under systemd, `READY=1`, `RELOADING=1` and `MAINPID=` are
+//! sent, and a socket passed by socket activation is served.
 
 use std::io::Write as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::Args;
 
@@ -32,16 +41,16 @@ use super::config::{Config, ConfigError};
 use super::plugin_dirs::PluginDirs;
 use super::provider::{ModelSetupError, ProviderArgs};
 use super::run::plugin_builder;
+use super::serve_listen::{listening_socket, rendezvous_path, Origin};
+use super::serve_replace;
+use super::serve_running::{signals, take_over, Running};
 use super::serve_store::{parse_store, StoreArgs, StoreSetupError};
 use hookline_host::demo::example_plugins;
 use hookline_host::gateway::GatewayLimits;
+use hookline_host::handover::{HandoverError, Predecessor};
 use hookline_host::loading::LoadNote;
 use hookline_host::provider::EchoProvider;
 use hookline_server::{install_recorder, start, PluginsView, ServeConfig, DEFAULT_BODY_LIMIT};
-
-/// How long the exit waits for the shared state (plugin processes, files) to close after the
-/// drain's bounded waits.
-const CLOSE_WAIT: Duration = Duration::from_secs(5);
 
 /// The address served unless `--listen` or the config file says otherwise.
 const DEFAULT_LISTEN: &str = "127.0.0.1:7878";
@@ -107,6 +116,24 @@ pub(crate) struct ServeArgs {
     /// durable steps cost; a crash then loses a running turn whole).
     #[arg(long)]
     commit_per_turn: bool,
+    /// The rendezvous socket a successor finds this server on (default: `hookline-serve.sock`
+    /// in the file store's directory; with PostgreSQL, `hookline-serve-NODE.sock` in
+    /// `$XDG_RUNTIME_DIR` or the temporary directory).
+    #[arg(long, value_name = "PATH")]
+    handover_socket: Option<PathBuf>,
+    /// Replace the server answering on the rendezvous: take its listening socket, serve, then
+    /// let it hand its sessions over and exit. Fails, leaving it serving, when this one cannot
+    /// start (a plugin directory that would be skipped counts, unless --allow-skipped-plugins).
+    #[arg(long)]
+    replace: bool,
+    /// With --replace: only say whether a successor would start (config, store, plugins, the
+    /// rendezvous), without starting one; exit 0 if it would, 1 if not.
+    #[arg(long, requires = "replace")]
+    check: bool,
+    /// With --replace: start even when a plugin directory is skipped (a fresh start skips it
+    /// with a note; a successor refuses, not to swap a working plugin for a broken one).
+    #[arg(long, requires = "replace")]
+    allow_skipped_plugins: bool,
     /// Show what each plugin writes to its stderr (its log) on this stderr, each line prefixed
     /// with `[<plugin>] ` (as `run`, `chat` and `hooks` do).
     #[arg(long, short = 'v')]
@@ -120,7 +147,6 @@ pub(crate) struct ServeArgs {
 struct Settings {
     listen: SocketAddr,
     plugins: Option<PathBuf>,
-    workspace_root: Option<PathBuf>,
     token_file: Option<PathBuf>,
     max_sessions: usize,
     approval_timeout_ms: u64,
@@ -143,7 +169,6 @@ impl Settings {
         Ok(Self {
             listen: args.listen.or(serve.listen).unwrap_or(default_listen),
             plugins: args.plugins.clone().or(serve.plugins),
-            workspace_root: args.workspace_root.clone().or(serve.workspace_root),
             token_file: args.token_file.clone().or(serve.token_file),
             max_sessions: args.max_sessions.or(limits.max_sessions).unwrap_or(10_000),
             approval_timeout_ms: args
@@ -182,7 +207,7 @@ impl Settings {
 
 /// Why the server could not run.
 #[derive(Debug, thiserror::Error)]
-enum ServeCliError {
+pub(crate) enum ServeCliError {
     #[error("'{}' is not a directory", .0.display())]
     NotADirectory(PathBuf),
     #[error("cannot read the token file {path}: {source}")]
@@ -206,6 +231,22 @@ enum ServeCliError {
     Config(#[from] ConfigError),
     #[error(transparent)]
     Model(#[from] ModelSetupError),
+    #[error("cannot listen: {0}")]
+    Listen(std::io::Error),
+    #[error("no server to replace: {0}")]
+    Handover(#[from] HandoverError),
+    #[error("{0} (a successor refuses a plugin directory a fresh start would skip; --allow-skipped-plugins starts anyway)")]
+    SkippedPlugins(String),
+}
+
+/// How a served run ended.
+pub(crate) enum Ended {
+    /// Drained on SIGTERM or SIGINT.
+    Drained,
+    /// Handed over to a successor.
+    HandedOver,
+    /// `--replace --check`: a successor would start.
+    Checked,
 }
 
 /// Runs the command.
@@ -214,7 +255,15 @@ pub(crate) fn run(args: &ServeArgs) -> ExitCode {
     install_recorder();
     let system = actix::System::new();
     match system.block_on(serve(args)) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(Ended::Checked) => {
+            println!("hookline serve: a successor would start");
+            ExitCode::SUCCESS
+        }
+        Ok(Ended::Drained | Ended::HandedOver) => ExitCode::SUCCESS,
+        Err(error) if args.check => {
+            eprintln!("hookline serve: a successor would not start: {error}");
+            ExitCode::from(1)
+        }
         Err(error) => {
             eprintln!("hookline serve: {error}");
             ExitCode::from(2)
@@ -222,13 +271,79 @@ pub(crate) fn run(args: &ServeArgs) -> ExitCode {
     }
 }
 
-async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
-    let config = args.provider.config()?;
-    let settings = Settings::new(args, config.as_ref())?;
-    let root = match &settings.workspace_root {
-        Some(dir) => dir.clone(),
-        None => std::env::current_dir().map_err(ServeCliError::Cwd)?,
+/// A successor finds the server it replaces before anything else can fail, so that every
+/// failure after is told to it (the old server says it on its stderr and goes on).
+async fn serve(args: &ServeArgs) -> Result<Ended, ServeCliError> {
+    let config = args.provider.config();
+    let mut predecessor = match args.replace {
+        true => Some(find_predecessor(
+            args,
+            config.as_ref().ok().and_then(Option::as_ref),
+        )?),
+        false => None,
     };
+    let result = match config {
+        Ok(config) => serve_with(args, config, &mut predecessor).await,
+        Err(error) => Err(error.into()),
+    };
+    if let (Err(error), Some(old)) = (&result, predecessor.as_mut()) {
+        let check = if args.check { "(--check) " } else { "" };
+        let _ = old.failed(&format!("{check}{error}"));
+    }
+    result
+}
+
+/// Connects to the server this one replaces (`--replace`).
+fn find_predecessor(
+    args: &ServeArgs,
+    config: Option<&Config>,
+) -> Result<Predecessor, ServeCliError> {
+    let store = store_args(args, config)?;
+    if store.is_postgres() && store.node_name().is_none() && args.handover_socket.is_none() {
+        return Err(ServeCliError::Options(
+            "with a PostgreSQL store, --replace needs the node's --node NAME or its --handover-socket PATH".into(),
+        ));
+    }
+    let root = workspace_root(args, config)?;
+    let path = rendezvous_path(
+        args.handover_socket.as_deref(),
+        &store,
+        &root,
+        store.node_name(),
+    );
+    Ok(serve_replace::connect(&path)?)
+}
+
+/// The store options: the flags, else the config file's `[serve] store`.
+fn store_args(args: &ServeArgs, config: Option<&Config>) -> Result<StoreArgs, ServeCliError> {
+    let store_from_file = config
+        .and_then(|c| c.serve.store.as_deref())
+        .map(parse_store)
+        .transpose()
+        .map_err(|why| ServeCliError::Options(format!("the config file's [serve] store: {why}")))?;
+    Ok(args.store.or_store(store_from_file))
+}
+
+/// The workspace root: the flag, else the config file's, else the current directory.
+fn workspace_root(args: &ServeArgs, config: Option<&Config>) -> Result<PathBuf, ServeCliError> {
+    match args
+        .workspace_root
+        .clone()
+        .or_else(|| config.and_then(|c| c.serve.workspace_root.clone()))
+    {
+        Some(dir) => Ok(dir),
+        None => std::env::current_dir().map_err(ServeCliError::Cwd),
+    }
+}
+
+async fn serve_with(
+    args: &ServeArgs,
+    config: Option<Config>,
+    predecessor: &mut Option<Predecessor>,
+) -> Result<Ended, ServeCliError> {
+    let started = Instant::now();
+    let settings = Settings::new(args, config.as_ref())?;
+    let root = workspace_root(args, config.as_ref())?;
     for dir in [Some(&root), settings.plugins.as_ref()]
         .into_iter()
         .flatten()
@@ -248,17 +363,19 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
         }
         None => None,
     };
-    let mut terminate = signals()?;
+    let terminate = signals()?;
     // The database first: a bad URL or an unreachable database ends the start before any
     // plugin process is spawned.
-    let store_from_file = config
-        .as_ref()
-        .and_then(|c| c.serve.store.as_deref())
-        .map(parse_store)
-        .transpose()
-        .map_err(|why| ServeCliError::Options(format!("the config file's [serve] store: {why}")))?;
-    let store = args.store.or_store(store_from_file);
+    let mut store = store_args(args, config.as_ref())?;
+    if let Some(old) = predecessor.as_ref() {
+        // The predecessor's node name: the PostgreSQL leases it holds are ones moving here.
+        store = store.or_node(old.offer().node.clone());
+    }
     let pg = store.connect_pg().await?;
+    if let (Some(dir), true) = (store.store_dir(), args.check) {
+        hookline_host::store::Store::open(dir)
+            .map_err(|error| ServeCliError::Options(format!("cannot open the store: {error}")))?;
+    }
     let sessions = pg
         .clone()
         .map(|store| Arc::new(store) as Arc<dyn hookline_host::store::SessionStore>);
@@ -274,10 +391,22 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
     let report = hookline_host::loading::load(&options).await;
     // Each directory skipped, and why, said at start (issue 46 item 2): an operator reads it
     // here, not only in `GET /v1/plugins`.
-    for note in &report.notes {
-        if matches!(note, LoadNote::Skipped { .. }) {
-            eprintln!("hookline serve: {note}");
-        }
+    let skipped: Vec<String> = report
+        .notes
+        .iter()
+        .filter(|note| matches!(note, LoadNote::Skipped { .. }))
+        .map(ToString::to_string)
+        .collect();
+    for note in &skipped {
+        eprintln!("hookline serve: {note}");
+    }
+    // A successor is stricter than a fresh start (issue 49 item 3): it would replace a working
+    // plugin with nothing, silently.
+    if args.replace && !args.allow_skipped_plugins && !skipped.is_empty() {
+        plugin_builder(report, None, args.demo_plugins)
+            .shutdown_plugins()
+            .await;
+        return Err(ServeCliError::SkippedPlugins(skipped.join("; ")));
     }
     // The loaded plugins stay in the view: `/v1/plugins`, `/readyz` and the metrics read their
     // state at each request.
@@ -308,6 +437,13 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
             return Err(error);
         }
     };
+    if args.check {
+        builder.shutdown_plugins().await;
+        if let Some(old) = predecessor.as_mut() {
+            old.checked()?;
+        }
+        return Ok(Ended::Checked);
+    }
     let mut builder = builder
         .provider(model)
         .durable_steps(!args.commit_per_turn)
@@ -352,8 +488,26 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
             gateway.store().root(),
         )),
     };
+    let handed_over = predecessor
+        .as_mut()
+        .map(Predecessor::take_listeners)
+        .unwrap_or_default();
+    let (socket, origin) = match listening_socket(settings.listen, handed_over) {
+        Ok(bound) => bound,
+        Err(error) => {
+            let _ = gateway.shutdown("could not listen", None).await;
+            return Err(ServeCliError::Listen(error));
+        }
+    };
+    let socket = Arc::new(socket);
+    let listen = socket.local_addr().map_err(ServeCliError::Listen)?;
+    let node = store
+        .is_postgres()
+        .then(|| store.pg_options().map(|o| o.node))
+        .transpose()?;
     let config = ServeConfig {
-        listen: settings.listen,
+        listen,
+        listener: Some(socket.clone()),
         token,
         keys: Some(hookline_server::KeyTable(keys)),
         tenants,
@@ -363,6 +517,9 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
         plugins: view,
         idempotency_ttl: settings.idempotency_ttl,
         idempotency_keys: settings.idempotency_keys,
+        predecessor_wait: predecessor
+            .as_ref()
+            .map(|old| serve_replace::predecessor_wait(old.offer())),
         ..ServeConfig::new(&root)
     };
     let (addr, handle) = match start(gateway.clone(), config).await {
@@ -377,74 +534,29 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
         std::io::stdout().lock(),
         "hookline serve: listening on http://{addr}"
     );
-    let signal = terminate.next().await;
-    eprintln!(
-        "hookline serve: {signal}; draining (budget {} ms)",
-        settings.drain_budget_ms
+    match origin {
+        Origin::Bound => {}
+        Origin::Activated => eprintln!("hookline serve: serving the socket systemd passed"),
+        Origin::HandedOver => eprintln!("hookline serve: serving the socket handed over"),
+    }
+    let path = rendezvous_path(
+        args.handover_socket.as_deref(),
+        &store,
+        &root,
+        node.as_deref(),
     );
-    // A second signal exits at once: every acknowledged record is already synced.
-    actix_rt::spawn(async move {
-        let again = terminate.next().await;
-        eprintln!("hookline serve: {again} again; exiting now");
-        std::process::exit(1);
-    });
-    let summary = handle.drain(signal, args.restart_expected_ms).await?;
-    for note in &summary.notes {
-        eprintln!("hookline serve: {note}");
-    }
-    if summary.stopped_turns > 0 {
-        eprintln!(
-            "hookline serve: {} turns ran past the drain budget and were stopped",
-            summary.stopped_turns
-        );
-    }
-    if !summary.closed.wait(CLOSE_WAIT).await {
-        eprintln!("hookline serve: shutdown handlers still running; exiting without waiting.");
-    }
+    let rendezvous = take_over(&handle, predecessor, &path, started).await;
+    let running = Running {
+        offer: (node, settings.drain_budget_ms),
+        socket,
+        restart_expected_ms: args.restart_expected_ms,
+        rendezvous,
+    };
+    let ended = running.serve(handle, terminate).await?;
     for arbiter in arbiters {
         arbiter.stop();
     }
-    eprintln!("hookline serve: drained");
-    Ok(())
-}
-
-/// SIGTERM and SIGINT, one after another.
-struct Signals {
-    #[cfg(unix)]
-    term: tokio::signal::unix::Signal,
-    #[cfg(unix)]
-    int: tokio::signal::unix::Signal,
-}
-
-fn signals() -> Result<Signals, ServeCliError> {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        Ok(Signals {
-            term: signal(SignalKind::terminate()).map_err(ServeCliError::Signals)?,
-            int: signal(SignalKind::interrupt()).map_err(ServeCliError::Signals)?,
-        })
-    }
-    #[cfg(not(unix))]
-    Ok(Signals {})
-}
-
-impl Signals {
-    /// The next signal's name.
-    async fn next(&mut self) -> &'static str {
-        #[cfg(unix)]
-        {
-            tokio::select! {
-                _ = self.term.recv() => "SIGTERM",
-                _ = self.int.recv() => "SIGINT",
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = tokio::signal::ctrl_c().await;
-            "Ctrl-C"
-        }
-    }
+    Ok(ended)
 }
 
 /// The plugin directories `options` searches, for the start line that says none held a plugin.

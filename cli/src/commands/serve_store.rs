@@ -109,6 +109,25 @@ impl StoreArgs {
         }
     }
 
+    /// Whether the store is PostgreSQL.
+    pub(crate) fn is_postgres(&self) -> bool {
+        matches!(self.store, Some(StoreChoice::Postgres(_)))
+    }
+
+    /// `--node` as given (none: the default, unique to this process).
+    pub(crate) fn node_name(&self) -> Option<&str> {
+        self.node.as_deref()
+    }
+
+    /// These options with `node` as this node's name unless `--node` gave one: a successor
+    /// keeps its predecessor's name, so the leases held by that name move with it.
+    pub(crate) fn or_node(&self, node: Option<String>) -> Self {
+        Self {
+            node: self.node.clone().or(node),
+            ..self.clone()
+        }
+    }
+
     /// The directory of the file store when one was given.
     pub(crate) fn store_dir(&self) -> Option<&PathBuf> {
         match &self.store {

@@ -6,6 +6,7 @@
 //! was not listening when an approval was asked can still show and answer it (issue 24 item 4).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -26,6 +27,9 @@ use crate::state::{HostEvent, LiveSink};
 #[derive(Default)]
 pub struct Approvals {
     waiting: Mutex<HashMap<String, Waiting>>,
+    /// The turn waiting here was handed over to the server that replaced this one (issue 49):
+    /// nothing is answered here any more, the new server asks again.
+    detached: AtomicBool,
 }
 
 /// One approval in the table: what was asked, and where its answer goes.
@@ -82,7 +86,14 @@ impl Approvals {
         decision: Decision,
         by: Option<String>,
     ) -> Result<(), NotWaiting> {
-        let waiting = self.lock().remove(call_id);
+        let waiting = {
+            let mut table = self.lock();
+            if self.is_detached() {
+                None
+            } else {
+                table.remove(call_id)
+            }
+        };
         match waiting.map(|waiting| waiting.reply.send((decision, by))) {
             Some(Ok(())) => Ok(()),
             _ => Err(NotWaiting {
@@ -93,6 +104,9 @@ impl Approvals {
 
     /// The call ids waiting for an answer.
     pub fn pending(&self) -> Vec<String> {
+        if self.is_detached() {
+            return Vec::new();
+        }
         let mut ids: Vec<String> = self.lock().keys().cloned().collect();
         ids.sort();
         ids
@@ -100,9 +114,29 @@ impl Approvals {
 
     /// Every approval waiting for an answer, soonest deadline first (then by call id).
     pub fn pending_in_full(&self) -> Vec<PendingApproval> {
+        if self.is_detached() {
+            return Vec::new();
+        }
         let mut all: Vec<PendingApproval> = self.lock().values().map(|w| w.asked.clone()).collect();
         all.sort_by(|a, b| (a.deadline_ms, &a.call_id).cmp(&(b.deadline_ms, &b.call_id)));
         all
+    }
+
+    /// Hands the waiting turn over (issue 49): from now on no answer is taken here, and the
+    /// turn's wait never ends here (its task drops it). False when no approval waits: the
+    /// turn is not at a point where it can move.
+    pub(super) fn detach(&self) -> bool {
+        let table = self.lock();
+        if table.is_empty() {
+            return false;
+        }
+        self.detached.store(true, Ordering::Release);
+        true
+    }
+
+    /// Whether the waiting turn was handed over.
+    pub(super) fn is_detached(&self) -> bool {
+        self.detached.load(Ordering::Acquire)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Waiting>> {
@@ -184,6 +218,12 @@ impl Operator for RemoteOperator {
             () = self.stop.raised_or_ending() => None,
         };
         self.approvals.lock().remove(&call.call_id);
+        if self.approvals.is_detached() {
+            // Handed over (issue 49): the call stays stored as it waits; whatever woke this wait
+            // (its deadline, a stop) is the new server's to see. The session's task drops this
+            // turn without running another step of it.
+            std::future::pending::<()>().await;
+        }
         self.status.send_modify(|s| s.activity = Activity::Turn);
         match answer {
             Some(Ok(Ok((decision, answered_by)))) => Answer {

@@ -22,6 +22,10 @@ pub enum RequestError {
     /// The session has ended (closed, or the gateway shut down).
     #[error("session '{0}' has ended")]
     Ended(SessionId),
+    /// The server is handing its sessions over to the one that replaces it (issue 49): this
+    /// request must go to the new server (the old one no longer takes new work).
+    #[error("this server is handing its sessions over to the server that replaces it")]
+    Moving,
     /// The host failed running the request.
     #[error(transparent)]
     Host(#[from] HostError),

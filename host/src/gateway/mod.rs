@@ -19,6 +19,7 @@
 
 mod approvals;
 mod error;
+mod handover;
 mod session;
 mod status;
 mod takeover;
@@ -26,6 +27,7 @@ mod waiting;
 
 pub use approvals::{Approvals, NotWaiting, PendingApproval};
 pub use error::RequestError;
+pub use handover::{HandoverSummary, MovingSession};
 pub use session::{CommandReport, RecordsPage, SessionHandle, TurnReport, SESSION_SHUTDOWN_WAIT};
 pub use status::{Activity, QueuedRequests, SessionStatus};
 
@@ -132,6 +134,8 @@ struct Inner {
     feed: broadcast::Sender<FeedEvent>,
     /// Sessions being taken over from a holder that is gone ([`Gateway::session_or_take_over`]).
     takeovers: takeover::Takeovers,
+    /// Sessions moving between this server and its predecessor or successor (issue 49).
+    succession: handover::Succession,
 }
 
 impl Gateway {
@@ -147,6 +151,7 @@ impl Gateway {
                 next_arbiter: AtomicUsize::new(0),
                 feed,
                 takeovers: takeover::Takeovers::default(),
+                succession: handover::Succession::default(),
             }),
         }
     }
@@ -156,7 +161,7 @@ impl Gateway {
     /// # Errors
     /// [`RequestError::Draining`], [`RequestError::Full`], or the host's failure opening it.
     pub async fn open(&self, request: OpenSession) -> Result<SessionHandle, RequestError> {
-        self.start_session(request, None).await
+        self.start_session(request, None, None).await
     }
 
     /// Opens a stored session (SPEC P3.10, P3.12): it continues where it stopped.
@@ -171,7 +176,7 @@ impl Gateway {
             }
             self.forget_ended(id);
         }
-        self.start_session(OpenSession::default(), Some(id.clone()))
+        self.start_session(OpenSession::default(), Some(id.clone()), None)
             .await
     }
 
@@ -273,14 +278,22 @@ impl Gateway {
         self.inner.draining.store(true, Ordering::Release);
         let handles: Vec<SessionHandle> = self.table().values().cloned().collect();
         let stopped_turns = self.drain_turns(&handles).await;
+        self.end_sessions(reason.into(), restart_expected_ms, handles, stopped_turns)
+            .await
+    }
+
+    /// The end of a shutdown once no turn runs: `gateway:shutdown` (and `gateway:pre-restart`),
+    /// the end hooks of every active session, each session's end archived, the table emptied.
+    async fn end_sessions(
+        &self,
+        reason: String,
+        restart_expected_ms: Option<u64>,
+        handles: Vec<SessionHandle>,
+        stopped_turns: usize,
+    ) -> Result<ShutdownSummary, HostError> {
+        self.inner.draining.store(true, Ordering::Release);
         let active: Vec<SessionInfo> = handles.iter().filter_map(active_info).collect();
-        let report = shut_down(
-            &self.inner.shared,
-            reason.into(),
-            restart_expected_ms,
-            active,
-        )
-        .await?;
+        let report = shut_down(&self.inner.shared, reason, restart_expected_ms, active).await?;
         self.feed(
             None,
             HostEvent::gateway(
@@ -335,11 +348,17 @@ impl Gateway {
         stopped
     }
 
+    /// Opens a session (`resume`: a stored one), known by `key` when given (a moved session
+    /// whose conversation had gone on to another session), else by its id.
     async fn start_session(
         &self,
         request: OpenSession,
         resume: Option<SessionId>,
+        key: Option<SessionId>,
     ) -> Result<SessionHandle, RequestError> {
+        if self.inner.succession.is_handing_over() {
+            return Err(RequestError::Moving);
+        }
         if self.is_draining() {
             return Err(RequestError::Draining);
         }
@@ -367,7 +386,10 @@ impl Gateway {
             .unwrap_or_else(|| shared.workspace.clone());
         let approval_mode = request.approval_mode.unwrap_or(shared.approval_mode);
         let status = Arc::new(watch::Sender::new(SessionStatus {
-            key: resume.clone().unwrap_or_else(|| SessionId::new("opening")),
+            key: key
+                .clone()
+                .or_else(|| resume.clone())
+                .unwrap_or_else(|| SessionId::new("opening")),
             session_id: None,
             workspace: workspace.display().to_string(),
             approval_mode,
@@ -381,6 +403,7 @@ impl Gateway {
             owner: request.owner.clone(),
         }));
         let stop = Arc::new(StopSignal::default());
+        let (detach, detached) = watch::channel(false);
         let operator = Arc::new(RemoteOperator {
             approvals: approvals.clone(),
             live: sink.clone(),
@@ -426,6 +449,8 @@ impl Gateway {
             status: status.clone(),
             inbox,
             opened,
+            detached,
+            key,
         };
         self.spawn(boot, arbiter);
         let (key, stop, events) = match opening.await {
@@ -445,6 +470,8 @@ impl Gateway {
             approvals,
             stop,
             draining: self.inner.draining.clone(),
+            moving: Arc::default(),
+            detach: Arc::new(detach),
         };
         self.table().insert(key, handle.clone());
         Ok(handle)
@@ -562,6 +589,10 @@ struct Boot {
     status: Arc<watch::Sender<SessionStatus>>,
     inbox: mpsc::Receiver<(Request, tracing::Span)>,
     opened: oneshot::Sender<Result<Opened, HostError>>,
+    /// Raised when the turn waiting for an approval is handed over (issue 49).
+    detached: watch::Receiver<bool>,
+    /// The key it is known by, when not its id (a moved session, issue 49).
+    key: Option<SessionId>,
 }
 
 impl Boot {
@@ -586,7 +617,7 @@ impl Boot {
             (opened, _) => opened,
         };
         let key = match opened {
-            Ok(key) => key,
+            Ok(id) => self.key.unwrap_or(id),
             Err(error) => {
                 let _ = self.opened.send(Err(error));
                 return;
@@ -602,10 +633,19 @@ impl Boot {
         let events = conversation.take_events();
         let stop = conversation.stop_signal();
         let answer = (key.clone(), stop, events);
+        let mut moved = session::Moved {
+            detach: self.detached,
+            gone: false,
+        };
         let sent = if conversation.has_waiting_turn() {
-            let continued =
-                waiting::continue_waiting(&mut conversation, &self.status, self.opened, answer)
-                    .await;
+            let continued = waiting::continue_waiting(
+                &mut conversation,
+                &self.status,
+                self.opened,
+                answer,
+                &mut moved,
+            )
+            .await;
             if continued.lost {
                 if let Some(gateway) = self.gateway.upgrade() {
                     gateway.forget_ended(&key);
@@ -621,7 +661,7 @@ impl Boot {
             let _ = conversation.close().await;
             return;
         }
-        session::serve(conversation, self.inbox, self.status, clock).await;
+        session::serve(conversation, self.inbox, self.status, clock, moved).await;
         // The inbox is gone with the task: a session that ended by itself (another node took
         // it over) leaves the table, so this node can open it again later.
         if let Some(gateway) = self.gateway.upgrade() {

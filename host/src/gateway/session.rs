@@ -83,6 +83,8 @@ pub(super) enum Request {
     },
     /// A note to archive now (a drain that stopped the session's turn).
     Note(Note),
+    /// Answered once every request queued before it has run (a hand-over waits for it).
+    Barrier(Reply<()>),
 }
 
 /// A handle to one gateway session. Cheap to clone.
@@ -98,6 +100,11 @@ pub struct SessionHandle {
     pub(super) stop: Arc<StopSignal>,
     /// The gateway's drain flag: once raised, turns and commands are refused.
     pub(super) draining: Arc<AtomicBool>,
+    /// Raised when the session starts moving to the server that replaces this one (issue 49):
+    /// new turns and commands are refused ([`RequestError::Moving`]).
+    pub(super) moving: Arc<AtomicBool>,
+    /// Raised to drop the turn that waits for an approval, left stored for the new server.
+    pub(super) detach: Arc<watch::Sender<bool>>,
 }
 
 impl std::fmt::Debug for SessionHandle {
@@ -174,6 +181,11 @@ impl SessionHandle {
         command: SessionCommand,
         origin: Option<CommandOrigin>,
     ) -> Result<CommandReport, RequestError> {
+        if command == SessionCommand::Stop && self.is_moving() {
+            // A turn still running here while the session moves is stopped all the same; the
+            // command itself goes to the successor (issue 49).
+            self.stop.raise();
+        }
         self.admit()?;
         if command == SessionCommand::Stop {
             // `/stop` reaches the turn in flight at once; the command itself (its event) queues.
@@ -256,9 +268,7 @@ impl SessionHandle {
             limit,
             reply,
         })?;
-        answer
-            .await
-            .map_err(|_| RequestError::Ended(self.key.clone()))
+        answer.await.map_err(|_| self.ended())
     }
 
     /// Ends the session: its end hooks run (SPEC P3.11), and the task stops.
@@ -278,8 +288,44 @@ impl SessionHandle {
         self.requests.is_closed()
     }
 
+    /// Waits until every request queued before this call has run (a hand-over's barrier).
+    pub(super) async fn barrier(&self) {
+        let (reply, answer) = oneshot::channel();
+        let caller = tracing::Span::current();
+        if self
+            .requests
+            .send((Request::Barrier(reply), caller))
+            .await
+            .is_ok()
+        {
+            let _ = answer.await;
+        }
+    }
+
+    /// Whether the session is moving (or has moved) to the server that replaces this one.
+    pub fn is_moving(&self) -> bool {
+        self.moving.load(Ordering::Acquire)
+    }
+
+    /// Starts moving the session out: new turns and commands are refused from now on.
+    pub(super) fn start_moving(&self) {
+        self.moving.store(true, Ordering::Release);
+    }
+
+    /// Drops the turn waiting for an approval, leaving it stored as it waits (issue 49); false
+    /// when no approval waits now.
+    pub(super) fn detach_waiting_turn(&self) -> bool {
+        if !self.approvals.detach() {
+            return false;
+        }
+        self.detach.send_replace(true);
+        true
+    }
+
     fn admit(&self) -> Result<(), RequestError> {
-        if self.draining.load(Ordering::Acquire) {
+        if self.moving.load(Ordering::Acquire) {
+            Err(RequestError::Moving)
+        } else if self.draining.load(Ordering::Acquire) {
             Err(RequestError::Draining)
         } else {
             Ok(())
@@ -294,7 +340,7 @@ impl SessionHandle {
         self.send(request(reply))?;
         match answer.await {
             Ok(result) => result.map_err(RequestError::Host),
-            Err(_) => Err(RequestError::Ended(self.key.clone())),
+            Err(_) => Err(self.ended()),
         }
     }
 
@@ -304,8 +350,18 @@ impl SessionHandle {
             .try_send((request, caller))
             .map_err(|e| match e {
                 mpsc::error::TrySendError::Full(_) => RequestError::Busy(self.key.clone()),
-                mpsc::error::TrySendError::Closed(_) => RequestError::Ended(self.key.clone()),
+                mpsc::error::TrySendError::Closed(_) => self.ended(),
             })
+    }
+
+    /// Why a request found the session's task gone: it moved to the server that replaced this
+    /// one (issue 49: the request goes there), or it ended.
+    fn ended(&self) -> RequestError {
+        if self.is_moving() {
+            RequestError::Moving
+        } else {
+            RequestError::Ended(self.key.clone())
+        }
     }
 }
 
@@ -316,6 +372,7 @@ pub(super) async fn serve(
     mut requests: mpsc::Receiver<(Request, tracing::Span)>,
     status: Arc<watch::Sender<SessionStatus>>,
     clock: Arc<dyn crate::session::Clock>,
+    mut moved: Moved,
 ) {
     while let Some((request, caller)) = requests.recv().await {
         let turn = matches!(request, Request::Turn(..));
@@ -327,9 +384,11 @@ pub(super) async fn serve(
         if !matches!(request, Request::Records { .. }) {
             status.send_modify(|s| s.activity = Activity::Turn);
         }
-        let done =
-            tracing::Instrument::instrument(handle(&mut conversation, request, &status), caller)
-                .await;
+        let done = tracing::Instrument::instrument(
+            handle(&mut conversation, request, &status, &mut moved),
+            caller,
+        )
+        .await;
         let now = clock.now_ms();
         status.send_modify(|s| {
             s.activity = if done {
@@ -403,13 +462,27 @@ async fn handle(
     conversation: &mut Conversation,
     request: Request,
     status: &watch::Sender<SessionStatus>,
+    moved: &mut Moved,
 ) -> bool {
+    if moved.gone && !matches!(request, Request::Records { .. } | Request::Shutdown { .. }) {
+        // Its waiting turn was handed over: nothing more runs here (issue 49).
+        refuse_moved(request);
+        return false;
+    }
     match request {
         Request::Turn(input, detail, reply) => {
             // Nothing a request before this one kept is counted twice.
             let _ = conversation.take_usage();
             conversation.set_detail(detail);
-            let result = conversation.run_user_turn(input).await;
+            let Some(result) = moved
+                .unless_detached(conversation.run_user_turn(input))
+                .await
+            else {
+                conversation.set_detail(Detail::Changes);
+                status.send_modify(|s| s.activity = Activity::Idle);
+                let _ = reply.send(Err(HostError::TurnMoved));
+                return false;
+            };
             // The detail is the request's: the next one starts from the default again.
             conversation.set_detail(Detail::Changes);
             let result = result.map(|stop_reason| TurnReport {
@@ -470,6 +543,9 @@ async fn handle(
             let _ = reply.send(result.map(|()| conversation.take_events()));
             return true;
         }
+        Request::Barrier(reply) => {
+            let _ = reply.send(Ok(()));
+        }
         Request::Note(note) => {
             // A store failure here has nobody to report to but the log.
             let result = conversation.record(note).await;
@@ -483,6 +559,46 @@ async fn handle(
         }
     }
     false
+}
+
+/// Whether a session's waiting turn was handed over to the server that replaces this one
+/// (issue 49), and the signal that says so.
+pub(super) struct Moved {
+    /// Raised by [`SessionHandle::detach_waiting_turn`].
+    pub(super) detach: watch::Receiver<bool>,
+    /// A turn was handed over: the conversation is left as stored, and only its end runs here.
+    pub(super) gone: bool,
+}
+
+impl Moved {
+    /// Runs `turn` unless its wait for an approval is handed over first: `None` then, the turn
+    /// dropped where it waits (everything before the wait is stored, as for a crash there).
+    pub(super) async fn unless_detached<T>(
+        &mut self,
+        turn: impl std::future::Future<Output = T>,
+    ) -> Option<T> {
+        let detached = self.detach.wait_for(|detached| *detached);
+        let result = tokio::select! {
+            biased;
+            Ok(_) = detached => None,
+            result = turn => Some(result),
+        };
+        self.gone |= result.is_none();
+        result
+    }
+}
+
+/// Answers a request the session cannot run any more: its turn moved to the new server.
+fn refuse_moved(request: Request) {
+    match request {
+        Request::Turn(_, _, reply) => drop(reply.send(Err(HostError::SessionMoved))),
+        Request::Command(_, _, reply) => drop(reply.send(Err(HostError::SessionMoved))),
+        Request::Inbound(_, reply) | Request::Close(reply) => {
+            drop(reply.send(Err(HostError::SessionMoved)));
+        }
+        Request::Barrier(reply) => drop(reply.send(Ok(()))),
+        Request::Records { .. } | Request::Shutdown { .. } | Request::Note(_) => {}
+    }
 }
 
 /// How long a shutdown waits for one session to archive its end.

@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use hookline_messages::session::SessionId;
 
@@ -42,8 +43,9 @@ impl Gateway {
     /// # Errors
     /// [`RequestError::Unknown`] when it is neither open here nor held by a writer that is gone
     /// (never stored, released, or a store without leases: `/resume` opens those);
-    /// [`HostError::Store`] with [`StoreError::Leased`] when a writer that runs holds it; as
-    /// [`Gateway::resume`] when resuming it fails.
+    /// [`HostError::Store`] with [`StoreError::Leased`] when a writer that runs holds it;
+    /// [`RequestError::Moving`] on a gateway handing its sessions over; as [`Gateway::resume`]
+    /// when resuming it fails.
     pub async fn session_or_take_over(
         &self,
         key: &SessionId,
@@ -65,13 +67,22 @@ impl Gateway {
         if let Some(handle) = self.session(key).filter(|h| !h.has_ended()) {
             return Ok(handle);
         }
+        if self.is_handing_over() {
+            // Issue 49: a server handing its sessions over takes none; the successor does.
+            return Err(RequestError::Moving);
+        }
         let store = |e| RequestError::Host(HostError::Store(e));
-        match self.session_store().holder(key).await.map_err(store)? {
+        let holder = self.session_store().holder(key).await.map_err(store)?;
+        if let Some(until) = self.moving_here(key, &holder).await? {
+            tracing::info!(session = %key, "waiting for a session that moves here from the server this one replaces");
+            return self.resume_when_free(key, until).await;
+        }
+        match holder {
             // A session that ended here and is not yet forgotten answers as it did before.
             Holder::Unknown => self
                 .session(key)
                 .ok_or_else(|| RequestError::Unknown(key.clone())),
-            Holder::Alive { holder } => Err(store(StoreError::Leased {
+            Holder::Alive { holder, .. } => Err(store(StoreError::Leased {
                 session: key.clone(),
                 holder,
             })),
@@ -80,5 +91,109 @@ impl Gateway {
                 self.resume(key).await
             }
         }
+    }
+}
+
+/// The longest pause between two tries for a lease that is moving here.
+const MOVING_PAUSE: Duration = Duration::from_millis(50);
+
+impl Gateway {
+    /// When a predecessor of this server may still hold `key` (issue 49): the end of the wait
+    /// for it, if this session is moving here: one the predecessor said it hands over, one it
+    /// holds on the file store (the lock of another process), or on PostgreSQL one held under
+    /// this node's own name. A holder that is gone is taken over at once, as always.
+    async fn moving_here(
+        &self,
+        key: &SessionId,
+        holder: &Holder,
+    ) -> Result<Option<Instant>, RequestError> {
+        let Some(until) = self.inner.succession.window() else {
+            return Ok(None);
+        };
+        // A session the predecessor named moves here whoever holds it now (its node name may
+        // have changed with the replacement).
+        let adopted = self.inner.succession.adopted(key).is_some();
+        let moving = match holder {
+            Holder::Gone => false,
+            Holder::Alive { same_node, .. } => *same_node || adopted,
+            Holder::Unknown => {
+                adopted
+                    || self
+                        .session_store()
+                        .lease_held(key)
+                        .await
+                        .map_err(|e| RequestError::Host(HostError::Store(e)))?
+            }
+        };
+        Ok(moving.then_some(until))
+    }
+
+    /// Resumes `key` as soon as its lease is free, looking again (with a growing pause) while
+    /// another writer holds it, until `until`; then the store's `Leased` answers. The look is
+    /// the store's cheap one ([`holder`](crate::store::SessionStore::holder), [`lease_held`](crate::store::SessionStore::lease_held)): a resume,
+    /// which builds a conversation, is tried only once the lease looks free.
+    async fn resume_when_free(
+        &self,
+        key: &SessionId,
+        until: Instant,
+    ) -> Result<SessionHandle, RequestError> {
+        // After `/new` and the like, the key's conversation had another session active there.
+        let id = self
+            .inner
+            .succession
+            .adopted(key)
+            .unwrap_or_else(|| key.clone());
+        let mut pause = Duration::from_millis(2);
+        loop {
+            let result = if self.still_held(&id).await? {
+                None
+            } else {
+                match self.resume_as(key, &id).await {
+                    Err(RequestError::Host(HostError::Store(StoreError::Leased { .. }))) => None,
+                    result => Some(result),
+                }
+            };
+            if let Some(result) = result {
+                return result;
+            }
+            if Instant::now() + pause >= until {
+                return self.resume_as(key, &id).await;
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(MOVING_PAUSE);
+        }
+    }
+
+    /// Resumes the stored session `id` known by `key` (the same but after `/new` and the like).
+    async fn resume_as(
+        &self,
+        key: &SessionId,
+        id: &SessionId,
+    ) -> Result<SessionHandle, RequestError> {
+        if key == id {
+            return self.resume(key).await;
+        }
+        if let Some(handle) = self.session(key).filter(|h| !h.has_ended()) {
+            return Ok(handle);
+        }
+        self.forget_ended(key);
+        self.start_session(
+            super::OpenSession::default(),
+            Some(id.clone()),
+            Some(key.clone()),
+        )
+        .await
+    }
+
+    /// Whether another writer holds `key` now, as far as the store tells without taking it.
+    async fn still_held(&self, key: &SessionId) -> Result<bool, RequestError> {
+        let store = |e| RequestError::Host(HostError::Store(e));
+        Ok(
+            match self.session_store().holder(key).await.map_err(store)? {
+                Holder::Alive { .. } => true,
+                Holder::Gone => false,
+                Holder::Unknown => self.session_store().lease_held(key).await.map_err(store)?,
+            },
+        )
     }
 }

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::sync::{oneshot, watch};
 
-use super::session::refresh_status;
+use super::session::{refresh_status, Moved};
 use super::status::{Activity, SessionStatus};
 use super::Opened;
 use crate::session::Conversation;
@@ -30,12 +30,15 @@ pub(super) async fn continue_waiting(
     status: &watch::Sender<SessionStatus>,
     opened: oneshot::Sender<Result<Opened, HostError>>,
     answer: Opened,
+    moved: &mut Moved,
 ) -> Continued {
     let done = AtomicBool::new(false);
     let mut watching = status.subscribe();
     status.send_modify(|s| s.activity = Activity::Turn);
     let continuing = async {
-        let result = conversation.continue_waiting_turn().await;
+        let result = moved
+            .unless_detached(conversation.continue_waiting_turn())
+            .await;
         done.store(true, Ordering::Release);
         // Wakes the announcement when the turn ended without asking.
         status.send_modify(|_| {});
@@ -50,6 +53,14 @@ pub(super) async fn continue_waiting(
     let (result, sent) = tokio::join!(continuing, announce);
     // Its events went to the live feed as they happened.
     let _ = conversation.take_events();
+    let Some(result) = result else {
+        // Handed over to the server that replaces this one (issue 49): left as stored.
+        status.send_modify(|s| {
+            s.activity = Activity::Idle;
+            refresh_status(s, conversation);
+        });
+        return Continued { sent, lost: false };
+    };
     let lost = matches!(result, Err(HostError::Store(StoreError::LeaseLost { .. })));
     match &result {
         Err(_) if lost => conversation.abandon().await,

@@ -33,6 +33,15 @@ pub enum HostError {
     /// No session is open.
     #[error("no session is open")]
     NoSession,
+    /// The server was replaced while this turn waited for an approval (issue 49): the turn was
+    /// left stored as it waits, and goes on in the server that replaced this one, which asks
+    /// the approval again under the same call id and deadline.
+    #[error("the server was replaced while this turn waited for an approval; the turn goes on in the new server, which asks the approval again")]
+    TurnMoved,
+    /// The session moved to the server that replaced this one (issue 49) before this request
+    /// ran: it runs there.
+    #[error("the session moved to the server that replaced this one; send the request again")]
+    SessionMoved,
     /// `/resume` named a session the store does not have.
     #[error("there is no stored session '{0}'")]
     UnknownSession(String),

@@ -182,6 +182,9 @@ pub enum Holder {
     Alive {
         /// Its name and how long its lease lasts, as [`StoreError::Leased`] says it.
         holder: String,
+        /// Whether it runs under this store's own node name: a predecessor of this process on
+        /// the same node, whose sessions move here when it is replaced (issue 49).
+        same_node: bool,
     },
 }
 
@@ -243,6 +246,17 @@ pub trait SessionStore: Send + Sync + 'static {
     async fn holder(&self, id: &SessionId) -> Result<Holder, StoreError> {
         let _ = id;
         Ok(Holder::Unknown)
+    }
+
+    /// Whether another writer holds the lease of session `id` now, for a store whose
+    /// [`SessionStore::holder`] cannot tell (issue 49: the file store tries its lock without
+    /// waiting and gives it back at once). The default: no.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the store cannot be read.
+    async fn lease_held(&self, id: &SessionId) -> Result<bool, StoreError> {
+        let _ = id;
+        Ok(false)
     }
 
     /// Claims an idempotency key of session `id` (issue 22 item 3, [`keys`](super::keys)):

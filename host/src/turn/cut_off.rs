@@ -62,6 +62,10 @@ impl Turn<'_> {
         for later in later_calls {
             self.tool_call(later, images_allowed).await?;
         }
+        // Issue 49: the process that continues the turn may run other plugins (a replaced
+        // server): its later model calls carry the system text they compose now (stored only
+        // when it changed, SPEC R2).
+        self.compose_turn_prompt(open.mode).await?;
         // The turn's budget goes on from the calls it made before it was cut off (issue 46
         // item 8): a takeover never hands a turn a fresh one.
         let stop_reason = self.model_loop(open.mode, model_calls).await?;

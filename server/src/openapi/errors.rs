@@ -79,5 +79,9 @@ error_answers! {
     /// 500 `internal`.
     Internal: 500, "The host failed (`internal`): not the client's doing.";
     /// 503 for a server that cannot take the request now, with `Retry-After`.
+    /// 307 `session-moved`: the server is being replaced (issue 49).
+    Moved: 307, "This server is being replaced and hands its sessions over (`session-moved`): nothing ran; `Location` is the request's own URL and the connection closes (`Connection: close`), so the request sent again reaches the server that replaced this one.";
+    /// 202 `turn-moved`: a turn waiting for an approval went on in the server replacing this one.
+    TurnMoved: 202, "The server was replaced while this turn waited for an approval (`turn-moved`): the turn goes on in the new server, which asks the approval again with the same call id and deadline (`GET /v1/approvals` there); its outcome shows in the session's records and events. With `Accept: text/event-stream` the stream ends with an `error` event of this body instead.";
     Unavailable: 503 + retry, "The server is draining (`draining`), holds its limit of sessions (`full`), its pipeline is overloaded (`overloaded`) or it is out of file descriptors (`out-of-descriptors`); `Retry-After` says when to retry.";
 }

@@ -295,10 +295,17 @@ fn outcome_of<T: Answer>(result: &Result<T, ApiError>) -> Option<KeyOutcome> {
             status: StatusCode::OK.as_u16(),
             body: answer.json(),
         }),
-        Err(error) if error.status().is_server_error() && !refused(error) => Some(KeyOutcome {
-            status: error.status().as_u16(),
-            body: error.body(),
-        }),
+        // A turn that moved to the successor (issue 49) goes on there: a retry must not run it
+        // again, so its answer is kept like a 5xx's.
+        Err(error)
+            if (error.status().is_server_error() && !refused(error))
+                || matches!(error, ApiError::TurnMoved) =>
+        {
+            Some(KeyOutcome {
+                status: error.status().as_u16(),
+                body: error.body(),
+            })
+        }
         Err(_) => None,
     }
 }

@@ -196,10 +196,25 @@ async fn no_route(request: Request) -> ApiError {
 }
 
 /// Gives every error answer the JSON error shape: layers (the timeout, the body cap, axum's
-/// 405) answer with an empty or plain body.
+/// 405) answer with an empty or plain body. A 307 `session-moved` (a server handing its
+/// sessions over, issue 49) points at the request's own URL: sent again, it reaches the server
+/// that replaced this one.
 async fn shape_errors(request: Request, next: Next, limit: usize) -> Response {
-    let response = next.run(request).await;
+    let own_url = request
+        .uri()
+        .path_and_query()
+        .map(|p| p.as_str().to_owned());
+    let mut response = next.run(request).await;
     let status = response.status();
+    if status == StatusCode::TEMPORARY_REDIRECT {
+        let location = own_url.and_then(|url| header::HeaderValue::from_str(&url).ok());
+        if let Some(location) = location {
+            response
+                .headers_mut()
+                .entry(header::LOCATION)
+                .or_insert(location);
+        }
+    }
     let json = response
         .headers()
         .get(header::CONTENT_TYPE)

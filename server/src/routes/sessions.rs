@@ -2,8 +2,9 @@
 //! answer, or server-sent events), answer an approval, run a slash command.
 
 use crate::openapi::errors::{
-    BadBody, BadKeyedBody, Internal, KeyBusy, KeyReused, Leased, NotJson, NotOpen, SessionBusy,
-    SessionEnded, TenantLimited, TimedOut, TooLarge, TurnRefused, Unauthorized, Unavailable,
+    BadBody, BadKeyedBody, Internal, KeyBusy, KeyReused, Leased, Moved, NotJson, NotOpen,
+    SessionBusy, SessionEnded, TenantLimited, TimedOut, TooLarge, TurnMoved, TurnRefused,
+    Unauthorized, Unavailable,
 };
 use std::convert::Infallible;
 use std::path::Path;
@@ -167,6 +168,7 @@ pub(crate) struct OpenBody {
         TenantLimited,
         Internal,
         Unavailable,
+        Moved,
     )
 )]
 pub(crate) async fn open(
@@ -221,6 +223,7 @@ pub(crate) async fn open(
         TenantLimited,
         Internal,
         Unavailable,
+        Moved,
     )
 )]
 pub(crate) async fn resume(
@@ -283,6 +286,7 @@ pub(crate) struct Page {
         SessionEnded,
         Internal,
         Unavailable,
+        Moved,
     )
 )]
 pub(crate) async fn show(
@@ -347,6 +351,7 @@ pub(crate) async fn show(
         TimedOut,
         Internal,
         Unavailable,
+        Moved,
     )
 )]
 pub(crate) async fn archive(
@@ -431,6 +436,7 @@ async fn answered(state: &AppState, id: &SessionId) -> Vec<ApprovalRecord> {
         SessionBusy,
         Internal,
         Unavailable,
+        Moved,
     )
 )]
 pub(crate) async fn close(
@@ -585,6 +591,8 @@ pub(crate) async fn run_turn(
         TurnRefused,
         Internal,
         Unavailable,
+        Moved,
+        TurnMoved,
     )
 )]
 pub(crate) async fn turn(
@@ -774,6 +782,7 @@ pub(crate) struct ApprovalBody {
         TimedOut,
         TooLarge,
         NotJson,
+        Moved,
     )
 )]
 pub(crate) async fn approve(
@@ -786,7 +795,12 @@ pub(crate) async fn approve(
     let handle = session(&state, &who, &id).await?;
     may_answer(&state, &who, &handle)?;
     let by = state.auth.enforced().then(|| who.label());
-    handle.answer_approval_as(&call_id, body.decision, by)?;
+    match handle.answer_approval_as(&call_id, body.decision, by) {
+        Ok(()) => {}
+        // Issue 49: the turn moved to the server replacing this one, which asks it again.
+        Err(_) if handle.is_moving() => return Err(ApiError::Moved),
+        Err(not_waiting) => return Err(not_waiting.into()),
+    }
     Ok(Json(ApprovalAnswer {
         call_id,
         decision: body.decision,
@@ -894,6 +908,7 @@ pub(crate) async fn run_command(
         SessionBusy,
         Internal,
         Unavailable,
+        Moved,
     )
 )]
 pub(crate) async fn command(

@@ -46,6 +46,9 @@ use hookline_host::store::{IdempotencyKey, KeyOutcome};
 /// How long a socket that must authenticate by message has to send it.
 const AUTH_WAIT: Duration = Duration::from_secs(5);
 
+/// RFC 6455 service restart: the session moved to the server that replaced this one (issue 49).
+pub(crate) const CLOSE_SERVICE_RESTART: u16 = 1012;
+
 /// The close code for a socket that did not authenticate.
 const CLOSE_UNAUTHORIZED: u16 = 4401;
 
@@ -512,10 +515,20 @@ async fn forward(handle: SessionHandle, out: mpsc::Sender<Message>) {
             return;
         }
     }
-    let _ = out
-        .send(Message::Close(Some(CloseFrame {
+    // Issue 49: a session that moved to the server replacing this one goes on there; the
+    // client reconnects (RFC 6455 1012, service restart).
+    let close = if handle.is_moving() {
+        CloseFrame {
+            code: CLOSE_SERVICE_RESTART,
+            reason: Utf8Bytes::from_static(
+                "the server was replaced; the session goes on there: reconnect",
+            ),
+        }
+    } else {
+        CloseFrame {
             code: 1001,
             reason: Utf8Bytes::from_static("the session has ended"),
-        })))
-        .await;
+        }
+    };
+    let _ = out.send(Message::Close(Some(close))).await;
 }

@@ -325,6 +325,27 @@ impl SessionStore for FileStore {
         blocking(self.inner.inline, move || read_session(&dir)).await
     }
 
+    /// Issue 49: tries the session's lock without waiting and gives it back at once (a
+    /// successor asks whether its predecessor still holds a session that moves to it).
+    async fn lease_held(&self, id: &SessionId) -> Result<bool, StoreError> {
+        let dir = self.session_dir(id)?;
+        let (session, inner) = (id.clone(), Arc::clone(&self.inner));
+        blocking(self.inner.inline, move || {
+            if inner.held_files(&session).is_some() || !dir.join(LOCK).exists() {
+                // Held by this store, or not stored: no other writer has it.
+                return Ok(false);
+            }
+            let _one = inner.key_lock(&session);
+            match recovery::take_lock(&dir, &session) {
+                // Dropping the file gives the lock back.
+                Ok(_lock) => Ok(false),
+                Err(StoreError::Leased { .. }) => Ok(true),
+                Err(error) => Err(error),
+            }
+        })
+        .await
+    }
+
     async fn sessions(&self) -> Result<Vec<SessionId>, StoreError> {
         let sessions = self.inner.sessions.clone();
         blocking(self.inner.inline, move || list_sessions(&sessions)).await
