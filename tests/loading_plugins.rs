@@ -60,6 +60,22 @@ async fn workspace_plugin_replaces_the_user_plugin_and_order_is_by_name_unless_p
 }
 
 #[actix_rt::test]
+async fn a_pinned_name_no_directory_has_is_a_note_and_the_order_goes_on() {
+    let root = tempfile::tempdir().unwrap();
+    faulty(root.path(), "alpha", "ok", json!({}));
+    faulty(root.path(), "beta", "ok", json!({}));
+    let mut options = LoadOptions::new(Some(root.path().into()), None);
+    options.pinned_order = vec!["beta".into(), "gone".into()];
+    let report = load(&options).await;
+    assert_eq!(names(&report), ["beta", "alpha"]);
+    assert_eq!(
+        texts(&report.notes),
+        ["The load order names plugin 'gone', but no plugin directory has that name; it was left out of the order."]
+    );
+    report.shutdown().await;
+}
+
+#[actix_rt::test]
 async fn disabled_plugins_do_not_start() {
     let root = tempfile::tempdir().unwrap();
     faulty(root.path(), "off", "ok", json!({"enabled": false}));

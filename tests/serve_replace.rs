@@ -2,10 +2,10 @@
 //! started with `--replace` (or by the server itself on SIGHUP) takes the listening socket over
 //! the rendezvous beside the store, and the old process hands over and exits. A client opening
 //! a new connection for every request sees nothing refused and nothing failed; a successor that
-//! cannot start (a plugin manifest error, a plugin that exits before its hello, a config that
-//! does not parse) exits non-zero with the reason and the old one serves on; `--replace
-//! --check` says whether one would start; no old process or plugin process is left. Every node
-//! listens on `127.0.0.1:0`.
+//! cannot start (a plugin manifest error, a plugin that exits before its hello, an order naming a
+//! missing plugin, a config that does not parse) exits non-zero with the reason and the old one
+//! serves on; `--replace --check` says whether one would start; no old process or plugin process
+//! is left. Every node listens on `127.0.0.1:0`.
 #![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -367,6 +367,11 @@ fn a_successor_that_cannot_start_says_why_exits_non_zero_and_the_old_serves_on()
             vec!["--config".into(), bad_config.display().to_string()],
             "bad.toml",
         ),
+        (
+            "order",
+            vec!["--order".into(), "missing-guard".into()],
+            "names plugin 'missing-guard'",
+        ),
     ];
     if python {
         cases.push(("hello", vec![], "exited before saying hello"));
@@ -404,7 +409,7 @@ fn a_successor_that_cannot_start_says_why_exits_non_zero_and_the_old_serves_on()
             "{case}: {}",
             old.log_text()
         );
-        if case != "config" {
+        if matches!(case, "manifest" | "hello") {
             deployment.remove_plugin("broken");
         }
         // The successor's plugin processes ended with it; the old one's still runs.

@@ -84,6 +84,12 @@ pub enum Note {
         /// Why, as a phrase starting with "it" or "its", without a final full stop.
         problem: String,
     },
+    /// The pinned load order (`--order`) names a plugin no directory holds: the order goes on
+    /// without it (issue 49: a successor refuses to start with it).
+    PinnedPluginMissing {
+        /// The name as the order gives it.
+        name: String,
+    },
     /// A tool a plugin declared was not registered: another tool already has its name (built-in
     /// tools are never replaced, SPEC X).
     PluginToolNotRegistered {
@@ -252,6 +258,10 @@ impl fmt::Display for Note {
             Self::PluginDirectorySkipped { dir, problem } => {
                 write!(f, "Plugin directory '{dir}' was skipped: {problem}.")
             }
+            Self::PinnedPluginMissing { name } => write!(
+                f,
+                "The load order names plugin '{name}', but no plugin directory has that name; it was left out of the order."
+            ),
             Self::PluginToolNotRegistered { plugin, tool } => write!(
                 f,
                 "Plugin '{plugin}' tool '{tool}' was not registered: another tool has that name."

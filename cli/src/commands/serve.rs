@@ -1,4 +1,4 @@
-//! `hookline serve [--listen 127.0.0.1:7878] [--plugins DIR] [--workspace-root DIR]
+//! `hookline serve [--listen 127.0.0.1:7878] [--plugins DIR] [--order NAMES] [--workspace-root DIR]
 //! [--store DIR|postgres://...] [--migrate] [--node NAME] [--lease-ttl-ms MS] [--token-file FILE]
 //! [--max-sessions N] [--approval-timeout-ms MS] [--drain-budget-ms MS] [--restart-expected-ms MS]
 //! [--idempotency-ttl DURATION] [--idempotency-keys N] [--handover-socket PATH] [--replace
@@ -67,6 +67,10 @@ pub(crate) struct ServeArgs {
     /// With no plugin found, the server runs none.
     #[arg(long, value_name = "DIR")]
     plugins: Option<PathBuf>,
+    /// Plugin names to load first, in this order (comma-separated); the rest follow by name. A
+    /// name no plugin directory has is a note at start, and refuses a replacement.
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    order: Vec<String>,
     /// Also run the bundled demo plugins and their `word_count` tool (for trying the server;
     /// never needed in production).
     #[arg(long)]
@@ -383,7 +387,7 @@ async fn serve_with(
     let dirs = PluginDirs {
         user_dir: settings.plugins.clone(),
         workspace: Some(root.clone()),
-        order: Vec::new(),
+        order: args.order.clone(),
         trust_file: None,
         verbose: args.verbose,
     };
@@ -394,7 +398,12 @@ async fn serve_with(
     let skipped: Vec<String> = report
         .notes
         .iter()
-        .filter(|note| matches!(note, LoadNote::Skipped { .. }))
+        .filter(|note| {
+            matches!(
+                note,
+                LoadNote::Skipped { .. } | LoadNote::PinnedMissing { .. }
+            )
+        })
         .map(ToString::to_string)
         .collect();
     for note in &skipped {

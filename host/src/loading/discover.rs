@@ -76,6 +76,16 @@ pub fn candidates(
     ordered
 }
 
+/// The names in `pinned` that no candidate has, in the order given: the order cannot place
+/// them, and a plugin an operator meant to pin must not go missing silently.
+pub fn unmatched_pins(pinned: &[String], found: &[Candidate]) -> Vec<String> {
+    pinned
+        .iter()
+        .filter(|name| !found.iter().any(|candidate| &candidate.dir_name == *name))
+        .cloned()
+        .collect()
+}
+
 fn subdirectories(root: &Path) -> Vec<(String, PathBuf)> {
     let Ok(entries) = std::fs::read_dir(root) else {
         return Vec::new();

@@ -36,7 +36,7 @@ use crate::external::{ExternalConfig, ExternalPlugin, PluginTool};
 use crate::wasm::{Capability, WasmConfig, WasmPlugin, MAX_MEMORY_MB};
 use hookline_messages::hook::HookSet;
 
-pub use discover::{candidates, Candidate, Source};
+pub use discover::{candidates, unmatched_pins, Candidate, Source};
 pub use live::{LiveState, LiveStatus, StateReason};
 pub use manifest::{check_name, Manifest, WasmManifest, MANIFEST, RESERVED_NAMES};
 pub use problem::{LoadNote, LoadProblem};
@@ -216,6 +216,7 @@ pub async fn load(options: &LoadOptions) -> LoadReport {
         options.workspace_dir.as_deref(),
         &options.pinned_order,
     );
+    let unmatched = unmatched_pins(&options.pinned_order, &found);
     let mut statuses = Vec::with_capacity(found.len());
     let mut ready = Vec::new();
     let mut names: HashMap<String, PathBuf> = HashMap::new();
@@ -246,7 +247,11 @@ pub async fn load(options: &LoadOptions) -> LoadReport {
             Err(error) => status.state = PluginState::Skipped(LoadProblem::StartFailed(error)),
         }
     }
-    let notes: Vec<LoadNote> = statuses.iter().flat_map(PluginStatus::notes).collect();
+    let mut notes: Vec<LoadNote> = unmatched
+        .into_iter()
+        .map(|name| LoadNote::PinnedMissing { name })
+        .collect();
+    notes.extend(statuses.iter().flat_map(PluginStatus::notes));
     for note in &notes {
         tracing::warn!("{note}");
     }

@@ -18,6 +18,11 @@ pub enum LoadNote {
         /// Why.
         problem: LoadProblem,
     },
+    /// The pinned order names a plugin no directory holds.
+    PinnedMissing {
+        /// The name as pinned.
+        name: String,
+    },
     /// A subscription to a key the gateway never emits: kept, with this warning (SPEC G4.1).
     UnknownEvent {
         /// The plugin's name.
@@ -35,6 +40,7 @@ impl LoadNote {
                 dir: dir.display().to_string(),
                 problem: problem.to_string(),
             },
+            Self::PinnedMissing { name } => Note::PinnedPluginMissing { name: name.clone() },
             Self::UnknownEvent { plugin, key } => Note::UnknownSubscription {
                 plugin: plugin.clone(),
                 key: key.clone(),
