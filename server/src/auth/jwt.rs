@@ -4,7 +4,9 @@
 //! signed with a public key as its secret, is refused); issuer, audience, expiry and not-before
 //! are checked; the tenant and the role come from configured claims, the principal's id is
 //! `jwt:<sub>`. A token naming a key id the copy does not have fetches the JWKS again, once per
-//! request and at most once every [`REFETCH_FLOOR`] (one fetch at a time).
+//! request and at most once every [`JwtSettings::refetch_floor`] (default [`REFETCH_FLOOR`]; one
+//! fetch at a time, so a flood of made-up key ids costs the identity provider one request per
+//! floor). A fetch that fails keeps the last copy; one that fails at start stops the server.
 
 use std::path::PathBuf;
 use std::sync::{Arc, PoisonError, RwLock};
@@ -17,7 +19,7 @@ use super::Principal;
 use crate::ApiError;
 use hookline_host::store::{valid_tenant, Role};
 
-/// The least time between two fetches of the JWKS.
+/// The least time between two fetches of the JWKS, unless configured.
 pub const REFETCH_FLOOR: Duration = Duration::from_secs(10);
 
 /// How long a fetch of the JWKS may take.
@@ -50,6 +52,8 @@ pub struct JwtSettings {
     pub tenant_claim: String,
     /// The claim holding the role (`client`, `operator`, `admin`).
     pub role_claim: String,
+    /// The least time between two fetches of the JWKS ([`REFETCH_FLOOR`] by default).
+    pub refetch_floor: Duration,
 }
 
 /// The server's JWT checker.
@@ -94,7 +98,7 @@ impl JwtVerifier {
     /// passed.
     async fn refetch_for(&self, kid: &str) {
         let mut fetched = self.fetched.lock().await;
-        if self.find(kid).is_some() || fetched.elapsed() < REFETCH_FLOOR {
+        if self.find(kid).is_some() || fetched.elapsed() < self.settings.refetch_floor {
             return;
         }
         *fetched = Instant::now();
