@@ -22,6 +22,9 @@ use hookline_host::store::{valid_tenant, Role};
 /// The least time between two fetches of the JWKS, unless configured.
 pub const REFETCH_FLOOR: Duration = Duration::from_secs(10);
 
+/// The clock skew allowed on `exp` and `nbf`, in seconds.
+const LEEWAY_SECS: u64 = 5;
+
 /// How long a fetch of the JWKS may take.
 const FETCH_WAIT: Duration = Duration::from_secs(5);
 
@@ -128,7 +131,7 @@ impl JwtVerifier {
         validation.set_audience(&[&self.settings.audience]);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         validation.validate_nbf = true;
-        validation.leeway = 5;
+        validation.leeway = LEEWAY_SECS;
         let data = decode::<serde_json::Value>(token, &key, &validation)
             .map_err(|e| refused(format!("the JWT does not verify ({})", reason(&e))))?;
         let claims = data.claims;
@@ -150,10 +153,19 @@ impl JwtVerifier {
                 ))
             })?;
         let subject = claim("sub").unwrap_or_default();
+        // `exp` is required and checked above (refused once `exp < now - leeway`, in whole
+        // seconds); a stream ends when that check would fail.
+        let exp = claims
+            .get("exp")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0);
         Ok(Principal {
             tenant: tenant.into(),
             id: format!("jwt:{subject}").into(),
             role,
+            credential: super::Credential::Jwt {
+                until_ms: exp.saturating_add(LEEWAY_SECS + 1).saturating_mul(1000),
+            },
         })
     }
 }
