@@ -259,6 +259,15 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
         .map_err(|why| ServeCliError::Options(format!("the config file's [serve] store: {why}")))?;
     let store = args.store.or_store(store_from_file);
     let pg = store.connect_pg().await?;
+    // Issue 48: a bad `[jwt]` or a JWKS that cannot be read ends the start here too, before any
+    // plugin process is spawned (the server reads the JWKS again when it starts).
+    let jwt = match config.as_ref().and_then(|c| c.jwt.as_ref()) {
+        Some(section) => Some(section.settings().map_err(ServeCliError::Options)?),
+        None => None,
+    };
+    if let Some(settings) = &jwt {
+        hookline_server::check_jwks(settings).await?;
+    }
     let sessions = pg
         .clone()
         .map(|store| Arc::new(store) as Arc<dyn hookline_host::store::SessionStore>);
@@ -341,10 +350,6 @@ async fn serve(args: &ServeArgs) -> Result<(), ServeCliError> {
             .map(ToString::to_string),
     );
     let tenants = config.as_ref().map(Config::tenants).unwrap_or_default();
-    let jwt = match config.as_ref().and_then(|c| c.jwt.as_ref()) {
-        Some(section) => Some(section.settings().map_err(ServeCliError::Options)?),
-        None => None,
-    };
     // Issue 48: the API keys live with the sessions (`hookline keys`).
     let keys: Arc<dyn hookline_host::store::ApiKeyTable> = match pg {
         Some(pg) => Arc::new(pg),

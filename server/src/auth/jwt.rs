@@ -7,7 +7,10 @@
 //! request and at most once every [`JwtSettings::refetch_floor`] (default [`REFETCH_FLOOR`]; one
 //! fetch at a time, so a flood of made-up key ids costs the identity provider one request per
 //! floor). A fetch that fails keeps the last copy; one that fails at start stops the server.
+//! A token that verified is kept (by its SHA-256) until its `exp`, so a client repeating its
+//! token pays the signature check once.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
@@ -15,7 +18,8 @@ use std::time::{Duration, Instant};
 use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{decode, decode_header, Algorithm, DecodingKey, Validation};
 
-use super::Principal;
+use super::{now_ms, Credential, Principal};
+use sha2::{Digest as _, Sha256};
 use crate::ApiError;
 use hookline_host::store::{valid_tenant, Role};
 
@@ -59,10 +63,19 @@ pub struct JwtSettings {
     pub refetch_floor: Duration,
 }
 
+/// The most verified tokens kept (the map is emptied past it).
+const MAX_VERIFIED: usize = 4096;
+
 /// The server's JWT checker.
 pub(crate) struct JwtVerifier {
     settings: JwtSettings,
     keys: RwLock<Arc<JwkSet>>,
+    /// Tokens verified already, by their SHA-256, with the principal each names: a signature
+    /// check costs more than a whole echo turn (docs/performance.md, "Auth's cost"), and a
+    /// client sends the same token with every request until it expires. A kept token is taken
+    /// until its `exp` (checked on each use); a fetch of the JWKS empties the map, so a key
+    /// the provider withdrew stops its tokens at once.
+    verified: RwLock<HashMap<[u8; 32], Principal>>,
     /// When the JWKS was last fetched; held during a fetch (one at a time).
     fetched: tokio::sync::Mutex<Instant>,
     client: reqwest::Client,
@@ -87,6 +100,7 @@ impl JwtVerifier {
         Ok(Self {
             settings,
             keys: RwLock::new(Arc::new(keys)),
+            verified: RwLock::new(HashMap::new()),
             fetched: tokio::sync::Mutex::new(Instant::now()),
             client,
         })
@@ -106,13 +120,45 @@ impl JwtVerifier {
         }
         *fetched = Instant::now();
         match fetch(&self.client, &self.settings.jwks).await {
-            Ok(keys) => *self.keys.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(keys),
+            Ok(keys) => {
+                *self.keys.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(keys);
+                self.verified
+                    .write()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clear();
+            }
             Err(error) => tracing::warn!(%error, "cannot fetch the JWKS; keeping the last copy"),
         }
     }
 
-    /// The principal `token` names, or why it names none.
+    /// The principal `token` names, or why it names none: from the verified tokens while it
+    /// has not expired, else checked in full (and kept when good).
     pub(crate) async fn principal(&self, token: &str) -> Result<Principal, ApiError> {
+        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let kept = self
+            .verified
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&digest)
+            .cloned();
+        if let Some(principal) = kept {
+            if let Credential::Jwt { until_ms } = principal.credential {
+                if now_ms() < until_ms {
+                    return Ok(principal);
+                }
+            }
+        }
+        let principal = self.verify(token).await?;
+        let mut verified = self.verified.write().unwrap_or_else(PoisonError::into_inner);
+        if verified.len() >= MAX_VERIFIED {
+            verified.clear();
+        }
+        verified.insert(digest, principal.clone());
+        Ok(principal)
+    }
+
+    /// Checks `token` in full: its key, signature, algorithm and claims.
+    async fn verify(&self, token: &str) -> Result<Principal, ApiError> {
         let header = decode_header(token).map_err(|_| refused("the token is not a JWT"))?;
         let kid = header
             .kid
@@ -163,7 +209,7 @@ impl JwtVerifier {
             tenant: tenant.into(),
             id: format!("jwt:{subject}").into(),
             role,
-            credential: super::Credential::Jwt {
+            credential: Credential::Jwt {
                 until_ms: exp.saturating_add(LEEWAY_SECS + 1).saturating_mul(1000),
             },
         })
@@ -183,6 +229,20 @@ fn reason(error: &jsonwebtoken::errors::Error) -> &'static str {
         ErrorKind::MissingRequiredClaim(_) => "a required claim is missing",
         _ => "malformed",
     }
+}
+
+/// Reads the JWKS `settings` name once, as a server starting on them will: a check a command
+/// can make before it starts anything else.
+///
+/// # Errors
+/// Why the JWKS cannot be read (a sentence naming the file or the URL).
+pub(crate) async fn check_jwks(settings: &JwtSettings) -> Result<(), String> {
+    let client = reqwest::Client::builder()
+        .timeout(FETCH_WAIT)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| e.to_string())?;
+    fetch(&client, &settings.jwks).await.map(|_| ())
 }
 
 async fn fetch(client: &reqwest::Client, source: &JwksSource) -> Result<JwkSet, String> {

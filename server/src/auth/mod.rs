@@ -14,10 +14,12 @@
 //! `{"type":"auth","token":"..."}` first (browsers cannot set headers): its upgrade passes with
 //! [`WsAuth::Pending`] and the socket authenticates before anything else.
 
+pub(crate) mod answered;
 pub(crate) mod jwt;
 pub(crate) mod keys;
 pub(crate) mod limits;
 pub(crate) mod tenants;
+pub(crate) mod whoami;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;

@@ -13,6 +13,7 @@ use crate::routes::{
     EventsAnswer, Health, OpenBody, SessionView, SessionsList, SocketRequest, TurnAnswer, TurnBody,
     TurnDone,
 };
+use crate::auth::whoami::WhoAmI;
 use crate::{ErrorBody, PluginsView};
 use hookline_host::gateway::SessionStatus;
 use hookline_host::state::Detail;
@@ -67,6 +68,7 @@ components! {
         CommandBody,
         CommandAnswer,
         ApprovalsList,
+        WhoAmI,
         SocketRequest,
         ErrorBody,
     ],
