@@ -46,6 +46,8 @@ const TURNS: usize = 40;
 const FLOOR: Duration = Duration::from_millis(100);
 /// Probes of one refresh.
 const PROBES: usize = 20;
+/// Sequential requests per case and round for the per-request cost.
+const PROBES_EACH: usize = 400;
 
 const STEADY_SESSIONS: usize = 4;
 const STEADY_TURNS: usize = 150;
@@ -93,9 +95,14 @@ impl Signer {
     }
 
     fn token(&self, kid: &str) -> String {
+        self.token_numbered(kid, 0)
+    }
+
+    /// A token of its own (`jti`): the server has not verified it before.
+    fn token_numbered(&self, kid: &str, jti: usize) -> String {
         let claims = json!({
             "iss": "https://idp.example", "aud": "hookline", "sub": "bench",
-            "exp": now_s() + 3600, "tenant": "acme", "role": "client",
+            "exp": now_s() + 3600, "tenant": "acme", "role": "client", "jti": jti,
         });
         let mut header = Header::new(jsonwebtoken::Algorithm::ES256);
         header.kid = Some(kid.into());
@@ -182,7 +189,12 @@ async fn load(url: &str, token: Option<&str>, sessions: usize, turns: usize) -> 
         let _ = tx.send(runtime.block_on(drive(options, Arc::new(()))));
     });
     let report = rx.await.unwrap().unwrap();
-    assert_eq!(report.error_count(), 0, "every turn is answered: {:?}", report.errors);
+    assert_eq!(
+        report.error_count(),
+        0,
+        "every turn is answered: {:?}",
+        report.errors
+    );
     report
 }
 
@@ -314,8 +326,54 @@ async fn cost(arbiters: &[actix::Arbiter]) {
                 .join(", ")
         );
     }
-    // One refresh: a kid the kept copy lacks (the provider has it) against a known kid.
+    // Per request, one client, one request at a time: `GET /v1/whoami` (auth and a small
+    // answer, no turn), medians of PROBES_EACH, interleaved rounds.
     let client = reqwest::Client::new();
+    let fresh: Vec<String> = (0..ROUNDS * PROBES_EACH)
+        .map(|i| signer.token_numbered("k0", i + 1))
+        .collect();
+    let mut fresh = fresh.into_iter();
+    let mut per_request: [Vec<f64>; 4] = Default::default();
+    for round in 0..ROUNDS {
+        for case in (0..4).map(|i| (i + round) % 4) {
+            let mut took = Vec::with_capacity(PROBES_EACH);
+            for _ in 0..PROBES_EACH {
+                let asked = Instant::now();
+                let request = match case {
+                    0 => client.get(format!("{plain}/v1/whoami")),
+                    1 => client.get(format!("{authed}/v1/whoami")).bearer_auth(&key),
+                    2 => client.get(format!("{authed}/v1/whoami")).bearer_auth(&jwt),
+                    _ => client
+                        .get(format!("{authed}/v1/whoami"))
+                        .bearer_auth(fresh.next().unwrap()),
+                };
+                let response = request.send().await.unwrap();
+                assert_eq!(response.status(), 200);
+                let _ = response.bytes().await;
+                took.push(asked.elapsed().as_secs_f64() * 1e6);
+            }
+            per_request[case].push(median(took));
+        }
+    }
+    let base = median(per_request[0].clone());
+    let names = [
+        "no credentials",
+        "API key",
+        "JWT (verified before)",
+        "JWT (new: verified in full)",
+    ];
+    let per_request_lines: Vec<String> = names
+        .iter()
+        .zip(&per_request)
+        .map(|(name, values)| {
+            let value = median(values.clone());
+            format!(
+                "  {name:<28} {value:>7.1} us per request ({:+.1} us)",
+                value - base
+            )
+        })
+        .collect();
+    // One refresh: a kid the kept copy lacks (the provider has it) against a known kid.
     let mut added = Vec::new();
     for probe in 0..PROBES {
         let kid = format!("r{probe}");
@@ -334,6 +392,10 @@ async fn cost(arbiters: &[actix::Arbiter]) {
     );
     for (name, figures) in &runs {
         println!("{}", figures.line(name));
+    }
+    println!("  one client, GET /v1/whoami, medians of {PROBES_EACH} x {ROUNDS} rounds:");
+    for line in per_request_lines {
+        println!("{line}");
     }
     println!(
         "  JWKS refreshes during the refreshing runs: {refreshes} (one per {FLOOR:?} floor)\n  \
@@ -376,7 +438,10 @@ fn flood(
                     .json()
                     .await
                     .unwrap();
-                let turns = format!("{url}/v1/sessions/{}/turns", opened["key"].as_str().unwrap());
+                let turns = format!(
+                    "{url}/v1/sessions/{}/turns",
+                    opened["key"].as_str().unwrap()
+                );
                 let (client, key, stop) = (client.clone(), key.clone(), stop.clone());
                 let (ok, refused) = (ok.clone(), refused.clone());
                 clients.push(tokio::spawn(async move {
