@@ -5,14 +5,17 @@
 //!    table and JWTs checked against a JWKS served over HTTP by this bench, driven by the load
 //!    driver (`hookline load`'s) in interleaved rounds: no credential, a client's API key, a
 //!    client's JWT, and a JWT while the JWKS is fetched again every `FLOOR` (a request naming
-//!    an unknown `kid` in the background). Then the time one refresh adds to the request that
-//!    asks for it (a `kid` the kept copy lacks, against the same request with a known `kid`).
+//!    an unknown `kid` in the background). Then, one client at a time, what each credential adds
+//!    to one request (`GET /v1/whoami`; a JWT new to the server is verified in full), and the
+//!    time one refresh adds to the request that asks for it (a `kid` the kept copy lacks,
+//!    against the same request with a known `kid`).
 //! 2. **Two tenants**: tenant `flood` (limited to `FLOOD_RATE` turns/s) sends turns as fast as
 //!    `FLOODERS` clients can and is mostly refused (429), while tenant `steady` runs its load;
 //!    its p50/p99 with and without the flood, interleaved rounds.
 //!
 //! Printed: each round's figures, the medians, and the load average. Run with
-//! `cargo bench --bench serve_auth` (a plain timed driver, not criterion).
+//! `cargo bench --bench serve_auth` (a plain timed driver, not criterion); `SERVE_AUTH=cost` or
+//! `SERVE_AUTH=tenants` runs one part. Figures: docs/performance.md, "Auth's cost".
 #![allow(missing_docs)]
 #![allow(clippy::expect_used, clippy::unwrap_used)] // a bench that cannot start has nothing to measure
 
