@@ -85,9 +85,19 @@ async fn turns_and_refusals_are_labelled_with_configured_tenants_others_as_other
         let (status, session) = post(&served, "/v1/sessions", key, json!({})).await;
         assert_eq!(status, 201, "{session}");
         let turns = format!("/v1/sessions/{}/turns", session["key"].as_str().unwrap());
-        assert_eq!(post(&served, &turns, key, json!({ "text": "hello" })).await.0, 200);
+        assert_eq!(
+            post(&served, &turns, key, json!({ "text": "hello" }))
+                .await
+                .0,
+            200
+        );
         // The second within the second: past the bucket of one a second.
-        assert_eq!(post(&served, &turns, key, json!({ "text": "hello" })).await.0, 429);
+        assert_eq!(
+            post(&served, &turns, key, json!({ "text": "hello" }))
+                .await
+                .0,
+            429
+        );
     }
     let text = served
         .client
@@ -121,7 +131,13 @@ async fn turns_and_refusals_are_labelled_with_configured_tenants_others_as_other
             "{tenant}"
         );
     }
-    assert!(!text.contains("zeta-unlisted"), "an unlisted tenant named a series");
-    assert!(!text.contains("tenant=\"ops\""), "an admin's tenant named a series");
+    assert!(
+        !text.contains("zeta-unlisted"),
+        "an unlisted tenant named a series"
+    );
+    assert!(
+        !text.contains("tenant=\"ops\""),
+        "an admin's tenant named a series"
+    );
     served.shutdown().await;
 }

@@ -187,7 +187,9 @@ pub(crate) fn label_tenants<'a>(names: impl IntoIterator<Item = &'a str>) {
     let mut labelled = LABELLED.write().unwrap_or_else(PoisonError::into_inner);
     for name in names {
         if labelled.len() >= MAX_LABELLED_TENANTS {
-            tracing::warn!("more than {MAX_LABELLED_TENANTS} tenants: the rest are labelled '{OTHER_TENANT}'");
+            tracing::warn!(
+                "more than {MAX_LABELLED_TENANTS} tenants: the rest are labelled '{OTHER_TENANT}'"
+            );
             return;
         }
         if !labelled.iter().any(|n| &**n == name) {

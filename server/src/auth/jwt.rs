@@ -19,9 +19,9 @@ use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{decode, decode_header, Algorithm, DecodingKey, Validation};
 
 use super::{now_ms, Credential, Principal};
-use sha2::{Digest as _, Sha256};
 use crate::ApiError;
 use hookline_host::store::{valid_tenant, Role};
+use sha2::{Digest as _, Sha256};
 
 /// The least time between two fetches of the JWKS, unless configured.
 pub const REFETCH_FLOOR: Duration = Duration::from_secs(10);
@@ -149,7 +149,10 @@ impl JwtVerifier {
             }
         }
         let principal = self.verify(token).await?;
-        let mut verified = self.verified.write().unwrap_or_else(PoisonError::into_inner);
+        let mut verified = self
+            .verified
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
         if verified.len() >= MAX_VERIFIED {
             verified.clear();
         }

@@ -8,12 +8,12 @@ use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
 use utoipa::openapi::{Ref, RefOr, Schema};
 
+use crate::auth::whoami::WhoAmI;
 use crate::routes::{
     ApprovalAnswer, ApprovalBody, ApprovalsList, ArchiveView, CommandAnswer, CommandBody,
     EventsAnswer, Health, OpenBody, SessionView, SessionsList, SocketRequest, TurnAnswer, TurnBody,
     TurnDone,
 };
-use crate::auth::whoami::WhoAmI;
 use crate::{ErrorBody, PluginsView};
 use hookline_host::gateway::SessionStatus;
 use hookline_host::state::Detail;

@@ -533,7 +533,12 @@ pub(crate) async fn run_turn(
         .await
         .map_err(ApiError::from);
     // Issue 48: turn series carry the session's tenant (`default` when nobody owns it).
-    let tenant = handle.watch_status().borrow().owner.as_ref().map(|o| o.tenant.clone());
+    let tenant = handle
+        .watch_status()
+        .borrow()
+        .owner
+        .as_ref()
+        .map(|o| o.tenant.clone());
     turn_finished(
         result.as_ref().ok().map(|r| r.stop_reason),
         started.elapsed(),
