@@ -93,7 +93,7 @@ export class Server {
   /** A new API key in the server's store (`hookline keys create`): the key, printed once. */
   async createKey(tenant, role) {
     const { stdout } = await promisify(execFile)(hooklineBinary(), [
-      "keys", "create", "--store", join(this.root, ".hookline"), "--tenant", tenant, "--role", role,
+      "keys", "--store", join(this.root, ".hookline"), "create", "--tenant", tenant, "--role", role,
     ], { timeout: 30_000 });
     return stdout.trim();
   }
