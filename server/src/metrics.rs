@@ -266,3 +266,26 @@ pub(crate) async fn count_requests(request: Request, next: Next) -> Response {
     .increment(1);
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tenants_label_as_themselves_only_when_configured_and_the_labels_stay_bounded() {
+        label_tenants(["unit-acme"]);
+        assert_eq!(&*tenant_label("unit-acme"), "unit-acme");
+        assert_eq!(&*tenant_label("default"), "default");
+        assert_eq!(&*tenant_label("unit-unlisted"), OTHER_TENANT);
+        let many: Vec<String> = (0..2 * MAX_LABELLED_TENANTS)
+            .map(|i| format!("unit-{i}"))
+            .collect();
+        label_tenants(many.iter().map(String::as_str));
+        let labelled = many
+            .iter()
+            .filter(|name| &*tenant_label(name) != OTHER_TENANT)
+            .count();
+        assert!(labelled < MAX_LABELLED_TENANTS, "{labelled} tenants labelled");
+        assert_eq!(&*tenant_label("unit-acme"), "unit-acme");
+    }
+}
