@@ -157,8 +157,9 @@ async fn the_jwks_is_kept_refetched_for_an_unknown_kid_at_most_once_a_floor_and_
     );
 
     // Kept: many requests, no fetch.
+    let kept = token(&a, "a");
     for _ in 0..20 {
-        assert_eq!(list(&served, &token(&a, "a")).await.0, 200);
+        assert_eq!(list(&served, &kept).await.0, 200);
     }
     assert_eq!(idp.fetches.load(Ordering::SeqCst), 1, "a fetch per request");
 
@@ -237,6 +238,24 @@ async fn the_jwks_is_kept_refetched_for_an_unknown_kid_at_most_once_a_floor_and_
         waited < Duration::from_secs(10),
         "the refresh waited {waited:?}"
     );
+
+    // The provider withdraws `a`: once the JWKS is fetched again, a token of `a` that verified
+    // before (and was kept) is refused.
+    *idp.mode.lock().unwrap() = Mode::Serve;
+    idp.keys.lock().unwrap().retain(|jwk| jwk["kid"] != "a");
+    assert_eq!(list(&served, &kept).await.0, 200, "kept before the fetch");
+    tokio::time::sleep(FLOOR).await;
+    assert_eq!(list(&served, &token(&b, "xx")).await.0, 401);
+    assert_eq!(idp.fetches.load(Ordering::SeqCst), 5, "refetched for `xx`");
+    let (status, message) = list(&served, &kept).await;
+    assert_eq!(
+        (status, message.as_str()),
+        (
+            401,
+            "The credential is refused: no key of the JWKS has the token's key id."
+        )
+    );
+    assert_eq!(list(&served, &token(&b, "b")).await.0, 200);
     served.shutdown().await;
 }
 

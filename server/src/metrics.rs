@@ -285,7 +285,10 @@ mod tests {
             .iter()
             .filter(|name| &*tenant_label(name) != OTHER_TENANT)
             .count();
-        assert!(labelled < MAX_LABELLED_TENANTS, "{labelled} tenants labelled");
+        assert!(
+            labelled < MAX_LABELLED_TENANTS,
+            "{labelled} tenants labelled"
+        );
         assert_eq!(&*tenant_label("unit-acme"), "unit-acme");
     }
 }
