@@ -247,3 +247,35 @@ fn serve_with_no_plugin_runs_none_and_says_so_once() {
     assert!(answer.contains("[password redacted]"), "{answer}");
     assert!(!demo.log_text().contains("serving with no plugins"));
 }
+
+#[test]
+fn a_bad_jwt_section_or_an_unreadable_jwks_ends_the_start_before_any_plugin_loads() {
+    // Issue 48: the JWKS is read before the plugins are looked for, so the only line on stderr
+    // is the reason (no "serving with no plugins" first: nothing was loaded).
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("jwt.toml");
+    let shown = file.display().to_string();
+    let jwt = "issuer = \"https://idp.example\"\naudience = \"hookline\"\nalgorithm = \"ES256\"\n";
+    let cases = [
+        (
+            format!("[jwt]\njwks_url = \"http://127.0.0.1:1/jwks.json\"\n{jwt}"),
+            "cannot fetch the JWKS http://127.0.0.1:1/jwks.json",
+        ),
+        (
+            format!("[jwt]\njwks_file = \"missing.json\"\n{jwt}"),
+            "cannot read the JWKS",
+        ),
+        (
+            format!("[jwt]\n{jwt}"),
+            "[jwt] needs exactly one of jwks_file and jwks_url",
+        ),
+    ];
+    for (text, expected) in cases {
+        std::fs::write(&file, text).unwrap();
+        let output = serve_with(dir.path(), &["--config", &shown], &[]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        assert!(stderr.contains(expected), "{stderr}\nexpected: {expected}");
+    }
+}

@@ -72,6 +72,7 @@ async fn served(signer: &Signer) -> Served {
         algorithm: JwtAlgorithm::ES256,
         tenant_claim: "tenant".into(),
         role_claim: "role".into(),
+        refetch_floor: hookline::server::REFETCH_FLOOR,
     };
     let served = serve(
         Arc::new(EchoProvider::new()),

@@ -148,6 +148,7 @@ fn every_route_is_described_and_every_reference_resolves() {
         "GET /v1/sessions/{id}/ws",
         "GET /v1/events",
         "GET /v1/approvals",
+        "GET /v1/whoami",
     ];
     let expected: BTreeSet<String> = routes.iter().map(|r| (*r).to_owned()).collect();
     assert_eq!(operations, expected);

@@ -155,6 +155,7 @@ fn matrix() -> Vec<(&'static str, &'static str, Option<Role>)> {
         ("get", "/v1/sessions/{id}/ws", Some(Role::Client)),
         ("get", "/v1/events", Some(Role::Client)),
         ("get", "/v1/approvals", Some(Role::Client)),
+        ("get", "/v1/whoami", Some(Role::Client)),
     ]
 }
 

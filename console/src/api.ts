@@ -1,9 +1,9 @@
 // The console's one door to the server: every request carries `Authorization: Bearer <token>`
-// when a token is known. The token lives in sessionStorage only (this tab, until it closes):
+// when a credential (an API key, a JWT or the server's token) is known. The token lives in sessionStorage only (this tab, until it closes):
 // never in a URL, never in a cookie (docs/console.md, "Auth and safety").
 
 import type { ArchivePage } from "./history";
-import { isObject, type PluginsView, type ServerApproval, type SessionDetail, type SessionStatus } from "./model";
+import { isObject, type PluginsView, type ServerApproval, type SessionDetail, type SessionStatus, type WhoAmI } from "./model";
 
 const TOKEN_KEY = "hookline.token";
 
@@ -82,6 +82,21 @@ export class Api {
     });
     if (!response.ok) throw await errorOf(response);
     return response;
+  }
+
+  /**
+   * `GET /v1/whoami`: who the credential names and what it may use. A server without the route
+   * (older than issue 48) has one admin token: the caller may use everything.
+   */
+  async whoami(): Promise<WhoAmI> {
+    try {
+      return await this.json<WhoAmI>("GET", "/v1/whoami");
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404) {
+        return { tenant: "default", principal: "token", role: "admin", answersApprovals: true, admin: true, authenticated: true };
+      }
+      throw error;
+    }
   }
 
   /** `GET /v1/sessions`. */

@@ -1,10 +1,12 @@
 // The hookline operator console: a single page `hookline serve` serves at `/` (docs/console.md).
-// Boot: ask for the token when the server wants one, open the live feed, show the view the URL's
-// fragment names (#/sessions, #/sessions/KEY, #/approvals, #/plugins, #/gateway).
+// Boot: ask for an API key or a token when the server wants one, learn who it names
+// (`GET /v1/whoami`), open the live feed, show the view the URL's fragment names (#/sessions,
+// #/sessions/KEY, #/approvals, and for admins #/plugins, #/gateway).
 
 import { Api, ApiError, storeToken, storedToken } from "./api";
 import { h, replace } from "./dom";
 import { Feed, type FeedState } from "./feed";
+import type { WhoAmI } from "./model";
 import { Store, type Change } from "./state";
 import { errorText, type App, type View } from "./view";
 import { approvalsView } from "./views/approvals";
@@ -25,6 +27,12 @@ const announcer = byId<HTMLElement>("announcer");
 const forget = byId<HTMLButtonElement>("forget");
 const approvalCount = byId<HTMLElement>("approval-count");
 const nav = byId<HTMLElement>("nav");
+const whoami = byId<HTMLElement>("whoami");
+
+/** Until the server says who the credential names, the console offers nothing an admin alone may use. */
+const NOBODY: WhoAmI = {
+  tenant: "default", principal: "", role: "client", answersApprovals: false, admin: false, authenticated: true,
+};
 
 const api = new Api(storedToken());
 const store = new Store();
@@ -35,6 +43,7 @@ const app: App = {
     // A fresh node each time, so the same sentence twice is read twice.
     replace(announcer, h("p", {}, text));
   },
+  who: NOBODY,
 };
 
 let view: View | null = null;
@@ -48,7 +57,7 @@ function showConnection(state: FeedState): void {
     connecting: "Connecting…",
     live: "Live",
     retrying: "",
-    unauthorized: "Token refused",
+    unauthorized: "Credential refused",
     stopped: "Disconnected",
   };
   connection.dataset["state"] = state.kind;
@@ -59,7 +68,7 @@ function showConnection(state: FeedState): void {
     storeToken(null);
     api.token = null;
     feed.stop();
-    askToken("The server no longer accepts the token. Enter it again.");
+    askToken("The server no longer accepts this key or token (revoked or expired?). Enter one again.");
   }
 }
 
@@ -88,8 +97,9 @@ function viewFor(hash: string): { view: View; nav: string } {
   const [first, second] = path;
   if (first === "sessions" && second) return { view: timelineView(app, decodeURIComponent(second)), nav: "sessions" };
   if (first === "approvals") return { view: approvalsView(app), nav: "approvals" };
-  if (first === "plugins") return { view: pluginsView(app), nav: "plugins" };
-  if (first === "gateway") return { view: gatewayView(app), nav: "gateway" };
+  // Plugins and gateway-wide events are for admins: others get the sessions, not a 403.
+  if (first === "plugins" && app.who.admin) return { view: pluginsView(app), nav: "plugins" };
+  if (first === "gateway" && app.who.admin) return { view: gatewayView(app), nav: "gateway" };
   return { view: sessionsView(app), nav: "sessions" };
 }
 
@@ -113,19 +123,25 @@ window.addEventListener("hashchange", () => {
   }
 });
 
-function live(): void {
+function live(who: WhoAmI): void {
+  app.who = who;
+  for (const item of nav.querySelectorAll<HTMLElement>("[data-admin]")) item.hidden = !who.admin;
+  whoami.hidden = !who.authenticated;
+  whoami.textContent = `Signed in as ${who.principal}: ${who.role} of ${who.tenant}`;
   nav.hidden = false;
   forget.hidden = api.token === null;
   feed.start();
   route(false);
 }
 
-/** The token form; `problem` says why it is shown again. */
+/** The credential form; `problem` says why it is shown again. */
 function askToken(problem: string | null): void {
   view?.dispose?.();
   view = null;
   nav.hidden = true;
   forget.hidden = true;
+  whoami.hidden = true;
+  app.who = NOBODY;
   const input = h("input", {
     id: "token-input", name: "token", type: "password", autocomplete: "off", required: true,
     "aria-describedby": "token-help token-error",
@@ -133,12 +149,14 @@ function askToken(problem: string | null): void {
   const error = h("p", { id: "token-error", class: "error", role: "alert" }, problem ?? "");
   const submit = h("button", { type: "submit" }, "Connect");
   const form = h("form", { class: "token-form", "aria-labelledby": "token-heading" },
-    h("h2", { id: "token-heading" }, "Access token"),
+    h("h2", { id: "token-heading" }, "Sign in"),
     h("p", { id: "token-help" },
-      "This server needs its token: the contents of the file given to ",
+      "This server needs an API key or a token: a key made with ",
+      h("code", {}, "hookline keys create"),
+      ", a JWT from your identity provider, or the contents of the file given to ",
       h("code", {}, "--token-file"),
       ". The console keeps it for this tab only (session storage), never in a URL or a cookie."),
-    h("label", { for: "token-input" }, "Token"),
+    h("label", { for: "token-input" }, "API key or token"),
     input, submit, error);
   form.addEventListener("submit", (event) => {
     event.preventDefault();
@@ -147,24 +165,24 @@ function askToken(problem: string | null): void {
     submit.disabled = true;
     error.textContent = "Checking…";
     api.token = token;
-    api.sessions().then(
-      () => {
+    api.whoami().then(
+      (who) => {
         storeToken(token);
-        live();
+        live(who);
       },
       (failure: unknown) => {
         api.token = null;
         submit.disabled = false;
         error.textContent = failure instanceof ApiError && failure.unauthorized
-          ? "The server refused this token."
+          ? "The server refused this key or token."
           : errorText(failure);
         input.select();
       },
     );
   });
   replace(main, form);
-  document.title = "Access token · hookline console";
-  connection.textContent = "Token needed";
+  document.title = "Sign in · hookline console";
+  connection.textContent = "Key or token needed";
   connection.dataset["state"] = "unauthorized";
   input.focus();
 }
@@ -177,8 +195,8 @@ forget.addEventListener("click", () => {
 });
 
 function boot(): void {
-  api.sessions().then(
-    () => live(),
+  api.whoami().then(
+    (who) => live(who),
     (error: unknown) => {
       if (error instanceof ApiError && error.unauthorized) {
         if (api.token !== null) storeToken(null);

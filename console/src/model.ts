@@ -21,6 +21,19 @@ export interface SessionStatus {
 }
 
 /** Token usage (Rust `UsageTotals`): a count the provider did not report is absent, not 0. */
+/** `GET /v1/whoami`: who the console is signed in as, and what it may use (docs/serve.md, "Auth"). */
+export interface WhoAmI {
+  tenant: string;
+  principal: string;
+  role: "client" | "operator" | "admin";
+  /** Whether it may answer the approvals of the sessions it sees. */
+  answersApprovals: boolean;
+  /** Whether it may read plugins, metrics and the gateway's own events. */
+  admin: boolean;
+  /** Whether the server asks for credentials at all. */
+  authenticated: boolean;
+}
+
 export interface Usage {
   inputTokens?: number;
   outputTokens?: number;

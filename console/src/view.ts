@@ -2,6 +2,7 @@
 // (the focused control, the open <details>) when live events redraw part of the page.
 
 import type { Api } from "./api";
+import type { WhoAmI } from "./model";
 import { replace, type Child } from "./dom";
 import type { Change, Store } from "./state";
 
@@ -11,6 +12,8 @@ export interface App {
   store: Store;
   /** Says `text` to screen readers (a polite live region). */
   announce(text: string): void;
+  /** Who the console is signed in as: views offer only what it may use. */
+  who: WhoAmI;
 }
 
 /** A view: built once when the operator opens it, updated on every change after that. */

@@ -60,19 +60,19 @@ describe("the console against hookline serve", { skip: chromiumMissing() }, () =
 
   test("a wrong token is refused and kept nowhere", async () => {
     await page.goto(`${server.url}/`);
-    const input = page.getByLabel("Token", { exact: true });
+    const input = page.getByLabel("API key or token", { exact: true });
     await input.waitFor();
     await shot("token");
     await input.fill("not-the-token");
     await input.press("Enter");
-    await page.getByText("The server refused this token.").waitFor();
+    await page.getByText("The server refused this key or token.").waitFor();
     assert.equal(await page.evaluate(() => sessionStorage.getItem("hookline.token")), null);
     assert.equal(await page.locator("#nav").isVisible(), false);
     assert.equal((await server.api("GET", "/v1/sessions", undefined, "not-the-token")).status, 401);
   });
 
   test("the right token opens the console; a session opened through the API appears", async () => {
-    await page.getByLabel("Token", { exact: true }).fill(server.token);
+    await page.getByLabel("API key or token", { exact: true }).fill(server.token);
     await page.getByRole("button", { name: "Connect" }).click();
     await page.locator('#connection[data-state="live"]').waitFor();
     assert.equal(await page.evaluate(() => sessionStorage.getItem("hookline.token")), server.token);
@@ -261,7 +261,7 @@ describe("the console against hookline serve", { skip: chromiumMissing() }, () =
     const fresh = await browser.context.newPage();
     try {
       await fresh.goto(`${server.url}/#/approvals`);
-      await fresh.getByLabel("Token", { exact: true }).fill(server.token);
+      await fresh.getByLabel("API key or token", { exact: true }).fill(server.token);
       await fresh.getByRole("button", { name: "Connect" }).click();
       const card = fresh.locator(`#approvals-list .approval[data-call="${listed[0].callId}"]`);
       await card.waitFor();
@@ -306,7 +306,7 @@ describe("the console against hookline serve", { skip: chromiumMissing() }, () =
     const fresh = await browser.context.newPage();
     try {
       await fresh.goto(`${server.url}/#/sessions/${encodeURIComponent(past)}`);
-      await fresh.getByLabel("Token", { exact: true }).fill(server.token);
+      await fresh.getByLabel("API key or token", { exact: true }).fill(server.token);
       await fresh.getByRole("button", { name: "Connect" }).click();
       const one = fresh.locator('section.turn[data-turn="1"]');
       const two = fresh.locator('section.turn[data-turn="2"]');
@@ -344,6 +344,51 @@ describe("the console against hookline serve", { skip: chromiumMissing() }, () =
     } finally {
       await fresh.close();
     }
+  });
+
+  test("a client's key signs in as that client and is offered only what it may use", async () => {
+    const key = await server.createKey("acme", "client");
+    const id = key.split("_")[1];
+    // The server reads its key table every second.
+    let who = await server.api("GET", "/v1/whoami", undefined, key);
+    for (let i = 0; i < 50 && who.status !== 200; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      who = await server.api("GET", "/v1/whoami", undefined, key);
+    }
+    assert.equal(who.status, 200, JSON.stringify(who.body));
+    const opened = await server.api("POST", "/v1/sessions", { workspace: "client" }, key);
+    assert.equal(opened.status, 201, JSON.stringify(opened.body));
+    const session = opened.body.key;
+    const turn = server.api("POST", `/v1/sessions/${session}/turns`, { text: WRITE_CALL.replace("x.txt", "client.txt") }, key);
+    let listed = [];
+    for (let i = 0; i < 150 && listed.length === 0; i++) {
+      listed = (await server.api("GET", "/v1/approvals", undefined, key)).body.approvals;
+      if (listed.length === 0) await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.equal(listed.length, 1, "the approval was never pending");
+    const fresh = await browser.context.newPage();
+    try {
+      await fresh.goto(`${server.url}/#/approvals`);
+      await fresh.getByLabel("API key or token", { exact: true }).fill(key);
+      await fresh.getByRole("button", { name: "Connect" }).click();
+      const card = fresh.locator(`#approvals-list .approval[data-call="${listed[0].callId}"]`);
+      await card.waitFor();
+      assert.equal(await fresh.locator("#whoami").innerText(), `Signed in as ${id}: client of acme`);
+      // The tenant's setting (operator) keeps a client from answering: no buttons, who does.
+      assert.equal(await card.getByRole("button").count(), 0);
+      assert.match(await card.innerText(), /An operator of acme answers this approval/);
+      // Plugins and gateway events are an admin's: not offered, and their fragments show sessions.
+      assert.ok(await fresh.locator('#nav a[data-nav="plugins"]').isHidden());
+      assert.ok(await fresh.locator('#nav a[data-nav="gateway"]').isHidden());
+      await fresh.evaluate(() => { location.hash = "#/plugins"; });
+      await fresh.locator("#sessions-heading").waitFor();
+      await fresh.screenshot({ path: join(artifacts, "client.png"), fullPage: true });
+    } finally {
+      await fresh.close();
+    }
+    const denied = await server.api("POST", `/v1/sessions/${session}/approvals/${listed[0].callId}`, { decision: "deny" });
+    assert.equal(denied.status, 200, JSON.stringify(denied.body));
+    assert.equal((await turn).status, 200);
   });
 
   test("no script error and no policy violation happened", () => {

@@ -29,6 +29,17 @@ mod trace;
 mod workspace;
 
 pub use auth::jwt::{JwksSource, JwtSettings, REFETCH_FLOOR};
+
+/// Reads the JWKS of `settings` once, as [`start`] will (`hookline serve` checks it before it
+/// spawns any plugin).
+///
+/// # Errors
+/// [`ServeError::Jwks`]: why it cannot be read.
+pub async fn check_jwks(settings: &JwtSettings) -> Result<(), ServeError> {
+    auth::jwt::check_jwks(settings)
+        .await
+        .map_err(ServeError::Jwks)
+}
 pub use auth::limits::TenantLimits;
 pub use auth::tenants::{ApprovalAnswerers, TenantPolicy, Tenants};
 pub use auth::{Principal, DEFAULT_TENANT};
@@ -190,6 +201,8 @@ pub(crate) struct AppState {
     pub(crate) body_limit: usize,
     /// Idempotency keys: their settings and the keyed requests running here.
     pub(crate) keys: Arc<routes::Keys>,
+    /// The answered approvals `GET /v1/sessions/{id}` shows, kept per session (issue 48).
+    pub(crate) answered: Arc<auth::answered::AnsweredCache>,
 }
 
 impl AppState {
@@ -371,6 +384,7 @@ pub async fn start(
         path: config.workspace_root.display().to_string(),
         source,
     })?;
+    crate::metrics::label_tenants(config.tenants.named.keys().map(String::as_str));
     let state = AppState {
         gateway,
         root: Arc::new(root),
@@ -385,6 +399,7 @@ pub async fn start(
             config.idempotency_ttl,
             config.idempotency_keys,
         )),
+        answered: Arc::default(),
     };
     if let Some(wait) = config.predecessor_wait {
         state.gateway.expect_predecessor(wait);

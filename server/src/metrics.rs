@@ -4,7 +4,7 @@
 //! reason, latency per plugin and hook; `hookline_events_dropped_total`) appear on `GET /metrics`
 //! beside the server's: open sessions, queue depths, turns, turn latency and HTTP requests.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock, PoisonError};
 use std::time::Duration;
 
 use axum::extract::{MatchedPath, Request};
@@ -97,11 +97,11 @@ fn describe() {
     );
     metrics::describe_counter!(
         "hookline_turns_total",
-        "User turns finished, by stop reason."
+        "User turns finished, by stop reason and tenant."
     );
     metrics::describe_histogram!(
         "hookline_turn_latency_seconds",
-        "Time from a turn's request to its answer."
+        "Time from a turn's request to its answer, by tenant."
     );
     metrics::describe_counter!(
         "hookline_http_requests_total",
@@ -172,14 +172,58 @@ pub(crate) fn spawn_upkeep(
     });
 }
 
-/// A finished turn.
-pub(crate) fn turn_finished(stop_reason: Option<StopReason>, took: Duration) {
+/// The tenant label of a session's series for a tenant that is not configured.
+pub(crate) const OTHER_TENANT: &str = "other";
+
+/// The most tenant names labels are kept for: a bound on the series, whatever is configured.
+const MAX_LABELLED_TENANTS: usize = 256;
+
+/// The configured tenants: the names that label series as themselves (issue 48). Process-wide
+/// as the recorder is; names are only added (a process runs one server, tests several).
+static LABELLED: std::sync::RwLock<Vec<Arc<str>>> = std::sync::RwLock::new(Vec::new());
+
+/// Labels series with the tenants `names` (the configured ones) besides `default`.
+pub(crate) fn label_tenants<'a>(names: impl IntoIterator<Item = &'a str>) {
+    let mut labelled = LABELLED.write().unwrap_or_else(PoisonError::into_inner);
+    for name in names {
+        if labelled.len() >= MAX_LABELLED_TENANTS {
+            tracing::warn!(
+                "more than {MAX_LABELLED_TENANTS} tenants: the rest are labelled '{OTHER_TENANT}'"
+            );
+            return;
+        }
+        if !labelled.iter().any(|n| &**n == name) {
+            labelled.push(name.into());
+        }
+    }
+}
+
+/// The `tenant` label for `tenant`: itself when it is `default` or configured, else
+/// [`OTHER_TENANT`], so a tenant named only by a key or a JWT claim adds no series
+/// (cardinality stays bounded by the configuration).
+pub(crate) fn tenant_label(tenant: &str) -> Arc<str> {
+    if tenant == crate::auth::DEFAULT_TENANT {
+        return Arc::from(crate::auth::DEFAULT_TENANT);
+    }
+    let labelled = LABELLED.read().unwrap_or_else(PoisonError::into_inner);
+    labelled
+        .iter()
+        .find(|n| &***n == tenant)
+        .cloned()
+        .unwrap_or_else(|| Arc::from(OTHER_TENANT))
+}
+
+/// A finished turn of a session of `tenant` (its owner's; `default` for a session nobody owns).
+pub(crate) fn turn_finished(stop_reason: Option<StopReason>, took: Duration, tenant: &str) {
     let reason = stop_reason
         .and_then(|r| serde_json::to_value(r).ok())
         .and_then(|v| v.as_str().map(str::to_owned))
         .unwrap_or_else(|| "refused".to_owned());
-    metrics::counter!("hookline_turns_total", "stop_reason" => reason).increment(1);
-    metrics::histogram!("hookline_turn_latency_seconds").record(took.as_secs_f64());
+    let tenant = tenant_label(tenant);
+    metrics::counter!("hookline_turns_total", "stop_reason" => reason, "tenant" => tenant.to_string())
+        .increment(1);
+    metrics::histogram!("hookline_turn_latency_seconds", "tenant" => tenant.to_string())
+        .record(took.as_secs_f64());
 }
 
 /// A turn's or a command's reported token usage, by the model that answered (`default` when
@@ -221,4 +265,30 @@ pub(crate) async fn count_requests(request: Request, next: Next) -> Response {
     )
     .increment(1);
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tenants_label_as_themselves_only_when_configured_and_the_labels_stay_bounded() {
+        label_tenants(["unit-acme"]);
+        assert_eq!(&*tenant_label("unit-acme"), "unit-acme");
+        assert_eq!(&*tenant_label("default"), "default");
+        assert_eq!(&*tenant_label("unit-unlisted"), OTHER_TENANT);
+        let many: Vec<String> = (0..2 * MAX_LABELLED_TENANTS)
+            .map(|i| format!("unit-{i}"))
+            .collect();
+        label_tenants(many.iter().map(String::as_str));
+        let labelled = many
+            .iter()
+            .filter(|name| &*tenant_label(name) != OTHER_TENANT)
+            .count();
+        assert!(
+            labelled < MAX_LABELLED_TENANTS,
+            "{labelled} tenants labelled"
+        );
+        assert_eq!(&*tenant_label("unit-acme"), "unit-acme");
+    }
 }

@@ -8,6 +8,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use clap::ValueEnum;
 use serde::Deserialize;
@@ -59,6 +60,8 @@ pub(crate) struct JwtSection {
     tenant_claim: Option<String>,
     /// The claim holding the role (default `role`).
     role_claim: Option<String>,
+    /// The least seconds between two fetches of the JWKS (default 10).
+    refetch_floor_secs: Option<u64>,
 }
 
 impl JwtSection {
@@ -76,6 +79,9 @@ impl JwtSection {
             algorithm: self.algorithm,
             tenant_claim: self.tenant_claim.clone().unwrap_or_else(|| "tenant".into()),
             role_claim: self.role_claim.clone().unwrap_or_else(|| "role".into()),
+            refetch_floor: self
+                .refetch_floor_secs
+                .map_or(hookline_server::REFETCH_FLOOR, Duration::from_secs),
         })
     }
 }

@@ -31,7 +31,9 @@ pub(crate) struct LoadArgs {
     /// How turns travel.
     #[arg(long, value_enum, default_value_t = Transport::Http)]
     transport: Transport,
-    /// A file holding the bearer credential: the server's token or an API key (`hookline keys`).
+    /// A file holding the bearer credential: the server's token, an API key (`hookline keys`)
+    /// or a JWT. A credential below admin may not read `/metrics`: hook calls/s and memory are
+    /// then not reported.
     #[arg(long, value_name = "FILE")]
     token_file: Option<PathBuf>,
     /// Leave the sessions open at the end.
@@ -122,6 +124,9 @@ fn human(report: &LoadReport) -> String {
     );
     for (code, count) in &report.errors {
         out.push_str(&format!("\n  {code}: {count}"));
+    }
+    if report.metrics_refused {
+        out.push_str("\nmetrics         not readable with this credential (admins only): hook calls/s not measured");
     }
     if let Some(bytes) = report.server_resident_bytes {
         out.push_str(&format!(

@@ -380,6 +380,15 @@ async fn serve_with(
         hookline_host::store::Store::open(dir)
             .map_err(|error| ServeCliError::Options(format!("cannot open the store: {error}")))?;
     }
+    // Issue 48: a bad `[jwt]` or a JWKS that cannot be read ends the start here too, before any
+    // plugin process is spawned (the server reads the JWKS again when it starts).
+    let jwt = match config.as_ref().and_then(|c| c.jwt.as_ref()) {
+        Some(section) => Some(section.settings().map_err(ServeCliError::Options)?),
+        None => None,
+    };
+    if let Some(settings) = &jwt {
+        hookline_server::check_jwks(settings).await?;
+    }
     let sessions = pg
         .clone()
         .map(|store| Arc::new(store) as Arc<dyn hookline_host::store::SessionStore>);
@@ -486,10 +495,6 @@ async fn serve_with(
             .map(ToString::to_string),
     );
     let tenants = config.as_ref().map(Config::tenants).unwrap_or_default();
-    let jwt = match config.as_ref().and_then(|c| c.jwt.as_ref()) {
-        Some(section) => Some(section.settings().map_err(ServeCliError::Options)?),
-        None => None,
-    };
     // Issue 48: the API keys live with the sessions (`hookline keys`).
     let keys: Arc<dyn hookline_host::store::ApiKeyTable> = match pg {
         Some(pg) => Arc::new(pg),

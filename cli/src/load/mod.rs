@@ -123,6 +123,9 @@ pub struct LoadReport {
     /// What a served turn adds over the stub's own answer at the median: `p50_ms` less the
     /// stub's p50 (one turn is one model call with no plugin asking for more).
     pub overhead_p50_ms: Option<f64>,
+    /// Whether the credential may not read `/metrics` (it is for admins): hook calls/s and
+    /// resident memory are then unknown (0 and absent).
+    pub metrics_refused: bool,
 }
 
 /// The model stub asked directly, each of `sessions` clients sending `turns` chat completions
@@ -367,6 +370,12 @@ pub async fn run(
         None => None,
     };
     let p50_ms = latencies.value_at_quantile(0.5) as f64 / 1000.0;
+    let metrics_refused = after.is_none();
+    let (empty, before, after) = (
+        empty.unwrap_or_default(),
+        before.unwrap_or_default(),
+        after.unwrap_or_default(),
+    );
     let resident_bytes_per_session = match (empty.resident_bytes, after.resident_bytes) {
         (Some(empty), Some(after)) if !keys.is_empty() => {
             Some(after.saturating_sub(empty) / keys.len() as u64)
@@ -388,6 +397,7 @@ pub async fn run(
         last,
         overhead_p50_ms: stub.as_ref().map(|stub| p50_ms - stub.p50_ms),
         stub,
+        metrics_refused,
     })
 }
 
@@ -602,18 +612,29 @@ async fn ws_turns(shared: &Shared, i: usize, key: &str) {
 }
 
 /// What `/metrics` says.
+#[derive(Default)]
 struct Scrape {
     hook_calls: f64,
     resident_bytes: Option<u64>,
 }
 
-async fn metrics(shared: &Shared) -> Result<Scrape, LoadError> {
+/// The server's metrics; `None` when the credential may not read them (a client's or an
+/// operator's API key or JWT: `/metrics` is for admins), so the load still runs.
+async fn metrics(shared: &Shared) -> Result<Option<Scrape>, LoadError> {
     let url = shared.options.url.clone();
-    let text = shared
+    let response = shared
         .request(shared.http.get(format!("{url}/metrics")))
         .send()
         .await
-        .and_then(reqwest::Response::error_for_status)
+        .map_err(|source| LoadError::Metrics {
+            url: url.clone(),
+            source,
+        })?;
+    if response.status() == reqwest::StatusCode::FORBIDDEN {
+        return Ok(None);
+    }
+    let text = response
+        .error_for_status()
         .map_err(|source| LoadError::Metrics {
             url: url.clone(),
             source,
@@ -621,7 +642,7 @@ async fn metrics(shared: &Shared) -> Result<Scrape, LoadError> {
         .text()
         .await
         .map_err(|source| LoadError::Metrics { url, source })?;
-    Ok(parse_scrape(&text))
+    Ok(Some(parse_scrape(&text)))
 }
 
 fn parse_scrape(text: &str) -> Scrape {

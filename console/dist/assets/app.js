@@ -64,6 +64,20 @@ var Api = class {
     if (!response.ok) throw await errorOf(response);
     return response;
   }
+  /**
+   * `GET /v1/whoami`: who the credential names and what it may use. A server without the route
+   * (older than issue 48) has one admin token: the caller may use everything.
+   */
+  async whoami() {
+    try {
+      return await this.json("GET", "/v1/whoami");
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404) {
+        return { tenant: "default", principal: "token", role: "admin", answersApprovals: true, admin: true, authenticated: true };
+      }
+      throw error;
+    }
+  }
   /** `GET /v1/sessions`. */
   async sessions() {
     return (await this.json("GET", "/v1/sessions")).sessions;
@@ -732,7 +746,7 @@ function approvalCard(app2, approval, showSession) {
       deadline !== null ? [h("dt", {}, "Denied unless answered by"), h("dd", {}, clock(deadline))] : null
     ),
     approval.arguments !== null && approval.arguments !== void 0 ? h("pre", { class: "code", "aria-label": "Arguments" }, json(approval.arguments)) : null,
-    h(
+    app2.who.answersApprovals ? h(
       "div",
       { class: "actions" },
       button("Allow", () => answer(app2, approval, "allow"), {
@@ -749,7 +763,7 @@ function approvalCard(app2, approval, showSession) {
       }),
       sending ? h("span", { class: "sub" }, "Sending…") : null,
       approval.error ? h("span", { class: "error", role: "alert" }, approval.error) : null
-    )
+    ) : h("p", { class: "sub" }, `An operator of ${app2.who.tenant} answers this approval.`)
   );
 }
 function deadlineOf(approval) {
@@ -1981,6 +1995,15 @@ var announcer = byId("announcer");
 var forget = byId("forget");
 var approvalCount = byId("approval-count");
 var nav = byId("nav");
+var whoami = byId("whoami");
+var NOBODY = {
+  tenant: "default",
+  principal: "",
+  role: "client",
+  answersApprovals: false,
+  admin: false,
+  authenticated: true
+};
 var api = new Api(storedToken());
 var store = new Store();
 var app = {
@@ -1988,7 +2011,8 @@ var app = {
   store,
   announce: (text2) => {
     replace(announcer, h("p", {}, text2));
-  }
+  },
+  who: NOBODY
 };
 var view = null;
 var changes = [];
@@ -1999,7 +2023,7 @@ function showConnection(state) {
     connecting: "Connecting…",
     live: "Live",
     retrying: "",
-    unauthorized: "Token refused",
+    unauthorized: "Credential refused",
     stopped: "Disconnected"
   };
   connection.dataset["state"] = state.kind;
@@ -2008,7 +2032,7 @@ function showConnection(state) {
     storeToken(null);
     api.token = null;
     feed.stop();
-    askToken("The server no longer accepts the token. Enter it again.");
+    askToken("The server no longer accepts this key or token (revoked or expired?). Enter one again.");
   }
 }
 function flush() {
@@ -2033,8 +2057,8 @@ function viewFor(hash) {
   const [first, second] = path;
   if (first === "sessions" && second) return { view: timelineView(app, decodeURIComponent(second)), nav: "sessions" };
   if (first === "approvals") return { view: approvalsView(app), nav: "approvals" };
-  if (first === "plugins") return { view: pluginsView(app), nav: "plugins" };
-  if (first === "gateway") return { view: gatewayView(app), nav: "gateway" };
+  if (first === "plugins" && app.who.admin) return { view: pluginsView(app), nav: "plugins" };
+  if (first === "gateway" && app.who.admin) return { view: gatewayView(app), nav: "gateway" };
   return { view: sessionsView(app), nav: "sessions" };
 }
 function route(moveFocus) {
@@ -2054,7 +2078,11 @@ window.addEventListener("hashchange", () => {
     if (view) route(true);
   }
 });
-function live() {
+function live(who) {
+  app.who = who;
+  for (const item2 of nav.querySelectorAll("[data-admin]")) item2.hidden = !who.admin;
+  whoami.hidden = !who.authenticated;
+  whoami.textContent = `Signed in as ${who.principal}: ${who.role} of ${who.tenant}`;
   nav.hidden = false;
   forget.hidden = api.token === null;
   feed.start();
@@ -2065,6 +2093,8 @@ function askToken(problem) {
   view = null;
   nav.hidden = true;
   forget.hidden = true;
+  whoami.hidden = true;
+  app.who = NOBODY;
   const input = h("input", {
     id: "token-input",
     name: "token",
@@ -2078,15 +2108,17 @@ function askToken(problem) {
   const form = h(
     "form",
     { class: "token-form", "aria-labelledby": "token-heading" },
-    h("h2", { id: "token-heading" }, "Access token"),
+    h("h2", { id: "token-heading" }, "Sign in"),
     h(
       "p",
       { id: "token-help" },
-      "This server needs its token: the contents of the file given to ",
+      "This server needs an API key or a token: a key made with ",
+      h("code", {}, "hookline keys create"),
+      ", a JWT from your identity provider, or the contents of the file given to ",
       h("code", {}, "--token-file"),
       ". The console keeps it for this tab only (session storage), never in a URL or a cookie."
     ),
-    h("label", { for: "token-input" }, "Token"),
+    h("label", { for: "token-input" }, "API key or token"),
     input,
     submit,
     error
@@ -2098,22 +2130,22 @@ function askToken(problem) {
     submit.disabled = true;
     error.textContent = "Checking…";
     api.token = token;
-    api.sessions().then(
-      () => {
+    api.whoami().then(
+      (who) => {
         storeToken(token);
-        live();
+        live(who);
       },
       (failure) => {
         api.token = null;
         submit.disabled = false;
-        error.textContent = failure instanceof ApiError && failure.unauthorized ? "The server refused this token." : errorText(failure);
+        error.textContent = failure instanceof ApiError && failure.unauthorized ? "The server refused this key or token." : errorText(failure);
         input.select();
       }
     );
   });
   replace(main, form);
-  document.title = "Access token · hookline console";
-  connection.textContent = "Token needed";
+  document.title = "Sign in · hookline console";
+  connection.textContent = "Key or token needed";
   connection.dataset["state"] = "unauthorized";
   input.focus();
 }
@@ -2124,8 +2156,8 @@ forget.addEventListener("click", () => {
   askToken(null);
 });
 function boot() {
-  api.sessions().then(
-    () => live(),
+  api.whoami().then(
+    (who) => live(who),
     (error) => {
       if (error instanceof ApiError && error.unauthorized) {
         if (api.token !== null) storeToken(null);

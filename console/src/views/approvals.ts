@@ -50,7 +50,7 @@ export function approvalCard(app: App, approval: Approval, showSession: boolean)
     approval.arguments !== null && approval.arguments !== undefined
       ? h("pre", { class: "code", "aria-label": "Arguments" }, json(approval.arguments))
       : null,
-    h("div", { class: "actions" },
+    app.who.answersApprovals ? h("div", { class: "actions" },
       button("Allow", () => answer(app, approval, "allow"), {
         class: "allow", "data-key": `allow:${id}`, disabled: sending,
         "aria-label": `Allow ${approval.tool ?? "call"} ${approval.callId}`,
@@ -60,7 +60,9 @@ export function approvalCard(app: App, approval: Approval, showSession: boolean)
         "aria-label": `Deny ${approval.tool ?? "call"} ${approval.callId}`,
       }),
       sending ? h("span", { class: "sub" }, "Sending…") : null,
-      approval.error ? h("span", { class: "error", role: "alert" }, approval.error) : null));
+      approval.error ? h("span", { class: "error", role: "alert" }, approval.error) : null)
+      // The tenant's setting keeps this principal from answering: say who does, offer nothing.
+      : h("p", { class: "sub" }, `An operator of ${app.who.tenant} answers this approval.`));
 }
 
 /** When the approval is denied unanswered: as the server listed it, else from the event. */

@@ -1,12 +1,13 @@
 // Starts the real `hookline serve` (built by `cargo build --bins`) on a free loopback port with a
 // token file and a temporary workspace root, and stops it at the end. Every wait is bounded.
 
-import { spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const repo = resolve(here, "../../..");
@@ -87,6 +88,14 @@ export class Server {
       });
     });
     return new Server(child, url, token, dir);
+  }
+
+  /** A new API key in the server's store (`hookline keys create`): the key, printed once. */
+  async createKey(tenant, role) {
+    const { stdout } = await promisify(execFile)(hooklineBinary(), [
+      "keys", "--store", join(this.root, ".hookline"), "create", "--tenant", tenant, "--role", role,
+    ], { timeout: 30_000 });
+    return stdout.trim();
   }
 
   /** An API request with the token; returns { status, body } (body parsed when JSON). */

@@ -5,11 +5,11 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock, Weak};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use hookline_host::store::{ApiKeyRecord, ApiKeyTable};
 
-use super::Principal;
+use super::{now_ms, Principal};
 use crate::ApiError;
 
 /// How often the table is read again.
@@ -21,12 +21,6 @@ type Snapshot = Arc<HashMap<String, ApiKeyRecord>>;
 #[derive(Clone)]
 pub(crate) struct KeyCache {
     snapshot: Arc<RwLock<Snapshot>>,
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 async fn read(table: &dyn ApiKeyTable) -> Option<Snapshot> {
@@ -89,7 +83,17 @@ impl KeyCache {
             tenant: record.tenant.as_str().into(),
             id: record.id.as_str().into(),
             role: record.role,
+            credential: super::Credential::Key,
         }))
+    }
+
+    /// Why the key `id` is no longer good, as the last read of the table says: revoked,
+    /// expired, or gone.
+    pub(crate) fn lapse(&self, id: &str) -> Option<&'static str> {
+        match self.current().get(id) {
+            Some(record) => record.refusal(now_ms()),
+            None => Some("the API key is not known"),
+        }
     }
 }
 

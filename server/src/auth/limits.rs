@@ -79,7 +79,7 @@ impl Drop for RunningTurn {
 fn refused(tenant: &str, limit: &'static str, message: String, retry_after: u64) -> ApiError {
     metrics::counter!(
         "hookline_tenant_refusals_total",
-        "tenant" => tenant.to_owned(),
+        "tenant" => crate::metrics::tenant_label(tenant).to_string(),
         "limit" => limit
     )
     .increment(1);

@@ -14,10 +14,12 @@
 //! `{"type":"auth","token":"..."}` first (browsers cannot set headers): its upgrade passes with
 //! [`WsAuth::Pending`] and the socket authenticates before anything else.
 
+pub(crate) mod answered;
 pub(crate) mod jwt;
 pub(crate) mod keys;
 pub(crate) mod limits;
 pub(crate) mod tenants;
+pub(crate) mod whoami;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -49,6 +51,33 @@ pub struct Principal {
     pub id: Arc<str>,
     /// What it may do.
     pub role: Role,
+    /// What it showed, so a long stream can end when that stops being good ([`Authenticator::lapsed`]).
+    pub(crate) credential: Credential,
+}
+
+/// The kind of credential a [`Principal`] showed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Credential {
+    /// None (auth is off) or the `--token-file` token: good while the server runs.
+    Standing,
+    /// An API key (its id is the principal's): good until it is revoked or expires.
+    Key,
+    /// A JWT: good until its `exp` (ms since the epoch, with the checks' leeway).
+    Jwt {
+        /// When it stops being good.
+        until_ms: u64,
+    },
+}
+
+/// How often a long stream looks again at its credential: with the key table read every
+/// second, a revoked key ends its streams within 1.5 s (the promise is 2 s).
+const LAPSE_CHECK_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Now, in ms since the epoch.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 impl Principal {
@@ -58,6 +87,7 @@ impl Principal {
             tenant: DEFAULT_TENANT.into(),
             id: "local".into(),
             role: Role::Admin,
+            credential: Credential::Standing,
         }
     }
 
@@ -67,6 +97,7 @@ impl Principal {
             tenant: DEFAULT_TENANT.into(),
             id: "token".into(),
             role: Role::Admin,
+            credential: Credential::Standing,
         }
     }
 
@@ -214,6 +245,47 @@ impl Authenticator {
     }
 }
 
+impl Authenticator {
+    /// Why `who`'s credential is no longer good, if it is not: a JWT past its `exp`, a key
+    /// revoked, expired or gone from the table (as the last read of it says).
+    pub(crate) fn lapse(&self, who: &Principal) -> Option<String> {
+        match who.credential {
+            Credential::Standing => None,
+            Credential::Jwt { until_ms } => {
+                (now_ms() >= until_ms).then(|| "the JWT has expired".to_owned())
+            }
+            Credential::Key => self
+                .keys
+                .as_ref()
+                .and_then(|keys| keys.lapse(&who.id))
+                .map(str::to_owned),
+        }
+    }
+
+    /// Resolves, with the reason, once `who`'s credential stops being good (never for the
+    /// token or when auth is off): an event stream or a WebSocket ends then, so it does not
+    /// outlive its credential (issue 48). Looks every [`LAPSE_CHECK_EVERY`].
+    pub(crate) fn lapsed(
+        self: &Arc<Self>,
+        who: &Principal,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = String> + Send>> {
+        if who.credential == Credential::Standing {
+            return Box::pin(std::future::pending());
+        }
+        let (auth, who) = (Arc::clone(self), who.clone());
+        Box::pin(async move {
+            let mut every = tokio::time::interval(LAPSE_CHECK_EVERY);
+            every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                every.tick().await;
+                if let Some(why) = auth.lapse(&who) {
+                    return why;
+                }
+            }
+        })
+    }
+}
+
 /// The root layer: puts the caller's [`Principal`] in the request's extensions, or answers 401.
 /// Public routes pass without one.
 pub(crate) async fn authenticate(
@@ -341,6 +413,7 @@ mod tests {
             tenant: tenant.into(),
             id: id.into(),
             role,
+            credential: Credential::Standing,
         }
     }
 

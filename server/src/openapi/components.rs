@@ -8,6 +8,7 @@ use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
 use utoipa::openapi::{Ref, RefOr, Schema};
 
+use crate::auth::whoami::WhoAmI;
 use crate::routes::{
     ApprovalAnswer, ApprovalBody, ApprovalsList, ArchiveView, CommandAnswer, CommandBody,
     EventsAnswer, Health, OpenBody, SessionView, SessionsList, SocketRequest, TurnAnswer, TurnBody,
@@ -67,6 +68,7 @@ components! {
         CommandBody,
         CommandAnswer,
         ApprovalsList,
+        WhoAmI,
         SocketRequest,
         ErrorBody,
     ],

@@ -57,6 +57,7 @@ pub(crate) fn detail() -> utoipa::openapi::Ref {
         routes::socket::upgrade,
         routes::events::feed,
         routes::approvals::list,
+        crate::auth::whoami::show,
     ),
     modifiers(&BearerToken),
     tags(

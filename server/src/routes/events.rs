@@ -5,7 +5,9 @@
 //! for all of them, so a change without an event (a turn ending) is seen within a second.
 //!
 //! A caller sees only the sessions it may see (issue 48, `Principal::may_see`), and the gateway's
-//! own events (no session) only as an admin.
+//! own events (no session) only as an admin. The stream does not outlive its credential: when a
+//! JWT's `exp` passes or an API key is revoked or expires, a last `event: unauthorized` with
+//! `{"reason": ...}` is sent and the stream ends.
 
 use crate::openapi::errors::Unauthorized;
 use std::collections::HashMap;
@@ -36,6 +38,10 @@ struct Feed {
     told: HashMap<SessionId, SessionStatus>,
     pending: std::collections::VecDeque<Event>,
     tick: tokio::time::Interval,
+    /// Resolves when the caller's credential stops being good.
+    lapsed: std::pin::Pin<Box<dyn std::future::Future<Output = String> + Send>>,
+    /// Set once the credential lapsed: the stream ends after what is pending.
+    ending: bool,
 }
 
 impl Feed {
@@ -104,7 +110,7 @@ fn status_event(status: &SessionStatus) -> Event {
 #[utoipa::path(
     get, path = "/v1/events", tag = "events",
     responses(
-        (status = 200, description = "Server-sent events, until the server drains: `event: <kind>` with `{\"session\": key or null, \"event\": HostEvent}` as data for every session's events and the gateway's; `event: session` with a SessionStatus whenever a session's status changes; `event: lagged` with `{\"missed\": n}` when the client read too slowly.", body = String, content_type = "text/event-stream"),
+        (status = 200, description = "Server-sent events, until the server drains: `event: <kind>` with `{\"session\": key or null, \"event\": HostEvent}` as data for every session's events and the gateway's; `event: session` with a SessionStatus whenever a session's status changes; `event: lagged` with `{\"missed\": n}` when the client read too slowly; `event: unauthorized` with `{\"reason\": ...}` last, when the caller's JWT expires or its API key is revoked or expires.", body = String, content_type = "text/event-stream"),
         Unauthorized,
     )
 )]
@@ -113,6 +119,8 @@ pub(crate) async fn feed(Caller(who): Caller, State(state): State<AppState>) -> 
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let start = Feed {
         events: state.gateway.subscribe(),
+        lapsed: state.auth.lapsed(&who),
+        ending: false,
         state,
         who,
         seen: HashMap::new(),
@@ -125,7 +133,15 @@ pub(crate) async fn feed(Caller(who): Caller, State(state): State<AppState>) -> 
             if let Some(event) = feed.pending.pop_front() {
                 return Some((Ok::<_, Infallible>(event), feed));
             }
+            if feed.ending {
+                return None;
+            }
             tokio::select! {
+                reason = &mut feed.lapsed => {
+                    let data = serde_json::json!({ "reason": reason });
+                    feed.pending.push_back(Event::default().event("unauthorized").data(data.to_string()));
+                    feed.ending = true;
+                }
                 event = feed.events.recv() => match event {
                     Ok(FeedEvent { session, .. }) if !feed.may_see(session.as_ref()) => {}
                     Ok(FeedEvent { session, event }) => {

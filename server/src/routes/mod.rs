@@ -65,6 +65,7 @@ pub(crate) fn router(state: AppState, request_timeout: Duration) -> Router {
         .route("/sessions/{id}/ws", get(socket::upgrade))
         .route("/events", get(events::feed))
         .route("/approvals", get(approvals::list))
+        .route("/whoami", get(auth::whoami::show))
         .route("/openapi.json", get(openapi));
     let authenticate = middleware::from_fn_with_state(state.clone(), auth::authenticate);
     Router::new()

@@ -18,7 +18,7 @@ use axum::Json;
 use futures::stream::{self, Stream};
 use futures::FutureExt as _;
 use hookline_messages::prompt::PromptMode;
-use hookline_messages::record::{ApprovalRecord, ArchiveEntry, Decider, Decision};
+use hookline_messages::record::{ArchiveEntry, Decision};
 use hookline_messages::scenario::SlashCommand;
 use hookline_messages::session::{ApprovalMode, SessionId};
 use schemars::JsonSchema;
@@ -326,7 +326,11 @@ pub(crate) async fn show(
             Err(_) => busy_view(),
         }
     };
-    let answered = answered(&state, status.session_id.as_ref().unwrap_or(&status.key)).await;
+    let answered = state
+        .answered
+        .of(&state.gateway, &status, STATUS_SETTLE)
+        .await
+        .to_vec();
     Ok(Json(SessionView {
         session: status,
         records,
@@ -394,31 +398,6 @@ pub(crate) async fn archive(
         turns_before,
         items,
     }))
-}
-
-/// The most answered approvals `GET /v1/sessions/{id}` shows.
-const MAX_ANSWERED: usize = 50;
-
-/// The last approvals an operator answered in session `id`, from its archive as stored (read
-/// without the session's task; none when the store does not answer within STATUS_SETTLE).
-async fn answered(state: &AppState, id: &SessionId) -> Vec<ApprovalRecord> {
-    let read = tokio::time::timeout(STATUS_SETTLE, state.gateway.session_store().read(id)).await;
-    let Ok(Ok(Some(stored))) = read else {
-        return Vec::new();
-    };
-    let mut answered: Vec<ApprovalRecord> = stored
-        .archive
-        .into_iter()
-        .filter_map(|entry| match entry {
-            ArchiveEntry::Approval(record) if record.decided_by == Decider::Operator => {
-                Some(record)
-            }
-            _ => None,
-        })
-        .collect();
-    let skip = answered.len().saturating_sub(MAX_ANSWERED);
-    answered.drain(..skip);
-    answered
 }
 
 /// `DELETE /v1/sessions/{id}`: the session's end hooks run (SPEC P3.11); a session whose
@@ -559,9 +538,17 @@ pub(crate) async fn run_turn(
         .turn_with(input, detail)
         .await
         .map_err(ApiError::from);
+    // Issue 48: turn series carry the session's tenant (`default` when nobody owns it).
+    let tenant = handle
+        .watch_status()
+        .borrow()
+        .owner
+        .as_ref()
+        .map(|o| o.tenant.clone());
     turn_finished(
         result.as_ref().ok().map(|r| r.stop_reason),
         started.elapsed(),
+        tenant.as_deref().unwrap_or(crate::auth::DEFAULT_TENANT),
     );
     if let Ok(report) = &result {
         model_tokens(report.model.as_deref(), report.usage.as_ref());

@@ -16,7 +16,8 @@
 //! Bounded: one outgoing queue per socket; a client that reads too slowly misses events (it is
 //! told how many, `{"type":"lagged","missed":n}`) rather than growing the server's memory. A
 //! message over `--body-limit` closes the socket with 1009, a text frame that is not UTF-8 with
-//! 1007 ([`socket_close`]).
+//! 1007 ([`socket_close`]). A socket whose credential stops being good (a JWT's `exp` passes, an
+//! API key is revoked or expires) is closed with 1008 and the reason (issue 48).
 
 use crate::openapi::errors::{Leased, NotOpen, Unauthorized};
 use std::time::Duration;
@@ -55,6 +56,10 @@ const CLOSE_UNAUTHORIZED: u16 = 4401;
 /// The close code for a socket whose session the authenticated caller may not see (or that
 /// does not exist): the 404 `unknown-session` of HTTP.
 const CLOSE_UNKNOWN_SESSION: u16 = 4404;
+
+/// RFC 6455: the endpoint got a message that violates its policy; here, the socket's
+/// credential (a JWT past its `exp`, an API key revoked or expired) is no longer good.
+const CLOSE_POLICY_VIOLATION: u16 = 1008;
 
 /// Messages waiting to be written to one socket.
 const OUTGOING: usize = 256;
@@ -177,7 +182,7 @@ impl From<WireMessage> for InboundMessage {
 /// The route: upgrades when the session exists.
 #[utoipa::path(
     get, path = "/v1/sessions/{id}/ws", tag = "events",
-    description = "One session over a WebSocket (docs/serve.md, \"WebSocket\"). The client sends JSON text messages (`SocketRequest`: `auth`, `turn`, `approval`, `command`, `message`; a `turn` or `command` may carry a `key`, the `Idempotency-Key` of HTTP: a repeat is answered with the stored answer, marked `\"replayed\": true`, and runs nothing); the server sends `{\"type\": \"event\", \"event\": HostEvent}` for the session's events, `{\"type\": \"done\", \"request\": ...}` or `{\"type\": \"error\", \"request\": ..., \"error\": {...}}` for each request, and `{\"type\": \"lagged\", \"missed\": n}`. A browser may offer its token as the subprotocol `bearer.<token>`. Close codes: 4401 (not authenticated), 1009 (a message over `--body-limit`), 1007 (a text frame that is not UTF-8).",
+    description = "One session over a WebSocket (docs/serve.md, \"WebSocket\"). The client sends JSON text messages (`SocketRequest`: `auth`, `turn`, `approval`, `command`, `message`; a `turn` or `command` may carry a `key`, the `Idempotency-Key` of HTTP: a repeat is answered with the stored answer, marked `\"replayed\": true`, and runs nothing); the server sends `{\"type\": \"event\", \"event\": HostEvent}` for the session's events, `{\"type\": \"done\", \"request\": ...}` or `{\"type\": \"error\", \"request\": ..., \"error\": {...}}` for each request, and `{\"type\": \"lagged\", \"missed\": n}`. A browser may offer its token as the subprotocol `bearer.<token>`. Close codes: 4401 (not authenticated), 1008 (the credential's JWT expired or its API key was revoked or expired, with the reason), 1009 (a message over `--body-limit`), 1007 (a text frame that is not UTF-8).",
     params(("id" = String, Path, description = "The session's key.")),
     responses(
         (status = 101, description = "Switched to the WebSocket protocol."),
@@ -265,7 +270,23 @@ async fn run(
         let _ = sink.close().await;
     });
     let forwarder = tokio::spawn(forward(handle.clone(), out.clone()));
-    while let Some(read) = incoming.next().await {
+    let mut lapsed = state.auth.lapsed(&who);
+    loop {
+        let read = tokio::select! {
+            read = incoming.next() => match read {
+                Some(read) => read,
+                None => break,
+            },
+            // The socket does not outlive its credential (issue 48): 1008 with the reason.
+            reason = &mut lapsed => {
+                let frame = CloseFrame {
+                    code: CLOSE_POLICY_VIOLATION,
+                    reason: Utf8Bytes::from(reason),
+                };
+                let _ = tokio::time::timeout(AUTH_WAIT, out.send(Message::Close(Some(frame)))).await;
+                break;
+            }
+        };
         let message = match read {
             Ok(message) => message,
             // Over the body cap, or text that is not UTF-8: closed with its RFC 6455 code, the

@@ -1,0 +1,94 @@
+//! `GET /v1/whoami` (issue 48): each principal is told its tenant, principal and role, and what
+//! it may use: answering approvals per its tenant's setting, the admin routes.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod serve_support;
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use hookline::host::provider::EchoProvider;
+use hookline::host::store::{ApiKeyRecord, ApiKeyTable, FileApiKeys, Role};
+use hookline::server::{ApprovalAnswerers, KeyTable, TenantPolicy, Tenants};
+use serde_json::{json, Value};
+use serve_support::serve;
+
+fn now_ms() -> u64 {
+    u64::try_from(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
+
+#[actix_rt::test]
+async fn whoami_names_the_principal_and_what_it_may_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = Arc::new(FileApiKeys::new(dir.path()));
+    let mut keys = Vec::new();
+    for (tenant, role) in [
+        ("acme", Role::Client),
+        ("globex", Role::Client),
+        ("globex", Role::Operator),
+        ("ops", Role::Admin),
+    ] {
+        let (key, record) = ApiKeyRecord::create(tenant, role, None, None, now_ms()).unwrap();
+        table.insert(&record).await.unwrap();
+        keys.push((key, record.id));
+    }
+    let tenants = Tenants {
+        default: TenantPolicy::default(),
+        named: [(
+            "acme".to_owned(),
+            TenantPolicy {
+                approvals: ApprovalAnswerers::OwnerOrOperator,
+                ..TenantPolicy::default()
+            },
+        )]
+        .into(),
+    };
+    let shared: Arc<dyn ApiKeyTable> = table;
+    let served = serve(
+        Arc::new(EchoProvider::new()),
+        |_| {},
+        move |config| {
+            config.keys = Some(KeyTable(shared));
+            config.tenants = tenants;
+        },
+    )
+    .await;
+    let expected = [
+        ("acme", "client", true, false),
+        ("globex", "client", false, false),
+        ("globex", "operator", true, false),
+        ("ops", "admin", true, true),
+    ];
+    for ((key, id), (tenant, role, answers, admin)) in keys.iter().zip(expected) {
+        let response = served
+            .client
+            .get(served.url("/v1/whoami"))
+            .bearer_auth(key)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(
+            body,
+            json!({
+                "tenant": tenant, "principal": id, "role": role,
+                "answersApprovals": answers, "admin": admin, "authenticated": true,
+            })
+        );
+    }
+    let response = served
+        .client
+        .get(served.url("/v1/whoami"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+    served.shutdown().await;
+}
