@@ -1,0 +1,89 @@
+//! HAProxy with the committed `deploy/haproxy.cfg` in front of two `hookline serve` nodes, for
+//! the balancer tests (`tests/serve_haproxy.rs`, `tests/serve_replace_rolling.rs`). Needs
+//! `haproxy` on the PATH: without it a test says so and skips, unless
+//! `HOOKLINE_REQUIRE_SYSTEM_TESTS=1` (`system.rs`). Include it beside `system.rs` and
+//! `cluster_support`.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::cluster_support::Client;
+use crate::system;
+
+/// How long HAProxy may take to answer `/healthz` through to a node.
+const START_DEADLINE: Duration = Duration::from_secs(40);
+
+/// The balancer process; killed when dropped.
+pub(crate) struct Balancer {
+    child: Child,
+    log: PathBuf,
+}
+
+impl Balancer {
+    /// What HAProxy wrote on stderr so far (server state changes among it).
+    pub(crate) fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Balancer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// HAProxy, or `None` (the test skips, saying so) where it is not installed.
+pub(crate) fn haproxy(test: &str) -> Option<PathBuf> {
+    system::program(
+        test,
+        "haproxy",
+        &["/usr/sbin", "/usr/local/sbin"],
+        "Debian: apt-get install -y haproxy",
+    )
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port()
+}
+
+/// HAProxy in the foreground with the committed configuration, nodes A and B on loopback ports
+/// `nodes`, its stderr in `dir/haproxy.log`; waits (bounded) until `/healthz` answers through it.
+pub(crate) async fn start_balancer(
+    haproxy: &Path,
+    dir: &Path,
+    nodes: [u16; 2],
+    client: &Client,
+) -> (Balancer, String) {
+    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/haproxy.cfg");
+    let bind = format!("127.0.0.1:{}", free_port());
+    let log = dir.join("haproxy.log");
+    let child = Command::new(haproxy)
+        .args(["-db", "-f", config])
+        .env("HOOKLINE_LB_BIND", &bind)
+        .env("HOOKLINE_NODE_A", format!("127.0.0.1:{}", nodes[0]))
+        .env("HOOKLINE_NODE_B", format!("127.0.0.1:{}", nodes[1]))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap_or_else(|e| panic!("could not start haproxy: {e}"));
+    let mut balancer = Balancer { child, log };
+    let url = format!("http://{bind}");
+    let deadline = Instant::now() + START_DEADLINE;
+    while !matches!(client.get(&format!("{url}/healthz")).await, Ok((200, _))) {
+        assert!(
+            Instant::now() < deadline && matches!(balancer.child.try_wait(), Ok(None)),
+            "haproxy never answered on {bind}: {}",
+            balancer.log_text()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    (balancer, url)
+}
