@@ -138,7 +138,7 @@ fn replaced_again_and_again_under_load_nothing_fails_and_each_turn_has_one_plugi
     let stop = Arc::new(AtomicBool::new(false));
     let seen = Arc::new(Seen::default());
     let clients: Vec<_> = (0..sessions)
-        .map(|n| runtime.spawn(client(base.clone(), n, stop.clone(), seen.clone())))
+        .map(|n| runtime.spawn(client(base.clone(), n, false, stop.clone(), seen.clone())))
         .collect();
     wait_turns(&seen, sessions * 3);
     let first_rss = rss_kib(current.pid);

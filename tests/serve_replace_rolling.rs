@@ -3,7 +3,8 @@
 //! `deploy/haproxy.cfg`, and clients driving sessions through the balancer without pause (JSON
 //! turns, event streams, WebSockets reconnected on 1012, each turn on a new connection to the
 //! balancer) while node A and then node B are each replaced with `--replace`, twice round,
-//! alternating their plugin sets A and B as `tests/serve_replace_load.rs` does. Before each
+//! alternating their plugin sets A and B as `tests/serve_replace_load.rs` does; half the clients
+//! keep their connections to the balancer alive. Before each
 //! replacement a few turns on the node being replaced wait for an approval; it is answered
 //! through the balancer after the swap.
 //!
@@ -14,6 +15,9 @@
 //! acknowledged turn is stored, in order; no old server or plugin process is left. Reported
 //! (stderr): each replacement's time from the request to the old process's exit, and the p99
 //! turn latency during replacements beside the p99 outside them.
+//!
+//! Size: 12 sessions and 2 rounds (4 replacements) by default; `HOOKLINE_REPLACE_ROLLING=48x5`
+//! runs 48 sessions and 5 rounds.
 //!
 //! Needs `haproxy` and `python3` (skips without them, saying so, unless
 //! `HOOKLINE_REQUIRE_SYSTEM_TESTS=1`) and PostgreSQL (`tests/support/pg.rs`).
@@ -47,10 +51,17 @@ use replace_support::{
     pending_approvals, wait_turns, Seen, Server, Turn, DEADLINE, MARKER,
 };
 
-/// Sessions driven through the balancer (spread over both nodes).
-const SESSIONS: usize = 12;
-/// Times round the two nodes.
-const ROUNDS: usize = 2;
+/// Sessions driven through the balancer (spread over both nodes) and times round the two
+/// nodes: `HOOKLINE_REPLACE_ROLLING=SESSIONSxROUNDS`, else 12x2.
+fn size() -> (usize, usize) {
+    std::env::var("HOOKLINE_REPLACE_ROLLING")
+        .ok()
+        .and_then(|v| {
+            let (s, n) = v.split_once('x')?;
+            Some((s.parse().ok()?, n.parse().ok()?))
+        })
+        .unwrap_or((12, 2))
+}
 /// Turns waiting for an approval across each replacement.
 const APPROVALS: usize = 2;
 
@@ -153,6 +164,7 @@ fn two_postgres_nodes_replaced_in_turn_behind_haproxy_drop_nothing() {
     if python.is_none() {
         return;
     }
+    let (sessions, rounds) = size();
     let deployment = Deployment::new(pg::database_url());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -173,15 +185,20 @@ fn two_postgres_nodes_replaced_in_turn_behind_haproxy_drop_nothing() {
     ));
     let stop = Arc::new(AtomicBool::new(false));
     let seen = Arc::new(Seen::default());
-    let clients: Vec<_> = (0..SESSIONS)
-        .map(|n| runtime.spawn(client(lb.clone(), n, stop.clone(), seen.clone())))
+    let clients: Vec<_> = (0..sessions)
+        .map(|n| {
+            // Half the clients keep their connections to the balancer alive, as browsers and
+            // SDKs do; the others open one per request.
+            let keep_alive = (n / 4) % 2 == 0;
+            runtime.spawn(client(lb.clone(), n, keep_alive, stop.clone(), seen.clone()))
+        })
         .collect();
-    wait_turns(&seen, SESSIONS * 3);
+    wait_turns(&seen, sessions * 3);
     let mut plugin_pids: Vec<i32> = nodes.iter().flat_map(|(s, _)| children(s.pid)).collect();
     let mut windows: Vec<(Instant, Instant)> = Vec::new();
     let mut sets = ["A", "A"];
     let mut swap = 0;
-    for _round in 0..ROUNDS {
+    for _round in 0..rounds {
         for (at, name) in names.iter().enumerate() {
             swap += 1;
             let node_url = nodes[at].1.clone();
@@ -228,7 +245,7 @@ fn two_postgres_nodes_replaced_in_turn_behind_haproxy_drop_nothing() {
             plugin_pids.extend(children(nodes[at].0.pid));
             // The replaced node's sessions now run the new set; the other node's, its own.
             let from = seen.turns.lock().unwrap().len();
-            wait_turns(&seen, SESSIONS * 2);
+            wait_turns(&seen, sessions * 2);
             let after_exit = windows.last().unwrap().1;
             let keys: HashSet<String> = seen.turns.lock().unwrap()[from..]
                 .iter()
@@ -269,7 +286,7 @@ fn two_postgres_nodes_replaced_in_turn_behind_haproxy_drop_nothing() {
     });
     let _ = writeln!(
         std::io::stderr(),
-        "{SESSIONS} sessions through HAProxy, {swap} replacements: {} turns, {} failed; p99 during replacements {} ms ({} turns), outside {} ms ({} turns)",
+        "{sessions} sessions through HAProxy, {swap} replacements: {} turns, {} failed; p99 during replacements {} ms ({} turns), outside {} ms ({} turns)",
         turns.len(),
         failed.len(),
         p99(during.iter().map(|t| t.took).collect()).as_millis(),
@@ -283,9 +300,20 @@ fn two_postgres_nodes_replaced_in_turn_behind_haproxy_drop_nothing() {
         failed.len(),
         &failed[..failed.len().min(5)]
     );
-    // HAProxy never saw a node go: the listening socket outlived every process.
+    // HAProxy never saw a node go (the listening socket outlived every process), and had
+    // nothing to hide: no connection to a node failed, no answer was cut, nothing was retried
+    // or sent to the other node.
     let log = balancer.log_text();
-    assert!(!log.contains(" is DOWN"), "haproxy took a node out:\n{log}");
+    assert!(
+        !log.contains(" is DOWN") && !log.contains("Health check for server"),
+        "haproxy's health checks failed:\n{log}"
+    );
+    let stats = balancer.backend_stats();
+    let counters = ["econ", "eresp", "wretr", "wredis", "hrsp_5xx"].map(|k| (k, stats[k].clone()));
+    let _ = writeln!(std::io::stderr(), "haproxy backend: {counters:?}");
+    for (name, value) in &counters {
+        assert_eq!(value.as_str(), "0", "haproxy's {name}: {counters:?}");
+    }
     for (server, _) in &mut nodes {
         kill(Pid::from_raw(server.pid), Signal::SIGTERM).unwrap();
         assert_eq!(server.exited(), Some(0), "{}", server.log_text());

@@ -177,14 +177,21 @@ pub fn assistant_text(body: &str, streaming: bool) -> Option<String> {
         .and_then(|e| e["text"].as_str().map(str::to_owned))
 }
 
-/// One client per session: turns without pause until `stop`, each on a new connection; odd
-/// sessions ask for an event stream.
-pub async fn client(base: String, n: usize, stop: Arc<AtomicBool>, seen: Arc<Seen>) {
-    let http = reqwest::Client::builder()
-        .timeout(DEADLINE)
-        .pool_max_idle_per_host(0)
-        .build()
-        .unwrap();
+/// One client per session: turns without pause until `stop`, each on a new connection (or, with
+/// `keep_alive`, on a kept-alive one while the server keeps it); session `n` with `n % 4 == 1`
+/// asks for event streams, `n % 4 == 3` runs its turns over a WebSocket, the others as JSON.
+pub async fn client(
+    base: String,
+    n: usize,
+    keep_alive: bool,
+    stop: Arc<AtomicBool>,
+    seen: Arc<Seen>,
+) {
+    let mut http = reqwest::Client::builder().timeout(DEADLINE);
+    if !keep_alive {
+        http = http.pool_max_idle_per_host(0);
+    }
+    let http = http.build().unwrap();
     let opened = http
         .post(format!("{base}/v1/sessions"))
         .json(&serde_json::json!({}))
@@ -487,12 +494,17 @@ pub fn answer_after_swap(
     for file in &waiting.files {
         let path = root.join(file);
         let deadline = Instant::now() + DEADLINE;
-        while !path.exists() {
+        // write_file creates the file, then writes it: an empty file is one being written.
+        let written = loop {
+            match std::fs::read_to_string(&path) {
+                Ok(text) if !text.is_empty() => break text,
+                _ => {}
+            }
             assert!(Instant::now() < deadline, "{file} never written");
             std::thread::sleep(Duration::from_millis(20));
-        }
+        };
         // As stored on the old server: its plugin set rewrote the content.
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), old_set, "{file}");
+        assert_eq!(written, old_set, "{file}");
     }
 }
 

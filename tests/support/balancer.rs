@@ -5,7 +5,10 @@
 //! `cluster_support`.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+use std::collections::HashMap;
+use std::io::{Read as _, Write as _};
 use std::net::TcpListener;
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -20,12 +23,39 @@ const START_DEADLINE: Duration = Duration::from_secs(40);
 pub(crate) struct Balancer {
     child: Child,
     log: PathBuf,
+    stats: PathBuf,
 }
 
 impl Balancer {
     /// What HAProxy wrote on stderr so far (server state changes among it).
     pub(crate) fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The backend's counters from HAProxy's `show stat` (its stats socket, which only the
+    /// tests add): field name (`econ`, `eresp`, `wretr`, `wredis`, `hrsp_5xx`, ...) to value.
+    pub(crate) fn backend_stats(&self) -> HashMap<String, String> {
+        let mut socket = UnixStream::connect(&self.stats).unwrap();
+        socket.set_read_timeout(Some(START_DEADLINE)).unwrap();
+        socket.write_all(b"show stat\n").unwrap();
+        let mut csv = String::new();
+        socket.read_to_string(&mut csv).unwrap();
+        let mut lines = csv.lines();
+        let header: Vec<&str> = lines
+            .next()
+            .and_then(|h| h.strip_prefix("# "))
+            .unwrap_or_else(|| panic!("no stat header in {csv}"))
+            .split(',')
+            .collect();
+        let row = lines
+            .map(|l| l.split(',').collect::<Vec<_>>())
+            .find(|row| row.get(1) == Some(&"BACKEND"))
+            .unwrap_or_else(|| panic!("no backend row in {csv}"));
+        header
+            .iter()
+            .zip(row)
+            .map(|(k, v)| ((*k).to_owned(), v.to_owned()))
+            .collect()
     }
 }
 
@@ -64,8 +94,17 @@ pub(crate) async fn start_balancer(
     let config = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/haproxy.cfg");
     let bind = format!("127.0.0.1:{}", free_port());
     let log = dir.join("haproxy.log");
+    // A stats socket beside the committed configuration (a second -f), for the counters.
+    let stats = dir.join("haproxy.sock");
+    let extra = dir.join("haproxy-stats.cfg");
+    std::fs::write(
+        &extra,
+        format!("global\n    stats socket {} mode 600\n", stats.display()),
+    )
+    .unwrap();
     let child = Command::new(haproxy)
-        .args(["-db", "-f", config])
+        .args(["-db", "-f", config, "-f"])
+        .arg(&extra)
         .env("HOOKLINE_LB_BIND", &bind)
         .env("HOOKLINE_NODE_A", format!("127.0.0.1:{}", nodes[0]))
         .env("HOOKLINE_NODE_B", format!("127.0.0.1:{}", nodes[1]))
@@ -74,7 +113,7 @@ pub(crate) async fn start_balancer(
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap_or_else(|e| panic!("could not start haproxy: {e}"));
-    let mut balancer = Balancer { child, log };
+    let mut balancer = Balancer { child, log, stats };
     let url = format!("http://{bind}");
     let deadline = Instant::now() + START_DEADLINE;
     while !matches!(client.get(&format!("{url}/healthz")).await, Ok((200, _))) {
