@@ -8,12 +8,12 @@
 #![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/balancer.rs"]
+mod balancer;
 #[path = "support/pg.rs"]
 mod pg;
 #[path = "support/system.rs"]
 mod system;
-#[path = "support/balancer.rs"]
-mod balancer;
 
 mod cluster_support;
 

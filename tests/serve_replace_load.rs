@@ -39,8 +39,8 @@ use hookline::messages::session::SessionId;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use replace_support::{
-    acked_texts, alive, answer_after_swap, assert_in_order, ask_approvals, children, client, p99, pending_approvals, rss_kib,
-    wait_turns, Seen, Server, Turn, DEADLINE, MARKER,
+    acked_texts, alive, answer_after_swap, ask_approvals, assert_in_order, children, client, p99,
+    pending_approvals, rss_kib, wait_turns, Seen, Server, Turn, DEADLINE, MARKER,
 };
 
 /// Sessions and replacements: `HOOKLINE_REPLACE_LOAD=SESSIONSxSWAPS`, else 24x4.

@@ -207,6 +207,11 @@ pub async fn client(
             return;
         }
     };
+    // Who failed, in the failures: the session, its client and how it connects.
+    let who = format!(
+        "{key} (c{n}{})",
+        if keep_alive { ", kept alive" } else { "" }
+    );
     let streaming = n % 4 == 1;
     let mut socket: Option<Socket> = None;
     let mut i = 0;
@@ -227,7 +232,7 @@ pub async fn client(
                         seen.failed
                             .lock()
                             .unwrap()
-                            .push(format!("{key}: '{sent}' answered {text:?}"));
+                            .push(format!("{who}: '{sent}' answered {text:?}"));
                         continue;
                     }
                     seen.turns.lock().unwrap().push(Turn {
@@ -239,7 +244,7 @@ pub async fn client(
                         took: started.elapsed(),
                     });
                 }
-                Err(error) => seen.failed.lock().unwrap().push(format!("{key}: {error}")),
+                Err(error) => seen.failed.lock().unwrap().push(format!("{who}: {error}")),
             }
             continue;
         }
@@ -267,7 +272,7 @@ pub async fn client(
                     seen.failed
                         .lock()
                         .unwrap()
-                        .push(format!("{key}: '{sent}' answered '{text}'"));
+                        .push(format!("{who}: '{sent}' answered '{text}'"));
                     continue;
                 }
                 seen.turns.lock().unwrap().push(Turn {
@@ -282,8 +287,8 @@ pub async fn client(
                 .failed
                 .lock()
                 .unwrap()
-                .push(format!("{key}: no answer in {body}")),
-            Err(error) => seen.failed.lock().unwrap().push(format!("{key}: {error}")),
+                .push(format!("{who}: no answer in {body}")),
+            Err(error) => seen.failed.lock().unwrap().push(format!("{who}: {error}")),
         }
     }
 }
@@ -530,7 +535,6 @@ pub fn wait_turns(seen: &Seen, more: usize) {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
-
 
 /// Each session's acknowledged turns, as the prefix of their stored user text (`c3 t7 [`: the
 /// marker of a replayed WebSocket turn is not known here), in the order acknowledged.

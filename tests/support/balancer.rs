@@ -32,9 +32,10 @@ impl Balancer {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    /// The backend's counters from HAProxy's `show stat` (its stats socket, which only the
-    /// tests add): field name (`econ`, `eresp`, `wretr`, `wredis`, `hrsp_5xx`, ...) to value.
-    pub(crate) fn backend_stats(&self) -> HashMap<String, String> {
+    /// HAProxy's counters from `show stat` (its stats socket, which only the tests add): for each
+    /// row, `PROXY/SERVER` (`hookline/FRONTEND`, `hookline_nodes/BACKEND`, `hookline_nodes/a`),
+    /// field name (`econ`, `eresp`, `wretr`, `wredis`, `hrsp_5xx`, `cli_abrt`, ...) to value.
+    pub(crate) fn stats(&self) -> HashMap<String, HashMap<String, String>> {
         let mut socket = UnixStream::connect(&self.stats).unwrap();
         socket.set_read_timeout(Some(START_DEADLINE)).unwrap();
         socket.write_all(b"show stat\n").unwrap();
@@ -47,14 +48,17 @@ impl Balancer {
             .unwrap_or_else(|| panic!("no stat header in {csv}"))
             .split(',')
             .collect();
-        let row = lines
-            .map(|l| l.split(',').collect::<Vec<_>>())
-            .find(|row| row.get(1) == Some(&"BACKEND"))
-            .unwrap_or_else(|| panic!("no backend row in {csv}"));
-        header
-            .iter()
-            .zip(row)
-            .map(|(k, v)| ((*k).to_owned(), v.to_owned()))
+        lines
+            .filter(|l| !l.is_empty())
+            .map(|l| {
+                let row: Vec<&str> = l.split(',').collect();
+                let fields = header
+                    .iter()
+                    .zip(&row)
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect();
+                (format!("{}/{}", row[0], row.get(1).unwrap_or(&"")), fields)
+            })
             .collect()
     }
 }
