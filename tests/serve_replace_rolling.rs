@@ -263,21 +263,42 @@ fn two_postgres_nodes_replaced_in_turn_behind_haproxy_drop_nothing() {
                 .collect();
             let held = runtime.block_on(held_by(&node_url, &keys));
             let turns = seen.turns.lock().unwrap();
-            for turn in turns[from..]
+            let wrong: Vec<String> = turns[from..]
                 .iter()
                 .filter(|t| t.started > after_exit && !t.marker.is_empty())
-            {
-                let want = if held.contains(&turn.session) {
-                    set
-                } else {
-                    sets[1 - at]
-                };
-                assert_eq!(
-                    turn.marker, want,
-                    "{}: '{}' after swap {swap}",
-                    turn.session, turn.sent
-                );
-            }
+                .filter(|t| {
+                    let want = if held.contains(&t.session) {
+                        set
+                    } else {
+                        sets[1 - at]
+                    };
+                    t.marker != want
+                })
+                .map(|t| {
+                    let on: Vec<_> = nodes
+                        .iter()
+                        .map(|(_, url)| {
+                            let status = runtime.block_on(
+                                Client::new().get(&format!("{url}/v1/sessions/{}", t.session)),
+                            );
+                            status.map(|(code, _)| code)
+                        })
+                        .collect();
+                    format!(
+                        "{}: '{}' answered with set {} {} ms after the exit; held by node {name}: {}; GET on a, b: {on:?}",
+                        t.session,
+                        t.sent,
+                        t.marker,
+                        t.started.duration_since(after_exit).as_millis(),
+                        held.contains(&t.session),
+                    )
+                })
+                .collect();
+            assert!(
+                wrong.is_empty(),
+                "after swap {swap} (node {name} to set {set}): {wrong:#?}\n{}",
+                balancer.command("show table hookline_nodes")
+            );
         }
     }
     stop.store(true, Ordering::Release);

@@ -36,11 +36,7 @@ impl Balancer {
     /// row, `PROXY/SERVER` (`hookline/FRONTEND`, `hookline_nodes/BACKEND`, `hookline_nodes/a`),
     /// field name (`econ`, `eresp`, `wretr`, `wredis`, `hrsp_5xx`, `cli_abrt`, ...) to value.
     pub(crate) fn stats(&self) -> HashMap<String, HashMap<String, String>> {
-        let mut socket = UnixStream::connect(&self.stats).unwrap();
-        socket.set_read_timeout(Some(START_DEADLINE)).unwrap();
-        socket.write_all(b"show stat\n").unwrap();
-        let mut csv = String::new();
-        socket.read_to_string(&mut csv).unwrap();
+        let csv = self.command("show stat");
         let mut lines = csv.lines();
         let header: Vec<&str> = lines
             .next()
@@ -60,6 +56,18 @@ impl Balancer {
                 (format!("{}/{}", row[0], row.get(1).unwrap_or(&"")), fields)
             })
             .collect()
+    }
+}
+
+impl Balancer {
+    /// The answer of the stats socket to `command` (`show stat`, `show table hookline_nodes`).
+    pub(crate) fn command(&self, command: &str) -> String {
+        let mut socket = UnixStream::connect(&self.stats).unwrap();
+        socket.set_read_timeout(Some(START_DEADLINE)).unwrap();
+        socket.write_all(format!("{command}\n").as_bytes()).unwrap();
+        let mut answer = String::new();
+        socket.read_to_string(&mut answer).unwrap();
+        answer
     }
 }
 
