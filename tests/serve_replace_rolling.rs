@@ -16,8 +16,8 @@
 //! (stderr): each replacement's time from the request to the old process's exit, and the p99
 //! turn latency during replacements beside the p99 outside them.
 //!
-//! Size: 12 sessions and 2 rounds (4 replacements) by default; `HOOKLINE_REPLACE_ROLLING=48x5`
-//! runs 48 sessions and 5 rounds.
+//! Size: 48 sessions and 2 rounds (4 replacements) by default; `HOOKLINE_REPLACE_ROLLING=96x3`
+//! runs 96 sessions and 3 rounds.
 //!
 //! Needs `haproxy` and `python3` (skips without them, saying so, unless
 //! `HOOKLINE_REQUIRE_SYSTEM_TESTS=1`) and PostgreSQL (`tests/support/pg.rs`).
@@ -44,6 +44,7 @@ use std::time::{Duration, Instant};
 
 use balancer::{haproxy, start_balancer};
 use cluster_support::{listen_url, reader, stored, user_texts, Client};
+use hookline::messages::record::Record;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use replace_support::{
@@ -52,7 +53,7 @@ use replace_support::{
 };
 
 /// Sessions driven through the balancer (spread over both nodes) and times round the two
-/// nodes: `HOOKLINE_REPLACE_ROLLING=SESSIONSxROUNDS`, else 12x2.
+/// nodes: `HOOKLINE_REPLACE_ROLLING=SESSIONSxROUNDS`, else 48x2.
 fn size() -> (usize, usize) {
     std::env::var("HOOKLINE_REPLACE_ROLLING")
         .ok()
@@ -60,7 +61,7 @@ fn size() -> (usize, usize) {
             let (s, n) = v.split_once('x')?;
             Some((s.parse().ok()?, n.parse().ok()?))
         })
-        .unwrap_or((12, 2))
+        .unwrap_or((48, 2))
 }
 /// Turns waiting for an approval across each replacement.
 const APPROVALS: usize = 2;
@@ -208,12 +209,15 @@ fn two_postgres_nodes_replaced_in_turn_behind_haproxy_drop_nothing() {
     let mut windows: Vec<(Instant, Instant)> = Vec::new();
     let mut sets = ["A", "A"];
     let mut swap = 0;
+    // Each approval asked across a replacement: its session and call id.
+    let mut approved: Vec<(String, String)> = Vec::new();
     for _round in 0..rounds {
         for (at, name) in names.iter().enumerate() {
             swap += 1;
             let node_url = nodes[at].1.clone();
             let waiting = ask_approvals(&runtime, &lb, &node_url, swap, APPROVALS);
             let approvals = pending_approvals(&runtime, &node_url, &waiting.keys);
+            approved.extend(approvals.iter().map(|(k, (c, _))| (k.clone(), c.clone())));
             let old_set = sets[at];
             let set = if old_set == "A" { "B" } else { "A" };
             sets[at] = set;
@@ -373,6 +377,7 @@ fn two_postgres_nodes_replaced_in_turn_behind_haproxy_drop_nothing() {
         }
     }
     runtime.block_on(assert_stored_in_order(&deployment.store, &turns));
+    runtime.block_on(assert_ran_once(&deployment.store, &approved));
     drop(balancer);
 }
 
@@ -384,5 +389,22 @@ async fn assert_stored_in_order(store: &str, turns: &[Turn]) {
         let users = user_texts(&records);
         let users: Vec<&str> = users.iter().map(String::as_str).collect();
         assert_in_order(session, &users, &texts);
+    }
+}
+
+/// Each approved call is stored once and its result once: it ran on one server only.
+async fn assert_ran_once(store: &str, approved: &[(String, String)]) {
+    let db = reader(store).await;
+    for (session, call) in approved {
+        let records = stored(&db, session).await;
+        let calls = records
+            .iter()
+            .filter(|r| matches!(r, Record::ToolCall { call_id, .. } if call_id == call))
+            .count();
+        let results = records
+            .iter()
+            .filter(|r| matches!(r, Record::ToolResult { call_id, .. } if call_id == call))
+            .count();
+        assert_eq!((calls, results), (1, 1), "{session}: call {call}");
     }
 }
