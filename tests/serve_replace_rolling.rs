@@ -346,7 +346,11 @@ fn two_postgres_nodes_replaced_in_turn_behind_haproxy_drop_nothing() {
             (row.clone(), picked)
         })
         .collect();
-    let _ = writeln!(std::io::stderr(), "haproxy: {counters:?}");
+    let _ = writeln!(
+        std::io::stderr(),
+        "haproxy: {counters:?}\nhaproxy's captured protocol errors: {}",
+        balancer.command("show errors")
+    );
     assert!(
         failed.is_empty(),
         "{} failed: {:?}",
