@@ -8,6 +8,8 @@
 #![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/balancer.rs"]
+mod balancer;
 #[path = "support/pg.rs"]
 mod pg;
 #[path = "support/system.rs"]
@@ -15,9 +17,9 @@ mod system;
 
 mod cluster_support;
 
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use balancer::{haproxy, start_balancer};
 
 use cluster_support::{reader, stored, user_texts, Client, Node};
 
@@ -27,67 +29,6 @@ const SESSIONS: usize = 6;
 const TURNS: usize = 3;
 const LEASE_TTL_MS: &str = "900";
 const DEADLINE: Duration = Duration::from_secs(40);
-
-/// The balancer process; killed when dropped.
-struct Balancer(Child);
-
-impl Drop for Balancer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// HAProxy, or `None` (the test skips, saying so) where it is not installed.
-fn haproxy() -> Option<std::path::PathBuf> {
-    system::program(
-        "the balancer test (tests/serve_haproxy.rs)",
-        "haproxy",
-        &["/usr/sbin", "/usr/local/sbin"],
-        "Debian: apt-get install -y haproxy",
-    )
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port()
-}
-
-/// HAProxy in the foreground with the committed configuration, the nodes' ports filled in.
-async fn start_balancer(
-    haproxy: &std::path::Path,
-    dir: &std::path::Path,
-    a: &Node,
-    b: &Node,
-    client: &Client,
-) -> (Balancer, String) {
-    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/haproxy.cfg");
-    let bind = format!("127.0.0.1:{}", free_port());
-    let child = Command::new(haproxy)
-        .args(["-db", "-f", config])
-        .env("HOOKLINE_LB_BIND", &bind)
-        .env("HOOKLINE_NODE_A", format!("127.0.0.1:{}", a.port()))
-        .env("HOOKLINE_NODE_B", format!("127.0.0.1:{}", b.port()))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.join("haproxy.log")).unwrap())
-        .spawn()
-        .unwrap_or_else(|e| panic!("could not start haproxy: {e}"));
-    let mut balancer = Balancer(child);
-    let url = format!("http://{bind}");
-    let deadline = Instant::now() + DEADLINE;
-    while !matches!(client.get(&format!("{url}/healthz")).await, Ok((200, _))) {
-        assert!(
-            Instant::now() < deadline && matches!(balancer.0.try_wait(), Ok(None)),
-            "haproxy never answered on {bind}: {}",
-            std::fs::read_to_string(dir.join("haproxy.log")).unwrap_or_default()
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    (balancer, url)
-}
 
 /// Which node has `key` open: asks both directly.
 async fn holder<'n>(client: &Client, nodes: [&'n Node; 2], key: &str) -> Vec<&'n str> {
@@ -102,7 +43,9 @@ async fn holder<'n>(client: &Client, nodes: [&'n Node; 2], key: &str) -> Vec<&'n
 
 #[tokio::test]
 async fn the_balancer_keeps_each_session_on_its_node_and_moves_it_when_the_node_dies() {
-    let Some(haproxy) = haproxy() else { return };
+    let Some(haproxy) = haproxy("the balancer test (tests/serve_haproxy.rs)") else {
+        return;
+    };
     let url = pg::database_url();
     let deadline = Instant::now() + DEADLINE;
     let dir = tempfile::tempdir().unwrap();
@@ -120,7 +63,7 @@ async fn the_balancer_keeps_each_session_on_its_node_and_moves_it_when_the_node_
     let mut a = Node::start("a", dir.path(), &url, &args("a"));
     let mut b = Node::start("b", dir.path(), &url, &args("b"));
     let client = Client::new();
-    let (_balancer, lb) = start_balancer(&haproxy, dir.path(), &a, &b, &client).await;
+    let (_balancer, lb) = start_balancer(&haproxy, dir.path(), [a.port(), b.port()], &client).await;
 
     // Sessions opened through the balancer, each on one node; every request of a session
     // lands there (on the other node it would be a 404).
