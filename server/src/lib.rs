@@ -72,6 +72,10 @@ pub const DEFAULT_IDEMPOTENCY_KEYS: usize = 256;
 /// has drained.
 const CLOSE_CONNECTIONS_WAIT: Duration = Duration::from_secs(2);
 
+/// How long a hand-over waits, once its sessions' turns are out, for the answers of keyed
+/// requests to be stored before it gives the sessions back (a store write each).
+const KEYS_SETTLE_WAIT: Duration = Duration::from_secs(5);
+
 /// How a server runs.
 #[derive(Clone, Debug)]
 pub struct ServeConfig {
@@ -300,10 +304,21 @@ impl ServeHandle {
         // first request (hyper would close them unread: `accept.rs`).
         let _ = self.accepting.send(false);
         let stop = self.stop.clone();
+        let keys = Arc::clone(&self.state.keys);
+        // Every keyed request's answer stored while the sessions are still here, so a retry on
+        // the successor finds it (or finds the key free), never a claim of a process gone.
+        let settled = async move {
+            if !keys.settled(KEYS_SETTLE_WAIT).await {
+                tracing::warn!(
+                    "keyed requests still unsettled {KEYS_SETTLE_WAIT:?} into the hand-over: \
+                     their retries on the successor are answered request-interrupted"
+                );
+            }
+        };
         let (summary, ()) = tokio::join!(
             self.state
                 .gateway
-                .hand_over("replaced", restart_expected_ms),
+                .hand_over_after("replaced", restart_expected_ms, settled),
             async move {
                 tokio::time::sleep(accept::FIRST_REQUEST_GRACE).await;
                 let _ = stop.send(true);

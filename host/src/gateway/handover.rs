@@ -12,7 +12,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use hookline_actors::lifecycle::SharedStateClosed;
@@ -141,9 +141,10 @@ impl Gateway {
     }
 
     /// Takes over the sessions `ids` the predecessor hands over, each in the background as soon
-    /// as its lease is free (at most `wait` from now): a turn that waited for an approval asks
-    /// it again here (same call id and deadline), so it shows in the session's approvals.
-    /// Requests for them meanwhile wait for that.
+    /// as its lease is free (at most `wait` from now), at most [`ADOPTING_AT_ONCE`] opening at
+    /// a time: a turn that waited for an approval asks it again here (same call id and
+    /// deadline), so it shows in the session's approvals. A request for one of them meanwhile
+    /// waits for its lease and opens it at once, ahead of that queue.
     ///
     /// # Panics
     /// When called outside a tokio runtime (the takeovers run on tasks of the current one).
@@ -155,11 +156,24 @@ impl Gateway {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .extend(ids.iter().map(|m| (m.key.clone(), m.active.clone())));
-        for MovingSession { key: id, .. } in ids {
+        let until = Instant::now() + wait;
+        // Opening a stored session reads its history and builds its conversation: many at once
+        // cost memory the allocator keeps long after (issue 49: 200 at once held 7 times what
+        // the server that ran them did), and take the cores the running turns need.
+        let opening = Arc::new(tokio::sync::Semaphore::new(ADOPTING_AT_ONCE));
+        for MovingSession { key, active } in ids {
             let gateway = self.clone();
+            let opening = Arc::clone(&opening);
             tokio::spawn(async move {
-                if let Err(error) = gateway.session_or_take_over(&id).await {
-                    tracing::warn!(session = %id, %error, "could not take over a handed-over session");
+                // The wait for the lease costs nothing but a look now and then: only the open
+                // itself takes a place in the queue, so a session still held by the
+                // predecessor does not keep a free one waiting.
+                gateway.until_free(&key, &active, until).await;
+                let Ok(_place) = opening.acquire_owned().await else {
+                    return;
+                };
+                if let Err(error) = gateway.session_or_take_over(&key).await {
+                    tracing::warn!(session = %key, %error, "could not take over a handed-over session");
                 }
             });
         }
@@ -186,6 +200,24 @@ impl Gateway {
         reason: impl Into<String>,
         restart_expected_ms: Option<u64>,
     ) -> Result<HandoverSummary, HostError> {
+        self.hand_over_after(reason, restart_expected_ms, std::future::ready(()))
+            .await
+    }
+
+    /// [`Gateway::hand_over`], which awaits `settled` once every session's turns are out and
+    /// before any session ends (and gives its lease back): what the caller still has to store
+    /// with the sessions, such as the answers of its keyed requests, is stored while this
+    /// process still holds them. `settled` is polled only once the hand-over has begun (new
+    /// sessions and turns refused), and should be bounded.
+    ///
+    /// # Errors
+    /// As [`Gateway::hand_over`].
+    pub async fn hand_over_after(
+        &self,
+        reason: impl Into<String>,
+        restart_expected_ms: Option<u64>,
+        settled: impl std::future::Future<Output = ()>,
+    ) -> Result<HandoverSummary, HostError> {
         self.inner
             .succession
             .handing_over
@@ -199,6 +231,9 @@ impl Gateway {
         let late = self.open_handles(&handles);
         left.extend(futures::future::join_all(late.iter().map(|h| move_out(h, budget))).await);
         handles.extend(late);
+        // The leases are still here: what the caller settles now is stored with the sessions,
+        // so the successor reads it when it takes them (a keyed request's answer, issue 49).
+        settled.await;
         let detached_turns = left.iter().filter(|l| l.detached).count();
         let stopped_turns = left.iter().filter(|l| l.stopped).count();
         let moved = handles.iter().map(|h| h.key().clone()).collect();
@@ -221,6 +256,19 @@ impl Gateway {
 }
 
 impl Gateway {
+    /// Waits until the session `key` is open here (a request took it over) or its stored
+    /// session `id` looks free of another writer, at most until `until`.
+    async fn until_free(&self, key: &SessionId, id: &SessionId, until: Instant) {
+        let mut pause = Duration::from_millis(2);
+        while Instant::now() < until {
+            if self.session(key).is_some() || !matches!(self.still_held(id).await, Ok(true)) {
+                return;
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(FREE_PAUSE);
+        }
+    }
+
     /// The open sessions' handles, but those in `known`.
     fn open_handles(&self, known: &[SessionHandle]) -> Vec<SessionHandle> {
         let known: HashSet<&SessionId> = known.iter().map(SessionHandle::key).collect();
@@ -241,6 +289,14 @@ impl Gateway {
         }
     }
 }
+
+/// How many handed-over sessions a successor opens at once in the background (a request for
+/// one of them opens it at once, outside this bound): opening a stored session reads and
+/// decodes its history, which is what a successor's memory and cores go to (docs/serve.md).
+pub const ADOPTING_AT_ONCE: usize = 4;
+
+/// The longest pause between two looks at a handed-over session's lease.
+const FREE_PAUSE: Duration = Duration::from_millis(50);
 
 /// How often a hand-over looks whether the sessions being opened have been.
 const OPENING_PAUSE: Duration = Duration::from_millis(5);

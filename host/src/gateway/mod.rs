@@ -27,7 +27,7 @@ mod waiting;
 
 pub use approvals::{Approvals, NotWaiting, PendingApproval};
 pub use error::RequestError;
-pub use handover::{HandoverSummary, MovingSession};
+pub use handover::{HandoverSummary, MovingSession, ADOPTING_AT_ONCE};
 pub use session::{CommandReport, RecordsPage, SessionHandle, TurnReport, SESSION_SHUTDOWN_WAIT};
 pub use status::{Activity, QueuedRequests, SessionStatus};
 

@@ -186,7 +186,7 @@ impl Gateway {
     }
 
     /// Whether another writer holds `key` now, as far as the store tells without taking it.
-    async fn still_held(&self, key: &SessionId) -> Result<bool, RequestError> {
+    pub(super) async fn still_held(&self, key: &SessionId) -> Result<bool, RequestError> {
         let store = |e| RequestError::Host(HostError::Store(e));
         Ok(
             match self.session_store().holder(key).await.map_err(store)? {
