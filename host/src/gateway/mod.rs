@@ -197,6 +197,13 @@ impl Gateway {
         self.table().len()
     }
 
+    /// Sessions being opened now (created or resumed, not yet in the table): a successor
+    /// adopting handed-over sessions keeps this at most [`ADOPTING_AT_ONCE`] but for the
+    /// requests that open theirs at once (issue 49).
+    pub fn sessions_opening(&self) -> usize {
+        self.inner.opening.load(Ordering::Acquire)
+    }
+
     /// Requests waiting in the open sessions' inboxes now.
     pub fn queued_requests(&self) -> QueuedRequests {
         self.table().values().map(SessionHandle::queued).fold(
