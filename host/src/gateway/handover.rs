@@ -12,7 +12,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use hookline_actors::lifecycle::SharedStateClosed;
@@ -20,12 +20,12 @@ use hookline_messages::note::Note;
 use hookline_messages::session::SessionId;
 
 use super::session::{Request, SessionHandle};
+use super::takeover::Queue;
 use super::status::Activity;
 use super::Gateway;
 use crate::state::HostError;
 
 /// What a gateway knows of the server it replaces, or of its own replacement.
-#[derive(Default)]
 pub(super) struct Succession {
     /// The hand-over has begun: no session opens or moves here any more.
     handing_over: AtomicBool,
@@ -33,6 +33,21 @@ pub(super) struct Succession {
     until: Mutex<Option<Instant>>,
     /// The sessions the predecessor said it hands over: by key, the stored session to resume.
     adopted: Mutex<HashMap<SessionId, SessionId>>,
+    /// Places to open a session moving here, for requests and for the background adoption.
+    requests: tokio::sync::Semaphore,
+    background: tokio::sync::Semaphore,
+}
+
+impl Default for Succession {
+    fn default() -> Self {
+        Self {
+            handing_over: AtomicBool::default(),
+            until: Mutex::default(),
+            adopted: Mutex::default(),
+            requests: tokio::sync::Semaphore::new(ADOPTING_AT_ONCE),
+            background: tokio::sync::Semaphore::new(ADOPTING_AT_ONCE),
+        }
+    }
 }
 
 impl Succession {
@@ -54,6 +69,16 @@ impl Succession {
             .unwrap_or_else(PoisonError::into_inner)
             .get(key)
             .cloned()
+    }
+
+    /// A place to open a session moving here, in `queue`'s turn; none when the queue was
+    /// closed (never: it is not), so the open goes on unbounded rather than failing.
+    pub(super) async fn place(&self, queue: Queue) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        let places = match queue {
+            Queue::Request => &self.requests,
+            Queue::Background => &self.background,
+        };
+        places.acquire().await.ok()
     }
 
     fn wait_until(&self, until: Instant) {
@@ -144,7 +169,8 @@ impl Gateway {
     /// as its lease is free (at most `wait` from now), at most [`ADOPTING_AT_ONCE`] opening at
     /// a time: a turn that waited for an approval asks it again here (same call id and
     /// deadline), so it shows in the session's approvals. A request for one of them meanwhile
-    /// waits for its lease and opens it at once, ahead of that queue.
+    /// waits for its lease, then opens it in a place of the requests' own (as many), never
+    /// behind the background queue.
     ///
     /// # Panics
     /// When called outside a tokio runtime (the takeovers run on tasks of the current one).
@@ -157,22 +183,14 @@ impl Gateway {
             .unwrap_or_else(PoisonError::into_inner)
             .extend(ids.iter().map(|m| (m.key.clone(), m.active.clone())));
         let until = Instant::now() + wait;
-        // Opening a stored session reads its history and builds its conversation: many at once
-        // cost memory the allocator keeps long after (issue 49: 200 at once held 7 times what
-        // the server that ran them did), and take the cores the running turns need.
-        let opening = Arc::new(tokio::sync::Semaphore::new(ADOPTING_AT_ONCE));
         for MovingSession { key, active } in ids {
             let gateway = self.clone();
-            let opening = Arc::clone(&opening);
             tokio::spawn(async move {
                 // The wait for the lease costs nothing but a look now and then: only the open
-                // itself takes a place in the queue, so a session still held by the
+                // itself takes a place (`Succession::place`), so a session still held by the
                 // predecessor does not keep a free one waiting.
                 gateway.until_free(&key, &active, until).await;
-                let Ok(_place) = opening.acquire_owned().await else {
-                    return;
-                };
-                if let Err(error) = gateway.session_or_take_over(&key).await {
+                if let Err(error) = gateway.open_or_take_over(&key, Queue::Background).await {
                     tracing::warn!(session = %key, %error, "could not take over a handed-over session");
                 }
             });
@@ -290,9 +308,10 @@ impl Gateway {
     }
 }
 
-/// How many handed-over sessions a successor opens at once in the background (a request for
-/// one of them opens it at once, outside this bound): opening a stored session reads and
-/// decodes its history, which is what a successor's memory and cores go to (docs/serve.md).
+/// How many sessions moving here a successor opens at once for requests, and as many in the
+/// background adoption (a request never waits behind that): opening a stored session reads
+/// and decodes its whole history, and 200 opened at once held seven times the memory of the
+/// server that ran them (issue 49, docs/serve.md).
 pub const ADOPTING_AT_ONCE: usize = 4;
 
 /// The longest pause between two looks at a handed-over session's lease.

@@ -197,9 +197,9 @@ impl Gateway {
         self.table().len()
     }
 
-    /// Sessions being opened now (created or resumed, not yet in the table): a successor
-    /// adopting handed-over sessions keeps this at most [`ADOPTING_AT_ONCE`] but for the
-    /// requests that open theirs at once (issue 49).
+    /// Sessions being opened now (created or resumed, not yet in the table): a successor opens
+    /// the sessions moving to it at most [`ADOPTING_AT_ONCE`] at a time for requests and as
+    /// many in the background (issue 49).
     pub fn sessions_opening(&self) -> usize {
         self.inner.opening.load(Ordering::Acquire)
     }

@@ -50,19 +50,32 @@ impl Gateway {
         &self,
         key: &SessionId,
     ) -> Result<SessionHandle, RequestError> {
+        self.open_or_take_over(key, Queue::Request).await
+    }
+
+    /// [`Gateway::session_or_take_over`], a session moving here opened in `queue`'s turn.
+    pub(super) async fn open_or_take_over(
+        &self,
+        key: &SessionId,
+        queue: Queue,
+    ) -> Result<SessionHandle, RequestError> {
         if let Some(handle) = self.session(key).filter(|h| !h.has_ended()) {
             return Ok(handle);
         }
         let lock = self.inner.takeovers.lock_for(key);
         let result = {
             let _taking = lock.lock().await;
-            self.take_over(key).await
+            self.take_over(key, queue).await
         };
         self.inner.takeovers.done(key, lock);
         result
     }
 
-    async fn take_over(&self, key: &SessionId) -> Result<SessionHandle, RequestError> {
+    async fn take_over(
+        &self,
+        key: &SessionId,
+        queue: Queue,
+    ) -> Result<SessionHandle, RequestError> {
         // Another request for it may have taken it over while this one waited.
         if let Some(handle) = self.session(key).filter(|h| !h.has_ended()) {
             return Ok(handle);
@@ -75,7 +88,7 @@ impl Gateway {
         let holder = self.session_store().holder(key).await.map_err(store)?;
         if let Some(until) = self.moving_here(key, &holder).await? {
             tracing::info!(session = %key, "waiting for a session that moves here from the server this one replaces");
-            return self.resume_when_free(key, until).await;
+            return self.resume_when_free(key, until, queue).await;
         }
         match holder {
             // A session that ended here and is not yet forgotten answers as it did before.
@@ -92,6 +105,16 @@ impl Gateway {
             }
         }
     }
+}
+
+/// Whose turn opens a session moving here (issue 49): each queue has
+/// [`ADOPTING_AT_ONCE`](super::ADOPTING_AT_ONCE) places.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Queue {
+    /// A request for the session.
+    Request,
+    /// The successor's adoption of what the predecessor named, in the background.
+    Background,
 }
 
 /// The longest pause between two tries for a lease that is moving here.
@@ -136,6 +159,7 @@ impl Gateway {
         &self,
         key: &SessionId,
         until: Instant,
+        queue: Queue,
     ) -> Result<SessionHandle, RequestError> {
         // After `/new` and the like, the key's conversation had another session active there.
         let id = self
@@ -148,6 +172,10 @@ impl Gateway {
             let result = if self.still_held(&id).await? {
                 None
             } else {
+                // Opening a moving session reads its whole history: a few at a time (issue 49,
+                // the successor's memory); requests and the background adoption each have
+                // their places, so a request never waits behind the adoption.
+                let _place = self.inner.succession.place(queue).await;
                 match self.resume_as(key, &id).await {
                     Err(RequestError::Host(HostError::Store(StoreError::Leased { .. }))) => None,
                     result => Some(result),
@@ -157,6 +185,7 @@ impl Gateway {
                 return result;
             }
             if Instant::now() + pause >= until {
+                let _place = self.inner.succession.place(queue).await;
                 return self.resume_as(key, &id).await;
             }
             tokio::time::sleep(pause).await;
