@@ -175,3 +175,31 @@ async fn keyed_turns_answered_during_a_hand_over_are_replayed_by_the_successor()
         arbiter.stop();
     }
 }
+
+/// A session handed over but not taken over before the successor stopped waiting for its
+/// predecessor (here the wait is over at once, as a slow takeover under load can outlast it) is
+/// still the successor's: its next request takes it over, never 404.
+#[actix_rt::test]
+async fn a_handed_over_session_is_taken_over_after_the_wait_for_the_predecessor() {
+    let mut rig = Rig::new(Backend::Files);
+    let old = rig.server("A", false).await;
+    let client = fresh_client();
+    let (status, body) = post(&client, rig.url("/v1/sessions"), json!({})).await;
+    assert_eq!(status, 201, "{body}");
+    let key = body["key"].as_str().unwrap().to_owned();
+    let url = rig.url(&format!("/v1/sessions/{key}/turns"));
+    let (status, body) = post(&client, url.clone(), json!({ "text": "before" })).await;
+    assert_eq!(status, 200, "{body}");
+    let new = rig.server("B", false).await;
+    new.adopt(old.session_ids(), Duration::ZERO);
+    let summary = old.hand_over(None).await.unwrap();
+    assert!(summary.closed.wait(DEADLINE).await);
+    let (status, body) = post(&client, url, json!({ "text": "after" })).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(rig.seen("start", "B", &key), 1);
+    let summary = new.drain("test", None).await.unwrap();
+    assert!(summary.closed.wait(DEADLINE).await);
+    for arbiter in rig.arbiters.drain(..) {
+        arbiter.stop();
+    }
+}

@@ -44,7 +44,7 @@ impl Default for Succession {
             handing_over: AtomicBool::default(),
             until: Mutex::default(),
             adopted: Mutex::default(),
-            requests: tokio::sync::Semaphore::new(ADOPTING_AT_ONCE),
+            requests: tokio::sync::Semaphore::new(OPENING_FOR_REQUESTS),
             background: tokio::sync::Semaphore::new(ADOPTING_AT_ONCE),
         }
     }
@@ -79,6 +79,14 @@ impl Succession {
             Queue::Background => &self.background,
         };
         places.acquire().await.ok()
+    }
+
+    /// Forgets that `key` was handed over here: it has been taken over.
+    pub(super) fn taken(&self, key: &SessionId) {
+        self.adopted
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(key);
     }
 
     fn wait_until(&self, until: Instant) {
@@ -308,11 +316,15 @@ impl Gateway {
     }
 }
 
-/// How many sessions moving here a successor opens at once for requests, and as many in the
-/// background adoption (a request never waits behind that): opening a stored session reads
-/// and decodes its whole history, and 200 opened at once held seven times the memory of the
-/// server that ran them (issue 49, docs/serve.md).
+/// How many handed-over sessions a successor opens at once in the background adoption (requests
+/// have [`OPENING_FOR_REQUESTS`] places of their own, so a request never waits behind it):
+/// opening a stored session reads and decodes its whole history, and 200 opened at once held
+/// seven times the memory of the server that ran them (issue 49, docs/serve.md).
 pub const ADOPTING_AT_ONCE: usize = 4;
+
+/// How many sessions moving here a successor opens at once for the requests that wait for
+/// them: more than the background's, since each open holds up a client.
+pub const OPENING_FOR_REQUESTS: usize = 16;
 
 /// The longest pause between two looks at a handed-over session's lease.
 const FREE_PAUSE: Duration = Duration::from_millis(50);

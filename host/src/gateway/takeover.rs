@@ -92,9 +92,15 @@ impl Gateway {
         }
         match holder {
             // A session that ended here and is not yet forgotten answers as it did before.
-            Holder::Unknown => self
+            Holder::Unknown if self.session(key).is_some() => self
                 .session(key)
                 .ok_or_else(|| RequestError::Unknown(key.clone())),
+            // Handed over to this server and not taken over yet when the wait for the
+            // predecessor ended (a slow takeover under load): it is still this server's to open.
+            Holder::Unknown if self.inner.succession.adopted(key).is_some() => {
+                self.resume_when_free(key, Instant::now(), queue).await
+            }
+            Holder::Unknown => Err(RequestError::Unknown(key.clone())),
             Holder::Alive { holder, .. } => Err(store(StoreError::Leased {
                 session: key.clone(),
                 holder,
@@ -107,8 +113,9 @@ impl Gateway {
     }
 }
 
-/// Whose turn opens a session moving here (issue 49): each queue has
-/// [`ADOPTING_AT_ONCE`](super::ADOPTING_AT_ONCE) places.
+/// Whose turn opens a session moving here (issue 49): requests have
+/// [`OPENING_FOR_REQUESTS`](super::OPENING_FOR_REQUESTS) places, the background adoption
+/// [`ADOPTING_AT_ONCE`](super::ADOPTING_AT_ONCE).
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Queue {
     /// A request for the session.
@@ -182,6 +189,10 @@ impl Gateway {
                 }
             };
             if let Some(result) = result {
+                if result.is_ok() {
+                    // Taken over: from here it is a session of this server like any other.
+                    self.inner.succession.taken(key);
+                }
                 return result;
             }
             if Instant::now() + pause >= until {
