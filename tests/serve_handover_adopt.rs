@@ -160,7 +160,10 @@ async fn keyed_turns_answered_during_a_hand_over_are_replayed_by_the_successor()
     for key in &keys {
         let url = rig.url(&format!("/v1/sessions/{key}/turns"));
         let (status, replayed, body) = send(client.clone(), url, format!("slow {key}")).await;
-        assert_ne!(body["error"]["code"], "request-interrupted", "{key}: {body}");
+        assert_ne!(
+            body["error"]["code"], "request-interrupted",
+            "{key}: {body}"
+        );
         assert_eq!((status, replayed), (200, true), "{key}: {body}");
         let users = records(&gateway, key)
             .await

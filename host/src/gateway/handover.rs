@@ -20,8 +20,8 @@ use hookline_messages::note::Note;
 use hookline_messages::session::SessionId;
 
 use super::session::{Request, SessionHandle};
-use super::takeover::Queue;
 use super::status::Activity;
+use super::takeover::Queue;
 use super::Gateway;
 use crate::state::HostError;
 

@@ -86,7 +86,8 @@ impl Keys {
     }
 
     fn finish(&self, owner: &str) {
-        self.running.send_if_modified(|running| running.remove(owner));
+        self.running
+            .send_if_modified(|running| running.remove(owner));
     }
 
     fn is_running(&self, owner: &str) -> bool {
