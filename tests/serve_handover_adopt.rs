@@ -8,7 +8,6 @@
 
 mod handover_support;
 #[path = "support/pg.rs"]
-#[allow(dead_code)]
 mod pg;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
