@@ -205,3 +205,40 @@ async fn a_handed_over_session_is_taken_over_after_the_wait_for_the_predecessor(
         arbiter.stop();
     }
 }
+
+/// Once the old server began handing over (before it lists its sessions for the successor), it
+/// opens no session: a new one is answered 307 `session-moved` and, sent again, opened by the
+/// successor; so no session is given back that the successor was not told of.
+#[actix_rt::test]
+async fn no_session_opens_on_the_old_server_once_it_began_handing_over() {
+    let mut rig = Rig::new(Backend::Files);
+    let old = rig.server("A", false).await;
+    let client = reqwest::Client::builder()
+        .timeout(DEADLINE)
+        .pool_max_idle_per_host(0)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let (status, body) = post(&client, rig.url("/v1/sessions"), json!({})).await;
+    assert_eq!(status, 201, "{body}");
+    old.begin_hand_over().await;
+    // Only the old server accepts on the socket yet: this reaches it.
+    let (status, body) = post(&client, rig.url("/v1/sessions"), json!({})).await;
+    assert_eq!(status, 307, "{body}");
+    assert_eq!(body["error"]["code"], "session-moved", "{body}");
+    let ids = old.session_ids();
+    assert_eq!(ids.len(), 1);
+    let new = rig.server("B", true).await;
+    new.adopt(ids, PREDECESSOR_WAIT);
+    let summary = old.hand_over(None).await.unwrap();
+    assert_eq!(summary.moved.len(), 1);
+    assert!(summary.closed.wait(DEADLINE).await);
+    let (status, body) = post(&client, rig.url("/v1/sessions"), json!({})).await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(new.gateway().open_sessions(), 2);
+    let summary = new.drain("test", None).await.unwrap();
+    assert!(summary.closed.wait(DEADLINE).await);
+    for arbiter in rig.arbiters.drain(..) {
+        arbiter.stop();
+    }
+}

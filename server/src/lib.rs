@@ -271,6 +271,14 @@ impl ServeHandle {
             .collect()
     }
 
+    /// Begins handing over (issue 49): new sessions and turns are answered 307
+    /// `session-moved` from here (the successor already serves on the same socket), and once
+    /// the opens under way have finished, [`ServeHandle::session_ids`] lists every session
+    /// that will move. Call it before listing the sessions for the successor.
+    pub async fn begin_hand_over(&self) {
+        self.state.gateway.begin_hand_over().await;
+    }
+
     /// Takes over the sessions `ids` a predecessor hands over, each in the background as soon
     /// as the predecessor gives its lease back (waiting at most `wait`); a request for one of
     /// them meanwhile waits for it (issue 49). See [`Gateway::adopt`].

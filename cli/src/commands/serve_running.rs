@@ -231,6 +231,9 @@ impl Running {
                 }
             }
         });
+        // No session opens here after the list is made, so none is given back unknown to the
+        // successor.
+        handle.begin_hand_over().await;
         let ids = handle.session_ids();
         let count = ids.len();
         if let Err(error) = serve_replace::send_sessions(successor, ids).await {

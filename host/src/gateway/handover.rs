@@ -205,6 +205,19 @@ impl Gateway {
         }
     }
 
+    /// Begins a hand-over without moving anything yet (issue 49): from here new sessions are
+    /// refused ([`RequestError::Moving`](super::RequestError::Moving)) and so are turns, and once
+    /// every open already under way has finished (bounded by the drain budget), the sessions
+    /// open here are the ones [`Gateway::session_ids`] lists: none opens after that list is
+    /// sent to the successor, so none is given back unknown to it.
+    pub async fn begin_hand_over(&self) {
+        self.inner
+            .succession
+            .handing_over
+            .store(true, Ordering::Release);
+        self.openings_done(self.inner.limits.drain_budget).await;
+    }
+
     /// Whether a hand-over has begun (new sessions are refused with [`RequestError::Moving`](super::RequestError::Moving)).
     pub fn is_handing_over(&self) -> bool {
         self.inner.succession.is_handing_over()
