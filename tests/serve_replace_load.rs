@@ -434,11 +434,15 @@ async fn ws_turn(
             continue;
         }
         let mut text = None;
+        // Events this socket missed (its forwarder fell behind the session's feed): said in a
+        // failure, since a turn's answer may be among them.
+        let mut missed = 0;
         loop {
             match tokio::time::timeout(DEADLINE, ws.next()).await {
                 Ok(Some(Ok(Message::Text(frame)))) => {
                     let message: serde_json::Value = serde_json::from_str(&frame).unwrap();
                     match message["type"].as_str() {
+                        Some("lagged") => missed += message["missed"].as_u64().unwrap_or(0),
                         Some("event") if message["event"]["event"] == "assistant" => {
                             text = message["event"]["text"].as_str().map(str::to_owned);
                         }
@@ -446,8 +450,9 @@ async fn ws_turn(
                             return if message["replayed"] == true {
                                 Ok(None)
                             } else {
-                                text.map(Some)
-                                    .ok_or_else(|| format!("no answer: {message}"))
+                                text.map(Some).ok_or_else(|| {
+                                    format!("no answer ({missed} events missed): {message}")
+                                })
                             };
                         }
                         // The old server hands the session over: this socket is its; the
