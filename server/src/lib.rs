@@ -83,6 +83,10 @@ pub const DEFAULT_IDEMPOTENCY_KEYS: usize = 256;
 /// has drained.
 const CLOSE_CONNECTIONS_WAIT: Duration = Duration::from_secs(2);
 
+/// How long a hand-over waits, once its sessions' turns are out, for the answers of keyed
+/// requests to be stored before it gives the sessions back (a store write each).
+const KEYS_SETTLE_WAIT: Duration = Duration::from_secs(5);
+
 /// How a server runs.
 #[derive(Clone, Debug)]
 pub struct ServeConfig {
@@ -280,6 +284,14 @@ impl ServeHandle {
             .collect()
     }
 
+    /// Begins handing over (issue 49): new sessions and turns are answered 307
+    /// `session-moved` from here (the successor already serves on the same socket), and once
+    /// the opens under way have finished, [`ServeHandle::session_ids`] lists every session
+    /// that will move. Call it before listing the sessions for the successor.
+    pub async fn begin_hand_over(&self) {
+        self.state.gateway.begin_hand_over().await;
+    }
+
     /// Takes over the sessions `ids` a predecessor hands over, each in the background as soon
     /// as the predecessor gives its lease back (waiting at most `wait`); a request for one of
     /// them meanwhile waits for it (issue 49). See [`Gateway::adopt`].
@@ -313,10 +325,21 @@ impl ServeHandle {
         // first request (hyper would close them unread: `accept.rs`).
         let _ = self.accepting.send(false);
         let stop = self.stop.clone();
+        let keys = Arc::clone(&self.state.keys);
+        // Every keyed request's answer stored while the sessions are still here, so a retry on
+        // the successor finds it (or finds the key free), never a claim of a process gone.
+        let settled = async move {
+            if !keys.settled(KEYS_SETTLE_WAIT).await {
+                tracing::warn!(
+                    "keyed requests still unsettled {KEYS_SETTLE_WAIT:?} into the hand-over: \
+                     their retries on the successor are answered request-interrupted"
+                );
+            }
+        };
         let (summary, ()) = tokio::join!(
             self.state
                 .gateway
-                .hand_over("replaced", restart_expected_ms),
+                .hand_over_after("replaced", restart_expected_ms, settled),
             async move {
                 tokio::time::sleep(accept::FIRST_REQUEST_GRACE).await;
                 let _ = stop.send(true);

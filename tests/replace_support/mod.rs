@@ -121,12 +121,23 @@ pub fn children(parent: i32) -> Vec<i32> {
     found
 }
 
-/// Resident memory of `pid`, in KiB.
+/// Resident memory of `pid`, in KiB: all of it (`VmRSS`).
 pub fn rss_kib(pid: i32) -> u64 {
+    status_kib(pid, "VmRSS:")
+}
+
+/// Resident anonymous memory of `pid` (`RssAnon`: the heap and stacks, without the binary's and
+/// libraries' pages, which a debug build has many of), in KiB.
+pub fn anon_kib(pid: i32) -> u64 {
+    status_kib(pid, "RssAnon:")
+}
+
+/// A number field of `/proc/<pid>/status` (a size there is in KiB).
+pub fn status_kib(pid: i32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
         .unwrap()
@@ -325,11 +336,15 @@ pub async fn ws_turn(
             continue;
         }
         let mut text = None;
+        // Events this socket missed (its forwarder fell behind the session's feed): said in a
+        // failure, since a turn's answer may be among them.
+        let mut missed = 0;
         loop {
             match tokio::time::timeout(DEADLINE, ws.next()).await {
                 Ok(Some(Ok(Message::Text(frame)))) => {
                     let message: serde_json::Value = serde_json::from_str(&frame).unwrap();
                     match message["type"].as_str() {
+                        Some("lagged") => missed += message["missed"].as_u64().unwrap_or(0),
                         Some("event") if message["event"]["event"] == "assistant" => {
                             text = message["event"]["text"].as_str().map(str::to_owned);
                         }
@@ -337,8 +352,9 @@ pub async fn ws_turn(
                             return if message["replayed"] == true {
                                 Ok(None)
                             } else {
-                                text.map(Some)
-                                    .ok_or_else(|| format!("no answer: {message}"))
+                                text.map(Some).ok_or_else(|| {
+                                    format!("no answer ({missed} events missed): {message}")
+                                })
                             };
                         }
                         // The old server hands the session over: this socket is its; the

@@ -253,11 +253,33 @@ pub(crate) enum Ended {
     Checked,
 }
 
+/// The server's runtime: actix's current-thread runtime with a bounded blocking pool. The file
+/// store's I/O runs on that pool; with tokio's default (up to 512 threads) a successor taking
+/// 200 sessions over (a look at each lease every few milliseconds) ran 150 to 300 threads, and
+/// its resident memory went with their allocator heaps (issue 49, docs/serve.md), as the soak's
+/// did (`soak.rs`).
+fn serve_runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .max_blocking_threads(SERVE_BLOCKING_THREADS)
+        .build()
+}
+
+/// Threads in the server runtime's blocking pool.
+const SERVE_BLOCKING_THREADS: usize = 32;
+
 /// Runs the command.
 pub(crate) fn run(args: &ServeArgs) -> ExitCode {
     // The recorder goes in before any actor starts: the pipeline binds its metrics at start.
     install_recorder();
-    let system = actix::System::new();
+    let runtime = match serve_runtime() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("hookline serve: cannot start the runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let system = actix::System::with_tokio_rt(move || runtime);
     match system.block_on(serve(args)) {
         Ok(Ended::Checked) => {
             println!("hookline serve: a successor would start");

@@ -154,7 +154,7 @@ impl Running {
                     )));
                 }
                 Event::Verdict(Verdict::Ready { successor, pid }) => {
-                    return self.hand_over(handle, successor, pid).await;
+                    return self.hand_over(handle, successor, pid, terminate).await;
                 }
                 Event::Verdict(Verdict::Stay(why)) => {
                     eprintln!("hookline serve: {why}; still serving");
@@ -205,9 +205,35 @@ impl Running {
         handle: ServeHandle,
         successor: Box<Successor>,
         pid: u32,
+        mut signals: Signals,
     ) -> Result<Ended, ServeCliError> {
         let started = Instant::now();
         eprintln!("hookline serve: handing over to pid {pid}");
+        // The hand-over is bounded (the drain budget for running turns, the bounded session
+        // ends and shutdown handlers), so a SIGTERM or SIGINT lets it finish; a second one exits
+        // at once, as during a drain: every acknowledged record is synced, and the successor
+        // takes the sessions over as from a process that died.
+        actix_rt::spawn(async move {
+            let mut asked = false;
+            loop {
+                match signals.next().await {
+                    "SIGHUP" => eprintln!("hookline serve: SIGHUP; already handing over"),
+                    signal if asked => {
+                        eprintln!("hookline serve: {signal} again; exiting now");
+                        std::process::exit(1);
+                    }
+                    signal => {
+                        asked = true;
+                        eprintln!(
+                            "hookline serve: {signal}; handing over already (bounded by the drain budget); send it again to exit now"
+                        );
+                    }
+                }
+            }
+        });
+        // No session opens here after the list is made, so none is given back unknown to the
+        // successor.
+        handle.begin_hand_over().await;
         let ids = handle.session_ids();
         let count = ids.len();
         if let Err(error) = serve_replace::send_sessions(successor, ids).await {

@@ -21,11 +21,11 @@ use hookline_messages::session::SessionId;
 
 use super::session::{Request, SessionHandle};
 use super::status::Activity;
+use super::takeover::Queue;
 use super::Gateway;
 use crate::state::HostError;
 
 /// What a gateway knows of the server it replaces, or of its own replacement.
-#[derive(Default)]
 pub(super) struct Succession {
     /// The hand-over has begun: no session opens or moves here any more.
     handing_over: AtomicBool,
@@ -33,6 +33,21 @@ pub(super) struct Succession {
     until: Mutex<Option<Instant>>,
     /// The sessions the predecessor said it hands over: by key, the stored session to resume.
     adopted: Mutex<HashMap<SessionId, SessionId>>,
+    /// Places to open a session moving here, for requests and for the background adoption.
+    requests: tokio::sync::Semaphore,
+    background: tokio::sync::Semaphore,
+}
+
+impl Default for Succession {
+    fn default() -> Self {
+        Self {
+            handing_over: AtomicBool::default(),
+            until: Mutex::default(),
+            adopted: Mutex::default(),
+            requests: tokio::sync::Semaphore::new(OPENING_FOR_REQUESTS),
+            background: tokio::sync::Semaphore::new(ADOPTING_AT_ONCE),
+        }
+    }
 }
 
 impl Succession {
@@ -54,6 +69,24 @@ impl Succession {
             .unwrap_or_else(PoisonError::into_inner)
             .get(key)
             .cloned()
+    }
+
+    /// A place to open a session moving here, in `queue`'s turn; none when the queue was
+    /// closed (never: it is not), so the open goes on unbounded rather than failing.
+    pub(super) async fn place(&self, queue: Queue) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        let places = match queue {
+            Queue::Request => &self.requests,
+            Queue::Background => &self.background,
+        };
+        places.acquire().await.ok()
+    }
+
+    /// Forgets that `key` was handed over here: it has been taken over.
+    pub(super) fn taken(&self, key: &SessionId) {
+        self.adopted
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(key);
     }
 
     fn wait_until(&self, until: Instant) {
@@ -141,9 +174,11 @@ impl Gateway {
     }
 
     /// Takes over the sessions `ids` the predecessor hands over, each in the background as soon
-    /// as its lease is free (at most `wait` from now): a turn that waited for an approval asks
-    /// it again here (same call id and deadline), so it shows in the session's approvals.
-    /// Requests for them meanwhile wait for that.
+    /// as its lease is free (at most `wait` from now), at most [`ADOPTING_AT_ONCE`] opening at
+    /// a time: a turn that waited for an approval asks it again here (same call id and
+    /// deadline), so it shows in the session's approvals. A request for one of them meanwhile
+    /// waits for its lease, then opens it in a place of the requests' own (as many), never
+    /// behind the background queue.
     ///
     /// # Panics
     /// When called outside a tokio runtime (the takeovers run on tasks of the current one).
@@ -155,14 +190,32 @@ impl Gateway {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .extend(ids.iter().map(|m| (m.key.clone(), m.active.clone())));
-        for MovingSession { key: id, .. } in ids {
+        let until = Instant::now() + wait;
+        for MovingSession { key, active } in ids {
             let gateway = self.clone();
             tokio::spawn(async move {
-                if let Err(error) = gateway.session_or_take_over(&id).await {
-                    tracing::warn!(session = %id, %error, "could not take over a handed-over session");
+                // The wait for the lease costs nothing but a look now and then: only the open
+                // itself takes a place (`Succession::place`), so a session still held by the
+                // predecessor does not keep a free one waiting.
+                gateway.until_free(&key, &active, until).await;
+                if let Err(error) = gateway.open_or_take_over(&key, Queue::Background).await {
+                    tracing::warn!(session = %key, %error, "could not take over a handed-over session");
                 }
             });
         }
+    }
+
+    /// Begins a hand-over without moving anything yet (issue 49): from here new sessions are
+    /// refused ([`RequestError::Moving`](super::RequestError::Moving)) and so are turns, and once
+    /// every open already under way has finished (bounded by the drain budget), the sessions
+    /// open here are the ones [`Gateway::session_ids`] lists: none opens after that list is
+    /// sent to the successor, so none is given back unknown to it.
+    pub async fn begin_hand_over(&self) {
+        self.inner
+            .succession
+            .handing_over
+            .store(true, Ordering::Release);
+        self.openings_done(self.inner.limits.drain_budget).await;
     }
 
     /// Whether a hand-over has begun (new sessions are refused with [`RequestError::Moving`](super::RequestError::Moving)).
@@ -186,6 +239,24 @@ impl Gateway {
         reason: impl Into<String>,
         restart_expected_ms: Option<u64>,
     ) -> Result<HandoverSummary, HostError> {
+        self.hand_over_after(reason, restart_expected_ms, std::future::ready(()))
+            .await
+    }
+
+    /// [`Gateway::hand_over`], which awaits `settled` once every session's turns are out and
+    /// before any session ends (and gives its lease back): what the caller still has to store
+    /// with the sessions, such as the answers of its keyed requests, is stored while this
+    /// process still holds them. `settled` is polled only once the hand-over has begun (new
+    /// sessions and turns refused), and should be bounded.
+    ///
+    /// # Errors
+    /// As [`Gateway::hand_over`].
+    pub async fn hand_over_after(
+        &self,
+        reason: impl Into<String>,
+        restart_expected_ms: Option<u64>,
+        settled: impl std::future::Future<Output = ()>,
+    ) -> Result<HandoverSummary, HostError> {
         self.inner
             .succession
             .handing_over
@@ -199,6 +270,9 @@ impl Gateway {
         let late = self.open_handles(&handles);
         left.extend(futures::future::join_all(late.iter().map(|h| move_out(h, budget))).await);
         handles.extend(late);
+        // The leases are still here: what the caller settles now is stored with the sessions,
+        // so the successor reads it when it takes them (a keyed request's answer, issue 49).
+        settled.await;
         let detached_turns = left.iter().filter(|l| l.detached).count();
         let stopped_turns = left.iter().filter(|l| l.stopped).count();
         let moved = handles.iter().map(|h| h.key().clone()).collect();
@@ -221,6 +295,19 @@ impl Gateway {
 }
 
 impl Gateway {
+    /// Waits until the session `key` is open here (a request took it over) or its stored
+    /// session `id` looks free of another writer, at most until `until`.
+    async fn until_free(&self, key: &SessionId, id: &SessionId, until: Instant) {
+        let mut pause = Duration::from_millis(2);
+        while Instant::now() < until {
+            if self.session(key).is_some() || !matches!(self.still_held(id).await, Ok(true)) {
+                return;
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(FREE_PAUSE);
+        }
+    }
+
     /// The open sessions' handles, but those in `known`.
     fn open_handles(&self, known: &[SessionHandle]) -> Vec<SessionHandle> {
         let known: HashSet<&SessionId> = known.iter().map(SessionHandle::key).collect();
@@ -241,6 +328,19 @@ impl Gateway {
         }
     }
 }
+
+/// How many handed-over sessions a successor opens at once in the background adoption (requests
+/// have [`OPENING_FOR_REQUESTS`] places of their own, so a request never waits behind it):
+/// opening a stored session reads and decodes its whole history, and 200 opened at once held
+/// seven times the memory of the server that ran them (issue 49, docs/serve.md).
+pub const ADOPTING_AT_ONCE: usize = 4;
+
+/// How many sessions moving here a successor opens at once for the requests that wait for
+/// them: more than the background's, since each open holds up a client.
+pub const OPENING_FOR_REQUESTS: usize = 16;
+
+/// The longest pause between two looks at a handed-over session's lease.
+const FREE_PAUSE: Duration = Duration::from_millis(50);
 
 /// How often a hand-over looks whether the sessions being opened have been.
 const OPENING_PAUSE: Duration = Duration::from_millis(5);

@@ -27,7 +27,7 @@ mod waiting;
 
 pub use approvals::{Approvals, NotWaiting, PendingApproval};
 pub use error::RequestError;
-pub use handover::{HandoverSummary, MovingSession};
+pub use handover::{HandoverSummary, MovingSession, ADOPTING_AT_ONCE, OPENING_FOR_REQUESTS};
 pub use session::{CommandReport, RecordsPage, SessionHandle, TurnReport, SESSION_SHUTDOWN_WAIT};
 pub use status::{Activity, QueuedRequests, SessionStatus};
 
@@ -195,6 +195,13 @@ impl Gateway {
     /// How many sessions are open.
     pub fn open_sessions(&self) -> usize {
         self.table().len()
+    }
+
+    /// Sessions being opened now (created or resumed, not yet in the table): a successor opens
+    /// the sessions moving to it at most [`OPENING_FOR_REQUESTS`] at a time for requests and
+    /// [`ADOPTING_AT_ONCE`] in the background (issue 49).
+    pub fn sessions_opening(&self) -> usize {
+        self.inner.opening.load(Ordering::Acquire)
     }
 
     /// Requests waiting in the open sessions' inboxes now.

@@ -50,19 +50,32 @@ impl Gateway {
         &self,
         key: &SessionId,
     ) -> Result<SessionHandle, RequestError> {
+        self.open_or_take_over(key, Queue::Request).await
+    }
+
+    /// [`Gateway::session_or_take_over`], a session moving here opened in `queue`'s turn.
+    pub(super) async fn open_or_take_over(
+        &self,
+        key: &SessionId,
+        queue: Queue,
+    ) -> Result<SessionHandle, RequestError> {
         if let Some(handle) = self.session(key).filter(|h| !h.has_ended()) {
             return Ok(handle);
         }
         let lock = self.inner.takeovers.lock_for(key);
         let result = {
             let _taking = lock.lock().await;
-            self.take_over(key).await
+            self.take_over(key, queue).await
         };
         self.inner.takeovers.done(key, lock);
         result
     }
 
-    async fn take_over(&self, key: &SessionId) -> Result<SessionHandle, RequestError> {
+    async fn take_over(
+        &self,
+        key: &SessionId,
+        queue: Queue,
+    ) -> Result<SessionHandle, RequestError> {
         // Another request for it may have taken it over while this one waited.
         if let Some(handle) = self.session(key).filter(|h| !h.has_ended()) {
             return Ok(handle);
@@ -75,13 +88,19 @@ impl Gateway {
         let holder = self.session_store().holder(key).await.map_err(store)?;
         if let Some(until) = self.moving_here(key, &holder).await? {
             tracing::info!(session = %key, "waiting for a session that moves here from the server this one replaces");
-            return self.resume_when_free(key, until).await;
+            return self.resume_when_free(key, until, queue).await;
         }
         match holder {
             // A session that ended here and is not yet forgotten answers as it did before.
-            Holder::Unknown => self
+            Holder::Unknown if self.session(key).is_some() => self
                 .session(key)
                 .ok_or_else(|| RequestError::Unknown(key.clone())),
+            // Handed over to this server and not taken over yet when the wait for the
+            // predecessor ended (a slow takeover under load): it is still this server's to open.
+            Holder::Unknown if self.inner.succession.adopted(key).is_some() => {
+                self.resume_when_free(key, Instant::now(), queue).await
+            }
+            Holder::Unknown => Err(RequestError::Unknown(key.clone())),
             Holder::Alive { holder, .. } => Err(store(StoreError::Leased {
                 session: key.clone(),
                 holder,
@@ -92,6 +111,17 @@ impl Gateway {
             }
         }
     }
+}
+
+/// Whose turn opens a session moving here (issue 49): requests have
+/// [`OPENING_FOR_REQUESTS`](super::OPENING_FOR_REQUESTS) places, the background adoption
+/// [`ADOPTING_AT_ONCE`](super::ADOPTING_AT_ONCE).
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Queue {
+    /// A request for the session.
+    Request,
+    /// The successor's adoption of what the predecessor named, in the background.
+    Background,
 }
 
 /// The longest pause between two tries for a lease that is moving here.
@@ -136,6 +166,7 @@ impl Gateway {
         &self,
         key: &SessionId,
         until: Instant,
+        queue: Queue,
     ) -> Result<SessionHandle, RequestError> {
         // After `/new` and the like, the key's conversation had another session active there.
         let id = self
@@ -148,15 +179,24 @@ impl Gateway {
             let result = if self.still_held(&id).await? {
                 None
             } else {
+                // Opening a moving session reads its whole history: a few at a time (issue 49,
+                // the successor's memory); requests and the background adoption each have
+                // their places, so a request never waits behind the adoption.
+                let _place = self.inner.succession.place(queue).await;
                 match self.resume_as(key, &id).await {
                     Err(RequestError::Host(HostError::Store(StoreError::Leased { .. }))) => None,
                     result => Some(result),
                 }
             };
             if let Some(result) = result {
+                if result.is_ok() {
+                    // Taken over: from here it is a session of this server like any other.
+                    self.inner.succession.taken(key);
+                }
                 return result;
             }
             if Instant::now() + pause >= until {
+                let _place = self.inner.succession.place(queue).await;
                 return self.resume_as(key, &id).await;
             }
             tokio::time::sleep(pause).await;
@@ -186,7 +226,7 @@ impl Gateway {
     }
 
     /// Whether another writer holds `key` now, as far as the store tells without taking it.
-    async fn still_held(&self, key: &SessionId) -> Result<bool, RequestError> {
+    pub(super) async fn still_held(&self, key: &SessionId) -> Result<bool, RequestError> {
         let store = |e| RequestError::Host(HostError::Store(e));
         Ok(
             match self.session_store().holder(key).await.map_err(store)? {

@@ -18,7 +18,7 @@
 use std::collections::HashSet;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::extract::FromRequestParts;
@@ -36,6 +36,7 @@ use hookline_host::store::{
 };
 use hookline_messages::session::SessionId;
 use sha2::{Digest, Sha256};
+use tokio::sync::watch;
 use utoipa::openapi::path::{Parameter, ParameterBuilder, ParameterIn};
 use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
 use utoipa::openapi::Required;
@@ -56,8 +57,10 @@ pub(crate) struct Keys {
     /// here.
     process: String,
     next: AtomicU64,
-    /// Owners of the keyed requests running in this process now.
-    running: Mutex<HashSet<String>>,
+    /// Owners of the keyed requests running in this process now: from before their claim
+    /// until their answer is stored (or their key forgotten). A hand-over waits for it to
+    /// empty before it gives the sessions' leases back ([`Keys::settled`]).
+    running: watch::Sender<HashSet<String>>,
 }
 
 impl Keys {
@@ -68,30 +71,39 @@ impl Keys {
             max_keys: max_keys.max(1),
             process: format!("{}-{}", std::process::id(), fresh_session_id()),
             next: AtomicU64::new(0),
-            running: Mutex::new(HashSet::new()),
+            running: watch::Sender::new(HashSet::new()),
         }
-    }
-
-    fn running(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
-        self.running
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// A new owner, counted as running until [`Keys::finish`].
     fn start(&self) -> String {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
         let owner = format!("{}/{n}", self.process);
-        self.running().insert(owner.clone());
+        self.running.send_modify(|running| {
+            running.insert(owner.clone());
+        });
         owner
     }
 
     fn finish(&self, owner: &str) {
-        self.running().remove(owner);
+        self.running
+            .send_if_modified(|running| running.remove(owner));
     }
 
     fn is_running(&self, owner: &str) -> bool {
-        self.running().contains(owner)
+        self.running.borrow().contains(owner)
+    }
+
+    /// Waits until no keyed request of this process is between its claim and its stored answer
+    /// (at most `wait`; whether it came to that). A hand-over (issue 49) waits for it before it
+    /// gives the sessions' leases back: an answer stored after that could not be written (the
+    /// successor holds the session) and would leave the key claimed by a process that is gone,
+    /// which the successor must answer `request-interrupted`.
+    pub(crate) async fn settled(&self, wait: Duration) -> bool {
+        let mut running = self.running.subscribe();
+        tokio::time::timeout(wait, running.wait_for(HashSet::is_empty))
+            .await
+            .is_ok_and(|settled| settled.is_ok())
     }
 }
 
@@ -209,10 +221,18 @@ pub(crate) async fn claim(
     // The session the request names: its key stays across `/new` and `/reset`, so a repeated
     // `/new` finds the key its first run stored.
     let session = handle.key().clone();
+    let owner = keys.start();
+    // Counted as running first, then the hand-over looked at: a hand-over that began before
+    // this request was counted refuses it here (307, nothing ran, nothing claimed); one that
+    // begins after waits for its answer to be stored before the session leaves (issue 49).
+    if state.gateway.is_handing_over() {
+        keys.finish(&owner);
+        return Err(ApiError::Moved);
+    }
     let claim = KeyClaim {
         key,
         digest,
-        owner: keys.start(),
+        owner,
         now_ms: now_ms(),
         ttl_ms: u64::try_from(keys.ttl.as_millis()).unwrap_or(u64::MAX),
         max_keys: keys.max_keys,
@@ -415,6 +435,23 @@ mod tests {
         // Another process's owner is never running here.
         let other = Keys::new(Duration::from_secs(1), 1);
         assert!(!keys.is_running(&other.start()));
+    }
+
+    #[tokio::test]
+    async fn settled_waits_for_every_running_owner_and_is_bounded() {
+        let keys = Arc::new(Keys::new(Duration::from_secs(1), 1));
+        assert!(keys.settled(Duration::ZERO).await, "nothing runs");
+        let (a, b) = (keys.start(), keys.start());
+        assert!(!keys.settled(Duration::from_millis(20)).await, "two run");
+        let waiting = tokio::spawn({
+            let keys = Arc::clone(&keys);
+            async move { keys.settled(Duration::from_secs(30)).await }
+        });
+        keys.finish(&a);
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished(), "one still runs");
+        keys.finish(&b);
+        assert!(waiting.await.unwrap());
     }
 
     #[test]
