@@ -331,6 +331,14 @@ impl WithoutUrlRef for reqwest::Error {
     }
 }
 
+/// A pooled HTTP client connecting within `timeout`.
+fn client(timeout: Duration) -> Result<reqwest::Client, ProviderError> {
+    reqwest::Client::builder()
+        .connect_timeout(timeout)
+        .build()
+        .map_err(|e| ProviderError::Config(format!("the HTTP client cannot start ({e})")))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -382,12 +390,4 @@ mod tests {
         .unwrap();
         assert_eq!(anthropic.error.message(), "Overloaded");
     }
-}
-
-/// A pooled HTTP client connecting within `timeout`.
-fn client(timeout: Duration) -> Result<reqwest::Client, ProviderError> {
-    reqwest::Client::builder()
-        .connect_timeout(timeout)
-        .build()
-        .map_err(|e| ProviderError::Config(format!("the HTTP client cannot start ({e})")))
 }
