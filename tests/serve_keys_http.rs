@@ -252,6 +252,11 @@ async fn bad_input_is_one_sentence_400_and_only_admins_manage_keys() {
             "bad-json",
             "tenant",
         ),
+        (
+            json!({ "tenant": "acme", "role": "client", "sha256": "00" }),
+            "bad-json",
+            "sha256",
+        ),
     ];
     for (body, code, says) in bad {
         let (status, answer) =

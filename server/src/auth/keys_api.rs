@@ -20,7 +20,7 @@ use crate::{ApiError, AppState, ErrorBody};
 
 /// `POST /v1/keys` body: what `hookline keys create` takes.
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub(crate) struct NewKeyBody {
     /// The tenant its principal belongs to: 1 to 64 letters, digits, `-`, `_` or `.`.
     tenant: String,
