@@ -325,3 +325,66 @@ async fn bad_input_is_one_sentence_400_and_only_admins_manage_keys() {
         served.shutdown().await;
     }
 }
+
+/// `hookline keys --store DIR ...`: its status and stdout.
+fn cli(dir: &std::path::Path, args: &[&str]) -> (bool, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_hookline"))
+        .args(["keys", "--store", dir.to_str().unwrap()])
+        .args(args)
+        .env("HOOKLINE_HOME", "/nonexistent/hookline-home")
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        String::from_utf8(output.stdout).unwrap(),
+    )
+}
+
+#[actix_rt::test]
+async fn the_cli_and_the_api_keep_the_same_keys_the_same_way() {
+    let (nodes, admin, dir) = nodes(1).await;
+    let served = &nodes[0];
+    // A key the CLI made works over HTTP (within the table's next read).
+    let (ok, key) = cli(
+        dir.path(),
+        &[
+            "create", "--tenant", "acme", "--role", "client", "--name", "cli",
+        ],
+    );
+    assert!(ok, "{key}");
+    until(served, key.trim(), PROMISED, |s| s == 200).await;
+    // One made over HTTP is one the CLI lists, and the CLI's `--json` lines are exactly the
+    // keys `GET /v1/keys` answers with.
+    let body = json!({ "tenant": "globex", "role": "operator", "expires": "2099-01-01T00:00:00Z" });
+    let (status, made) = send(served, "post", "/v1/keys", Some(&admin), Some(body)).await;
+    assert_eq!(status, 201, "{made}");
+    let (status, listed) = send(served, "get", "/v1/keys", Some(&admin), None).await;
+    assert_eq!(status, 200, "{listed}");
+    let (ok, lines) = cli(dir.path(), &["list", "--json"]);
+    assert!(ok, "{lines}");
+    let from_cli: Vec<Value> = lines
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(listed["keys"].as_array().unwrap(), &from_cli);
+    assert_eq!(from_cli.len(), 3);
+    // The CLI revokes a key the API made; the API revokes one the CLI made.
+    let id = made["id"].as_str().unwrap();
+    assert!(cli(dir.path(), &["revoke", id]).0);
+    let cli_id = hookline::host::store::ApiKeyRecord::id_of(key.trim()).unwrap();
+    let (status, _) = send(
+        served,
+        "delete",
+        &format!("/v1/keys/{cli_id}"),
+        Some(&admin),
+        None,
+    )
+    .await;
+    assert_eq!(status, 200);
+    until(served, key.trim(), Duration::from_millis(1), |s| s == 401).await;
+    let (_, table) = cli(dir.path(), &["list"]);
+    assert_eq!(table.matches("revoked").count(), 2, "{table}");
+    for served in nodes {
+        served.shutdown().await;
+    }
+}
