@@ -388,3 +388,30 @@ async fn the_cli_and_the_api_keep_the_same_keys_the_same_way() {
         served.shutdown().await;
     }
 }
+
+#[actix_rt::test]
+async fn the_first_key_made_on_a_server_without_credentials_turns_them_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let table: Arc<dyn ApiKeyTable> = Arc::new(FileApiKeys::new(dir.path()));
+    let served = serve(
+        Arc::new(EchoProvider::new()),
+        |_| {},
+        move |config| config.keys = Some(KeyTable(table)),
+    )
+    .await;
+    // Loopback without credentials: the caller is the local admin.
+    let (status, listed) = send(&served, "get", "/v1/keys", None, None).await;
+    assert_eq!((status, &listed["keys"]), (200, &json!([])));
+    let body = json!({ "tenant": "ops", "role": "admin" });
+    let (status, made) = send(&served, "post", "/v1/keys", None, Some(body)).await;
+    assert_eq!(status, 201, "{made}");
+    let (status, _) = send(&served, "get", "/v1/keys", None, None).await;
+    assert_eq!(
+        status, 401,
+        "credentials are needed from the next request on"
+    );
+    let key = made["key"].as_str().unwrap();
+    let (status, listed) = send(&served, "get", "/v1/keys", Some(key), None).await;
+    assert_eq!(status, 200, "{listed}");
+    served.shutdown().await;
+}
