@@ -149,6 +149,9 @@ fn every_route_is_described_and_every_reference_resolves() {
         "GET /v1/events",
         "GET /v1/approvals",
         "GET /v1/whoami",
+        "GET /v1/keys",
+        "POST /v1/keys",
+        "DELETE /v1/keys/{id}",
     ];
     let expected: BTreeSet<String> = routes.iter().map(|r| (*r).to_owned()).collect();
     assert_eq!(operations, expected);

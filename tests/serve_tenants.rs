@@ -156,6 +156,9 @@ fn matrix() -> Vec<(&'static str, &'static str, Option<Role>)> {
         ("get", "/v1/events", Some(Role::Client)),
         ("get", "/v1/approvals", Some(Role::Client)),
         ("get", "/v1/whoami", Some(Role::Client)),
+        ("get", "/v1/keys", Some(Role::Admin)),
+        ("post", "/v1/keys", Some(Role::Admin)),
+        ("delete", "/v1/keys/{id}", Some(Role::Admin)),
     ]
 }
 

@@ -33,6 +33,9 @@ pub enum ApiError {
     /// No route has this path (404 `not-found`).
     #[error("there is no route {0}")]
     NoRoute(String),
+    /// No API key has this id (404 `unknown-key`, issue 48).
+    #[error("no API key has the id '{0}' (GET /v1/keys lists them)")]
+    UnknownKey(String),
     /// The body is not the JSON the route takes (400 `bad-json`); the message names the field.
     #[error("the request body is not valid: {0}")]
     BadJson(String),
@@ -166,9 +169,10 @@ impl ApiError {
     /// The HTTP status.
     pub fn status(&self) -> StatusCode {
         match self {
-            Self::UnknownSession(_) | Self::NotWaiting(_) | Self::NoRoute(_) => {
-                StatusCode::NOT_FOUND
-            }
+            Self::UnknownSession(_)
+            | Self::NotWaiting(_)
+            | Self::NoRoute(_)
+            | Self::UnknownKey(_) => StatusCode::NOT_FOUND,
             Self::SessionEnded(_) => StatusCode::GONE,
             Self::BadJson(_) | Self::BadQuery(_) | Self::Invalid(_) | Self::UnknownModel(_) => {
                 StatusCode::BAD_REQUEST
@@ -211,6 +215,7 @@ impl ApiError {
             Self::SessionEnded(_) => "session-ended",
             Self::NotWaiting(_) => "not-waiting",
             Self::NoRoute(_) => "not-found",
+            Self::UnknownKey(_) => "unknown-key",
             Self::BadJson(_) => "bad-json",
             Self::NotJson => "unsupported-media-type",
             Self::BadQuery(_) => "bad-query",

@@ -10,12 +10,12 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use clap::{Args, Subcommand};
 
 use super::serve_store::{StoreArgs, StoreChoice};
-use hookline_host::store::{ApiKeyRecord, ApiKeyTable, FileApiKeys, Role};
+use hookline_host::store::{ApiKeyRecord, ApiKeyTable, ApiKeyView, Expiry, FileApiKeys, Role};
 
 /// `hookline keys ...`
 #[derive(Debug, Args)]
@@ -57,22 +57,8 @@ enum KeysCommand {
     },
 }
 
-/// `--expires`: after a while, or at a time.
-#[derive(Clone, Debug)]
-enum Expiry {
-    After(Duration),
-    At(SystemTime),
-}
-
 fn parse_expiry(text: &str) -> Result<Expiry, String> {
-    if let Ok(after) = humantime::parse_duration(text) {
-        return Ok(Expiry::After(after));
-    }
-    humantime::parse_rfc3339_weak(text)
-        .map(Expiry::At)
-        .map_err(|_| {
-            format!("'{text}' is neither a duration (30d) nor a time (2027-01-01T00:00:00Z)")
-        })
+    text.parse()
 }
 
 fn millis(at: SystemTime) -> u64 {
@@ -122,10 +108,7 @@ async fn execute(args: KeysArgs) -> Result<(), String> {
             name,
             expires,
         } => {
-            let expires_ms = expires.map(|e| match e {
-                Expiry::After(after) => millis(now + after),
-                Expiry::At(at) => millis(at),
-            });
+            let expires_ms = expires.map(|e| e.at_ms(millis(now)));
             let (key, record) = ApiKeyRecord::create(&tenant, role, name, expires_ms, millis(now))
                 .map_err(|e| e.to_string())?;
             table.insert(&record).await.map_err(|e| e.to_string())?;
@@ -158,24 +141,13 @@ async fn execute(args: KeysArgs) -> Result<(), String> {
     }
 }
 
-fn state(key: &ApiKeyRecord, now_ms: u64) -> &'static str {
-    match key.refusal(now_ms) {
-        Some(why) if why.contains("revoked") => "revoked",
-        Some(_) => "expired",
-        None => "active",
-    }
-}
-
 fn render(keys: &[ApiKeyRecord], now_ms: u64, json: bool) -> String {
     let mut out = String::new();
     if json {
         for key in keys {
-            let mut value = serde_json::to_value(key).unwrap_or_default();
-            value["state"] = state(key, now_ms).into();
-            if let Some(fields) = value.as_object_mut() {
-                fields.remove("sha256");
-            }
-            out.push_str(&value.to_string());
+            // The shape `GET /v1/keys` answers with: never the hash.
+            let view = serde_json::to_string(&ApiKeyView::of(key, now_ms)).unwrap_or_default();
+            out.push_str(&view);
             out.push('\n');
         }
         return out;
@@ -190,7 +162,7 @@ fn render(keys: &[ApiKeyRecord], now_ms: u64, json: bool) -> String {
             key.id,
             key.tenant,
             key.role.name(),
-            state(key, now_ms),
+            key.state(now_ms).name(),
             key.name.as_deref().unwrap_or("-")
         ));
     }

@@ -19,6 +19,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -177,14 +178,128 @@ impl ApiKeyRecord {
         offered.as_slice().ct_eq(&stored).into()
     }
 
+    /// Whether the key works at `now_ms`.
+    pub fn state(&self, now_ms: u64) -> ApiKeyState {
+        if self.revoked_ms.is_some_and(|at| at <= now_ms) {
+            ApiKeyState::Revoked
+        } else if self.expires_ms.is_some_and(|at| at <= now_ms) {
+            ApiKeyState::Expired
+        } else {
+            ApiKeyState::Active
+        }
+    }
+
     /// Why the key does not work at `now_ms`, if it does not: revoked or expired.
     pub fn refusal(&self, now_ms: u64) -> Option<&'static str> {
-        if self.revoked_ms.is_some_and(|at| at <= now_ms) {
-            Some("the key was revoked")
-        } else if self.expires_ms.is_some_and(|at| at <= now_ms) {
-            Some("the key has expired")
-        } else {
-            None
+        match self.state(now_ms) {
+            ApiKeyState::Revoked => Some("the key was revoked"),
+            ApiKeyState::Expired => Some("the key has expired"),
+            ApiKeyState::Active => None,
+        }
+    }
+}
+
+/// When a key stops working, as `hookline keys create --expires` and `POST /v1/keys` take it:
+/// a duration from now (`30d`, `12h`) or a time (`2027-01-01T00:00:00Z`). One parser for both,
+/// so the CLI and the HTTP API accept the same texts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expiry {
+    /// This long after the key is made.
+    After(Duration),
+    /// At this time.
+    At(SystemTime),
+}
+
+impl Expiry {
+    /// The time it names, in ms since the Unix epoch, for a key made at `now_ms`.
+    pub fn at_ms(self, now_ms: u64) -> u64 {
+        match self {
+            Self::After(after) => {
+                now_ms.saturating_add(u64::try_from(after.as_millis()).unwrap_or(u64::MAX))
+            }
+            Self::At(at) => at
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        }
+    }
+}
+
+impl FromStr for Expiry {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        if let Ok(after) = humantime::parse_duration(text) {
+            return Ok(Self::After(after));
+        }
+        humantime::parse_rfc3339_weak(text)
+            .map(Self::At)
+            .map_err(|_| {
+                format!("'{text}' is neither a duration (30d) nor a time (2027-01-01T00:00:00Z)")
+            })
+    }
+}
+
+/// Whether a key works now, as `keys list` and `GET /v1/keys` show it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ApiKeyState {
+    /// It works.
+    Active,
+    /// It was revoked.
+    Revoked,
+    /// It has expired.
+    Expired,
+}
+
+impl ApiKeyState {
+    /// Its name, as shown.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Active => "active",
+            Self::Revoked => "revoked",
+            Self::Expired => "expired",
+        }
+    }
+}
+
+/// A key as it is shown (`keys list --json`, `GET /v1/keys`): the record without its hash,
+/// with its state.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApiKeyView {
+    /// The key's id (also inside the key): what revoking names.
+    pub id: String,
+    /// A name for people, if given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The tenant its principal belongs to.
+    pub tenant: String,
+    /// Its role.
+    pub role: Role,
+    /// When it was made, milliseconds since the Unix epoch.
+    pub created_ms: u64,
+    /// When it stops working, if ever.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_ms: Option<u64>,
+    /// When it was revoked, if it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revoked_ms: Option<u64>,
+    /// Whether it works now.
+    pub state: ApiKeyState,
+}
+
+impl ApiKeyView {
+    /// How `record` shows at `now_ms`.
+    pub fn of(record: &ApiKeyRecord, now_ms: u64) -> Self {
+        Self {
+            id: record.id.clone(),
+            name: record.name.clone(),
+            tenant: record.tenant.clone(),
+            role: record.role,
+            created_ms: record.created_ms,
+            expires_ms: record.expires_ms,
+            revoked_ms: record.revoked_ms,
+            state: record.state(now_ms),
         }
     }
 }
@@ -365,6 +480,19 @@ mod tests {
         assert_eq!(ApiKeyRecord::id_of("hlk__x"), None);
         assert_eq!(ApiKeyRecord::id_of("Bearer"), None);
         Ok(())
+    }
+
+    #[test]
+    fn expiries_are_durations_or_times() {
+        assert_eq!(
+            "1h".parse::<Expiry>().map(|e| e.at_ms(1_000)),
+            Ok(3_601_000)
+        );
+        assert_eq!(
+            "1970-01-01T00:00:02Z".parse::<Expiry>().map(|e| e.at_ms(9)),
+            Ok(2_000)
+        );
+        assert!("soon".parse::<Expiry>().is_err());
     }
 
     #[test]

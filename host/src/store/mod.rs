@@ -55,7 +55,8 @@ pub use api::{
     StoredSession, ID_TRIES,
 };
 pub use api_keys::{
-    valid_tenant, ApiKeyRecord, ApiKeyTable, FileApiKeys, KeyError, Role, API_KEYS_FILE,
+    valid_tenant, ApiKeyRecord, ApiKeyState, ApiKeyTable, ApiKeyView, Expiry, FileApiKeys,
+    KeyError, Role, API_KEYS_FILE,
 };
 pub use error::StoreError;
 pub use files::{CommitStats, FileStore, FileStoreOptions, MAX_BATCH};

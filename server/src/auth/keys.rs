@@ -21,6 +21,8 @@ type Snapshot = Arc<HashMap<String, ApiKeyRecord>>;
 #[derive(Clone)]
 pub(crate) struct KeyCache {
     snapshot: Arc<RwLock<Snapshot>>,
+    /// The table itself: `/v1/keys` writes it (issue 48).
+    table: Arc<dyn ApiKeyTable>,
 }
 
 async fn read(table: &dyn ApiKeyTable) -> Option<Snapshot> {
@@ -49,6 +51,7 @@ impl KeyCache {
         let snapshot: Snapshot = Arc::new(keys.into_iter().map(|k| (k.id.clone(), k)).collect());
         let cache = Self {
             snapshot: Arc::new(RwLock::new(snapshot)),
+            table: Arc::clone(&table),
         };
         tokio::spawn(refresh(table, Arc::downgrade(&cache.snapshot)));
         Ok(cache)
@@ -59,6 +62,22 @@ impl KeyCache {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
+    }
+
+    /// The table the cache reads.
+    pub(crate) fn table(&self) -> &Arc<dyn ApiKeyTable> {
+        &self.table
+    }
+
+    /// Reads the table now, bounded as the periodic read is: after `/v1/keys` changed it, this
+    /// node uses the change at once instead of at the next read (other nodes within 2 s).
+    pub(crate) async fn reload(&self) {
+        if let Ok(Some(fresh)) = tokio::time::timeout(REFRESH_EVERY, read(&*self.table)).await {
+            *self
+                .snapshot
+                .write()
+                .unwrap_or_else(PoisonError::into_inner) = fresh;
+        }
     }
 
     /// Whether the table holds any key.

@@ -17,6 +17,7 @@
 pub(crate) mod answered;
 pub(crate) mod jwt;
 pub(crate) mod keys;
+pub(crate) mod keys_api;
 pub(crate) mod limits;
 pub(crate) mod tenants;
 pub(crate) mod whoami;
@@ -207,6 +208,11 @@ impl Authenticator {
             jwt,
             enforced: AtomicBool::new(enforced),
         }
+    }
+
+    /// The server's copy of the API key table, if it has a table.
+    pub(crate) fn keys(&self) -> Option<&keys::KeyCache> {
+        self.keys.as_ref()
     }
 
     /// Whether requests need credentials.

@@ -8,6 +8,7 @@ use schemars::generate::SchemaSettings;
 use schemars::JsonSchema;
 use utoipa::openapi::{Ref, RefOr, Schema};
 
+use crate::auth::keys_api::{KeysList, NewKeyAnswer, NewKeyBody};
 use crate::auth::whoami::WhoAmI;
 use crate::routes::{
     ApprovalAnswer, ApprovalBody, ApprovalsList, ArchiveView, CommandAnswer, CommandBody,
@@ -17,6 +18,7 @@ use crate::routes::{
 use crate::{ErrorBody, PluginsView};
 use hookline_host::gateway::SessionStatus;
 use hookline_host::state::Detail;
+use hookline_host::store::ApiKeyView;
 
 /// Makes each of the server's own types nameable in `#[utoipa::path]` (`body = SessionView`) by
 /// its schemars name, and lists every root type `components.schemas` is generated from (the
@@ -69,8 +71,11 @@ components! {
         CommandAnswer,
         ApprovalsList,
         WhoAmI,
+        KeysList,
+        NewKeyBody,
+        NewKeyAnswer,
         SocketRequest,
         ErrorBody,
     ],
-    shared: [SessionStatus, Detail],
+    shared: [SessionStatus, Detail, ApiKeyView],
 }

@@ -58,6 +58,9 @@ pub(crate) fn detail() -> utoipa::openapi::Ref {
         routes::events::feed,
         routes::approvals::list,
         crate::auth::whoami::show,
+        crate::auth::keys_api::list,
+        crate::auth::keys_api::create,
+        crate::auth::keys_api::revoke,
     ),
     modifiers(&BearerToken),
     tags(

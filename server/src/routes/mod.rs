@@ -66,6 +66,11 @@ pub(crate) fn router(state: AppState, request_timeout: Duration) -> Router {
         .route("/events", get(events::feed))
         .route("/approvals", get(approvals::list))
         .route("/whoami", get(auth::whoami::show))
+        .route(
+            "/keys",
+            get(auth::keys_api::list).post(auth::keys_api::create),
+        )
+        .route("/keys/{id}", axum::routing::delete(auth::keys_api::revoke))
         .route("/openapi.json", get(openapi));
     let authenticate = middleware::from_fn_with_state(state.clone(), auth::authenticate);
     Router::new()
