@@ -78,6 +78,9 @@ impl Node {
             .arg(&root)
             .args(args)
             .env("HOOKLINE_HOME", &home)
+            // A PostgreSQL node's rendezvous (issue 49) goes there: in `dir`, gone with it, even
+            // for a node the test kills.
+            .env("XDG_RUNTIME_DIR", dir)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&log).unwrap())
