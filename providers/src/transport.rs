@@ -10,12 +10,10 @@
 
 use std::time::Duration;
 
-use bytes::Bytes;
 use futures::StreamExt as _;
 use reqwest::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::{Response, Url};
 use serde::Deserialize;
-use thread_local::ThreadLocal;
 
 use crate::retry::{self, Next, RetryPolicy};
 use hookline_host::provider::ProviderError;
@@ -94,13 +92,7 @@ pub(crate) fn endpoint(base: &str, segments: &[&str]) -> Result<Url, ProviderErr
 #[derive(Debug)]
 pub(crate) struct Transport {
     pub(crate) url: Url,
-    /// One pooled client per thread that calls: hyper drives a connection on the runtime that
-    /// opened it, so a client shared by every arbiter sent half of the calls through another
-    /// arbiter's thread, two thread hand-offs more a call (issue 47). Each arbiter is a runtime
-    /// of its own, so its calls stay on its thread.
-    http: ThreadLocal<reqwest::Client>,
-    /// How a thread's client is made (a failure is seen once, in [`Transport::new`]).
-    connect_timeout: Duration,
+    http: reqwest::Client,
     headers: Vec<(HeaderName, HeaderValue)>,
     /// The key's text, only to remove it from what servers send back.
     key: Option<String>,
@@ -117,12 +109,13 @@ impl Transport {
         timeout: Duration,
         retry: RetryPolicy,
     ) -> Result<Self, ProviderError> {
-        let http = ThreadLocal::new();
-        http.get_or_try(|| client(timeout))?;
+        let http = reqwest::Client::builder()
+            .connect_timeout(timeout)
+            .build()
+            .map_err(|e| ProviderError::Config(format!("the HTTP client cannot start ({e})")))?;
         Ok(Self {
             url,
             http,
-            connect_timeout: timeout,
             headers,
             key,
             timeout,
@@ -132,8 +125,6 @@ impl Transport {
 
     /// Sends `body`, retrying as the policy says, and returns the first successful answer.
     pub(crate) async fn send(&self, body: Vec<u8>) -> Result<Response, ProviderError> {
-        // Shared, not copied, by each attempt.
-        let body = Bytes::from(body);
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -175,9 +166,9 @@ impl Transport {
 
     /// One attempt: the answer's status and headers, within the timeout. Transport failures
     /// (no connection, no answer in time) may be retried.
-    async fn attempt(&self, body: Bytes) -> Result<Response, ProviderError> {
-        let http = self.http.get_or_try(|| client(self.connect_timeout))?;
-        let mut request = http
+    async fn attempt(&self, body: Vec<u8>) -> Result<Response, ProviderError> {
+        let mut request = self
+            .http
             .post(self.url.clone())
             .header(CONTENT_TYPE, "application/json")
             .body(body);
@@ -329,14 +320,6 @@ impl WithoutUrlRef for reqwest::Error {
         }
         text
     }
-}
-
-/// A pooled HTTP client connecting within `timeout`.
-fn client(timeout: Duration) -> Result<reqwest::Client, ProviderError> {
-    reqwest::Client::builder()
-        .connect_timeout(timeout)
-        .build()
-        .map_err(|e| ProviderError::Config(format!("the HTTP client cannot start ({e})")))
 }
 
 #[cfg(test)]
