@@ -12,6 +12,7 @@
 mod cluster_support;
 #[path = "support/pg.rs"]
 mod pg;
+mod replace_support;
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -23,6 +24,7 @@ use std::time::{Duration, Instant};
 use cluster_support::{listen_url, Client, Node};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
+use replace_support::{alive, children};
 
 /// A bound on every wait of these tests.
 const DEADLINE: Duration = Duration::from_secs(40);
@@ -156,38 +158,6 @@ fn pid(id: u32) -> Pid {
     Pid::from_raw(i32::try_from(id).unwrap())
 }
 
-/// Whether process `id` is still there (a zombie counts as gone: it runs nothing).
-fn alive(id: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{id}/stat")).is_ok_and(|stat| {
-        stat.rsplit(')')
-            .next()
-            .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
-    })
-}
-
-/// The processes whose parent is `parent` (the plugin processes of a server).
-fn children(parent: u32) -> Vec<i32> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(id) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // `pid (comm) state ppid ...`: comm may hold spaces, so read after its last `)`.
-        let ppid = stat
-            .rsplit(')')
-            .next()
-            .and_then(|rest| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok());
-        if ppid == Some(parent) {
-            found.push(id);
-        }
-    }
-    found
-}
-
 /// Waits (bounded) until none of `ids` runs.
 fn assert_gone(ids: &[i32], what: &str) {
     let deadline = Instant::now() + DEADLINE;
@@ -281,7 +251,7 @@ fn runtime() -> tokio::runtime::Runtime {
 fn a_replacement_under_new_connections_refuses_nothing_and_leaves_no_old_process() {
     let deployment = Deployment::new();
     let mut old = deployment.start();
-    let old_plugins = children(old.pid().as_raw().unsigned_abs());
+    let old_plugins = children(old.pid().as_raw());
     assert_eq!(old_plugins.len(), 1, "one plugin process: {old_plugins:?}");
     let runtime = runtime();
     let stop = Arc::new(AtomicBool::new(false));
@@ -334,7 +304,7 @@ fn a_replacement_under_new_connections_refuses_nothing_and_leaves_no_old_process
         &failed[..failed.len().min(5)]
     );
     assert_gone(&old_plugins, "the old server's plugin");
-    let new_plugins = children(new.child.id());
+    let new_plugins = children(pid(new.child.id()).as_raw());
     assert_eq!(new_plugins.len(), 1, "{new_plugins:?}");
     assert!(
         old.log_text().contains("handed over to pid"),
@@ -349,7 +319,7 @@ fn a_replacement_under_new_connections_refuses_nothing_and_leaves_no_old_process
 fn a_successor_that_cannot_start_says_why_exits_non_zero_and_the_old_serves_on() {
     let deployment = Deployment::new();
     let mut old = deployment.start();
-    let old_plugins = children(old.pid().as_raw().unsigned_abs());
+    let old_plugins = children(old.pid().as_raw());
     let runtime = runtime();
     let client = Client::new();
     let key = runtime.block_on(client.open(&old.url));
@@ -423,7 +393,7 @@ fn a_successor_that_cannot_start_says_why_exits_non_zero_and_the_old_serves_on()
 fn replace_check_says_whether_a_successor_would_start_and_changes_nothing() {
     let deployment = Deployment::new();
     let mut old = deployment.start();
-    let old_plugins = children(old.pid().as_raw().unsigned_abs());
+    let old_plugins = children(old.pid().as_raw());
     let mut would = deployment.successor("check-ok", &["--check"]);
     let stdout = std::io::read_to_string(would.child.stdout.take().unwrap()).unwrap();
     assert_eq!(would.exit_code(), 0, "{}", would.log_text());
@@ -438,14 +408,14 @@ fn replace_check_says_whether_a_successor_would_start_and_changes_nothing() {
     );
     // The old one served throughout, with its plugin.
     assert!(old.exit_status().is_none());
-    assert_eq!(children(old.pid().as_raw().unsigned_abs()), old_plugins);
+    assert_eq!(children(old.pid().as_raw()), old_plugins);
     let runtime = runtime();
     let (status, _) = runtime
         .block_on(Client::new().get(&format!("{}/readyz", old.url)))
         .unwrap();
     assert_eq!(status, 200);
     // Nothing is left of a check: no server, no plugin process.
-    assert_eq!(children(would.child.id()), Vec::<i32>::new());
+    assert_eq!(children(pid(would.child.id()).as_raw()), Vec::<i32>::new());
     old.terminate();
 }
 
@@ -453,7 +423,7 @@ fn replace_check_says_whether_a_successor_would_start_and_changes_nothing() {
 fn sighup_starts_the_successor_with_the_same_command_line_and_the_old_exits() {
     let deployment = Deployment::new();
     let mut old = deployment.start();
-    let old_plugins = children(old.pid().as_raw().unsigned_abs());
+    let old_plugins = children(old.pid().as_raw());
     let runtime = runtime();
     let client = Client::new();
     let key = runtime.block_on(client.open(&old.url));
@@ -482,7 +452,7 @@ fn sighup_starts_the_successor_with_the_same_command_line_and_the_old_exits() {
         .unwrap();
     assert_eq!(status, 200, "{body}");
     assert!(alive(successor));
-    let new_plugins = children(successor.unsigned_abs());
+    let new_plugins = children(successor);
     assert_eq!(new_plugins.len(), 1, "{new_plugins:?}");
     kill(Pid::from_raw(successor), Signal::SIGTERM).unwrap();
     assert_gone(&[successor], "the successor");
