@@ -197,11 +197,7 @@ async fn a_replacement_moves_every_session(backend: Backend) {
     let (status, shown) = get(&client, rig.url(&format!("/v1/sessions/{idle}"))).await;
     assert_eq!(status, 200, "{shown}");
 
-    let summary = new.drain("test", None).await.unwrap();
-    assert!(summary.closed.wait(DEADLINE).await);
-    for arbiter in rig.arbiters.drain(..) {
-        arbiter.stop();
-    }
+    rig.finish(new).await;
 }
 
 /// Issue 49: a request a server had already read when it began handing over (a kept-alive
@@ -323,9 +319,7 @@ async fn an_approval_waits_across_two_replacements() {
     let mut rig = Rig::new(Backend::Files);
     let first = rig.server("A", false).await;
     let client = fresh_client();
-    let (status, body) = post(&client, rig.url("/v1/sessions"), json!({})).await;
-    assert_eq!(status, 201, "{body}");
-    let key = body["key"].as_str().unwrap().to_owned();
+    let key = rig.open(&client).await;
     let asked = {
         let (client, url) = (
             client.clone(),
@@ -393,11 +387,7 @@ async fn an_approval_waits_across_two_replacements() {
             rig.seen
         );
     }
-    let summary = old.drain("test", None).await.unwrap();
-    assert!(summary.closed.wait(DEADLINE).await);
-    for arbiter in rig.arbiters.drain(..) {
-        arbiter.stop();
-    }
+    rig.finish(old).await;
 }
 
 /// Sessions in the timed hand-over (`HOOKLINE_HANDOVER_SESSIONS` sets another number).
@@ -448,11 +438,7 @@ async fn a_hand_over_of_many_idle_sessions_is_bounded() {
          all taken over by the successor {adopted:?}"
     );
     assert_eq!(summary.moved.len(), sessions);
-    let summary = new.drain("test", None).await.unwrap();
-    assert!(summary.closed.wait(DEADLINE).await);
-    for arbiter in rig.arbiters.drain(..) {
-        arbiter.stop();
-    }
+    rig.finish(new).await;
 }
 
 #[actix_rt::test]
@@ -495,9 +481,7 @@ async fn a_turn_past_the_drain_budget_is_stopped_and_its_session_moves() {
     let old = rig.server("A", false).await;
     let old_gateway = old.gateway().clone();
     let client = fresh_client();
-    let (status, body) = post(&client, rig.url("/v1/sessions"), json!({})).await;
-    assert_eq!(status, 201, "{body}");
-    let key = body["key"].as_str().unwrap().to_owned();
+    let key = rig.open(&client).await;
     let stream = client
         .post(rig.url(&format!("/v1/sessions/{key}/turns")))
         .header("accept", "text/event-stream")
@@ -522,11 +506,7 @@ async fn a_turn_past_the_drain_budget_is_stopped_and_its_session_moves() {
     assert_eq!(status, 200, "{shown}");
     assert_eq!(shown["session"]["activity"], "idle", "{shown}");
     assert_eq!(rig.seen("start", "B", &key), 1);
-    let summary = new.drain("test", None).await.unwrap();
-    assert!(summary.closed.wait(DEADLINE).await);
-    for arbiter in rig.arbiters.drain(..) {
-        arbiter.stop();
-    }
+    rig.finish(new).await;
 }
 
 /// A turn sent over a WebSocket that waits for an approval: the socket is told the turn moved
@@ -536,9 +516,7 @@ async fn a_websocket_turn_waiting_for_an_approval_is_told_it_moved_then_closed_w
     let mut rig = Rig::new(Backend::Files);
     let old = rig.server("A", false).await;
     let client = fresh_client();
-    let (status, body) = post(&client, rig.url("/v1/sessions"), json!({})).await;
-    assert_eq!(status, 201, "{body}");
-    let key = body["key"].as_str().unwrap().to_owned();
+    let key = rig.open(&client).await;
     let (mut ws, _) =
         tokio_tungstenite::connect_async(format!("ws://{}/v1/sessions/{key}/ws", rig.addr))
             .await
@@ -581,11 +559,7 @@ async fn a_websocket_turn_waiting_for_an_approval_is_told_it_moved_then_closed_w
         .unwrap();
     assert!(summary.closed.wait(DEADLINE).await);
     assert_eq!(one_approval(&client, &rig).await, before);
-    let summary = new.drain("test", None).await.unwrap();
-    assert!(summary.closed.wait(DEADLINE).await);
-    for arbiter in rig.arbiters.drain(..) {
-        arbiter.stop();
-    }
+    rig.finish(new).await;
 }
 
 /// A session whose conversation went on to another stored session (`/new`) moves as it is:
@@ -595,8 +569,7 @@ async fn a_session_after_new_moves_with_its_active_session() {
     let mut rig = Rig::new(Backend::Files);
     let old = rig.server("A", false).await;
     let client = fresh_client();
-    let (_, body) = post(&client, rig.url("/v1/sessions"), json!({})).await;
-    let key = body["key"].as_str().unwrap().to_owned();
+    let key = rig.open(&client).await;
     let command = rig.url(&format!("/v1/sessions/{key}/commands"));
     let (status, body) = post(&client, command, json!({ "command": "/new" })).await;
     assert_eq!(status, 200, "{body}");
@@ -617,11 +590,7 @@ async fn a_session_after_new_moves_with_its_active_session() {
     assert_eq!(shown["session"]["sessionId"], active.as_str(), "{shown}");
     assert_eq!(rig.seen("start", "B", &active), 1, "{:?}", rig.seen);
     assert_eq!(rig.seen("start", "B", &key), 0, "{:?}", rig.seen);
-    let summary = new.drain("test", None).await.unwrap();
-    assert!(summary.closed.wait(DEADLINE).await);
-    for arbiter in rig.arbiters.drain(..) {
-        arbiter.stop();
-    }
+    rig.finish(new).await;
 }
 
 /// A keyed turn that moved keeps its 202 `turn-moved` as the key's answer: sent again to the
@@ -631,8 +600,7 @@ async fn a_keyed_turn_that_moved_is_not_run_again_by_its_retry() {
     let mut rig = Rig::new(Backend::Files);
     let old = rig.server("A", false).await;
     let client = fresh_client();
-    let (_, body) = post(&client, rig.url("/v1/sessions"), json!({})).await;
-    let key = body["key"].as_str().unwrap().to_owned();
+    let key = rig.open(&client).await;
     let url = rig.url(&format!("/v1/sessions/{key}/turns"));
     let call = r#"call write_file {"path":"keyed.txt","content":"typed"}"#;
     let send = |client: reqwest::Client, url: String| async move {
@@ -667,9 +635,5 @@ async fn a_keyed_turn_that_moved_is_not_run_again_by_its_retry() {
         .filter(|r| matches!(r, Record::User { .. }))
         .count();
     assert_eq!(users, 1, "one turn");
-    let summary = new.drain("test", None).await.unwrap();
-    assert!(summary.closed.wait(DEADLINE).await);
-    for arbiter in rig.arbiters.drain(..) {
-        arbiter.stop();
-    }
+    rig.finish(new).await;
 }

@@ -87,11 +87,7 @@ async fn a_successor_opens_the_sessions_it_adopts_a_few_at_a_time() {
     for key in &keys {
         assert_eq!(rig.seen("start", "B", key), 1, "{key}");
     }
-    let summary = new.drain("test", None).await.unwrap();
-    assert!(summary.closed.wait(DEADLINE).await);
-    for arbiter in rig.arbiters.drain(..) {
-        arbiter.stop();
-    }
+    rig.finish(new).await;
 }
 
 /// Keyed turns whose answers come while the hand-over waits for them: sent again to the
@@ -171,11 +167,7 @@ async fn keyed_turns_answered_during_a_hand_over_are_replayed_by_the_successor()
             .count();
         assert_eq!(users, 1, "{key} ran once");
     }
-    let summary = new.drain("test", None).await.unwrap();
-    assert!(summary.closed.wait(DEADLINE).await);
-    for arbiter in rig.arbiters.drain(..) {
-        arbiter.stop();
-    }
+    rig.finish(new).await;
 }
 
 /// A session handed over but not taken over before the successor stopped waiting for its
@@ -186,9 +178,7 @@ async fn a_handed_over_session_is_taken_over_after_the_wait_for_the_predecessor(
     let mut rig = Rig::new(Backend::Files);
     let old = rig.server("A", false).await;
     let client = fresh_client();
-    let (status, body) = post(&client, rig.url("/v1/sessions"), json!({})).await;
-    assert_eq!(status, 201, "{body}");
-    let key = body["key"].as_str().unwrap().to_owned();
+    let key = rig.open(&client).await;
     let url = rig.url(&format!("/v1/sessions/{key}/turns"));
     let (status, body) = post(&client, url.clone(), json!({ "text": "before" })).await;
     assert_eq!(status, 200, "{body}");
@@ -199,11 +189,7 @@ async fn a_handed_over_session_is_taken_over_after_the_wait_for_the_predecessor(
     let (status, body) = post(&client, url, json!({ "text": "after" })).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(rig.seen("start", "B", &key), 1);
-    let summary = new.drain("test", None).await.unwrap();
-    assert!(summary.closed.wait(DEADLINE).await);
-    for arbiter in rig.arbiters.drain(..) {
-        arbiter.stop();
-    }
+    rig.finish(new).await;
 }
 
 /// Once the old server began handing over (before it lists its sessions for the successor), it
@@ -236,9 +222,5 @@ async fn no_session_opens_on_the_old_server_once_it_began_handing_over() {
     let (status, body) = post(&client, rig.url("/v1/sessions"), json!({})).await;
     assert_eq!(status, 201, "{body}");
     assert_eq!(new.gateway().open_sessions(), 2);
-    let summary = new.drain("test", None).await.unwrap();
-    assert!(summary.closed.wait(DEADLINE).await);
-    for arbiter in rig.arbiters.drain(..) {
-        arbiter.stop();
-    }
+    rig.finish(new).await;
 }

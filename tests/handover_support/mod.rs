@@ -218,6 +218,22 @@ impl Rig {
         start(gateway, config).await.unwrap().1
     }
 
+    /// Opens a session on whichever server accepts on the shared socket; its key.
+    pub async fn open(&self, client: &reqwest::Client) -> String {
+        let (status, body) = post(client, self.url("/v1/sessions"), json!({})).await;
+        assert_eq!(status, 201, "{body}");
+        body["key"].as_str().unwrap().to_owned()
+    }
+
+    /// Drains `last`, the server still running, and stops every arbiter the rig started.
+    pub async fn finish(&mut self, last: ServeHandle) {
+        let summary = last.drain("test", None).await.unwrap();
+        assert!(summary.closed.wait(DEADLINE).await);
+        for arbiter in self.arbiters.drain(..) {
+            arbiter.stop();
+        }
+    }
+
     /// What the plugins of `set` saw of `what` (`start`, `end`) for session `key`.
     pub fn seen(&self, what: &str, set: &str, key: &str) -> usize {
         let line = format!("{what} {set} {key}");
