@@ -42,8 +42,8 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use replace_support::{
     acked_texts, alive, anon_kib, answer_after_swap, ask_approvals, assert_in_order, children,
-    client, p99, pending_approvals, rss_kib, status_kib, wait_turns, Seen, Server, Turn, DEADLINE,
-    MARKER,
+    client, p99_during_and_outside, pending_approvals, rss_kib, status_kib, wait_turns, Seen,
+    Server, Turn, DEADLINE, MARKER,
 };
 
 /// Sessions and replacements: `HOOKLINE_REPLACE_LOAD=SESSIONSxSWAPS`, else 24x4.
@@ -282,21 +282,12 @@ fn replaced_again_and_again_under_load_nothing_fails_and_each_turn_has_one_plugi
     let last_rss = rss_kib(current.pid);
     let failed = seen.failed.lock().unwrap().clone();
     let turns = std::mem::take(&mut *seen.turns.lock().unwrap());
-    let (during, outside): (Vec<&Turn>, Vec<&Turn>) = turns.iter().partition(|t| {
-        let ended = t.started + t.took;
-        windows
-            .iter()
-            .any(|(from, to)| t.started < *to && ended > *from)
-    });
     let _ = writeln!(
         std::io::stderr(),
-        "{sessions} sessions, {swaps} replacements: {} turns, {} failed; p99 during replacements {} ms ({} turns), outside {} ms ({} turns); resident memory first {first_rss} KiB, last {last_rss} KiB",
+        "{sessions} sessions, {swaps} replacements: {} turns, {} failed; {}; resident memory first {first_rss} KiB, last {last_rss} KiB",
         turns.len(),
         failed.len(),
-        p99(during.iter().map(|t| t.took).collect()).as_millis(),
-        during.len(),
-        p99(outside.iter().map(|t| t.took).collect()).as_millis(),
-        outside.len(),
+        p99_during_and_outside(&turns, &windows),
     );
     assert!(
         failed.is_empty(),

@@ -48,8 +48,8 @@ use hookline::messages::record::Record;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use replace_support::{
-    acked_texts, alive, answer_after_swap, ask_approvals, assert_in_order, children, client, p99,
-    pending_approvals, wait_turns, Seen, Server, Turn, DEADLINE, MARKER,
+    acked_texts, alive, answer_after_swap, ask_approvals, assert_in_order, children, client,
+    p99_during_and_outside, pending_approvals, wait_turns, Seen, Server, Turn, DEADLINE, MARKER,
 };
 
 /// Sessions driven through the balancer (spread over both nodes) and times round the two
@@ -317,21 +317,12 @@ fn two_postgres_nodes_replaced_in_turn_behind_haproxy_drop_nothing() {
     });
     let failed = seen.failed.lock().unwrap().clone();
     let turns = std::mem::take(&mut *seen.turns.lock().unwrap());
-    let (during, outside): (Vec<&Turn>, Vec<&Turn>) = turns.iter().partition(|t| {
-        let ended = t.started + t.took;
-        windows
-            .iter()
-            .any(|(from, to)| t.started < *to && ended > *from)
-    });
     let _ = writeln!(
         std::io::stderr(),
-        "{sessions} sessions through HAProxy, {swap} replacements: {} turns, {} failed; p99 during replacements {} ms ({} turns), outside {} ms ({} turns)",
+        "{sessions} sessions through HAProxy, {swap} replacements: {} turns, {} failed; {}",
         turns.len(),
         failed.len(),
-        p99(during.iter().map(|t| t.took).collect()).as_millis(),
-        during.len(),
-        p99(outside.iter().map(|t| t.took).collect()).as_millis(),
-        outside.len(),
+        p99_during_and_outside(&turns, &windows),
     );
     // HAProxy's side of the same run: errors it saw towards the clients and the nodes, and
     // what it retried or sent to the other node.

@@ -538,6 +538,24 @@ pub fn p99(mut took: Vec<Duration>) -> Duration {
     took[(took.len() * 99 / 100).min(took.len() - 1)]
 }
 
+/// The p99 turn latency of the turns that overlapped a replacement (one of `windows`) beside
+/// the p99 of the others, as the tests report it.
+pub fn p99_during_and_outside(turns: &[Turn], windows: &[(Instant, Instant)]) -> String {
+    let (during, outside): (Vec<&Turn>, Vec<&Turn>) = turns.iter().partition(|t| {
+        let ended = t.started + t.took;
+        windows
+            .iter()
+            .any(|(from, to)| t.started < *to && ended > *from)
+    });
+    format!(
+        "p99 during replacements {} ms ({} turns), outside {} ms ({} turns)",
+        p99(during.iter().map(|t| t.took).collect()).as_millis(),
+        during.len(),
+        p99(outside.iter().map(|t| t.took).collect()).as_millis(),
+        outside.len(),
+    )
+}
+
 /// Waits (bounded) until `seen` has `more` turns past `now`.
 pub fn wait_turns(seen: &Seen, more: usize) {
     let target = seen.turns.lock().unwrap().len() + more;
