@@ -158,6 +158,15 @@ fn pid(id: u32) -> Pid {
     Pid::from_raw(i32::try_from(id).unwrap())
 }
 
+/// The successor's pid, as the old server's log names it after a SIGHUP.
+fn successor_named(log: &str) -> i32 {
+    log.split("handed over to pid ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|id| id.parse().ok())
+        .unwrap_or_else(|| panic!("no successor named in:\n{log}"))
+}
+
 /// Waits (bounded) until none of `ids` runs.
 fn assert_gone(ids: &[i32], what: &str) {
     let deadline = Instant::now() + DEADLINE;
@@ -432,12 +441,7 @@ fn sighup_starts_the_successor_with_the_same_command_line_and_the_old_exits() {
     let (status, took) = exited(&mut old, asked);
     assert!(status.success(), "{status}; log:\n{}", old.log_text());
     let log = old.log_text();
-    let successor: i32 = log
-        .split("handed over to pid ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|id| id.parse().ok())
-        .unwrap_or_else(|| panic!("no successor named in:\n{log}"));
+    let successor = successor_named(&log);
     // From here on the successor is ours to end, whatever the asserts say.
     let _guard = KillOnDrop(successor);
     let _ = writeln!(
@@ -764,12 +768,7 @@ fn sighup_after_an_upgrade_in_place_starts_the_new_binary() {
     let (status, _) = exited(&mut old, Instant::now());
     assert!(status.success(), "{}", old.log_text());
     let log = old.log_text();
-    let successor: i32 = log
-        .split("handed over to pid ")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|id| id.parse().ok())
-        .unwrap_or_else(|| panic!("no successor named in:\n{log}"));
+    let successor = successor_named(&log);
     let _guard = KillOnDrop(successor);
     let exe = std::fs::read_link(format!("/proc/{successor}/exe")).unwrap();
     assert!(
