@@ -12,6 +12,8 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod support;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,6 +25,7 @@ use hookline::host::tools::ToolRegistry;
 use hookline::host::turn::UserInput;
 use hookline::host::Host;
 use hookline::server::{install_recorder, start, ServeConfig};
+use support::median;
 
 const SESSIONS: usize = 50;
 const TURNS: usize = 20;
@@ -89,11 +92,6 @@ async fn served(arbiters: &[actix::Arbiter]) -> (f64, u64) {
     let report = rx.await.unwrap().unwrap();
     handle.drain("bench", None).await.unwrap();
     (report.seconds, report.error_count())
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 fn main() {

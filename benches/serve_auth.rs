@@ -23,6 +23,8 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod support;
+
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -41,6 +43,7 @@ use hookline::server::{
 };
 use jsonwebtoken::{encode, EncodingKey, Header};
 use serde_json::{json, Value};
+use support::{load_average, median};
 
 const ROUNDS: usize = 5;
 const CLIENTS: usize = 32;
@@ -213,17 +216,6 @@ async fn timed(client: &reqwest::Client, url: &str, token: &str) -> (Duration, u
     let status = response.status().as_u16();
     let _ = response.bytes().await;
     (asked.elapsed(), status)
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "unknown".into())
 }
 
 #[derive(Default)]

@@ -14,6 +14,8 @@
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+mod support;
+
 use std::sync::Arc;
 
 use hookline::cli::load::{run as drive, LoadOptions, LoadReport, Transport};
@@ -21,6 +23,7 @@ use hookline::host::gateway::GatewayLimits;
 use hookline::host::Host;
 use hookline::providers::{OpenAiConfig, OpenAiProvider};
 use hookline::server::{install_recorder, start, ServeConfig};
+use support::{load_average, median};
 
 const ROUNDS: usize = 3;
 const SEQUENTIAL: usize = 300;
@@ -96,17 +99,6 @@ async fn served(
     handle.drain("bench", None).await.unwrap();
     assert_eq!(report.error_count(), 0, "every turn is answered");
     report
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "unknown".into())
 }
 
 #[derive(Default)]

@@ -13,6 +13,7 @@
 
 #[path = "../tests/support/pg.rs"]
 mod pg;
+mod support;
 
 #[path = "../tests/cluster_support/mod.rs"]
 mod cluster_support;
@@ -23,6 +24,7 @@ use std::time::{Duration, Instant};
 use cluster_support::{Client, Node};
 use futures::StreamExt as _;
 use hookline::cli::load::{run as drive, LoadOptions, LoadReport, Transport};
+use support::median;
 
 const ROUNDS: usize = 3;
 /// Sessions at once and turns each, for the turn latency under load.
@@ -83,11 +85,6 @@ async fn load(node: &Node, (sessions, turns): (usize, usize)) -> LoadReport {
     let report = drive(options, Arc::new(())).await.unwrap();
     assert_eq!(report.error_count(), 0, "{:?}", report.errors);
     report
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
 }
 
 /// Per variant: (lone p50 ms, loaded p50 ms, loaded p99 ms, loaded turns/s), one per round.
