@@ -152,10 +152,11 @@ fn human(report: &LoadReport) -> String {
     }
     for window in [&report.early, &report.last].into_iter().flatten() {
         out.push_str(&format!(
-            "\nturns {}-{}{}{:.2} ms, {:.1} KB answered per turn",
+            "\nturns {}-{}{}p50 {:.2} ms, mean {:.2} ms, {:.1} KB answered per turn",
             window.first,
             window.last,
             " ".repeat(10usize.saturating_sub(format!("{}-{}", window.first, window.last).len())),
+            window.p50_ms,
             window.mean_ms,
             window.mean_answer_bytes / 1000.0,
         ));
@@ -163,7 +164,8 @@ fn human(report: &LoadReport) -> String {
     if let (Some(early), Some(last)) = (&report.early, &report.last) {
         if early.mean_ms > 0.0 && early.mean_answer_bytes > 0.0 {
             out.push_str(&format!(
-                "\n  last / early  {:.2}x time, {:.2}x answer size",
+                "\n  last / early  {:.2}x p50, {:.2}x mean time, {:.2}x answer size",
+                last.p50_ms / early.p50_ms.max(f64::MIN_POSITIVE),
                 last.mean_ms / early.mean_ms,
                 last.mean_answer_bytes / early.mean_answer_bytes,
             ));

@@ -157,6 +157,10 @@ pub struct TurnWindow {
     pub last: usize,
     /// Mean time per turn as the client saw it, milliseconds.
     pub mean_ms: f64,
+    /// Median time per turn as the client saw it, milliseconds: steadier than the mean on a
+    /// shared machine, where a few preempted turns move a 50-turn mean (issue 47 compares turn
+    /// windows by it).
+    pub p50_ms: f64,
     /// Mean answer size, bytes (the JSON answer; on a WebSocket every message of the turn).
     pub mean_answer_bytes: f64,
 }
@@ -164,51 +168,52 @@ pub struct TurnWindow {
 /// The window size of [`LoadReport::early`] and [`LoadReport::last`].
 pub const WINDOW: usize = 50;
 
-/// Sums of time and answer size per turn number, over the sessions.
+/// Each session's time and answer size per turn number (a run holds sessions x turns pairs:
+/// a million turns take 16 MB).
 #[derive(Clone, Debug, Default)]
 struct PerTurn {
-    micros: Vec<u64>,
+    micros: Vec<Vec<u64>>,
     bytes: Vec<u64>,
-    count: Vec<u64>,
 }
 
 impl PerTurn {
     fn new(turns: usize) -> Self {
         Self {
-            micros: vec![0; turns],
+            micros: vec![Vec::new(); turns],
             bytes: vec![0; turns],
-            count: vec![0; turns],
         }
     }
 
     fn record(&mut self, turn: usize, micros: u64, bytes: u64) {
-        if turn < self.count.len() {
-            self.micros[turn] += micros;
+        if let Some(times) = self.micros.get_mut(turn) {
+            times.push(micros);
             self.bytes[turn] += bytes;
-            self.count[turn] += 1;
         }
     }
 
     /// The mean over turns `first..first + WINDOW` (0-based), if each of them was answered.
     fn window(&self, first: usize) -> Option<TurnWindow> {
         let range = first..first + WINDOW;
-        let count: u64 = self.count.get(range.clone())?.iter().sum();
-        if count == 0 {
+        let mut times: Vec<u64> = self.micros.get(range.clone())?.concat();
+        if times.is_empty() {
             return None;
         }
-        let micros: u64 = self.micros[range.clone()].iter().sum();
+        times.sort_unstable();
+        let count = times.len() as f64;
+        let micros: u64 = times.iter().sum();
         let bytes: u64 = self.bytes[range].iter().sum();
         Some(TurnWindow {
             first: first + 1,
             last: first + WINDOW,
-            mean_ms: micros as f64 / count as f64 / 1000.0,
-            mean_answer_bytes: bytes as f64 / count as f64,
+            mean_ms: micros as f64 / count / 1000.0,
+            p50_ms: times[times.len() / 2] as f64 / 1000.0,
+            mean_answer_bytes: bytes as f64 / count,
         })
     }
 
     /// Turns 51-100 and the last 50, when there are at least 100 turns.
     fn windows(&self) -> (Option<TurnWindow>, Option<TurnWindow>) {
-        let turns = self.count.len();
+        let turns = self.micros.len();
         if turns < 2 * WINDOW {
             return (None, None);
         }
@@ -715,6 +720,8 @@ mod tests {
         assert_eq!((last.first, last.last), (251, 300));
         // Turns 51-100 are numbers 50..100 (0-based): mean 74.5, times 1.5 over both sessions.
         assert!((early.mean_ms - 74.5 * 1.5).abs() < 1e-9);
+        // The median of the 100 samples 50..100 ms and 100..200 ms: the 51st smallest, 100 ms.
+        assert!((early.p50_ms - 100.0).abs() < 1e-9, "{}", early.p50_ms);
         assert!((last.mean_answer_bytes - 274.5 * 15.0).abs() < 1e-9);
         assert_eq!(PerTurn::new(99).windows(), (None, None));
     }
