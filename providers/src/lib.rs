@@ -17,6 +17,7 @@
 pub mod anthropic;
 mod family;
 pub mod openai;
+mod prefix;
 mod retry;
 pub mod routed;
 mod sse;

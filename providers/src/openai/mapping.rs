@@ -3,6 +3,8 @@
 //! becomes tool definitions, and an answer (whole or assembled from a stream) becomes a
 //! [`ModelResponse`]. Anything that does not fit is a [`ProviderError`], never a panic.
 
+use std::sync::Arc;
+
 use base64::Engine as _;
 use hookline_messages::model::{
     FinishReason, ImageRef, Item, ItemBody, ModelRequest, ModelResponse, Purpose, Usage,
@@ -31,9 +33,27 @@ pub(crate) fn messages(
     request: &ModelRequest,
     model: &Model<'_>,
 ) -> Result<Vec<Message>, ProviderError> {
-    let mut out = Vec::with_capacity(request.items.len());
+    messages_of(&request.items, model)
+}
+
+/// Whether `item` always starts a message of its own, so the messages of the items before it
+/// are the same whatever follows ([`crate::prefix`]): a tool call joins the assistant message
+/// before it, and reasoning sends nothing (a tool call after it still joins).
+pub(crate) fn starts_message(item: &Item) -> bool {
+    !matches!(
+        item.body,
+        ItemBody::ToolCall { .. } | ItemBody::Reasoning { .. }
+    )
+}
+
+/// [`messages`] of a run of items (which starts where a message starts).
+pub(crate) fn messages_of(
+    items: &[Arc<Item>],
+    model: &Model<'_>,
+) -> Result<Vec<Message>, ProviderError> {
+    let mut out = Vec::with_capacity(items.len());
     let mut tool_images: Vec<Part> = Vec::new();
-    for item in &request.items {
+    for item in items {
         if !matches!(item.body, ItemBody::ToolResult { .. }) {
             flush_tool_images(&mut out, &mut tool_images);
         }

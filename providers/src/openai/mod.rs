@@ -31,6 +31,7 @@ use reqwest::header::AUTHORIZATION;
 use reqwest::Response;
 
 use crate::family;
+use crate::prefix::{Messages, PrefixCache};
 pub use crate::retry::RetryPolicy;
 pub use crate::transport::KeySource;
 use crate::transport::{endpoint, secret_header, Transport};
@@ -38,7 +39,7 @@ use hookline_host::provider::{OnText, Provider, ProviderError};
 use hookline_host::tools::ToolRegistry;
 use mapping::{Answer, Model};
 use stream::Assembler;
-use wire::{ChatRequest, ChatResponse, FunctionDef, StreamOptions, ToolDef};
+use wire::{ChatOptions, ChatRequest, ChatResponse, FunctionDef, StreamOptions, ToolDef};
 
 /// Where the bytes of an image marker come from. The host refers to images by marker (SPEC
 /// R5.4); a provider that sends images needs their bytes.
@@ -91,6 +92,37 @@ pub struct OpenAiProvider {
     transport: Transport,
     tools: Vec<ToolDef>,
     images: Option<Arc<dyn ImageSource>>,
+    /// Each conversation's messages, encoded once (issue 47).
+    prefix: PrefixCache,
+}
+
+/// The messages of a text-only model, for [`PrefixCache`].
+struct TextMessages;
+
+impl Messages for TextMessages {
+    fn starts_message(&self, item: &hookline_messages::model::Item) -> bool {
+        mapping::starts_message(item)
+    }
+
+    fn encode(
+        &self,
+        items: &[Arc<hookline_messages::model::Item>],
+        out: &mut Vec<u8>,
+    ) -> Result<(), ProviderError> {
+        let model = Model {
+            takes_images: false,
+            images: None,
+        };
+        for (n, message) in mapping::messages_of(items, &model)?.iter().enumerate() {
+            if n > 0 {
+                out.push(b',');
+            }
+            serde_json::to_writer(&mut *out, message).map_err(|e| {
+                ProviderError::Unsendable(format!("the request cannot be encoded ({e})"))
+            })?;
+        }
+        Ok(())
+    }
 }
 
 impl fmt::Debug for OpenAiProvider {
@@ -123,6 +155,7 @@ impl OpenAiProvider {
             transport,
             tools: Vec::new(),
             images: None,
+            prefix: PrefixCache::default(),
         })
     }
 
@@ -170,11 +203,12 @@ impl family::Family for OpenAiProvider {
         self.config.stream
     }
 
-    /// The body for `request`, serialised.
+    /// The body for `request`, serialised. A text-only model's messages come from the
+    /// conversation's kept prefix ([`PrefixCache`]): only the items new since the last call
+    /// are encoded. Byte for byte the body [`ChatRequest`] serialises to.
     fn body(&self, request: &ModelRequest, stream: bool) -> Result<Vec<u8>, ProviderError> {
-        let model = Model {
-            takes_images: self.config.takes_images,
-            images: self.images.as_deref(),
+        let unsendable = |e: serde_json::Error| {
+            ProviderError::Unsendable(format!("the request cannot be encoded ({e})"))
         };
         // Side questions and compaction answer in text: no tools offered.
         let tools: &[ToolDef] = if request.purpose.is_turn_call() {
@@ -182,9 +216,7 @@ impl family::Family for OpenAiProvider {
         } else {
             &[]
         };
-        let body = ChatRequest {
-            model: &self.config.model,
-            messages: mapping::messages(request, &model)?,
+        let options = ChatOptions {
             tools,
             max_tokens: self.config.max_tokens,
             stream,
@@ -192,8 +224,31 @@ impl family::Family for OpenAiProvider {
                 include_usage: true,
             }),
         };
-        serde_json::to_vec(&body)
-            .map_err(|e| ProviderError::Unsendable(format!("the request cannot be encoded ({e})")))
+        if self.config.takes_images {
+            // Images follow a run of tool results as one message: encoded whole, not kept.
+            let model = Model {
+                takes_images: true,
+                images: self.images.as_deref(),
+            };
+            let body = ChatRequest {
+                model: &self.config.model,
+                messages: mapping::messages(request, &model)?,
+                options,
+            };
+            return serde_json::to_vec(&body).map_err(unsendable);
+        }
+        let messages = self.prefix.encode(&request.items, &TextMessages)?;
+        let mut body = Vec::with_capacity(messages.len() + 256);
+        body.extend_from_slice(b"{\"model\":");
+        serde_json::to_writer(&mut body, &self.config.model).map_err(unsendable)?;
+        body.extend_from_slice(b",\"messages\":[");
+        body.extend_from_slice(&messages);
+        body.push(b']');
+        // `options` always has `stream`: an object of one field or more, whose fields follow.
+        let options = serde_json::to_vec(&options).map_err(unsendable)?;
+        body.push(b',');
+        body.extend_from_slice(options.get(1..).unwrap_or_default());
+        Ok(body)
     }
 
     /// A whole answer, parsed.
@@ -247,5 +302,100 @@ impl Provider for OpenAiProvider {
         on_text: OnText<'_>,
     ) -> Result<ModelResponse, ProviderError> {
         family::call(self, request, Some(on_text)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::family::Family as _;
+    use hookline_messages::model::{Item, ItemBody, Purpose};
+
+    fn item(n: usize) -> Item {
+        let body = match n % 6 {
+            0 => ItemBody::User {
+                text: format!("question {n} with \"quotes\" and \\ a backslash"),
+                images: Vec::new(),
+            },
+            1 => ItemBody::Reasoning {
+                text: format!("thinking {n}"),
+                provider_state: None,
+            },
+            2 => ItemBody::Assistant {
+                text: format!("answer {n} \u{e9}"),
+                images: Vec::new(),
+            },
+            3 | 4 => ItemBody::ToolCall {
+                call_id: format!("call-{n}"),
+                name: "read_file".into(),
+                arguments: serde_json::json!({ "path": format!("src/{n}.rs") }),
+            },
+            _ => ItemBody::ToolResult {
+                call_id: format!("call-{}", n - 1),
+                name: "read_file".into(),
+                text: format!("contents {n}"),
+                images: Vec::new(),
+                success: true,
+            },
+        };
+        Item::new(format!("i{n}"), body)
+    }
+
+    /// The body of a conversation grown call by call (each call a new system item, as the
+    /// host builds it) is byte for byte what serialising the whole request gives, streamed or
+    /// not, with tools or without.
+    #[test]
+    fn bodies_from_the_kept_prefix_equal_the_whole_encoding() {
+        let mut config = OpenAiConfig::new("http://127.0.0.1:9/v1", "stub \"model\"");
+        config.max_tokens = Some(64);
+        let provider = OpenAiProvider::new(config).unwrap();
+        let model = Model {
+            takes_images: false,
+            images: None,
+        };
+        let mut history: Vec<Arc<Item>> = Vec::new();
+        for call in 0..60 {
+            history.extend((0..3).map(|k| Arc::new(item(call * 3 + k))));
+            let system = Item::new(
+                "system",
+                ItemBody::System {
+                    text: format!("be brief ({call})"),
+                    images: Vec::new(),
+                },
+            );
+            let mut items = vec![Arc::new(system)];
+            items.extend(history.iter().cloned());
+            let purpose = if call % 5 == 4 {
+                Purpose::Compaction
+            } else {
+                Purpose::Work
+            };
+            let request = ModelRequest {
+                purpose,
+                accepts_images: false,
+                items,
+            };
+            let stream = call % 2 == 0;
+            let whole = serde_json::to_vec(&ChatRequest {
+                model: "stub \"model\"",
+                messages: mapping::messages(&request, &model).unwrap(),
+                options: ChatOptions {
+                    tools: &[],
+                    max_tokens: Some(64),
+                    stream,
+                    stream_options: stream.then_some(StreamOptions {
+                        include_usage: true,
+                    }),
+                },
+            })
+            .unwrap();
+            let body = provider.body(&request, stream).unwrap();
+            assert_eq!(
+                String::from_utf8(body).unwrap(),
+                String::from_utf8(whole).unwrap(),
+                "call {call}"
+            );
+        }
     }
 }

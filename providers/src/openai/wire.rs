@@ -11,6 +11,14 @@ pub(crate) use crate::transport::ErrorBody;
 pub(crate) struct ChatRequest<'a> {
     pub(crate) model: &'a str,
     pub(crate) messages: Vec<Message>,
+    #[serde(flatten)]
+    pub(crate) options: ChatOptions<'a>,
+}
+
+/// What a body holds after its messages (the provider writes the messages it kept encoded
+/// between the model and these: [`crate::prefix`]).
+#[derive(Debug, Serialize)]
+pub(crate) struct ChatOptions<'a> {
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub(crate) tools: &'a [ToolDef],
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -1,0 +1,308 @@
+//! A conversation's messages encoded once (issue 47): each call of a session sends the whole
+//! history, and encoding it again at every call made a turn's cost grow with the conversation
+//! (serde's string escaping was the largest user-space cost of a served turn at turn 3,000).
+//!
+//! A request's items are shared (`Arc<Item>`, docs/performance.md "Long conversations"): the
+//! items a call sends again are the very allocations the previous call sent. [`PrefixCache`]
+//! keeps, per conversation, the encoded messages of the items up to the last place where a new
+//! message must start, and the items themselves as [`Weak`] references; the next call whose items
+//! begin with the same allocations reuses those bytes and encodes only what follows.
+//!
+//! Why an address is enough: a kept `Weak` keeps its allocation, so no other item can be made at
+//! that address while the entry lives; and an item cannot change in place while a `Weak` to it
+//! exists (`Arc::get_mut` refuses, `Arc::make_mut` moves the value to a new allocation), so a
+//! hook's edit is always a new address. The system text is a new item at every call: it is
+//! encoded each time and never cached (entries start at the second item, whose address is the
+//! conversation's key).
+
+use std::num::NonZeroUsize;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+use hookline_messages::model::Item;
+use lru::LruCache;
+
+use hookline_host::provider::ProviderError;
+
+/// Conversations kept at most.
+const CONVERSATIONS: NonZeroUsize = match NonZeroUsize::new(1024) {
+    Some(n) => n,
+    None => unreachable!(),
+};
+/// Encoded bytes kept at most, over every conversation; the least recently used go first.
+const BUDGET_BYTES: usize = 64 * 1024 * 1024;
+/// Histories shorter than this are encoded whole: the look-up would cost what it saves.
+const MIN_ITEMS: usize = 8;
+
+/// How a wire family encodes messages, for [`PrefixCache::encode`].
+pub(crate) trait Messages {
+    /// Whether `item` always starts a new message of its own (whatever comes after it), so the
+    /// messages of the items before it are final.
+    fn starts_message(&self, item: &Item) -> bool;
+    /// The messages of `items` (which begin where a message starts), as JSON objects separated
+    /// by commas, appended to `out`.
+    fn encode(&self, items: &[Arc<Item>], out: &mut Vec<u8>) -> Result<(), ProviderError>;
+}
+
+/// One conversation's encoded prefix.
+struct Entry {
+    /// Items 1.. of the request that made it, up to (not including) the cut.
+    items: Vec<Weak<Item>>,
+    /// Their messages, encoded.
+    encoded: Vec<u8>,
+}
+
+impl Entry {
+    /// Whether `items` (a whole request) begins with this entry's items, and a message starts
+    /// right after them (or nothing follows), so the encoded bytes are the same for it.
+    fn fits<M: Messages + ?Sized>(&self, items: &[Arc<Item>], messages: &M) -> bool {
+        let cut = self.items.len() + 1;
+        cut <= items.len()
+            && self
+                .items
+                .iter()
+                .zip(&items[1..cut])
+                .all(|(kept, item)| std::ptr::eq(kept.as_ptr(), Arc::as_ptr(item)))
+            && items
+                .get(cut)
+                .is_none_or(|next| messages.starts_message(next))
+    }
+}
+
+/// Encoded message prefixes of recent conversations (see the module's documentation).
+pub(crate) struct PrefixCache {
+    state: Mutex<State>,
+}
+
+struct State {
+    entries: LruCache<usize, Entry>,
+    bytes: usize,
+}
+
+impl Default for PrefixCache {
+    fn default() -> Self {
+        Self {
+            state: Mutex::new(State {
+                entries: LruCache::new(CONVERSATIONS),
+                bytes: 0,
+            }),
+        }
+    }
+}
+
+impl PrefixCache {
+    /// The messages of `items` (a whole request, the system item first) as JSON objects
+    /// separated by commas: byte for byte what `messages.encode(items)` writes.
+    pub(crate) fn encode<M: Messages + ?Sized>(
+        &self,
+        items: &[Arc<Item>],
+        messages: &M,
+    ) -> Result<Vec<u8>, ProviderError> {
+        let mut out = Vec::new();
+        // The system item is new at every call, so the prefix kept starts after it: only where
+        // the second item starts a message of its own.
+        if items.len() < MIN_ITEMS || !messages.starts_message(&items[1]) {
+            messages.encode(items, &mut out)?;
+            return Ok(out);
+        }
+        messages.encode(&items[..1], &mut out)?;
+        let key = Arc::as_ptr(&items[1]) as usize;
+        let (mut kept, mut encoded) = match self.take(key) {
+            Some(entry) if entry.fits(items, messages) => (entry.items, entry.encoded),
+            _ => (Vec::new(), Vec::new()),
+        };
+        let start = kept.len() + 1;
+        // The last place a message starts: what comes before it is final, what comes after may
+        // still grow (an assistant message gains the tool calls that follow it).
+        let cut = (start + 1..items.len())
+            .rev()
+            .find(|&i| messages.starts_message(&items[i]))
+            .unwrap_or(start);
+        append(&mut encoded, &items[start..cut], messages)?;
+        kept.extend(items[start..cut].iter().map(Arc::downgrade));
+        join(&mut out, &encoded);
+        let mut tail = Vec::new();
+        messages.encode(&items[cut..], &mut tail)?;
+        join(&mut out, &tail);
+        self.keep(
+            key,
+            Entry {
+                items: kept,
+                encoded,
+            },
+        );
+        Ok(out)
+    }
+
+    fn take(&self, key: usize) -> Option<Entry> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let entry = state.entries.pop(&key)?;
+        state.bytes -= entry.encoded.len();
+        Some(entry)
+    }
+
+    fn keep(&self, key: usize, entry: Entry) {
+        if entry.items.is_empty() || entry.encoded.len() > BUDGET_BYTES / 4 {
+            return;
+        }
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.bytes += entry.encoded.len();
+        if let Some((_, old)) = state.entries.push(key, entry) {
+            state.bytes -= old.encoded.len();
+        }
+        while state.bytes > BUDGET_BYTES {
+            match state.entries.pop_lru() {
+                Some((_, old)) => state.bytes -= old.encoded.len(),
+                None => break,
+            }
+        }
+    }
+
+    /// Conversations kept (tests).
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entries
+            .len()
+    }
+}
+
+/// Appends the messages of `items` to `encoded`, a comma between the two when both have some.
+fn append<M: Messages + ?Sized>(
+    encoded: &mut Vec<u8>,
+    items: &[Arc<Item>],
+    messages: &M,
+) -> Result<(), ProviderError> {
+    if items.is_empty() {
+        return Ok(());
+    }
+    let mut more = Vec::new();
+    messages.encode(items, &mut more)?;
+    join(encoded, &more);
+    Ok(())
+}
+
+/// `out` then `more`, with a comma between them when both are non-empty.
+fn join(out: &mut Vec<u8>, more: &[u8]) {
+    if more.is_empty() {
+        return;
+    }
+    if !out.is_empty() {
+        out.push(b',');
+    }
+    out.extend_from_slice(more);
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use hookline_messages::model::ItemBody;
+    use proptest::prelude::*;
+
+    /// A family where every item but a tool call starts a message, and a tool call joins the
+    /// message before it: the shape of chat completions, small enough to check by eye.
+    struct Joined;
+
+    impl Messages for Joined {
+        fn starts_message(&self, item: &Item) -> bool {
+            !matches!(item.body, ItemBody::ToolCall { .. })
+        }
+        fn encode(&self, items: &[Arc<Item>], out: &mut Vec<u8>) -> Result<(), ProviderError> {
+            let mut messages: Vec<String> = Vec::new();
+            for item in items {
+                match (&item.body, messages.last_mut()) {
+                    (ItemBody::ToolCall { name, .. }, Some(last)) => {
+                        last.push('+');
+                        last.push_str(name);
+                    }
+                    _ => messages.push(item.id.0.clone()),
+                }
+            }
+            let json = serde_json::to_string(&messages)
+                .map_err(|e| ProviderError::Unsendable(e.to_string()))?;
+            out.extend_from_slice(&json.as_bytes()[1..json.len() - 1]);
+            Ok(())
+        }
+    }
+
+    fn item(n: usize, call: bool) -> Arc<Item> {
+        let body = if call {
+            ItemBody::ToolCall {
+                call_id: format!("c{n}"),
+                name: format!("t{n}"),
+                arguments: serde_json::json!({}),
+            }
+        } else {
+            ItemBody::User {
+                text: format!("u{n}"),
+                images: Vec::new(),
+            }
+        };
+        Arc::new(Item::new(format!("i{n}"), body))
+    }
+
+    fn whole(items: &[Arc<Item>]) -> Vec<u8> {
+        let mut out = Vec::new();
+        Joined.encode(items, &mut out).unwrap();
+        out
+    }
+
+    proptest! {
+        /// A conversation grown call by call, each call with a new system item, some calls
+        /// editing an earlier item (a new allocation, as a hook's edit is) or dropping the tail
+        /// (compaction): every call's bytes equal encoding the whole request.
+        #[test]
+        fn reused_bytes_equal_encoding_everything(
+            steps in proptest::collection::vec((0usize..4, proptest::bool::ANY, 0usize..40), 1..40)
+        ) {
+            let cache = PrefixCache::default();
+            let mut history: Vec<Arc<Item>> = Vec::new();
+            let mut n = 0;
+            for (grow, call, edit) in steps {
+                for _ in 0..grow {
+                    n += 1;
+                    history.push(item(n, call && n % 2 == 0));
+                }
+                if edit % 3 == 0 && !history.is_empty() {
+                    // An edit, sometimes into an item that joins the message before it.
+                    let at = edit % history.len();
+                    n += 1;
+                    history[at] = item(n, call);
+                } else if edit % 11 == 0 {
+                    history.truncate(history.len() / 2);
+                }
+                n += 1;
+                let mut request = vec![item(n, false)];
+                request.extend(history.iter().cloned());
+                prop_assert_eq!(cache.encode(&request, &Joined).unwrap(), whole(&request));
+            }
+        }
+    }
+
+    #[test]
+    fn a_long_conversation_is_kept_and_a_short_one_is_not() {
+        let cache = PrefixCache::default();
+        let short: Vec<_> = (0..MIN_ITEMS - 1).map(|n| item(n, false)).collect();
+        assert_eq!(cache.encode(&short, &Joined).unwrap(), whole(&short));
+        assert_eq!(cache.len(), 0);
+        let long: Vec<_> = (0..MIN_ITEMS * 2).map(|n| item(n, n % 3 == 0)).collect();
+        assert_eq!(cache.encode(&long, &Joined).unwrap(), whole(&long));
+        assert_eq!(cache.len(), 1);
+    }
+
+    #[test]
+    fn an_item_changed_in_place_is_never_read_from_the_cache() {
+        let cache = PrefixCache::default();
+        let mut request: Vec<_> = (0..MIN_ITEMS * 2).map(|n| item(n, false)).collect();
+        cache.encode(&request, &Joined).unwrap();
+        // The cache holds only `Weak`s: an edit through `make_mut` must move the item.
+        let before = Arc::as_ptr(&request[3]);
+        Arc::make_mut(&mut request[3]).id = "edited".into();
+        assert!(!std::ptr::eq(before, Arc::as_ptr(&request[3])));
+        let bytes = cache.encode(&request, &Joined).unwrap();
+        assert_eq!(bytes, whole(&request));
+        assert!(String::from_utf8(bytes).unwrap().contains("edited"));
+    }
+}
