@@ -21,6 +21,11 @@
 //!
 //! Size: 24 sessions and 4 replacements by default (a plain `cargo test`);
 //! `HOOKLINE_REPLACE_LOAD=200x20` runs 200 sessions and 20 replacements.
+//!
+//! Binary: the one cargo built for this test (a debug build under a plain `cargo test`), or
+//! the one `HOOKLINE_BIN` names, to measure what an operator runs (`cargo build --release --bin
+//! hookline`, then `HOOKLINE_BIN=target/release/hookline`; docs/performance.md). The test says
+//! on stderr which one it ran.
 #![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -55,6 +60,12 @@ fn size() -> (usize, usize) {
             Some((s.parse().ok()?, n.parse().ok()?))
         })
         .unwrap_or((24, 4))
+}
+
+/// The `hookline` binary the servers run: `HOOKLINE_BIN` when set, else the one cargo built.
+fn binary() -> PathBuf {
+    std::env::var_os("HOOKLINE_BIN")
+        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_hookline")), PathBuf::from)
 }
 
 /// How much more resident memory the last successor may hold than the server it replaced,
@@ -100,7 +111,7 @@ impl Deployment {
     /// `hookline serve` with this deployment's line, `--replace` when `replace`, and `extra`.
     fn spawn(&self, name: &str, replace: bool, extra: &[&str]) -> (Server, Option<String>) {
         let log = self.dir.path().join(format!("{name}.log"));
-        let mut command = Command::new(env!("CARGO_BIN_EXE_hookline"));
+        let mut command = Command::new(binary());
         command
             .args(["serve", "--listen", "127.0.0.1:0", "--workspace-root"])
             .arg(self.dir.path().join("root"))
@@ -143,6 +154,7 @@ fn replaced_again_and_again_under_load_nothing_fails_and_each_turn_has_one_plugi
         return;
     }
     let (sessions, swaps) = size();
+    let _ = writeln!(std::io::stderr(), "binary: {}", binary().display());
     let deployment = Deployment::new();
     let (mut current, url) = deployment.spawn("s0", false, &[]);
     let base = url.unwrap_or_else(|| panic!("{}", current.log_text()));
