@@ -64,8 +64,10 @@ fn size() -> (usize, usize) {
 
 /// The `hookline` binary the servers run: `HOOKLINE_BIN` when set, else the one cargo built.
 fn binary() -> PathBuf {
-    std::env::var_os("HOOKLINE_BIN")
-        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_hookline")), PathBuf::from)
+    std::env::var_os("HOOKLINE_BIN").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_hookline")),
+        PathBuf::from,
+    )
 }
 
 /// How much more resident memory the last successor may hold than the server it replaced,
