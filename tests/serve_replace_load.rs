@@ -16,7 +16,8 @@
 //! no old server or plugin process is left; the last successor's resident memory within 2.5
 //! times the server it replaced (not the 10%: see `MEMORY_RATIO`), holding the same
 //! sessions (each server's just before it is asked to go, its successor's once every session has
-//! run two turns there). Reported (stderr): each replacement's time from the request to the old
+//! run two turns there; with the turns answered by then, since the sessions' histories grow
+//! meanwhile). Reported (stderr): each replacement's time from the request to the old
 //! process's exit, and the p99 turn latency during replacements beside the p99 outside them.
 //!
 //! Size: 24 sessions and 4 replacements by default (a plain `cargo test`);
@@ -200,6 +201,8 @@ fn replaced_again_and_again_under_load_nothing_fails_and_each_turn_has_one_plugi
         let replaced_rss = rss_kib(current.pid);
         let replaced_anon = anon_kib(current.pid);
         let replaced_threads = status_kib(current.pid, "Threads:");
+        // Turns answered so far: the sessions' histories grow between the two measurements.
+        let replaced_turns = seen.turns.lock().unwrap().len();
         let asked = Instant::now();
         let mut next = if swap == 2 {
             kill(Pid::from_raw(current.pid), Signal::SIGHUP).unwrap();
@@ -267,10 +270,11 @@ fn replaced_again_and_again_under_load_nothing_fails_and_each_turn_has_one_plugi
         let successor_rss = rss_kib(current.pid);
         let successor_anon = anon_kib(current.pid);
         let successor_threads = status_kib(current.pid, "Threads:");
+        let successor_turns = seen.turns.lock().unwrap().len();
         memory.push((replaced_rss, successor_rss));
         let _ = writeln!(
             std::io::stderr(),
-            "swap {swap}: resident memory of the server replaced {replaced_rss} KiB ({replaced_anon} KiB anonymous), of its successor {successor_rss} KiB ({successor_anon} KiB anonymous; {:.2}x, anonymous {:.2}x); threads {replaced_threads}, {successor_threads}",
+            "swap {swap}: resident memory of the server replaced {replaced_rss} KiB ({replaced_anon} KiB anonymous), of its successor {successor_rss} KiB ({successor_anon} KiB anonymous; {:.2}x, anonymous {:.2}x); threads {replaced_threads}, {successor_threads}; turns answered {replaced_turns}, {successor_turns}",
             ratio(successor_rss, replaced_rss),
             ratio(successor_anon, replaced_anon),
         );
