@@ -16,11 +16,17 @@
 //! no old server or plugin process is left; the last successor's resident memory within 2.5
 //! times the server it replaced (not the 10%: see `MEMORY_RATIO`), holding the same
 //! sessions (each server's just before it is asked to go, its successor's once every session has
-//! run two turns there). Reported (stderr): each replacement's time from the request to the old
+//! run two turns there; with the turns answered by then, since the sessions' histories grow
+//! meanwhile). Reported (stderr): each replacement's time from the request to the old
 //! process's exit, and the p99 turn latency during replacements beside the p99 outside them.
 //!
 //! Size: 24 sessions and 4 replacements by default (a plain `cargo test`);
 //! `HOOKLINE_REPLACE_LOAD=200x20` runs 200 sessions and 20 replacements.
+//!
+//! Binary: the one cargo built for this test (a debug build under a plain `cargo test`), or
+//! the one `HOOKLINE_BIN` names, to measure what an operator runs (`cargo build --release --bin
+//! hookline`, then `HOOKLINE_BIN=target/release/hookline`; docs/performance.md). The test says
+//! on stderr which one it ran.
 #![cfg(unix)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -55,6 +61,14 @@ fn size() -> (usize, usize) {
             Some((s.parse().ok()?, n.parse().ok()?))
         })
         .unwrap_or((24, 4))
+}
+
+/// The `hookline` binary the servers run: `HOOKLINE_BIN` when set, else the one cargo built.
+fn binary() -> PathBuf {
+    std::env::var_os("HOOKLINE_BIN").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_hookline")),
+        PathBuf::from,
+    )
 }
 
 /// How much more resident memory the last successor may hold than the server it replaced,
@@ -100,7 +114,7 @@ impl Deployment {
     /// `hookline serve` with this deployment's line, `--replace` when `replace`, and `extra`.
     fn spawn(&self, name: &str, replace: bool, extra: &[&str]) -> (Server, Option<String>) {
         let log = self.dir.path().join(format!("{name}.log"));
-        let mut command = Command::new(env!("CARGO_BIN_EXE_hookline"));
+        let mut command = Command::new(binary());
         command
             .args(["serve", "--listen", "127.0.0.1:0", "--workspace-root"])
             .arg(self.dir.path().join("root"))
@@ -143,6 +157,7 @@ fn replaced_again_and_again_under_load_nothing_fails_and_each_turn_has_one_plugi
         return;
     }
     let (sessions, swaps) = size();
+    let _ = writeln!(std::io::stderr(), "binary: {}", binary().display());
     let deployment = Deployment::new();
     let (mut current, url) = deployment.spawn("s0", false, &[]);
     let base = url.unwrap_or_else(|| panic!("{}", current.log_text()));
@@ -186,6 +201,8 @@ fn replaced_again_and_again_under_load_nothing_fails_and_each_turn_has_one_plugi
         let replaced_rss = rss_kib(current.pid);
         let replaced_anon = anon_kib(current.pid);
         let replaced_threads = status_kib(current.pid, "Threads:");
+        // Turns answered so far: the sessions' histories grow between the two measurements.
+        let replaced_turns = seen.turns.lock().unwrap().len();
         let asked = Instant::now();
         let mut next = if swap == 2 {
             kill(Pid::from_raw(current.pid), Signal::SIGHUP).unwrap();
@@ -253,10 +270,11 @@ fn replaced_again_and_again_under_load_nothing_fails_and_each_turn_has_one_plugi
         let successor_rss = rss_kib(current.pid);
         let successor_anon = anon_kib(current.pid);
         let successor_threads = status_kib(current.pid, "Threads:");
+        let successor_turns = seen.turns.lock().unwrap().len();
         memory.push((replaced_rss, successor_rss));
         let _ = writeln!(
             std::io::stderr(),
-            "swap {swap}: resident memory of the server replaced {replaced_rss} KiB ({replaced_anon} KiB anonymous), of its successor {successor_rss} KiB ({successor_anon} KiB anonymous; {:.2}x, anonymous {:.2}x); threads {replaced_threads}, {successor_threads}",
+            "swap {swap}: resident memory of the server replaced {replaced_rss} KiB ({replaced_anon} KiB anonymous), of its successor {successor_rss} KiB ({successor_anon} KiB anonymous; {:.2}x, anonymous {:.2}x); threads {replaced_threads}, {successor_threads}; turns answered {replaced_turns}, {successor_turns}",
             ratio(successor_rss, replaced_rss),
             ratio(successor_anon, replaced_anon),
         );

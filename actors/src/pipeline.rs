@@ -122,7 +122,7 @@ impl PipelineBuilder {
             let arbiter = if index == 0 {
                 Arbiter::current()
             } else {
-                let arbiter = Arbiter::new();
+                let arbiter = bounded_arbiter();
                 let handle = arbiter.handle();
                 owned.push(arbiter);
                 handle
@@ -189,6 +189,25 @@ const MAX_SHARDS: usize = 64;
 /// The environment variable that overrides the default shard count (an operator's knob, and an
 /// A/B switch for measurements).
 pub const SHARDS_ENV: &str = "HOOKLINE_SHARDS";
+
+/// Threads in each further shard arbiter's blocking pool. The sessions placed on a shard run
+/// their file store I/O there (`spawn_blocking`); with tokio's default bound (512) a server
+/// taking 200 sessions over ran 45 to 110 threads, each with its allocator arena, and its
+/// resident memory went with its thread count (issue 49, docs/performance.md). The same bound
+/// as `hookline serve`'s own runtime.
+const SHARD_BLOCKING_THREADS: usize = 32;
+
+/// A shard's arbiter: actix's current-thread runtime, with a bounded blocking pool.
+fn bounded_arbiter() -> Arbiter {
+    Arbiter::try_with_tokio_rt(|| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .max_blocking_threads(SHARD_BLOCKING_THREADS)
+            .build()
+    })
+    // Not built: actix's default, as before (which fails the same way, loudly).
+    .unwrap_or_else(|_| Arbiter::new())
+}
 
 /// `HOOKLINE_SHARDS` if set to a number; else one shard per core; one when the runtime's clock
 /// is paused.

@@ -337,7 +337,7 @@ pub async fn ws_turn(
         }
         let mut text = None;
         // Events this socket missed (its forwarder fell behind the session's feed): said in a
-        // failure, since a turn's answer may be among them.
+        // failure; the turn's `done` then carries its events.
         let mut missed = 0;
         loop {
             match tokio::time::timeout(DEADLINE, ws.next()).await {
@@ -349,6 +349,17 @@ pub async fn ws_turn(
                             text = message["event"]["text"].as_str().map(str::to_owned);
                         }
                         Some("done") if message["request"] == "turn" => {
+                            // A socket that missed events gets the turn's in its `done`.
+                            if let Some(events) = message["events"].as_array() {
+                                if let Some(answer) = events
+                                    .iter()
+                                    .rev()
+                                    .find(|e| e["event"] == "assistant")
+                                    .and_then(|e| e["text"].as_str())
+                                {
+                                    text = Some(answer.to_owned());
+                                }
+                            }
                             return if message["replayed"] == true {
                                 Ok(None)
                             } else {

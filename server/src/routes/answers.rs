@@ -133,15 +133,29 @@ pub(crate) struct TurnDone<'a> {
     /// Token usage of its model calls; absent, not zero, when the provider reported none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) usage: Option<UsageTotals>,
+    /// Every event of the turn, in order, as the JSON answer carries them: only when the
+    /// stream or socket missed events while the turn ran (it was sent `lagged`), so a reader
+    /// too slow for the bounded feed still has the turn's answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) events: Option<&'a [HostEvent]>,
 }
 
 impl<'a> TurnDone<'a> {
-    /// The `done` of a finished turn.
+    /// The `done` of a finished turn whose events went before it.
     pub(crate) fn of(report: &'a hookline_host::gateway::TurnReport) -> Self {
         Self {
             stop_reason: report.stop_reason,
             session_id: report.session_id.as_ref(),
             usage: report.usage,
+            events: None,
+        }
+    }
+
+    /// The `done` of a finished turn some of whose events the reader missed: with all of them.
+    pub(crate) fn with_events(report: &'a hookline_host::gateway::TurnReport) -> Self {
+        Self {
+            events: Some(&report.events),
+            ..Self::of(report)
         }
     }
 }

@@ -620,7 +620,7 @@ pub(crate) async fn turn(
     if let Some(result) = (&mut running).now_or_never() {
         let report = result?;
         let events = stream::iter(report.events.iter().map(sse_event).collect::<Vec<_>>())
-            .chain(stream::once(async move { done_event(&Ok(report)) }))
+            .chain(stream::once(async move { done_event(&Ok(report), false) }))
             .map(Ok::<_, Infallible>);
         return Ok(sse(events));
     }
@@ -654,11 +654,17 @@ fn sse_event(event: &HostEvent) -> Event {
     Event::default().event(kind).data(json.to_string())
 }
 
-fn done_event(result: &Result<TurnReport, ApiError>) -> Event {
+/// The stream's last event: the turn's answer, with all its events when the stream missed some
+/// (`missed`), else without them (they went before, one by one).
+fn done_event(result: &Result<TurnReport, ApiError>, missed: bool) -> Event {
     match result {
         Ok(report) => {
-            // The events went before, one by one: the answer without them.
-            let json = serde_json::to_value(TurnDone::of(report)).unwrap_or_default();
+            let done = if missed {
+                TurnDone::with_events(report)
+            } else {
+                TurnDone::of(report)
+            };
+            let json = serde_json::to_value(done).unwrap_or_default();
             Event::default().event("done").data(json.to_string())
         }
         Err(error) => Event::default()
@@ -675,6 +681,8 @@ struct Streaming<F> {
     running: Option<F>,
     finished: Option<Result<TurnReport, ApiError>>,
     done: bool,
+    /// The stream was sent `lagged`: its `done` carries the turn's events.
+    missed: bool,
 }
 
 /// The session's live events while the turn runs, then the rest of them, then `done`.
@@ -691,6 +699,7 @@ where
         running: Some(running),
         finished: None,
         done: false,
+        missed: false,
     };
     stream::unfold(start, |mut s| async move {
         if s.done {
@@ -708,6 +717,7 @@ where
                     event = s.live.recv() => match event {
                         Ok(event) => return Some((Ok(sse_event(&event)), s)),
                         Err(broadcast::error::RecvError::Lagged(missed)) => {
+                            s.missed = true;
                             return Some((Ok(lagged(missed)), s));
                         }
                         // The session ended: only the turn's answer is left.
@@ -725,7 +735,8 @@ where
             match s.live.try_recv() {
                 Ok(event) => return Some((Ok(sse_event(&event)), s)),
                 Err(broadcast::error::TryRecvError::Lagged(missed)) => {
-                    return Some((Ok(lagged(missed)), s))
+                    s.missed = true;
+                    return Some((Ok(lagged(missed)), s));
                 }
                 Err(_) => {
                     s.done = true;
@@ -733,7 +744,7 @@ where
                         .finished
                         .take()
                         .unwrap_or(Err(ApiError::Internal("the turn's answer was lost".into())));
-                    return Some((Ok(done_event(&result)), s));
+                    return Some((Ok(done_event(&result, s.missed)), s));
                 }
             }
         }

@@ -14,12 +14,22 @@
 //! `"replayed": true`, and runs nothing.
 //!
 //! Bounded: one outgoing queue per socket; a client that reads too slowly misses events (it is
-//! told how many, `{"type":"lagged","missed":n}`) rather than growing the server's memory. A
+//! told how many, `{"type":"lagged","missed":n}`) rather than growing the server's memory.
+//!
+//! A request's answer never overtakes its events: answers go through the task that forwards
+//! the session's events ([`forward`]), which writes every event the session sent before the
+//! answer first (the session sends a turn's events before it answers the turn). A turn during
+//! which the socket missed events gets them back in full in its `done` (`events`), so a client
+//! never gets `done` for a turn whose answer it silently missed (issue 49's load run: before,
+//! the request's task wrote `done` itself, and under load it could overtake the turn's
+//! `assistant` event still waiting in the forwarder). A
 //! message over `--body-limit` closes the socket with 1009, a text frame that is not UTF-8 with
 //! 1007 ([`socket_close`]). A socket whose credential stops being good (a JWT's `exp` passes, an
 //! API key is revoked or expires) is closed with 1008 and the reason (issue 48).
 
 use crate::openapi::errors::{Leased, NotOpen, Unauthorized};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
@@ -42,6 +52,7 @@ use crate::auth::{Principal, WsAuth};
 use crate::{ApiError, AppState, ErrorBody};
 use hookline_host::gateway::{Activity, SessionHandle};
 use hookline_host::producers::InboundMessage;
+use hookline_host::state::HostEvent;
 use hookline_host::store::{IdempotencyKey, KeyOutcome};
 
 /// How long a socket that must authenticate by message has to send it.
@@ -63,6 +74,10 @@ const CLOSE_POLICY_VIOLATION: u16 = 1008;
 
 /// Messages waiting to be written to one socket.
 const OUTGOING: usize = 256;
+
+/// Answers waiting for the forwarder to write them after the events before them: at most one
+/// per request running on the socket, and the session queues few.
+const ANSWERS: usize = 64;
 
 /// What a client sends over `/v1/sessions/{id}/ws`, one JSON text message each.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -182,7 +197,7 @@ impl From<WireMessage> for InboundMessage {
 /// The route: upgrades when the session exists.
 #[utoipa::path(
     get, path = "/v1/sessions/{id}/ws", tag = "events",
-    description = "One session over a WebSocket (docs/serve.md, \"WebSocket\"). The client sends JSON text messages (`SocketRequest`: `auth`, `turn`, `approval`, `command`, `message`; a `turn` or `command` may carry a `key`, the `Idempotency-Key` of HTTP: a repeat is answered with the stored answer, marked `\"replayed\": true`, and runs nothing); the server sends `{\"type\": \"event\", \"event\": HostEvent}` for the session's events, `{\"type\": \"done\", \"request\": ...}` or `{\"type\": \"error\", \"request\": ..., \"error\": {...}}` for each request, and `{\"type\": \"lagged\", \"missed\": n}`. A browser may offer its token as the subprotocol `bearer.<token>`. Close codes: 4401 (not authenticated), 1008 (the credential's JWT expired or its API key was revoked or expired, with the reason), 1009 (a message over `--body-limit`), 1007 (a text frame that is not UTF-8).",
+    description = "One session over a WebSocket (docs/serve.md, \"WebSocket\"). The client sends JSON text messages (`SocketRequest`: `auth`, `turn`, `approval`, `command`, `message`; a `turn` or `command` may carry a `key`, the `Idempotency-Key` of HTTP: a repeat is answered with the stored answer, marked `\"replayed\": true`, and runs nothing); the server sends `{\"type\": \"event\", \"event\": HostEvent}` for the session's events, `{\"type\": \"done\", \"request\": ...}` or `{\"type\": \"error\", \"request\": ..., \"error\": {...}}` for each request, after every event the session sent before it, and `{\"type\": \"lagged\", \"missed\": n}` when the socket read too slowly (the `done` of a turn running meanwhile then carries the turn's `events` in full). A browser may offer its token as the subprotocol `bearer.<token>`. Close codes: 4401 (not authenticated), 1008 (the credential's JWT expired or its API key was revoked or expired, with the reason), 1009 (a message over `--body-limit`), 1007 (a text frame that is not UTF-8).",
     params(("id" = String, Path, description = "The session's key.")),
     responses(
         (status = 101, description = "Switched to the WebSocket protocol."),
@@ -269,7 +284,19 @@ async fn run(
         }
         let _ = sink.close().await;
     });
-    let forwarder = tokio::spawn(forward(handle.clone(), out.clone()));
+    // Subscribed before the first request is read, so no event of it comes before the feed.
+    let feed = Feed {
+        live: handle.subscribe(),
+        missed: Arc::default(),
+    };
+    let missed = feed.missed.clone();
+    let (answers, answered) = mpsc::channel::<Answer>(ANSWERS);
+    let forwarder = tokio::spawn(forward(handle.clone(), feed, answered, out.clone()));
+    let replies = Replies {
+        answers,
+        out: out.clone(),
+        missed,
+    };
     let mut lapsed = state.auth.lapsed(&who);
     loop {
         let read = tokio::select! {
@@ -306,7 +333,7 @@ async fn run(
             _ => continue,
         };
         match serde_json::from_str::<ClientMessage>(text.as_str()) {
-            Ok(request) => dispatch(&state, (&handle, &who), request, upgrade.as_ref(), &out),
+            Ok(request) => dispatch(&state, (&handle, &who), request, upgrade.as_ref(), &replies),
             Err(error) => {
                 let error = ApiError::BadJson(error.to_string());
                 let _ = out.try_send(text_error("unknown", &error));
@@ -314,7 +341,7 @@ async fn run(
         }
     }
     forwarder.abort();
-    drop(out);
+    drop((out, replies));
     // The writer ends once every request's answer is written (each holds a sender) or at once
     // when the client is gone.
     let _ = tokio::time::timeout(AUTH_WAIT, writer).await;
@@ -359,10 +386,7 @@ async fn authenticate(
 }
 
 fn text_error(request: &str, error: &ApiError) -> Message {
-    let mut body = error.body();
-    body["type"] = "error".into();
-    body["request"] = request.into();
-    text(&body)
+    text(&error_body(request, error))
 }
 
 /// Runs one request on a task of its own, so the socket keeps reading (an approval answer or a
@@ -373,10 +397,14 @@ fn dispatch(
     (handle, who): (&SessionHandle, &Principal),
     request: ClientMessage,
     upgrade: Option<&opentelemetry::Context>,
-    out: &mpsc::Sender<Message>,
+    replies: &Replies,
 ) {
-    let (state, handle, out, who) = (state.clone(), handle.clone(), out.clone(), who.clone());
+    let (state, handle, replies, who) =
+        (state.clone(), handle.clone(), replies.clone(), who.clone());
     let kind = request.kind();
+    // The events the socket had missed before this request: more missed by its answer, and a
+    // turn's may be among them.
+    let mark = replies.missed.load(Ordering::Acquire);
     let span = crate::trace::socket_span(kind, upgrade, request.traceparent());
     let run = async move {
         let result = match request {
@@ -403,31 +431,138 @@ fn dispatch(
                 .map(|events| Answered::Ran(serde_json::json!({ "events": events })))
                 .map_err(ApiError::from),
         };
-        let message = match result {
-            Ok(Answered::Ran(body)) => done(kind, body),
-            Ok(Answered::Replayed(outcome)) => replayed(kind, outcome),
-            Err(error) => text_error(kind, &error),
+        let answer = match result {
+            Ok(Answered::Ran(body)) => Answer::plain(done_body(kind, body)),
+            Ok(Answered::Turn(body, events)) => Answer {
+                body: done_body(kind, body),
+                turn: Some((mark, events)),
+            },
+            Ok(Answered::Replayed(outcome)) => Answer::plain(replayed(kind, outcome)),
+            Err(error) => Answer::plain(error_body(kind, &error)),
         };
-        let _ = out.send(message).await;
+        replies.send(answer).await;
     };
     tokio::spawn(run.instrument(span));
 }
 
-/// What a request answered: what it ran to, or the stored answer of its key.
+/// What a request answered: what it ran to (a turn with its events), or the stored answer of
+/// its key.
 enum Answered {
     Ran(serde_json::Value),
+    Turn(serde_json::Value, Vec<HostEvent>),
     Replayed(KeyOutcome),
 }
 
-fn done(kind: &str, mut body: serde_json::Value) -> Message {
+fn done_body(kind: &str, mut body: serde_json::Value) -> serde_json::Value {
     body["type"] = "done".into();
     body["request"] = kind.into();
-    text(&body)
+    body
+}
+
+fn error_body(request: &str, error: &ApiError) -> serde_json::Value {
+    let mut body = error.body();
+    body["type"] = "error".into();
+    body["request"] = request.into();
+    body
+}
+
+/// One request's answer on its way to the socket, through the forwarder.
+struct Answer {
+    /// The `done` or `error` message.
+    body: serde_json::Value,
+    /// A finished turn: the socket's missed count when the turn was read, and the turn's
+    /// events, carried in its `done` when the socket missed events since.
+    turn: Option<(u64, Vec<HostEvent>)>,
+}
+
+impl Answer {
+    fn plain(body: serde_json::Value) -> Self {
+        Self { body, turn: None }
+    }
+
+    /// The message, once every event the session sent before it was written (or missed, with
+    /// `missed` counting every event the socket missed so far).
+    fn message(self, missed: u64) -> Message {
+        let mut body = self.body;
+        if let Some((mark, events)) = self.turn {
+            if missed > mark {
+                body["events"] = serde_json::to_value(events).unwrap_or_default();
+            }
+        }
+        text(&body)
+    }
+}
+
+/// Where a request's task hands its answer: the forwarder, or the socket itself once the
+/// forwarder has ended (the session closed; nothing orders the answer after events then).
+#[derive(Clone)]
+struct Replies {
+    answers: mpsc::Sender<Answer>,
+    out: mpsc::Sender<Message>,
+    missed: Arc<AtomicU64>,
+}
+
+impl Replies {
+    async fn send(&self, answer: Answer) {
+        if let Err(mpsc::error::SendError(answer)) = self.answers.send(answer).await {
+            let missed = self.missed.load(Ordering::Acquire);
+            let _ = self.out.send(answer.message(missed)).await;
+        }
+    }
+}
+
+/// The session's live events as one socket reads them.
+struct Feed {
+    live: broadcast::Receiver<Arc<HostEvent>>,
+    /// Events the socket missed so far (a reader too slow for the bounded feed).
+    missed: Arc<AtomicU64>,
+}
+
+impl Feed {
+    /// Writes the event or the `lagged` a receive gave; false when the socket is gone.
+    async fn write(
+        &self,
+        received: Result<Arc<HostEvent>, u64>,
+        out: &mpsc::Sender<Message>,
+    ) -> bool {
+        let message = match received {
+            Ok(event) => text(&serde_json::json!({ "type": "event", "event": &*event })),
+            Err(missed) => {
+                self.missed.fetch_add(missed, Ordering::AcqRel);
+                text(&serde_json::json!({ "type": "lagged", "missed": missed }))
+            }
+        };
+        out.send(message).await.is_ok()
+    }
+
+    /// Writes every event the session sent so far; false when the socket is gone.
+    async fn catch_up(&mut self, out: &mpsc::Sender<Message>) -> bool {
+        loop {
+            let received = match self.live.try_recv() {
+                Ok(event) => Ok(event),
+                Err(broadcast::error::TryRecvError::Lagged(missed)) => Err(missed),
+                Err(_) => return true,
+            };
+            if !self.write(received, out).await {
+                return false;
+            }
+        }
+    }
+
+    /// Writes `answer` after every event the session sent before it; false when the socket is
+    /// gone.
+    async fn answer(&mut self, answer: Answer, out: &mpsc::Sender<Message>) -> bool {
+        if !self.catch_up(out).await {
+            return false;
+        }
+        let missed = self.missed.load(Ordering::Acquire);
+        out.send(answer.message(missed)).await.is_ok()
+    }
 }
 
 /// A stored answer: `done` (a turn's without its events, which went out as they happened), or
 /// the stored error; either marked `"replayed": true`.
-fn replayed(kind: &str, outcome: KeyOutcome) -> Message {
+fn replayed(kind: &str, outcome: KeyOutcome) -> serde_json::Value {
     let mut body = outcome.body;
     if let Some(fields) = body.as_object_mut() {
         if kind == "turn" {
@@ -436,11 +571,11 @@ fn replayed(kind: &str, outcome: KeyOutcome) -> Message {
         fields.insert("replayed".into(), true.into());
     }
     if outcome.status == 200 {
-        return done(kind, body);
+        return done_body(kind, body);
     }
     body["type"] = "error".into();
     body["request"] = kind.into();
-    text(&body)
+    body
 }
 
 /// `key` parsed as the `Idempotency-Key` header is (400 `bad-idempotency-key`).
@@ -478,9 +613,9 @@ async fn turn(
     })
     .await?;
     // The SSE `done`'s data: usage absent, not zero, when the provider reported none (issue 21).
-    Ok(Answered::Ran(
-        serde_json::to_value(TurnDone::of(&report)).unwrap_or_default(),
-    ))
+    // The events go with it to the forwarder, for a socket that missed some of them.
+    let body = serde_json::to_value(TurnDone::of(&report)).unwrap_or_default();
+    Ok(Answered::Turn(body, report.events))
 }
 
 async fn command_once(
@@ -503,25 +638,33 @@ async fn command_once(
     .map(Answered::Ran)
 }
 
-/// Sends the session's events to the socket until the session closes.
-async fn forward(handle: SessionHandle, out: mpsc::Sender<Message>) {
-    let mut live = handle.subscribe();
+/// Sends the session's events to the socket until the session closes, and each request's
+/// answer after the events the session sent before it.
+async fn forward(
+    handle: SessionHandle,
+    mut feed: Feed,
+    mut answers: mpsc::Receiver<Answer>,
+    out: mpsc::Sender<Message>,
+) {
     let mut status = handle.watch_status();
     loop {
         tokio::select! {
             biased;
-            event = live.recv() => match event {
-                Ok(event) => {
-                    let message = text(&serde_json::json!({ "type": "event", "event": &*event }));
-                    if out.send(message).await.is_err() {
-                        return;
-                    }
+            event = feed.live.recv() => {
+                let received = match event {
+                    Ok(event) => Ok(event),
+                    Err(broadcast::error::RecvError::Lagged(missed)) => Err(missed),
+                    Err(broadcast::error::RecvError::Closed) => break,
+                };
+                if !feed.write(received, &out).await {
+                    return;
                 }
-                Err(broadcast::error::RecvError::Lagged(missed)) => {
-                    let _ = out.send(text(&serde_json::json!({ "type": "lagged", "missed": missed }))).await;
+            }
+            Some(answer) = answers.recv() => {
+                if !feed.answer(answer, &out).await {
+                    return;
                 }
-                Err(broadcast::error::RecvError::Closed) => break,
-            },
+            }
             changed = status.changed() => {
                 if changed.is_err() || status.borrow().activity == Activity::Closed {
                     break;
@@ -529,10 +672,13 @@ async fn forward(handle: SessionHandle, out: mpsc::Sender<Message>) {
             }
         }
     }
-    // The session ended (closed, or the server drained): its last events, then the close.
-    while let Ok(event) = live.try_recv() {
-        let message = text(&serde_json::json!({ "type": "event", "event": &*event }));
-        if out.send(message).await.is_err() {
+    // The session ended (closed, or the server drained): its last events and the answers
+    // already given, then the close.
+    if !feed.catch_up(&out).await {
+        return;
+    }
+    while let Ok(answer) = answers.try_recv() {
+        if !feed.answer(answer, &out).await {
             return;
         }
     }
