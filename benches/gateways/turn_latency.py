@@ -7,6 +7,10 @@ Usage (from a checkout, after `cargo build --release --bin hookline`):
 
     python3 benches/gateways/turn_latency.py [--rounds 4] [--turns 200] [--hooks 0,1,4,8]
         [--litellm PATH/TO/litellm] [--portkey PATH/TO/start-server.js]
+        [--hookline [LABEL=]PATH ...]
+
+`--hookline` (repeatable) runs the given builds side by side in the same rounds, e.g.
+`--hookline before=/tmp/hookline-old --hookline after=target/release/hookline`.
 
 Each gateway is optional beside hookline: give the `litellm` executable of a venv where
 `pip install 'litellm[proxy]'` ran, and `start-server.js` of `npm install @portkey-ai/gateway`
@@ -137,9 +141,8 @@ class Server:
         return time.perf_counter() - started
 
 
-def start_hookline(hooks, stub_url, work):
-    binary = os.path.join(ROOT, "target", "release", "hookline")
-    plugins = os.path.join(work, f"hookline-{hooks}")
+def start_hookline(hooks, stub_url, work, label, binary):
+    plugins = os.path.join(work, f"{label}-{hooks}")
     os.makedirs(plugins)
     for index in range(hooks):
         directory = os.path.join(plugins, f"keep-{index}")
@@ -149,15 +152,15 @@ def start_hookline(hooks, stub_url, work):
             f.write(HOOKLINE_PLUGIN)
         with open(os.path.join(directory, "plugin.json"), "w") as f:
             json.dump({"entry": "plugin.py", "interpreter": "python3"}, f)
-    home = os.path.join(work, f"home-{hooks}")
+    home = os.path.join(work, f"home-{label}-{hooks}")
     os.makedirs(home)
     port = free_port()
     env = dict(os.environ, HOOKLINE_HOME=home)
     argv = [binary, "serve", "--listen", f"127.0.0.1:{port}", "--plugins", plugins,
             "--provider", "openai", "--base-url", stub_url, "--model", "stub"]
-    server = Server("hookline", hooks, argv, port, env=env, cwd=work)
+    server = Server(label, hooks, argv, port, env=env, cwd=work)
     if not wait_http(port, "/healthz"):
-        raise RuntimeError("hookline serve did not start: " + server.tail())
+        raise RuntimeError(f"{label} serve did not start: " + server.tail())
     session = json.loads(server.post("/v1/sessions", b"{}", {"content-type": "application/json"}))
     server.path = f"/v1/sessions/{session['key']}/turns"
     server.headers = {"content-type": "application/json"}
@@ -230,7 +233,14 @@ def main():
     parser.add_argument("--hooks", default="0,1,4,8")
     parser.add_argument("--litellm")
     parser.add_argument("--portkey")
+    parser.add_argument("--hookline", action="append", metavar="[LABEL=]PATH",
+                        help="a hookline binary to run (repeat to compare builds in one run; "
+                             "default: target/release/hookline)")
     args = parser.parse_args()
+    binaries = []
+    for given in args.hookline or [os.path.join(ROOT, "target", "release", "hookline")]:
+        label, _, path = given.rpartition("=")
+        binaries.append((label or ("hookline" if not binaries else f"hookline-{len(binaries) + 1}"), path))
     counts = [int(n) for n in args.hooks.split(",")]
     work = tempfile.mkdtemp(prefix="hookline-gateways-")
     stub_port = free_port()
@@ -240,7 +250,8 @@ def main():
     try:
         time.sleep(0.5)
         for hooks in counts:
-            servers.append(start_hookline(hooks, stub_url, work))
+            for label, binary in binaries:
+                servers.append(start_hookline(hooks, stub_url, work, label, binary))
             if args.litellm:
                 servers.append(start_litellm(hooks, stub_url, work, args.litellm))
             if args.portkey:
@@ -255,7 +266,7 @@ def main():
             for server in servers:
                 results[(server.kind, server.hooks)].append(p50(server, args.turns))
             print(f"round {round_ + 1} done, load {loads[-1]:.2f}", file=sys.stderr)
-        report(results, counts, loads)
+        report(results, counts, loads, [label for label, _ in binaries])
     finally:
         for server in servers:
             server.stop()
@@ -263,9 +274,10 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
 
 
-def report(results, counts, loads):
+def report(results, counts, loads, labels):
     print(f"load average (1 min) at each round: {', '.join(f'{l:.2f}' for l in loads)}")
-    kinds = sorted({kind for kind, _ in results}, key=["hookline", "litellm", "portkey"].index)
+    order = labels + ["litellm", "portkey"]
+    kinds = sorted({kind for kind, _ in results}, key=order.index)
     print("gateway   " + "".join(f"{n:>4} hooks p50 " for n in counts) + "  per hook")
     for kind in kinds:
         medians = {n: statistics.median(results[(kind, n)]) * 1000 for n in counts}
