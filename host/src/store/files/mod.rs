@@ -95,8 +95,9 @@ pub struct CommitStats {
     pub commits: u64,
 }
 
-/// The length of `records.log` and `archive.log` after a committed append.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// The length of `records.log` and `archive.log` after a committed append; a journal frame
+/// when it carries a copy of the append's frames ([`journal`]), a plain point otherwise.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 struct CommitPoint {
     records: u64,
     archive: u64,
@@ -110,6 +111,11 @@ struct CommitPoint {
     /// stored them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     keys: Option<u64>,
+    /// Issue 47: the append's frames, so that only `commit.log` is synced before it is
+    /// acknowledged; the data files are synced by the next checkpoint. Absent in a plain point
+    /// (a creation's, a checkpoint's, a compaction's, or any point of an older version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    journal: Option<journal::Journal>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -129,6 +135,8 @@ struct Inner {
     jobs: mpsc::Sender<Job>,
     appends: AtomicU64,
     commits: AtomicU64,
+    /// `fdatasync`s the committer issued for appends ([`FileStore::syncs`]).
+    syncs: AtomicU64,
     /// The highest `s<n>` id handed out or found on open.
     next_id: AtomicU64,
     /// [`FileStoreOptions::inline`].
@@ -142,8 +150,10 @@ struct Inner {
 }
 
 impl Inner {
-    /// Counts one commit of `answers`' successful appends (before they are answered).
-    fn count_commit(&self, answers: &Answers) {
+    /// Counts one commit of `answers`' successful appends (before they are answered) and the
+    /// `syncs` it issued.
+    fn count_commit(&self, answers: &Answers, syncs: u64) {
+        self.syncs.fetch_add(syncs, Ordering::Relaxed);
         let ok = answers
             .iter()
             .filter(|(_, a, append)| a.is_ok() && *append)
@@ -180,6 +190,11 @@ struct SessionFiles {
     commits_end: u64,
     /// Set when a failed write could not be undone: the writer refuses further writes.
     poisoned: bool,
+    /// `commit.log` holds journal frames (written since the last checkpoint): the data files
+    /// may hold unsynced bytes, and a checkpoint has work to do.
+    journaled: bool,
+    /// The writer was released: the lock may be another process's, nothing more is written.
+    released: bool,
     /// Holds the session's `flock`; dropped with the writer.
     lock: File,
     /// The session's idempotency keys, read on first use.
@@ -228,6 +243,7 @@ impl FileStore {
             jobs,
             appends: AtomicU64::new(0),
             commits: AtomicU64::new(0),
+            syncs: AtomicU64::new(0),
             next_id: AtomicU64::new(highest),
             inline: options.inline,
             key_locks: Default::default(),
@@ -247,6 +263,14 @@ impl FileStore {
             appends: self.inner.appends.load(Ordering::Relaxed),
             commits: self.inner.commits.load(Ordering::Relaxed),
         }
+    }
+
+    /// The `fdatasync`s the committer has issued for appends so far: one per append that
+    /// carried no idempotency key (its `commit.log`, the journal), two with keys (`keys.log`
+    /// too), three for an append too large to copy into a journal frame. Checkpoints, `create`,
+    /// `open` and compaction are not counted.
+    pub fn syncs(&self) -> u64 {
+        self.inner.syncs.load(Ordering::Relaxed)
     }
 
     fn session_dir(&self, id: &SessionId) -> Result<PathBuf, StoreError> {
@@ -464,9 +488,11 @@ impl Inner {
         };
         if self.inline {
             // A batch of one, committed here: the answer is ready when this returns.
-            let answers = commit_batch(vec![job], &mut SyncPool::new(1));
-            self.count_commit(&answers);
-            send_answers(answers);
+            let committed = commit_batch(vec![job], &mut SyncPool::new(1));
+            self.count_commit(&committed.answers, committed.syncs);
+            send_answers(committed.answers);
+            // Inline, the checkpoint of a full journal is on this append's way back.
+            checkpoint_full(committed.full);
         } else {
             self.jobs.send(job).await.map_err(|_| StoreError::Closed)?;
         }
@@ -541,13 +567,17 @@ impl SessionWriter for FileWriter {
             store.let_go(&id, &files);
             let mut files = lock(&files);
             // Keys still waiting (a request that wrote nothing else) are stored before the
-            // session is let go: from here its keys are written without a writer.
+            // session is let go: from here its keys are written without a writer. Then the
+            // data files are made durable and the journal folded (issue 47), so a released
+            // session's directory holds plain points only.
             let synced = files.sync_keys();
+            let checkpointed = journal::checkpoint(&mut files);
+            files.released = true;
             // Unlock explicitly: another holder of the handles (a batch finishing) must not
             // keep the session locked after release returns.
             flock(&files.lock, FlockOperation::Unlock)
                 .map_err(|e| StoreError::io(files.dir.join(LOCK), "unlock", e.into()))?;
-            synced
+            synced.and(checkpointed)
         })
         .await
     }
@@ -568,6 +598,7 @@ fn lock(files: &Mutex<SessionFiles>) -> MutexGuard<'_, SessionFiles> {
 }
 
 mod commit;
+mod journal;
 #[cfg(test)]
 mod key_tests;
 mod keys;
@@ -575,7 +606,9 @@ mod recovery;
 #[cfg(test)]
 mod tests;
 
-use commit::{commit_batch, committer, replace, send_answers, Answers, SyncPool};
+pub use journal::JOURNAL_BOUND;
+
+use commit::{checkpoint_full, commit_batch, committer, replace, send_answers, Answers, SyncPool};
 use keys::KeyLog;
 use recovery::{
     create_session, highest_numbered, list_sessions, open_session, read_session, replace_file,
