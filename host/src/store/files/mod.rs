@@ -600,6 +600,8 @@ fn lock(files: &Mutex<SessionFiles>) -> MutexGuard<'_, SessionFiles> {
 mod commit;
 mod journal;
 #[cfg(test)]
+mod journal_tests;
+#[cfg(test)]
 mod key_tests;
 mod keys;
 mod recovery;
