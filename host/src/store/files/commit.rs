@@ -148,15 +148,15 @@ pub(super) fn commit_batch(batch: Vec<Job>, pool: &mut SyncPool) -> Committed {
     for job in batch {
         sessions.push(job.files);
         let append = !job.records.is_empty() || !job.archive.is_empty();
-        bytes.push((job.records, job.archive));
+        bytes.push((job.records, job.archive, job.journal));
         replies.push((job.reply, append));
     }
     let mut guards: Vec<MutexGuard<'_, SessionFiles>> = Vec::with_capacity(sessions.len());
     let mut results: Vec<Result<(Written, DataFiles), StoreError>> =
         Vec::with_capacity(sessions.len());
-    for (files, (records, archive)) in sessions.iter().zip(&bytes) {
+    for (files, (records, archive, journal)) in sessions.iter().zip(&bytes) {
         let mut files = lock(files);
-        results.push(write_append(&mut files, records, archive));
+        results.push(write_append(&mut files, records, archive, *journal));
         guards.push(files);
     }
     // Every file written by a successful append, synced concurrently.
@@ -228,6 +228,7 @@ pub(super) fn write_append(
     files: &mut SessionFiles,
     records: &[u8],
     archive: &[u8],
+    journal: bool,
 ) -> Result<(Written, DataFiles), StoreError> {
     if files.poisoned {
         return Err(StoreError::Poisoned {
@@ -251,14 +252,18 @@ pub(super) fn write_append(
         journal: None,
     };
     // The journal frame (issue 47); a plain point, with the data files synced too, for an
-    // append too large to copy into one frame.
-    let frame = journal::journal_frame(
-        &point,
-        files.records_end,
-        records,
-        files.archive_end,
-        archive,
-    );
+    // append too large to copy into one frame (or a store without the journal).
+    let frame = journal
+        .then(|| {
+            journal::journal_frame(
+                &point,
+                files.records_end,
+                records,
+                files.archive_end,
+                archive,
+            )
+        })
+        .flatten();
     let journaled = frame.is_some();
     let frame = match frame {
         Some(frame) => Ok(frame),

@@ -260,3 +260,29 @@ async fn a_journal_past_its_bound_is_checkpointed() {
     let (stored, _w) = store.open(&info.session_id).await.unwrap().unwrap();
     assert_eq!(stored.records, expected);
 }
+
+#[tokio::test]
+async fn without_the_journal_an_append_syncs_its_three_files_and_both_formats_mix() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plain = FileStoreOptions {
+        journal: false,
+        ..FileStoreOptions::default()
+    };
+    let store = FileStore::open(tmp.path(), plain).unwrap();
+    let (info, mut w) = store.create(new(), &[user("a")]).await.unwrap();
+    let before = store.syncs();
+    w.append(&[user("b")], &[started(&info)]).await.unwrap();
+    assert_eq!(store.syncs() - before, 3);
+    drop(w);
+    let dir = store.session_dir(&info.session_id).unwrap();
+    assert!(points(&dir).iter().all(|p| p.journal.is_none()));
+    // The same session, journaled by a store with the journal, then a crash.
+    let journaled = FileStore::open(tmp.path(), FileStoreOptions::default()).unwrap();
+    let (_, mut w) = journaled.open(&info.session_id).await.unwrap().unwrap();
+    let before_c = fs::metadata(dir.join(RECORDS)).unwrap().len();
+    w.append(&[user("c")], &[]).await.unwrap();
+    drop(w);
+    lose(&dir.join(RECORDS), before_c, Loss::Zeros);
+    let (stored, _w) = journaled.open(&info.session_id).await.unwrap().unwrap();
+    assert_eq!(stored.records, vec![user("a"), user("b"), user("c")]);
+}

@@ -3,9 +3,12 @@
 //! Layout and frames are those of `docs/storage.md`: `sessions/<id>/` holds `meta.log` (the
 //! facts), `records.log` and `archive.log`. Beside them:
 //! - `commit.log`, frames of [`CommitPoint`]s: after every append the lengths of `records.log`
-//!   and `archive.log`. Opening cuts both logs back to the last commit point they satisfy, so an
-//!   append that wrote records but not its archive entries (or half its frames) before a crash is
-//!   wholly absent, never half there.
+//!   and `archive.log` and a copy of the frames it wrote to them ([`journal`], issue 47), so the
+//!   append is acknowledged after one `fdatasync` (of `commit.log`); a checkpoint (release, a
+//!   journal past [`JOURNAL_BOUND`], open) syncs the data files and folds the journal into one
+//!   plain point. Opening trusts the last plain point both logs reach and re-applies every
+//!   intact journal frame after it over whatever the unsynced data files hold, so an
+//!   acknowledged append survives a crash whole and an unacknowledged one is wholly absent.
 //! - `lock`, held with `flock(LOCK_EX)` by the session's one writer: the file store's lease. Two
 //!   processes (or two stores in one process) never write one session; a dead process's lock
 //!   goes with it.
@@ -17,10 +20,11 @@
 //!
 //! Group commit: every append goes to one committer thread per store, which takes every append
 //! queued (up to [`MAX_BATCH`]), writes their frames, then issues the `fdatasync`s of all the
-//! touched files at once from a few sync threads (started once, kept for the store's life). The file system's journal (ext4's jbd2, XFS's
-//! log) folds concurrent syncs into one journal commit and one cache flush, so N sessions'
-//! appends cost about one device flush rather than N. Each append is acknowledged only after its
-//! own files are synced, so the crash guarantees are those of a single append.
+//! touched `commit.log`s (and `keys.log`s) at once from a few sync threads (started once, kept
+//! for the store's life). The file system's journal (ext4's jbd2, XFS's log) folds concurrent
+//! syncs into one journal commit and one cache flush, so N sessions' appends cost about one
+//! device flush rather than N. Each append is acknowledged only after its own journal frame is
+//! synced, so the crash guarantees are those of a single append.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
@@ -73,6 +77,10 @@ pub struct FileStoreOptions {
     pub queue: usize,
     /// Threads that issue one batch's syncs concurrently (default 16).
     pub sync_threads: usize,
+    /// Copy each append's frames into its `commit.log` frame and sync `commit.log` alone
+    /// (default, issue 47). Off: plain commit points, each append syncing all three files (the
+    /// format before the journal, for comparison; recovery reads both).
+    pub journal: bool,
 }
 
 impl Default for FileStoreOptions {
@@ -82,6 +90,7 @@ impl Default for FileStoreOptions {
             inline: false,
             queue: 4096,
             sync_threads: 16,
+            journal: true,
         }
     }
 }
@@ -141,6 +150,8 @@ struct Inner {
     next_id: AtomicU64,
     /// [`FileStoreOptions::inline`].
     inline: bool,
+    /// [`FileStoreOptions::journal`].
+    journal: bool,
     /// Idempotency key claims and settles of one session, and the taking and giving up of its
     /// lock, run one at a time (striped by id).
     key_locks: [Mutex<()>; KEY_LOCKS],
@@ -176,6 +187,8 @@ struct Job {
     files: Arc<Mutex<SessionFiles>>,
     records: Vec<u8>,
     archive: Vec<u8>,
+    /// [`FileStoreOptions::journal`].
+    journal: bool,
     reply: oneshot::Sender<Result<(), StoreError>>,
 }
 
@@ -246,6 +259,7 @@ impl FileStore {
             syncs: AtomicU64::new(0),
             next_id: AtomicU64::new(highest),
             inline: options.inline,
+            journal: options.journal,
             key_locks: Default::default(),
             held: Mutex::default(),
         });
@@ -484,6 +498,7 @@ impl Inner {
             files,
             records,
             archive,
+            journal: self.journal,
             reply,
         };
         if self.inline {
