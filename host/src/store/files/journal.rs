@@ -88,7 +88,10 @@ pub(super) fn journal_frame(
     if let Some(seq) = point.keys {
         let _ = write!(json, r#","keys":{seq}"#);
     }
-    let _ = write!(json, r#","journal":{{"records_at":{records_at},"records":["#);
+    let _ = write!(
+        json,
+        r#","journal":{{"records_at":{records_at},"records":["#
+    );
     list(&mut json, records);
     let _ = write!(json, r#"],"archive_at":{archive_at},"archive":["#);
     list(&mut json, archive);
@@ -152,8 +155,18 @@ pub(super) fn replay(
         {
             break;
         }
-        put(records, journal.records_at, &record_frames, &mut done.records_from);
-        put(archive, journal.archive_at, &archive_frames, &mut done.archive_from);
+        put(
+            records,
+            journal.records_at,
+            &record_frames,
+            &mut done.records_from,
+        );
+        put(
+            archive,
+            journal.archive_at,
+            &archive_frames,
+            &mut done.archive_from,
+        );
         done.records_end = frame.records;
         done.archive_end = frame.archive;
         done.applied += 1;

@@ -102,7 +102,11 @@ async fn acknowledged_appends_survive_any_loss_of_the_unsynced_data_files() {
         lose(&dir.join(RECORDS), created, loss);
         lose(&dir.join(ARCHIVE), 0, loss);
         let read = store.read(&id).await.unwrap().unwrap();
-        assert_eq!(read.records, all_records(), "{loss:?}: read restores in memory");
+        assert_eq!(
+            read.records,
+            all_records(),
+            "{loss:?}: read restores in memory"
+        );
         assert_eq!(read.archive.len(), 1, "{loss:?}");
         let (stored, w) = store.open(&id).await.unwrap().unwrap();
         assert_eq!(stored.records, all_records(), "{loss:?}");
@@ -152,7 +156,10 @@ async fn a_torn_journal_frame_drops_exactly_its_append() {
     let (stored, _w) = store.open(&id).await.unwrap().unwrap();
     assert_eq!(stored.records, vec![user("a"), user("b"), user("c")]);
     assert!(
-        stored.repaired.iter().any(|r| r.contains("never committed")),
+        stored
+            .repaired
+            .iter()
+            .any(|r| r.contains("never committed")),
         "{:?}",
         stored.repaired
     );
@@ -172,8 +179,14 @@ async fn release_leaves_one_plain_point_and_the_data_files_whole() {
     let after = points(&dir);
     assert_eq!(after.len(), 1);
     assert!(after[0].journal.is_none());
-    assert_eq!(after[0].records, fs::metadata(dir.join(RECORDS)).unwrap().len());
-    assert_eq!(after[0].archive, fs::metadata(dir.join(ARCHIVE)).unwrap().len());
+    assert_eq!(
+        after[0].records,
+        fs::metadata(dir.join(RECORDS)).unwrap().len()
+    );
+    assert_eq!(
+        after[0].archive,
+        fs::metadata(dir.join(ARCHIVE)).unwrap().len()
+    );
     // The data files alone hold the session, as tools that read them expect.
     let (_, recovery) = crate::store::Log::<Record>::open(&dir.join(RECORDS)).unwrap();
     assert_eq!(recovery.records, vec![user("a"), user("b"), user("c")]);
@@ -205,7 +218,11 @@ async fn a_session_of_plain_points_opens_as_before() {
     let (stored, w) = store.open(&info.session_id).await.unwrap().unwrap();
     assert_eq!(stored.records, vec![user("a"), user("b"), user("c")]);
     assert!(stored.repaired.is_empty(), "{:?}", stored.repaired);
-    assert_eq!(fs::read(dir.join(COMMITS)).unwrap(), commits, "left as it was");
+    assert_eq!(
+        fs::read(dir.join(COMMITS)).unwrap(),
+        commits,
+        "left as it was"
+    );
     drop(w);
     // Without any commit.log, as before commit points: every valid frame.
     fs::remove_file(dir.join(COMMITS)).unwrap();
@@ -254,7 +271,11 @@ async fn a_journal_past_its_bound_is_checkpointed() {
         assert!(len <= JOURNAL_BOUND + 70 * 1024, "{len}");
     }
     let all = points(&dir);
-    assert!(all.len() < 20, "a checkpoint folded the journal: {}", all.len());
+    assert!(
+        all.len() < 20,
+        "a checkpoint folded the journal: {}",
+        all.len()
+    );
     assert!(all[0].journal.is_none());
     drop(w);
     let (stored, _w) = store.open(&info.session_id).await.unwrap().unwrap();

@@ -227,8 +227,11 @@ pub(super) fn read_files(dir: &Path) -> Result<Option<Reading>, StoreError> {
         Some(_) => {
             records_torn = None;
             let cut = usize::try_from(records_end).unwrap_or(usize::MAX);
-            scan_bytes::<Record>(records_source, &records_bytes[..cut.min(records_bytes.len())])?
-                .records
+            scan_bytes::<Record>(
+                records_source,
+                &records_bytes[..cut.min(records_bytes.len())],
+            )?
+            .records
         }
         None => {
             let mut list = records.records;
@@ -240,8 +243,11 @@ pub(super) fn read_files(dir: &Path) -> Result<Option<Reading>, StoreError> {
         Some(_) => {
             archive_torn = None;
             let cut = usize::try_from(archive_end).unwrap_or(usize::MAX);
-            scan_bytes::<ArchiveEntry>(&archive_path, &archive_bytes[..cut.min(archive_bytes.len())])?
-                .records
+            scan_bytes::<ArchiveEntry>(
+                &archive_path,
+                &archive_bytes[..cut.min(archive_bytes.len())],
+            )?
+            .records
         }
         None => {
             let mut list = archive.records;
