@@ -9,6 +9,9 @@
 //! Then: how long a second PostgreSQL node takes to open 1,000 sessions whose leases expired
 //! (a node dying leaves its leases to expire; the TTL comes on top).
 //!
+//! The file store runs with its `commit.log` journal (one sync per append, issue 47) and without
+//! it (three), so the two compare within one run.
+//!
 //! Run with `cargo bench --bench store`; `HOOKLINE_BENCH_SESSIONS` and `HOOKLINE_BENCH_APPENDS`
 //! change the load.
 #![allow(missing_docs, clippy::unwrap_used, clippy::expect_used)]
@@ -115,10 +118,14 @@ async fn bench() {
     println!("{sessions} sessions appending at once, {appends} appends each, median of 3 runs\n");
     let dir = tempfile::tempdir().unwrap();
     let mut results = Vec::new();
-    for (name, group_commit, n) in [
-        ("files, one session (baseline)", false, 1),
-        ("files, without group commit", false, sessions),
-        ("files, group commit", true, sessions),
+    // Issue 47: each file case with the journal (one sync per append, the default) and
+    // without it (plain commit points, three syncs per append), in the same run.
+    for (name, group_commit, n, journal) in [
+        ("files, one session (baseline)", false, 1, true),
+        ("files, without group commit", false, sessions, true),
+        ("files, group commit", true, sessions, true),
+        ("files, one session, no journal", false, 1, false),
+        ("files, group commit, no journal", true, sessions, false),
     ] {
         let root = dir.path().to_path_buf();
         let make = move || -> futures::future::BoxFuture<'static, Arc<dyn SessionStore>> {
@@ -126,6 +133,7 @@ async fn bench() {
             Box::pin(async move {
                 let options = FileStoreOptions {
                     group_commit,
+                    journal,
                     ..FileStoreOptions::default()
                 };
                 Arc::new(FileStore::open(&root, options).unwrap()) as Arc<dyn SessionStore>
@@ -137,8 +145,15 @@ async fn bench() {
         results.push(r);
     }
     println!(
-        "files: group commit / without = {:.1}x\n",
+        "files: group commit / without = {:.1}x",
         results[2].per_second / results[1].per_second
+    );
+    println!(
+        "files: journal / no journal = {:.2}x one session (p50 {:.3} / {:.3} ms), {:.2}x group commit\n",
+        results[0].per_second / results[3].per_second,
+        results[0].p50.as_secs_f64() * 1e3,
+        results[3].p50.as_secs_f64() * 1e3,
+        results[2].per_second / results[4].per_second
     );
     let url = pg::database_url();
     hookline::postgres::migrate_url(&url, None).await.unwrap();

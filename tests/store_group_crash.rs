@@ -11,6 +11,11 @@
 //! creates eight fresh sessions (a killed child's leases stay held until they expire), and the
 //! parent reads them without taking them.
 //!
+//! Issue 47: the file store syncs only `commit.log` per append (its journal frames carry the
+//! appended frames); after each kill the parent also takes from the data files every byte behind
+//! the last plain commit point (cut off, zeroed or garbled, in turn), as a power loss may take
+//! unsynced bytes, and the next child's recovery must put every acknowledged append back.
+//!
 //! `HOOKLINE_CRASH_ITERATIONS=n` changes the number of kills (default 40 for files, 15 for
 //! PostgreSQL); `HOOKLINE_CRASH_SEED=n` replays one sequence of kill points (it is printed).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -26,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use hookline::host::store::{
-    FileStore, FileStoreOptions, NewSession, SessionStore, SessionWriter, StoredSession,
+    FileStore, FileStoreOptions, Log, NewSession, SessionStore, SessionWriter, StoredSession,
 };
 use hookline::messages::record::{ArchiveEntry, Record};
 use hookline::messages::session::{ApprovalMode, SessionId};
@@ -216,6 +221,9 @@ fn kill_children(spec: &str, iterations: usize, seed: u64) -> BTreeMap<SessionId
             eprintln!("killed child {i} after {seen} lines");
         }
         child.wait().unwrap();
+        if let Some(root) = spec.strip_prefix("files:") {
+            lose_unsynced(std::path::Path::new(root), i);
+        }
         // Lines the child printed before it died were acknowledged too.
         reader.join().unwrap();
         while let Ok(line) = rx.try_recv() {
@@ -226,6 +234,45 @@ fn kill_children(spec: &str, iterations: usize, seed: u64) -> BTreeMap<SessionId
         }
     }
     acked
+}
+
+/// Takes from each session's data files what a power loss may take: every byte behind the last
+/// plain point of `commit.log` (what the store synced), cut off, zeroed or garbled by turns.
+fn lose_unsynced(root: &std::path::Path, iteration: usize) {
+    use std::os::unix::fs::FileExt;
+    let Ok(dirs) = std::fs::read_dir(root.join("sessions")) else {
+        return;
+    };
+    for dir in dirs.flatten().map(|entry| entry.path()) {
+        let commits = dir.join("commit.log");
+        if !commits.exists() {
+            continue;
+        }
+        let (_, recovery) = Log::<serde_json::Value>::open(&commits).unwrap();
+        let Some(synced) = recovery
+            .records
+            .iter()
+            .rev()
+            .find(|point| point.get("journal").is_none())
+        else {
+            continue;
+        };
+        for (name, field) in [("records.log", "records"), ("archive.log", "archive")] {
+            let at = synced[field].as_u64().unwrap();
+            let path = dir.join(name);
+            let len = std::fs::metadata(&path).unwrap().len();
+            if len <= at {
+                continue;
+            }
+            let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+            let lost: Vec<u8> = (0..len - at).map(|b| (b * 31 + 7) as u8).collect();
+            match iteration % 3 {
+                0 => file.set_len(at).unwrap(),
+                1 => file.write_all_at(&vec![0; lost.len()], at).unwrap(),
+                _ => file.write_all_at(&lost, at).unwrap(),
+            }
+        }
+    }
 }
 
 fn iterations(default: usize) -> usize {

@@ -256,13 +256,33 @@ pub(crate) fn scan<T: DeserializeOwned>(path: &Path) -> Result<Option<Scan<T>>, 
     read_records(path, &file).map(Some)
 }
 
+/// Reads the records framed in `bytes` (a log's content held in memory; `path` names it in
+/// errors) as [`scan`] reads a file.
+///
+/// # Errors
+/// [`StoreError::Decode`] as [`Log::open`].
+pub(crate) fn scan_bytes<T: DeserializeOwned>(
+    path: &Path,
+    bytes: &[u8],
+) -> Result<Scan<T>, StoreError> {
+    read_frames(path, bytes, bytes.len() as u64)
+}
+
 /// Reads valid records from the start, up to the end or the first bad frame.
 fn read_records<T: DeserializeOwned>(path: &Path, file: &File) -> Result<Scan<T>, StoreError> {
     let len = file
         .metadata()
         .map_err(|e| StoreError::io(path, "read metadata of", e))?
         .len();
-    let mut reader = BufReader::new(file);
+    read_frames(path, BufReader::new(file), len)
+}
+
+/// Reads valid frames of `len` bytes from `reader`, up to the end or the first bad frame.
+fn read_frames<T: DeserializeOwned>(
+    path: &Path,
+    mut reader: impl std::io::Read,
+    len: u64,
+) -> Result<Scan<T>, StoreError> {
     let (mut records, mut ends, mut offset) = (Vec::new(), Vec::new(), 0u64);
     loop {
         let next =

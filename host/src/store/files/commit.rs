@@ -2,8 +2,11 @@
 //! append, and compaction. Each commit opens the data files it writes ([`DataFiles`]) and closes
 //! them once synced. The session's idempotency keys waiting for a write go with its append (or
 //! make an append of their own, without a commit point): `keys.log` is synced with the other
-//! files of the batch.
+//! files of the batch. An append's commit frame carries a copy of its data-file frames
+//! ([`journal`]), so `commit.log` (with `keys.log` when it has keys) is the only file synced
+//! before the append is acknowledged (issue 47).
 
+use super::journal;
 use super::keys::KeyWrite;
 use super::recovery::{open_existing, replace_file};
 use super::*;
@@ -18,6 +21,9 @@ pub(super) struct DataFiles {
     archive: Option<File>,
     commits: Option<File>,
     keys: Option<KeyWrite>,
+    /// The commit frame holds a copy of the data-file frames: `records` and `archive` are
+    /// written but not synced (the next checkpoint syncs them).
+    journaled: bool,
 }
 
 impl DataFiles {
@@ -30,14 +36,16 @@ impl DataFiles {
             archive: open(ARCHIVE, archive).transpose()?,
             commits: open(COMMITS, records || archive).transpose()?,
             keys: None,
+            journaled: false,
         })
     }
 
     /// The files to sync, with their names.
     fn written(&self) -> impl Iterator<Item = (&File, &'static str)> {
+        let data = !self.journaled;
         [
-            self.records.as_ref().map(|f| (f, RECORDS)),
-            self.archive.as_ref().map(|f| (f, ARCHIVE)),
+            self.records.as_ref().filter(|_| data).map(|f| (f, RECORDS)),
+            self.archive.as_ref().filter(|_| data).map(|f| (f, ARCHIVE)),
             self.commits.as_ref().map(|f| (f, COMMITS)),
             self.keys
                 .as_ref()
@@ -81,12 +89,34 @@ pub(super) fn committer(
             .into_iter()
             .partition(|job| seen.insert(Arc::as_ptr(&job.files)));
         carry = later;
-        let answers = commit_batch(now, &mut pool);
+        let committed = commit_batch(now, &mut pool);
         if let Some(inner) = stats.upgrade() {
-            inner.count_commit(&answers);
+            inner.count_commit(&committed.answers, committed.syncs);
         }
-        send_answers(answers);
+        send_answers(committed.answers);
+        checkpoint_full(committed.full);
     }
+}
+
+/// Checkpoints the sessions whose journal passed [`journal::JOURNAL_BOUND`], after their
+/// appends were answered (off their acknowledgement, though ahead of the next batch). A failure
+/// leaves the journal to grow and be folded by the next checkpoint or recovery; the writer is
+/// poisoned only when `commit.log` may have been replaced (see [`journal::checkpoint`]).
+pub(super) fn checkpoint_full(full: Vec<Arc<Mutex<SessionFiles>>>) {
+    for files in full {
+        let mut files = lock(&files);
+        if let Err(error) = journal::checkpoint(&mut files) {
+            tracing::warn!(%error, "could not checkpoint a session's journal");
+        }
+    }
+}
+
+/// What one batch's commit did: the answers to send, the syncs issued, and the sessions whose
+/// journal is due for a checkpoint.
+pub(super) struct Committed {
+    pub(super) answers: Answers,
+    pub(super) syncs: u64,
+    pub(super) full: Vec<Arc<Mutex<SessionFiles>>>,
 }
 
 /// What one append wrote, so it can be synced, then kept or undone.
@@ -111,22 +141,22 @@ pub(super) fn send_answers(answers: Answers) {
     }
 }
 
-pub(super) fn commit_batch(batch: Vec<Job>, pool: &mut SyncPool) -> Answers {
+pub(super) fn commit_batch(batch: Vec<Job>, pool: &mut SyncPool) -> Committed {
     let mut sessions = Vec::with_capacity(batch.len());
     let mut bytes = Vec::with_capacity(batch.len());
     let mut replies = Vec::with_capacity(batch.len());
     for job in batch {
         sessions.push(job.files);
         let append = !job.records.is_empty() || !job.archive.is_empty();
-        bytes.push((job.records, job.archive));
+        bytes.push((job.records, job.archive, job.journal));
         replies.push((job.reply, append));
     }
     let mut guards: Vec<MutexGuard<'_, SessionFiles>> = Vec::with_capacity(sessions.len());
     let mut results: Vec<Result<(Written, DataFiles), StoreError>> =
         Vec::with_capacity(sessions.len());
-    for (files, (records, archive)) in sessions.iter().zip(&bytes) {
+    for (files, (records, archive, journal)) in sessions.iter().zip(&bytes) {
         let mut files = lock(files);
-        results.push(write_append(&mut files, records, archive));
+        results.push(write_append(&mut files, records, archive, *journal));
         guards.push(files);
     }
     // Every file written by a successful append, synced concurrently.
@@ -140,6 +170,7 @@ pub(super) fn commit_batch(batch: Vec<Job>, pool: &mut SyncPool) -> Answers {
         }
     }
     let failures = sync_all(&syncs, pool);
+    let synced = syncs.len() as u64;
     drop(syncs);
     let mut failed: Vec<Option<StoreError>> = results.iter().map(|_| None).collect();
     for (i, error) in failures {
@@ -154,6 +185,7 @@ pub(super) fn commit_batch(batch: Vec<Job>, pool: &mut SyncPool) -> Answers {
                 files.records_end = written.records;
                 files.archive_end = written.archive;
                 files.commits_end = written.commits;
+                files.journaled |= data.journaled;
                 finish_keys(files, &mut data, true);
                 Ok(())
             }
@@ -165,15 +197,29 @@ pub(super) fn commit_batch(batch: Vec<Job>, pool: &mut SyncPool) -> Answers {
         });
         // The data files close here, with the commit (the last `DataFiles` of this append).
     }
+    let due: Vec<bool> = guards
+        .iter()
+        .map(|files| files.journaled && files.commits_end > journal::JOURNAL_BOUND)
+        .collect();
     // Let go of the sessions before answering, so a writer released right after its append
-    // returned is not kept open by this batch.
+    // returned is not kept open by this batch (a session due for a checkpoint is kept until
+    // it is made; its release waits for that, or makes it itself).
     drop(guards);
-    drop(sessions);
-    replies
+    let full = sessions
+        .into_iter()
+        .zip(due)
+        .filter_map(|(files, due)| due.then_some(files))
+        .collect();
+    let answers = replies
         .into_iter()
         .zip(answers)
         .map(|((reply, append), answer)| (reply, answer, append))
-        .collect()
+        .collect();
+    Committed {
+        answers,
+        syncs: synced,
+        full,
+    }
 }
 
 /// Opens the session's data files and writes one append's frames and its commit point (not yet
@@ -182,6 +228,7 @@ pub(super) fn write_append(
     files: &mut SessionFiles,
     records: &[u8],
     archive: &[u8],
+    journal: bool,
 ) -> Result<(Written, DataFiles), StoreError> {
     if files.poisoned {
         return Err(StoreError::Poisoned {
@@ -202,8 +249,27 @@ pub(super) fn write_append(
         archive: written.archive,
         replace: None,
         keys: keys.as_ref().map(|k| k.seq),
+        journal: None,
     };
-    let opened = match encode_records(&files.dir.join(COMMITS), &[point]) {
+    // The journal frame (issue 47); a plain point, with the data files synced too, for an
+    // append too large to copy into one frame (or a store without the journal).
+    let frame = journal
+        .then(|| {
+            journal::journal_frame(
+                &point,
+                files.records_end,
+                records,
+                files.archive_end,
+                archive,
+            )
+        })
+        .flatten();
+    let journaled = frame.is_some();
+    let frame = match frame {
+        Some(frame) => Ok(frame),
+        None => encode_records(&files.dir.join(COMMITS), &[point]),
+    };
+    let opened = match frame {
         Ok(point) => DataFiles::open(&files.dir, !records.is_empty(), !archive.is_empty())
             .map(|data| (point, data)),
         Err(e) => Err(e),
@@ -218,6 +284,7 @@ pub(super) fn write_append(
         }
     };
     data.keys = keys;
+    data.journaled = journaled;
     if data.commits.is_none() {
         // Keys alone: `keys.log` is their only file, and no commit point names them.
         return Ok((written, data));
@@ -451,6 +518,7 @@ pub(super) fn replace(
             crc: crc32c::crc32c(records),
         }),
         keys: None,
+        journal: None,
     };
     let commits_path = files.dir.join(COMMITS);
     let point = encode_records(&commits_path, &[point])?;
@@ -467,6 +535,7 @@ pub(super) fn replace(
     files.records_end = records.len() as u64;
     files.archive_end = archive_end;
     files.commits_end = point.len() as u64;
+    files.journaled = false;
     files.poisoned = false;
     Ok(())
 }

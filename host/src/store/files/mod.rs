@@ -3,9 +3,12 @@
 //! Layout and frames are those of `docs/storage.md`: `sessions/<id>/` holds `meta.log` (the
 //! facts), `records.log` and `archive.log`. Beside them:
 //! - `commit.log`, frames of [`CommitPoint`]s: after every append the lengths of `records.log`
-//!   and `archive.log`. Opening cuts both logs back to the last commit point they satisfy, so an
-//!   append that wrote records but not its archive entries (or half its frames) before a crash is
-//!   wholly absent, never half there.
+//!   and `archive.log` and a copy of the frames it wrote to them ([`journal`], issue 47), so the
+//!   append is acknowledged after one `fdatasync` (of `commit.log`); a checkpoint (release, a
+//!   journal past [`JOURNAL_BOUND`], open) syncs the data files and folds the journal into one
+//!   plain point. Opening trusts the last plain point both logs reach and re-applies every
+//!   intact journal frame after it over whatever the unsynced data files hold, so an
+//!   acknowledged append survives a crash whole and an unacknowledged one is wholly absent.
 //! - `lock`, held with `flock(LOCK_EX)` by the session's one writer: the file store's lease. Two
 //!   processes (or two stores in one process) never write one session; a dead process's lock
 //!   goes with it.
@@ -17,10 +20,11 @@
 //!
 //! Group commit: every append goes to one committer thread per store, which takes every append
 //! queued (up to [`MAX_BATCH`]), writes their frames, then issues the `fdatasync`s of all the
-//! touched files at once from a few sync threads (started once, kept for the store's life). The file system's journal (ext4's jbd2, XFS's
-//! log) folds concurrent syncs into one journal commit and one cache flush, so N sessions'
-//! appends cost about one device flush rather than N. Each append is acknowledged only after its
-//! own files are synced, so the crash guarantees are those of a single append.
+//! touched `commit.log`s (and `keys.log`s) at once from a few sync threads (started once, kept
+//! for the store's life). The file system's journal (ext4's jbd2, XFS's log) folds concurrent
+//! syncs into one journal commit and one cache flush, so N sessions' appends cost about one
+//! device flush rather than N. Each append is acknowledged only after its own journal frame is
+//! synced, so the crash guarantees are those of a single append.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
@@ -73,6 +77,10 @@ pub struct FileStoreOptions {
     pub queue: usize,
     /// Threads that issue one batch's syncs concurrently (default 16).
     pub sync_threads: usize,
+    /// Copy each append's frames into its `commit.log` frame and sync `commit.log` alone
+    /// (default, issue 47). Off: plain commit points, each append syncing all three files (the
+    /// format before the journal, for comparison; recovery reads both).
+    pub journal: bool,
 }
 
 impl Default for FileStoreOptions {
@@ -82,6 +90,7 @@ impl Default for FileStoreOptions {
             inline: false,
             queue: 4096,
             sync_threads: 16,
+            journal: true,
         }
     }
 }
@@ -95,8 +104,9 @@ pub struct CommitStats {
     pub commits: u64,
 }
 
-/// The length of `records.log` and `archive.log` after a committed append.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// The length of `records.log` and `archive.log` after a committed append; a journal frame
+/// when it carries a copy of the append's frames ([`journal`]), a plain point otherwise.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 struct CommitPoint {
     records: u64,
     archive: u64,
@@ -110,6 +120,11 @@ struct CommitPoint {
     /// stored them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     keys: Option<u64>,
+    /// Issue 47: the append's frames, so that only `commit.log` is synced before it is
+    /// acknowledged; the data files are synced by the next checkpoint. Absent in a plain point
+    /// (a creation's, a checkpoint's, a compaction's, or any point of an older version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    journal: Option<journal::Journal>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -129,10 +144,14 @@ struct Inner {
     jobs: mpsc::Sender<Job>,
     appends: AtomicU64,
     commits: AtomicU64,
+    /// `fdatasync`s the committer issued for appends ([`FileStore::syncs`]).
+    syncs: AtomicU64,
     /// The highest `s<n>` id handed out or found on open.
     next_id: AtomicU64,
     /// [`FileStoreOptions::inline`].
     inline: bool,
+    /// [`FileStoreOptions::journal`].
+    journal: bool,
     /// Idempotency key claims and settles of one session, and the taking and giving up of its
     /// lock, run one at a time (striped by id).
     key_locks: [Mutex<()>; KEY_LOCKS],
@@ -142,8 +161,10 @@ struct Inner {
 }
 
 impl Inner {
-    /// Counts one commit of `answers`' successful appends (before they are answered).
-    fn count_commit(&self, answers: &Answers) {
+    /// Counts one commit of `answers`' successful appends (before they are answered) and the
+    /// `syncs` it issued.
+    fn count_commit(&self, answers: &Answers, syncs: u64) {
+        self.syncs.fetch_add(syncs, Ordering::Relaxed);
         let ok = answers
             .iter()
             .filter(|(_, a, append)| a.is_ok() && *append)
@@ -166,6 +187,8 @@ struct Job {
     files: Arc<Mutex<SessionFiles>>,
     records: Vec<u8>,
     archive: Vec<u8>,
+    /// [`FileStoreOptions::journal`].
+    journal: bool,
     reply: oneshot::Sender<Result<(), StoreError>>,
 }
 
@@ -180,6 +203,11 @@ struct SessionFiles {
     commits_end: u64,
     /// Set when a failed write could not be undone: the writer refuses further writes.
     poisoned: bool,
+    /// `commit.log` holds journal frames (written since the last checkpoint): the data files
+    /// may hold unsynced bytes, and a checkpoint has work to do.
+    journaled: bool,
+    /// The writer was released: the lock may be another process's, nothing more is written.
+    released: bool,
     /// Holds the session's `flock`; dropped with the writer.
     lock: File,
     /// The session's idempotency keys, read on first use.
@@ -228,8 +256,10 @@ impl FileStore {
             jobs,
             appends: AtomicU64::new(0),
             commits: AtomicU64::new(0),
+            syncs: AtomicU64::new(0),
             next_id: AtomicU64::new(highest),
             inline: options.inline,
+            journal: options.journal,
             key_locks: Default::default(),
             held: Mutex::default(),
         });
@@ -247,6 +277,14 @@ impl FileStore {
             appends: self.inner.appends.load(Ordering::Relaxed),
             commits: self.inner.commits.load(Ordering::Relaxed),
         }
+    }
+
+    /// The `fdatasync`s the committer has issued for appends so far: one per append that
+    /// carried no idempotency key (its `commit.log`, the journal), two with keys (`keys.log`
+    /// too), three for an append too large to copy into a journal frame. Checkpoints, `create`,
+    /// `open` and compaction are not counted.
+    pub fn syncs(&self) -> u64 {
+        self.inner.syncs.load(Ordering::Relaxed)
     }
 
     fn session_dir(&self, id: &SessionId) -> Result<PathBuf, StoreError> {
@@ -460,13 +498,16 @@ impl Inner {
             files,
             records,
             archive,
+            journal: self.journal,
             reply,
         };
         if self.inline {
             // A batch of one, committed here: the answer is ready when this returns.
-            let answers = commit_batch(vec![job], &mut SyncPool::new(1));
-            self.count_commit(&answers);
-            send_answers(answers);
+            let committed = commit_batch(vec![job], &mut SyncPool::new(1));
+            self.count_commit(&committed.answers, committed.syncs);
+            send_answers(committed.answers);
+            // Inline, the checkpoint of a full journal is on this append's way back.
+            checkpoint_full(committed.full);
         } else {
             self.jobs.send(job).await.map_err(|_| StoreError::Closed)?;
         }
@@ -541,13 +582,17 @@ impl SessionWriter for FileWriter {
             store.let_go(&id, &files);
             let mut files = lock(&files);
             // Keys still waiting (a request that wrote nothing else) are stored before the
-            // session is let go: from here its keys are written without a writer.
+            // session is let go: from here its keys are written without a writer. Then the
+            // data files are made durable and the journal folded (issue 47), so a released
+            // session's directory holds plain points only.
             let synced = files.sync_keys();
+            let checkpointed = journal::checkpoint(&mut files);
+            files.released = true;
             // Unlock explicitly: another holder of the handles (a batch finishing) must not
             // keep the session locked after release returns.
             flock(&files.lock, FlockOperation::Unlock)
                 .map_err(|e| StoreError::io(files.dir.join(LOCK), "unlock", e.into()))?;
-            synced
+            synced.and(checkpointed)
         })
         .await
     }
@@ -568,6 +613,9 @@ fn lock(files: &Mutex<SessionFiles>) -> MutexGuard<'_, SessionFiles> {
 }
 
 mod commit;
+mod journal;
+#[cfg(test)]
+mod journal_tests;
 #[cfg(test)]
 mod key_tests;
 mod keys;
@@ -575,7 +623,9 @@ mod recovery;
 #[cfg(test)]
 mod tests;
 
-use commit::{commit_batch, committer, replace, send_answers, Answers, SyncPool};
+pub use journal::JOURNAL_BOUND;
+
+use commit::{checkpoint_full, commit_batch, committer, replace, send_answers, Answers, SyncPool};
 use keys::KeyLog;
 use recovery::{
     create_session, highest_numbered, list_sessions, open_session, read_session, replace_file,

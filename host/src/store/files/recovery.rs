@@ -3,6 +3,7 @@
 //! interrupted compactions).
 
 use super::*;
+use crate::store::log::scan_bytes;
 
 /// Replaces `path` with `bytes` atomically (temporary file, sync, rename, directory sync).
 pub(super) fn replace_file(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
@@ -98,6 +99,7 @@ pub(super) fn create_session(
         archive: 0,
         replace: None,
         keys: None,
+        journal: None,
     };
     let point = encode_records(&dir.join(COMMITS), &[point])?;
     write_new_file(&dir.join(RECORDS), records)?;
@@ -113,6 +115,8 @@ pub(super) fn create_session(
         commits_end: point.len() as u64,
         dir,
         poisoned: false,
+        journaled: false,
+        released: false,
         lock,
         keys: None,
     };
@@ -136,9 +140,18 @@ pub(super) struct Reading {
     cut_points: bool,
     /// A committed compaction whose rename a crash interrupted.
     pending_rewrite: bool,
+    /// `commit.log` holds journal frames: `open` checkpoints.
+    journaled: bool,
+    /// Bytes of each file the journal replaced, from the offset given to the committed end.
+    records_restore: Option<(u64, Vec<u8>)>,
+    archive_restore: Option<(u64, Vec<u8>)>,
 }
 
 /// Reads a session without changing anything; `None` when it has no facts.
+///
+/// The committed state is the last plain point both data files reach (at a frame boundary,
+/// with its keys in `keys.log`), followed by the journal frames written after it, each put
+/// back over whatever the unsynced data files hold (issue 47, [`journal::replay`]).
 pub(super) fn read_files(dir: &Path) -> Result<Option<Reading>, StoreError> {
     let Some(meta) = scan::<SessionFacts>(&dir.join(META))? else {
         return Ok(None);
@@ -146,10 +159,14 @@ pub(super) fn read_files(dir: &Path) -> Result<Option<Reading>, StoreError> {
     let Some(info) = meta.records.last().cloned() else {
         return Ok(None);
     };
+    // `commit.log` is read before the data files: a live writer writes an append's data
+    // frames before its commit frame, so every frame read here has its data on disk by now.
     let points = scan::<CommitPoint>(&dir.join(COMMITS))?.map_or_else(Vec::new, |s| s.records);
     let records_path = dir.join(RECORDS);
+    let archive_path = dir.join(ARCHIVE);
     let rewrite = rewrite_path(&records_path);
-    let pending_rewrite = match points.last().and_then(|p| p.replace) {
+    let last_plain = points.iter().rposition(|p| p.journal.is_none());
+    let pending_rewrite = match last_plain.and_then(|i| points[i].replace) {
         Some(expected) => rewrite_matches(&rewrite, expected)?,
         None => false,
     };
@@ -158,40 +175,93 @@ pub(super) fn read_files(dir: &Path) -> Result<Option<Reading>, StoreError> {
     } else {
         &records_path
     };
-    let records = scan::<Record>(records_source)?.unwrap_or_else(empty_scan);
-    let archive = scan::<ArchiveEntry>(&dir.join(ARCHIVE))?.unwrap_or_else(empty_scan);
-    let records_torn = torn(records_source, &records)?;
-    let archive_torn = torn(&dir.join(ARCHIVE), &archive)?;
+    let mut records_bytes = read_or_empty(records_source)?;
+    let mut archive_bytes = read_or_empty(&archive_path)?;
+    let records = scan_bytes::<Record>(records_source, &records_bytes)?;
+    let archive = scan_bytes::<ArchiveEntry>(&archive_path, &archive_bytes)?;
+    let mut records_torn = torn_at(records_source, &records, records_bytes.len());
+    let mut archive_torn = torn_at(&archive_path, &archive, archive_bytes.len());
     let boundary = |ends: &[u64], at: u64| at == 0 || ends.binary_search(&at).is_ok();
     let keys = keys::durable_seq(dir)?;
-    // The latest commit point both logs reach, at a frame boundary, whose keys `keys.log`
+    // The latest plain point both logs reach, at a frame boundary, whose keys `keys.log`
     // holds. No points at all is a session written before commit points existed: its valid
     // frames are all committed.
-    let chosen = points
-        .iter()
-        .rposition(|p| {
-            p.records <= records.end
-                && p.archive <= archive.end
-                && boundary(&records.ends, p.records)
-                && boundary(&archive.ends, p.archive)
-                && p.keys.is_none_or(|seq| seq <= keys)
-        })
-        .map(|i| (i, points[i]));
-    let (records_end, archive_end, cut_points) = match chosen {
-        Some((i, p)) => (p.records, p.archive, i + 1 != points.len()),
+    let chosen = points.iter().rposition(|p| {
+        p.journal.is_none()
+            && p.records <= records.end
+            && p.archive <= archive.end
+            && boundary(&records.ends, p.records)
+            && boundary(&archive.ends, p.archive)
+            && p.keys.is_none_or(|seq| seq <= keys)
+    });
+    let (mut records_end, mut archive_end, mut cut_points) = match chosen {
+        Some(i) => (points[i].records, points[i].archive, i + 1 != points.len()),
         None if points.is_empty() => (records.end, archive.end, false),
         // Points that no log reaches are damage, not a crash: keep every valid frame (open
         // rewrites the points to match) rather than cut synced records off.
         None => (records.end, archive.end, true),
     };
+    // The journal frames behind the chosen point. A plain point the logs do not reach was
+    // never acknowledged (its append syncs the data files), and no later append was made
+    // before it was: the replay stops there.
+    let mut replay = journal::Replay::default();
+    if let Some(i) = chosen {
+        let after = &points[i + 1..];
+        replay = journal::replay(
+            after,
+            &mut records_bytes,
+            &mut archive_bytes,
+            (records_end, archive_end),
+            keys,
+        );
+        if replay.applied > 0 {
+            records_end = replay.records_end;
+            archive_end = replay.archive_end;
+        }
+        cut_points = replay.applied < after.len();
+    }
     let keep = |ends: &[u64], end: u64| ends.partition_point(|&e| e <= end);
     let (records_scan_end, archive_scan_end) = (records.end, archive.end);
-    let keep_records = keep(&records.ends, records_end);
-    let keep_archive = keep(&archive.ends, archive_end);
-    let mut record_list = records.records;
-    record_list.truncate(keep_records);
-    let mut archive_list = archive.records;
-    archive_list.truncate(keep_archive);
+    let record_list = match replay.records_from {
+        // The journal put bytes back: the records are those of the content it made.
+        Some(_) => {
+            records_torn = None;
+            let cut = usize::try_from(records_end).unwrap_or(usize::MAX);
+            scan_bytes::<Record>(
+                records_source,
+                &records_bytes[..cut.min(records_bytes.len())],
+            )?
+            .records
+        }
+        None => {
+            let mut list = records.records;
+            list.truncate(keep(&records.ends, records_end));
+            list
+        }
+    };
+    let archive_list = match replay.archive_from {
+        Some(_) => {
+            archive_torn = None;
+            let cut = usize::try_from(archive_end).unwrap_or(usize::MAX);
+            scan_bytes::<ArchiveEntry>(
+                &archive_path,
+                &archive_bytes[..cut.min(archive_bytes.len())],
+            )?
+            .records
+        }
+        None => {
+            let mut list = archive.records;
+            list.truncate(keep(&archive.ends, archive_end));
+            list
+        }
+    };
+    let restore = |from: Option<u64>, end: u64, mut bytes: Vec<u8>| {
+        from.map(|from| {
+            bytes.truncate(usize::try_from(end).unwrap_or(usize::MAX));
+            let from_at = usize::try_from(from).unwrap_or(usize::MAX).min(bytes.len());
+            (from, bytes.split_off(from_at))
+        })
+    };
     Ok(Some(Reading {
         info,
         records: record_list,
@@ -205,7 +275,29 @@ pub(super) fn read_files(dir: &Path) -> Result<Option<Reading>, StoreError> {
         points: points.len(),
         cut_points,
         pending_rewrite,
+        journaled: points.iter().any(|p| p.journal.is_some()),
+        records_restore: restore(replay.records_from, records_end, records_bytes),
+        archive_restore: restore(replay.archive_from, archive_end, archive_bytes),
     }))
+}
+
+/// A data file's whole content; empty when it does not exist.
+fn read_or_empty(path: &Path) -> Result<Vec<u8>, StoreError> {
+    match fs::read(path) {
+        Ok(bytes) => Ok(bytes),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(StoreError::io(path, "read", e)),
+    }
+}
+
+/// The torn tail a scan of a file's `len` bytes stopped at, described as `Log::open` would.
+fn torn_at<T>(path: &Path, scan: &Scan<T>, len: usize) -> Option<TornTail> {
+    scan.reason.map(|reason| TornTail {
+        offset: scan.end,
+        dropped_bytes: (len as u64).saturating_sub(scan.end),
+        path: path.to_path_buf(),
+        reason,
+    })
 }
 
 pub(super) fn empty_scan<T>() -> Scan<T> {
@@ -215,22 +307,6 @@ pub(super) fn empty_scan<T>() -> Scan<T> {
         end: 0,
         reason: None,
     }
-}
-
-/// The torn tail a scan stopped at, described as `Log::open` would.
-pub(super) fn torn<T>(path: &Path, scan: &Scan<T>) -> Result<Option<TornTail>, StoreError> {
-    let Some(reason) = scan.reason else {
-        return Ok(None);
-    };
-    let len = fs::metadata(path)
-        .map_err(|e| StoreError::io(path, "read metadata of", e))?
-        .len();
-    Ok(Some(TornTail {
-        offset: scan.end,
-        dropped_bytes: len.saturating_sub(scan.end),
-        path: path.to_path_buf(),
-        reason,
-    }))
 }
 
 pub(super) fn rewrite_matches(path: &Path, expected: Rewrite) -> Result<bool, StoreError> {
@@ -285,13 +361,14 @@ pub(super) fn open_session(
     remove_stale_rewrite(&dir.join(META));
     let records = open_rw(&records_path)?;
     let archive = open_rw(&dir.join(ARCHIVE))?;
-    for (file, path, end, scan_end, torn) in [
+    for (file, path, end, scan_end, torn, restore) in [
         (
             &records,
             &records_path,
             reading.records_end,
             reading.records_scan_end,
             &reading.records_torn,
+            &reading.records_restore,
         ),
         (
             &archive,
@@ -299,8 +376,33 @@ pub(super) fn open_session(
             reading.archive_end,
             reading.archive_scan_end,
             &reading.archive_torn,
+            &reading.archive_restore,
         ),
     ] {
+        if let Some((from, bytes)) = restore {
+            // Issue 47: acknowledged appends whose unsynced bytes a crash lost or garbled,
+            // put back from their journal frames.
+            file.set_len(*from)
+                .and_then(|()| file.write_all_at(bytes, *from))
+                .and_then(|()| file.set_len(end))
+                .and_then(|()| file.sync_data())
+                .map_err(|e| StoreError::io(path, "restore", e))?;
+            let note = format!(
+                "{}: {} bytes from byte {from} were restored from commit.log's journal (a crash \
+                 lost acknowledged appends' unsynced bytes).",
+                path.display(),
+                bytes.len()
+            );
+            tracing::warn!("{note}");
+            repaired.push(note);
+            continue;
+        }
+        if reading.journaled {
+            // The journal's appends may be in the page cache only: the checkpoint below drops
+            // their copies, so the data files are synced first.
+            file.sync_data()
+                .map_err(|e| StoreError::io(path, "sync", e))?;
+        }
         let len = file
             .metadata()
             .map_err(|e| StoreError::io(path, "read metadata of", e))?
@@ -331,9 +433,11 @@ pub(super) fn open_session(
         archive: reading.archive_end,
         replace: None,
         keys: None,
+        journal: None,
     };
     let one_point = encode_records(&commits_path, &[point])?;
-    if reading.cut_points
+    if reading.journaled
+        || reading.cut_points
         || reading.points == 0
         || reading.points > MAX_COMMIT_POINTS
         || reading.pending_rewrite
@@ -363,6 +467,8 @@ pub(super) fn open_session(
         archive_end: reading.archive_end,
         commits_end,
         poisoned: false,
+        journaled: false,
+        released: false,
         lock,
         keys: None,
     };

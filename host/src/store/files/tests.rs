@@ -97,6 +97,7 @@ async fn a_committed_compaction_interrupted_before_its_rename_is_completed() {
             crc: crc32c::crc32c(&new_records),
         }),
         keys: None,
+        journal: None,
     };
     replace_file(&dir.join(COMMITS), &encode_records(&dir, &[point]).unwrap()).unwrap();
     assert_eq!(
