@@ -35,9 +35,13 @@ const MIN_ITEMS: usize = 8;
 
 /// How a wire family encodes messages, for [`PrefixCache::encode`].
 pub(crate) trait Messages {
-    /// Whether `item` always starts a new message of its own (whatever comes after it), so the
-    /// messages of the items before it are final.
-    fn starts_message(&self, item: &Item) -> bool;
+    /// Whether `items[at]` starts a new message of its own after the items before it (whatever
+    /// comes after it), so the messages of `items[..at]` are final: encoding `items[..at]` and
+    /// `items[at..]` apart gives the messages of `items` whole. A family whose messages merge
+    /// with their neighbours (Anthropic's roles) looks back; one whose items start messages by
+    /// kind alone (chat completions) looks at `items[at]` only. `false` is always safe: it only
+    /// keeps less.
+    fn starts_message(&self, items: &[Arc<Item>], at: usize) -> bool;
     /// The messages of `items` (which begin where a message starts), as JSON objects separated
     /// by commas, appended to `out`.
     fn encode(&self, items: &[Arc<Item>], out: &mut Vec<u8>) -> Result<(), ProviderError>;
@@ -62,9 +66,7 @@ impl Entry {
                 .iter()
                 .zip(&items[1..cut])
                 .all(|(kept, item)| std::ptr::eq(kept.as_ptr(), Arc::as_ptr(item)))
-            && items
-                .get(cut)
-                .is_none_or(|next| messages.starts_message(next))
+            && (cut == items.len() || messages.starts_message(items, cut))
     }
 }
 
@@ -100,7 +102,7 @@ impl PrefixCache {
         let mut out = Vec::new();
         // The system item is new at every call, so the prefix kept starts after it: only where
         // the second item starts a message of its own.
-        if items.len() < MIN_ITEMS || !messages.starts_message(&items[1]) {
+        if items.len() < MIN_ITEMS || !messages.starts_message(items, 1) {
             messages.encode(items, &mut out)?;
             return Ok(out);
         }
@@ -115,7 +117,7 @@ impl PrefixCache {
         // still grow (an assistant message gains the tool calls that follow it).
         let cut = (start + 1..items.len())
             .rev()
-            .find(|&i| messages.starts_message(&items[i]))
+            .find(|&i| messages.starts_message(items, i))
             .unwrap_or(start);
         append(&mut encoded, &items[start..cut], messages)?;
         kept.extend(items[start..cut].iter().map(Arc::downgrade));
@@ -159,7 +161,7 @@ impl PrefixCache {
 
     /// Conversations kept (tests).
     #[cfg(test)]
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.state
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -206,8 +208,8 @@ mod tests {
     struct Joined;
 
     impl Messages for Joined {
-        fn starts_message(&self, item: &Item) -> bool {
-            !matches!(item.body, ItemBody::ToolCall { .. })
+        fn starts_message(&self, items: &[Arc<Item>], at: usize) -> bool {
+            !matches!(items[at].body, ItemBody::ToolCall { .. })
         }
         fn encode(&self, items: &[Arc<Item>], out: &mut Vec<u8>) -> Result<(), ProviderError> {
             let mut messages: Vec<String> = Vec::new();

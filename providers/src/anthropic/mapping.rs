@@ -3,6 +3,8 @@
 //! and an answer (whole or assembled from a stream) becomes a [`ModelResponse`]. Pure
 //! functions; anything that does not fit is a [`ProviderError`], never a panic.
 
+use std::sync::Arc;
+
 use base64::Engine as _;
 use hookline_messages::model::{
     FinishReason, ImageRef, Item, ItemBody, ModelRequest, ModelResponse, Purpose, Usage,
@@ -37,16 +39,69 @@ pub(crate) struct Mapped {
 /// of one role share one message, as the API asks. Reasoning is left out (the API takes back
 /// only its own signed thinking blocks); empty texts are left out (the API refuses them).
 pub(crate) fn request(request: &ModelRequest, model: &Model<'_>) -> Result<Mapped, ProviderError> {
-    let mut system: Vec<&str> = Vec::new();
-    let mut messages: Vec<Message> = Vec::with_capacity(request.items.len());
-    for item in &request.items {
+    Ok(Mapped {
+        system: system_of(&request.items),
+        messages: messages_of(&request.items, model)?,
+    })
+}
+
+/// The `system` text of `items`: every system item's text, in order, a blank line between.
+pub(crate) fn system_of(items: &[Arc<Item>]) -> Option<String> {
+    let system: Vec<&str> = items
+        .iter()
+        .filter_map(|item| match &item.body {
+            ItemBody::System { text, .. } if !text.is_empty() => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    (!system.is_empty()).then(|| system.join("\n\n"))
+}
+
+/// How far [`starts_message`] looks back over items that send nothing before it gives up.
+const LOOKBACK: usize = 16;
+
+/// The role of the message `item` joins or starts, or `None` when it sends nothing (system text,
+/// reasoning, an empty text): exactly when [`messages_of`] gives it a block.
+fn role_of(item: &Item, model: &Model<'_>) -> Option<Role> {
+    let images = |images: &[ImageRef]| model.takes_images && !images.is_empty();
+    match &item.body {
+        ItemBody::System { .. } | ItemBody::Reasoning { .. } => None,
+        ItemBody::User { text, images: i } => (!text.is_empty() || images(i)).then_some(Role::User),
+        ItemBody::Assistant { text, .. } => (!text.is_empty()).then_some(Role::Assistant),
+        ItemBody::ToolCall { .. } => Some(Role::Assistant),
+        ItemBody::ToolResult { .. } => Some(Role::User),
+    }
+}
+
+/// Whether `items[at]` starts a message of its own, so the messages of `items[..at]` are the
+/// same whatever follows ([`crate::prefix`]). Neighbouring items of one role share a message, so
+/// no kind of item always starts one: `items[at]` does when it sends something and the last item
+/// before it that sends something has the other role (or there is none). Items that send nothing
+/// (reasoning, system text, empty texts) are looked through, at most [`LOOKBACK`] of them; past
+/// that the answer is `false`, which only keeps less.
+pub(crate) fn starts_message(items: &[Arc<Item>], at: usize, model: &Model<'_>) -> bool {
+    let Some(role) = items.get(at).and_then(|item| role_of(item, model)) else {
+        return false;
+    };
+    for item in items[..at].iter().rev().take(LOOKBACK) {
+        if let Some(before) = role_of(item, model) {
+            return before != role;
+        }
+    }
+    // Nothing before it sends anything: it is the first message, unless the look-back stopped
+    // short of the start.
+    at <= LOOKBACK
+}
+
+/// The messages of `items` (system items send none: their text is [`system_of`]'s).
+pub(crate) fn messages_of(
+    items: &[Arc<Item>],
+    model: &Model<'_>,
+) -> Result<Vec<Message>, ProviderError> {
+    let mut messages: Vec<Message> = Vec::with_capacity(items.len());
+    for item in items {
         let (role, blocks) = match &item.body {
-            ItemBody::System { text, .. } => {
-                if !text.is_empty() {
-                    system.push(text);
-                }
-                continue;
-            }
+            ItemBody::System { .. } => continue,
             ItemBody::User { text, images } => {
                 let mut blocks = text_block(text);
                 blocks.extend(image_blocks(images, model)?);
@@ -96,10 +151,7 @@ pub(crate) fn request(request: &ModelRequest, model: &Model<'_>) -> Result<Mappe
             }),
         }
     }
-    Ok(Mapped {
-        system: (!system.is_empty()).then(|| system.join("\n\n")),
-        messages,
-    })
+    Ok(messages)
 }
 
 fn text_block(text: &str) -> Vec<Block> {

@@ -100,8 +100,10 @@ pub struct OpenAiProvider {
 struct TextMessages;
 
 impl Messages for TextMessages {
-    fn starts_message(&self, item: &hookline_messages::model::Item) -> bool {
-        mapping::starts_message(item)
+    fn starts_message(&self, items: &[Arc<hookline_messages::model::Item>], at: usize) -> bool {
+        items
+            .get(at)
+            .is_some_and(|item| mapping::starts_message(item))
     }
 
     fn encode(
