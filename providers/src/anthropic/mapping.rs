@@ -510,4 +510,95 @@ mod tests {
             "the provider's reply cannot be represented: tool call 1 has input that is not JSON"
         ));
     }
+
+    /// One item of each shape the cut rule tells apart: every kind, empty texts, an image.
+    fn shape(n: usize, kind: usize) -> Arc<Item> {
+        let text = |t: &str| if kind >= 8 { String::new() } else { t.to_owned() };
+        let body = match kind % 8 {
+            0 => ItemBody::System {
+                text: text("note"),
+                images: vec![],
+            },
+            1 => ItemBody::User {
+                text: text("ask"),
+                images: if kind == 9 { vec![PNG] } else { vec![] },
+            },
+            2 => ItemBody::Reasoning {
+                text: "hmm".into(),
+                provider_state: (kind == 2).then(|| "signed".into()),
+            },
+            3 => ItemBody::Assistant {
+                text: text("say"),
+                images: vec![],
+            },
+            4 => ItemBody::ToolCall {
+                call_id: format!("c{n}"),
+                name: "t".into(),
+                arguments: json!({}),
+            },
+            _ => ItemBody::ToolResult {
+                call_id: format!("c{n}"),
+                name: "t".into(),
+                text: text("out"),
+                images: vec![],
+                success: kind != 5,
+            },
+        };
+        Arc::new(Item::new(format!("i{n}"), body))
+    }
+
+    /// Whether encoding `items` apart at `at` gives the messages of `items` whole.
+    fn splits(items: &[Arc<Item>], at: usize, model: &Model<'_>) -> bool {
+        let mut apart = messages_of(&items[..at], model).unwrap();
+        apart.extend(messages_of(&items[at..], model).unwrap());
+        apart == messages_of(items, model).unwrap()
+    }
+
+    /// The cut rule is sound: wherever [`starts_message`] says a message starts, the messages
+    /// before are final (every sequence of up to five shapes, every place, with and without
+    /// images); and it does find the role changes a conversation has.
+    #[test]
+    fn a_message_starts_only_where_encoding_apart_changes_nothing() {
+        let shapes = [0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 13];
+        let text_only = Model {
+            takes_images: false,
+            images: None,
+        };
+        let with_images = Model {
+            takes_images: true,
+            images: Some(&Bytes),
+        };
+        let mut cuts = 0;
+        for len in 1..=5u32 {
+            for code in 0..shapes.len().pow(len) {
+                let items: Vec<_> = (0..len as usize)
+                    .map(|n| shape(n, shapes[code / shapes.len().pow(n as u32) % shapes.len()]))
+                    .collect();
+                for model in [&text_only, &with_images] {
+                    for at in 0..items.len() {
+                        if starts_message(&items, at, model) {
+                            cuts += 1;
+                            assert!(splits(&items, at, model), "{items:?} at {at}");
+                        }
+                    }
+                }
+            }
+        }
+        assert!(cuts > 100_000, "{cuts} cuts");
+        // A user message after more items that send nothing than are looked through: not a
+        // cut (it could join a user message further back).
+        let mut items = vec![shape(0, 1)];
+        items.extend((1..=LOOKBACK + 1).map(|n| shape(n, 2)));
+        items.push(shape(LOOKBACK + 2, 1));
+        assert!(!splits(&items, items.len() - 1, &text_only));
+        assert!(!starts_message(&items, items.len() - 1, &text_only));
+        // Reasoning between an answer and a tool call is looked through; the tool result after
+        // the call starts a message.
+        let turn = [shape(0, 1), shape(1, 2), shape(2, 3), shape(3, 10), shape(4, 4)];
+        let turn: Vec<_> = turn.into_iter().chain([shape(4, 6)]).collect();
+        let starts: Vec<_> = (0..turn.len())
+            .map(|at| starts_message(&turn, at, &text_only))
+            .collect();
+        assert_eq!(starts, [true, false, true, false, false, true]);
+    }
 }
