@@ -73,6 +73,9 @@ impl Entry {
 /// Encoded message prefixes of recent conversations (see the module's documentation).
 pub(crate) struct PrefixCache {
     state: Mutex<State>,
+    /// Items whose encoded messages were reused, over every call (tests).
+    #[cfg(test)]
+    reused: std::sync::atomic::AtomicUsize,
 }
 
 struct State {
@@ -87,6 +90,8 @@ impl Default for PrefixCache {
                 entries: LruCache::new(CONVERSATIONS),
                 bytes: 0,
             }),
+            #[cfg(test)]
+            reused: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 }
@@ -112,6 +117,9 @@ impl PrefixCache {
             Some(entry) if entry.fits(items, messages) => (entry.items, entry.encoded),
             _ => (Vec::new(), Vec::new()),
         };
+        #[cfg(test)]
+        self.reused
+            .fetch_add(kept.len(), std::sync::atomic::Ordering::Relaxed);
         let start = kept.len() + 1;
         // The last place a message starts: what comes before it is final, what comes after may
         // still grow (an assistant message gains the tool calls that follow it).
@@ -157,6 +165,12 @@ impl PrefixCache {
                 None => break,
             }
         }
+    }
+
+    /// Items whose encoded messages were reused so far (tests).
+    #[cfg(test)]
+    pub(crate) fn reused(&self) -> usize {
+        self.reused.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Conversations kept (tests).

@@ -513,7 +513,13 @@ mod tests {
 
     /// One item of each shape the cut rule tells apart: every kind, empty texts, an image.
     fn shape(n: usize, kind: usize) -> Arc<Item> {
-        let text = |t: &str| if kind >= 8 { String::new() } else { t.to_owned() };
+        let text = |t: &str| {
+            if kind >= 8 {
+                String::new()
+            } else {
+                t.to_owned()
+            }
+        };
         let body = match kind % 8 {
             0 => ItemBody::System {
                 text: text("note"),
@@ -594,7 +600,13 @@ mod tests {
         assert!(!starts_message(&items, items.len() - 1, &text_only));
         // Reasoning between an answer and a tool call is looked through; the tool result after
         // the call starts a message.
-        let turn = [shape(0, 1), shape(1, 2), shape(2, 3), shape(3, 10), shape(4, 4)];
+        let turn = [
+            shape(0, 1),
+            shape(1, 2),
+            shape(2, 3),
+            shape(3, 10),
+            shape(4, 4),
+        ];
         let turn: Vec<_> = turn.into_iter().chain([shape(4, 6)]).collect();
         let starts: Vec<_> = (0..turn.len())
             .map(|at| starts_message(&turn, at, &text_only))
