@@ -243,6 +243,37 @@ mod tests {
         }
     }
 
+    /// A family where neighbours of one role share a message (tool calls one role, the rest the
+    /// other): the shape of the Anthropic Messages API, where whether an item starts a message
+    /// depends on the item before it.
+    struct Merged;
+
+    fn is_call(item: &Item) -> bool {
+        matches!(item.body, ItemBody::ToolCall { .. })
+    }
+
+    impl Messages for Merged {
+        fn starts_message(&self, items: &[Arc<Item>], at: usize) -> bool {
+            at == 0 || is_call(&items[at - 1]) != is_call(&items[at])
+        }
+        fn encode(&self, items: &[Arc<Item>], out: &mut Vec<u8>) -> Result<(), ProviderError> {
+            let mut messages: Vec<String> = Vec::new();
+            for (n, item) in items.iter().enumerate() {
+                match messages.last_mut() {
+                    Some(last) if is_call(&items[n - 1]) == is_call(item) => {
+                        last.push('+');
+                        last.push_str(&item.id.0);
+                    }
+                    _ => messages.push(item.id.0.clone()),
+                }
+            }
+            let json = serde_json::to_string(&messages)
+                .map_err(|e| ProviderError::Unsendable(e.to_string()))?;
+            out.extend_from_slice(&json.as_bytes()[1..json.len() - 1]);
+            Ok(())
+        }
+    }
+
     fn item(n: usize, call: bool) -> Arc<Item> {
         let body = if call {
             ItemBody::ToolCall {
@@ -260,13 +291,17 @@ mod tests {
     }
 
     fn whole(items: &[Arc<Item>]) -> Vec<u8> {
+        whole_in(items, &Joined)
+    }
+
+    fn whole_in<M: Messages>(items: &[Arc<Item>], messages: &M) -> Vec<u8> {
         let mut out = Vec::new();
-        Joined.encode(items, &mut out).unwrap();
+        messages.encode(items, &mut out).unwrap();
         out
     }
 
     proptest! {
-        /// A conversation grown call by call, each call with a new system item, some calls
+        /// A conversation grown call by call (in both families), each call with a new system item, some calls
         /// editing an earlier item (a new allocation, as a hook's edit is) or dropping the tail
         /// (compaction): every call's bytes equal encoding the whole request.
         #[test]
@@ -274,6 +309,7 @@ mod tests {
             steps in proptest::collection::vec((0usize..4, proptest::bool::ANY, 0usize..40), 1..40)
         ) {
             let cache = PrefixCache::default();
+            let merged = PrefixCache::default();
             let mut history: Vec<Arc<Item>> = Vec::new();
             let mut n = 0;
             for (grow, call, edit) in steps {
@@ -293,6 +329,10 @@ mod tests {
                 let mut request = vec![item(n, false)];
                 request.extend(history.iter().cloned());
                 prop_assert_eq!(cache.encode(&request, &Joined).unwrap(), whole(&request));
+                prop_assert_eq!(
+                    merged.encode(&request, &Merged).unwrap(),
+                    whole_in(&request, &Merged)
+                );
             }
         }
     }
