@@ -32,6 +32,8 @@ const CONVERSATIONS: NonZeroUsize = match NonZeroUsize::new(1024) {
 const BUDGET_BYTES: usize = 64 * 1024 * 1024;
 /// Histories shorter than this are encoded whole: the look-up would cost what it saves.
 const MIN_ITEMS: usize = 8;
+/// Room reserved after the kept bytes for the messages encoded anew.
+const TAIL_ROOM: usize = 16 * 1024;
 
 /// How a wire family encodes messages, for [`PrefixCache::encode`].
 pub(crate) trait Messages {
@@ -99,19 +101,32 @@ impl Default for PrefixCache {
 impl PrefixCache {
     /// The messages of `items` (a whole request, the system item first) as JSON objects
     /// separated by commas: byte for byte what `messages.encode(items)` writes.
+    #[cfg(test)]
     pub(crate) fn encode<M: Messages + ?Sized>(
         &self,
         items: &[Arc<Item>],
         messages: &M,
     ) -> Result<Vec<u8>, ProviderError> {
         let mut out = Vec::new();
+        self.encode_into(items, messages, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`Self::encode`], appended to `out` (a body being assembled): the kept bytes are copied
+    /// once, straight into the body.
+    pub(crate) fn encode_into<M: Messages + ?Sized>(
+        &self,
+        items: &[Arc<Item>],
+        messages: &M,
+        out: &mut Vec<u8>,
+    ) -> Result<(), ProviderError> {
         // The system item is new at every call, so the prefix kept starts after it: only where
         // the second item starts a message of its own.
         if items.len() < MIN_ITEMS || !messages.starts_message(items, 1) {
-            messages.encode(items, &mut out)?;
-            return Ok(out);
+            return messages.encode(items, out);
         }
-        messages.encode(&items[..1], &mut out)?;
+        let from = out.len();
+        messages.encode(&items[..1], out)?;
         let key = Arc::as_ptr(&items[1]) as usize;
         let (mut kept, mut encoded) = match self.take(key) {
             Some(entry) if entry.fits(items, messages) => (entry.items, entry.encoded),
@@ -129,10 +144,24 @@ impl PrefixCache {
             .unwrap_or(start);
         append(&mut encoded, &items[start..cut], messages)?;
         kept.extend(items[start..cut].iter().map(Arc::downgrade));
-        join(&mut out, &encoded);
-        let mut tail = Vec::new();
-        messages.encode(&items[cut..], &mut tail)?;
-        join(&mut out, &tail);
+        // Room for the kept bytes and a usual last message, so the body is not moved again.
+        out.reserve(encoded.len() + TAIL_ROOM);
+        if !encoded.is_empty() {
+            if out.len() > from {
+                out.push(b',');
+            }
+            out.extend_from_slice(&encoded);
+        }
+        let before = out.len();
+        if before > from {
+            out.push(b',');
+        }
+        let mark = out.len();
+        messages.encode(&items[cut..], out)?;
+        if out.len() == mark {
+            // The last items sent nothing: no comma for them either.
+            out.truncate(before);
+        }
         self.keep(
             key,
             Entry {
@@ -140,7 +169,7 @@ impl PrefixCache {
                 encoded,
             },
         );
-        Ok(out)
+        Ok(())
     }
 
     fn take(&self, key: usize) -> Option<Entry> {

@@ -237,7 +237,6 @@ impl family::Family for AnthropicProvider {
             return serde_json::to_vec(&body).map_err(unsendable);
         }
         let system = mapping::system_of(&request.items);
-        let messages = self.prefix.encode(&request.items, &TextMessages)?;
         // `MessagesRequest`'s fields in its order: model, max_tokens, system, then messages,
         // then tools and stream.
         let head = serde_json::to_vec(&RequestHead {
@@ -247,12 +246,13 @@ impl family::Family for AnthropicProvider {
         })
         .map_err(unsendable)?;
         let tail = serde_json::to_vec(&RequestTail { tools, stream }).map_err(unsendable)?;
-        let mut body = Vec::with_capacity(head.len() + messages.len() + tail.len() + 16);
+        let mut body = Vec::with_capacity(head.len() + tail.len() + 16);
         // Both are objects with at least one field: the head without its `}`, the tail
         // without its `{`.
         body.extend_from_slice(head.strip_suffix(b"}").unwrap_or(&head));
         body.extend_from_slice(b",\"messages\":[");
-        body.extend_from_slice(&messages);
+        self.prefix
+            .encode_into(&request.items, &TextMessages, &mut body)?;
         body.extend_from_slice(b"],");
         body.extend_from_slice(tail.get(1..).unwrap_or_default());
         Ok(body)
