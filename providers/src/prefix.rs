@@ -32,12 +32,18 @@ const CONVERSATIONS: NonZeroUsize = match NonZeroUsize::new(1024) {
 const BUDGET_BYTES: usize = 64 * 1024 * 1024;
 /// Histories shorter than this are encoded whole: the look-up would cost what it saves.
 const MIN_ITEMS: usize = 8;
+/// Room reserved after the kept bytes for the messages encoded anew.
+const TAIL_ROOM: usize = 16 * 1024;
 
 /// How a wire family encodes messages, for [`PrefixCache::encode`].
 pub(crate) trait Messages {
-    /// Whether `item` always starts a new message of its own (whatever comes after it), so the
-    /// messages of the items before it are final.
-    fn starts_message(&self, item: &Item) -> bool;
+    /// Whether `items[at]` starts a new message of its own after the items before it (whatever
+    /// comes after it), so the messages of `items[..at]` are final: encoding `items[..at]` and
+    /// `items[at..]` apart gives the messages of `items` whole. A family whose messages merge
+    /// with their neighbours (Anthropic's roles) looks back; one whose items start messages by
+    /// kind alone (chat completions) looks at `items[at]` only. `false` is always safe: it only
+    /// keeps less.
+    fn starts_message(&self, items: &[Arc<Item>], at: usize) -> bool;
     /// The messages of `items` (which begin where a message starts), as JSON objects separated
     /// by commas, appended to `out`.
     fn encode(&self, items: &[Arc<Item>], out: &mut Vec<u8>) -> Result<(), ProviderError>;
@@ -62,15 +68,16 @@ impl Entry {
                 .iter()
                 .zip(&items[1..cut])
                 .all(|(kept, item)| std::ptr::eq(kept.as_ptr(), Arc::as_ptr(item)))
-            && items
-                .get(cut)
-                .is_none_or(|next| messages.starts_message(next))
+            && (cut == items.len() || messages.starts_message(items, cut))
     }
 }
 
 /// Encoded message prefixes of recent conversations (see the module's documentation).
 pub(crate) struct PrefixCache {
     state: Mutex<State>,
+    /// Items whose encoded messages were reused, over every call (tests).
+    #[cfg(test)]
+    reused: std::sync::atomic::AtomicUsize,
 }
 
 struct State {
@@ -85,6 +92,8 @@ impl Default for PrefixCache {
                 entries: LruCache::new(CONVERSATIONS),
                 bytes: 0,
             }),
+            #[cfg(test)]
+            reused: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 }
@@ -92,37 +101,67 @@ impl Default for PrefixCache {
 impl PrefixCache {
     /// The messages of `items` (a whole request, the system item first) as JSON objects
     /// separated by commas: byte for byte what `messages.encode(items)` writes.
+    #[cfg(test)]
     pub(crate) fn encode<M: Messages + ?Sized>(
         &self,
         items: &[Arc<Item>],
         messages: &M,
     ) -> Result<Vec<u8>, ProviderError> {
         let mut out = Vec::new();
+        self.encode_into(items, messages, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`Self::encode`], appended to `out` (a body being assembled): the kept bytes are copied
+    /// once, straight into the body.
+    pub(crate) fn encode_into<M: Messages + ?Sized>(
+        &self,
+        items: &[Arc<Item>],
+        messages: &M,
+        out: &mut Vec<u8>,
+    ) -> Result<(), ProviderError> {
         // The system item is new at every call, so the prefix kept starts after it: only where
         // the second item starts a message of its own.
-        if items.len() < MIN_ITEMS || !messages.starts_message(&items[1]) {
-            messages.encode(items, &mut out)?;
-            return Ok(out);
+        if items.len() < MIN_ITEMS || !messages.starts_message(items, 1) {
+            return messages.encode(items, out);
         }
-        messages.encode(&items[..1], &mut out)?;
+        let from = out.len();
+        messages.encode(&items[..1], out)?;
         let key = Arc::as_ptr(&items[1]) as usize;
         let (mut kept, mut encoded) = match self.take(key) {
             Some(entry) if entry.fits(items, messages) => (entry.items, entry.encoded),
             _ => (Vec::new(), Vec::new()),
         };
+        #[cfg(test)]
+        self.reused
+            .fetch_add(kept.len(), std::sync::atomic::Ordering::Relaxed);
         let start = kept.len() + 1;
         // The last place a message starts: what comes before it is final, what comes after may
         // still grow (an assistant message gains the tool calls that follow it).
         let cut = (start + 1..items.len())
             .rev()
-            .find(|&i| messages.starts_message(&items[i]))
+            .find(|&i| messages.starts_message(items, i))
             .unwrap_or(start);
         append(&mut encoded, &items[start..cut], messages)?;
         kept.extend(items[start..cut].iter().map(Arc::downgrade));
-        join(&mut out, &encoded);
-        let mut tail = Vec::new();
-        messages.encode(&items[cut..], &mut tail)?;
-        join(&mut out, &tail);
+        // Room for the kept bytes and a usual last message, so the body is not moved again.
+        out.reserve(encoded.len() + TAIL_ROOM);
+        if !encoded.is_empty() {
+            if out.len() > from {
+                out.push(b',');
+            }
+            out.extend_from_slice(&encoded);
+        }
+        let before = out.len();
+        if before > from {
+            out.push(b',');
+        }
+        let mark = out.len();
+        messages.encode(&items[cut..], out)?;
+        if out.len() == mark {
+            // The last items sent nothing: no comma for them either.
+            out.truncate(before);
+        }
         self.keep(
             key,
             Entry {
@@ -130,7 +169,7 @@ impl PrefixCache {
                 encoded,
             },
         );
-        Ok(out)
+        Ok(())
     }
 
     fn take(&self, key: usize) -> Option<Entry> {
@@ -157,9 +196,15 @@ impl PrefixCache {
         }
     }
 
+    /// Items whose encoded messages were reused so far (tests).
+    #[cfg(test)]
+    pub(crate) fn reused(&self) -> usize {
+        self.reused.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Conversations kept (tests).
     #[cfg(test)]
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.state
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -206,8 +251,8 @@ mod tests {
     struct Joined;
 
     impl Messages for Joined {
-        fn starts_message(&self, item: &Item) -> bool {
-            !matches!(item.body, ItemBody::ToolCall { .. })
+        fn starts_message(&self, items: &[Arc<Item>], at: usize) -> bool {
+            !matches!(items[at].body, ItemBody::ToolCall { .. })
         }
         fn encode(&self, items: &[Arc<Item>], out: &mut Vec<u8>) -> Result<(), ProviderError> {
             let mut messages: Vec<String> = Vec::new();
@@ -216,6 +261,37 @@ mod tests {
                     (ItemBody::ToolCall { name, .. }, Some(last)) => {
                         last.push('+');
                         last.push_str(name);
+                    }
+                    _ => messages.push(item.id.0.clone()),
+                }
+            }
+            let json = serde_json::to_string(&messages)
+                .map_err(|e| ProviderError::Unsendable(e.to_string()))?;
+            out.extend_from_slice(&json.as_bytes()[1..json.len() - 1]);
+            Ok(())
+        }
+    }
+
+    /// A family where neighbours of one role share a message (tool calls one role, the rest the
+    /// other): the shape of the Anthropic Messages API, where whether an item starts a message
+    /// depends on the item before it.
+    struct Merged;
+
+    fn is_call(item: &Item) -> bool {
+        matches!(item.body, ItemBody::ToolCall { .. })
+    }
+
+    impl Messages for Merged {
+        fn starts_message(&self, items: &[Arc<Item>], at: usize) -> bool {
+            at == 0 || is_call(&items[at - 1]) != is_call(&items[at])
+        }
+        fn encode(&self, items: &[Arc<Item>], out: &mut Vec<u8>) -> Result<(), ProviderError> {
+            let mut messages: Vec<String> = Vec::new();
+            for (n, item) in items.iter().enumerate() {
+                match messages.last_mut() {
+                    Some(last) if is_call(&items[n - 1]) == is_call(item) => {
+                        last.push('+');
+                        last.push_str(&item.id.0);
                     }
                     _ => messages.push(item.id.0.clone()),
                 }
@@ -244,13 +320,17 @@ mod tests {
     }
 
     fn whole(items: &[Arc<Item>]) -> Vec<u8> {
+        whole_in(items, &Joined)
+    }
+
+    fn whole_in<M: Messages>(items: &[Arc<Item>], messages: &M) -> Vec<u8> {
         let mut out = Vec::new();
-        Joined.encode(items, &mut out).unwrap();
+        messages.encode(items, &mut out).unwrap();
         out
     }
 
     proptest! {
-        /// A conversation grown call by call, each call with a new system item, some calls
+        /// A conversation grown call by call (in both families), each call with a new system item, some calls
         /// editing an earlier item (a new allocation, as a hook's edit is) or dropping the tail
         /// (compaction): every call's bytes equal encoding the whole request.
         #[test]
@@ -258,6 +338,7 @@ mod tests {
             steps in proptest::collection::vec((0usize..4, proptest::bool::ANY, 0usize..40), 1..40)
         ) {
             let cache = PrefixCache::default();
+            let merged = PrefixCache::default();
             let mut history: Vec<Arc<Item>> = Vec::new();
             let mut n = 0;
             for (grow, call, edit) in steps {
@@ -277,6 +358,10 @@ mod tests {
                 let mut request = vec![item(n, false)];
                 request.extend(history.iter().cloned());
                 prop_assert_eq!(cache.encode(&request, &Joined).unwrap(), whole(&request));
+                prop_assert_eq!(
+                    merged.encode(&request, &Merged).unwrap(),
+                    whole_in(&request, &Merged)
+                );
             }
         }
     }

@@ -3,6 +3,8 @@
 //! and an answer (whole or assembled from a stream) becomes a [`ModelResponse`]. Pure
 //! functions; anything that does not fit is a [`ProviderError`], never a panic.
 
+use std::sync::Arc;
+
 use base64::Engine as _;
 use hookline_messages::model::{
     FinishReason, ImageRef, Item, ItemBody, ModelRequest, ModelResponse, Purpose, Usage,
@@ -37,16 +39,69 @@ pub(crate) struct Mapped {
 /// of one role share one message, as the API asks. Reasoning is left out (the API takes back
 /// only its own signed thinking blocks); empty texts are left out (the API refuses them).
 pub(crate) fn request(request: &ModelRequest, model: &Model<'_>) -> Result<Mapped, ProviderError> {
-    let mut system: Vec<&str> = Vec::new();
-    let mut messages: Vec<Message> = Vec::with_capacity(request.items.len());
-    for item in &request.items {
+    Ok(Mapped {
+        system: system_of(&request.items),
+        messages: messages_of(&request.items, model)?,
+    })
+}
+
+/// The `system` text of `items`: every system item's text, in order, a blank line between.
+pub(crate) fn system_of(items: &[Arc<Item>]) -> Option<String> {
+    let system: Vec<&str> = items
+        .iter()
+        .filter_map(|item| match &item.body {
+            ItemBody::System { text, .. } if !text.is_empty() => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    (!system.is_empty()).then(|| system.join("\n\n"))
+}
+
+/// How far [`starts_message`] looks back over items that send nothing before it gives up.
+const LOOKBACK: usize = 16;
+
+/// The role of the message `item` joins or starts, or `None` when it sends nothing (system text,
+/// reasoning, an empty text): exactly when [`messages_of`] gives it a block.
+fn role_of(item: &Item, model: &Model<'_>) -> Option<Role> {
+    let images = |images: &[ImageRef]| model.takes_images && !images.is_empty();
+    match &item.body {
+        ItemBody::System { .. } | ItemBody::Reasoning { .. } => None,
+        ItemBody::User { text, images: i } => (!text.is_empty() || images(i)).then_some(Role::User),
+        ItemBody::Assistant { text, .. } => (!text.is_empty()).then_some(Role::Assistant),
+        ItemBody::ToolCall { .. } => Some(Role::Assistant),
+        ItemBody::ToolResult { .. } => Some(Role::User),
+    }
+}
+
+/// Whether `items[at]` starts a message of its own, so the messages of `items[..at]` are the
+/// same whatever follows ([`crate::prefix`]). Neighbouring items of one role share a message, so
+/// no kind of item always starts one: `items[at]` does when it sends something and the last item
+/// before it that sends something has the other role (or there is none). Items that send nothing
+/// (reasoning, system text, empty texts) are looked through, at most [`LOOKBACK`] of them; past
+/// that the answer is `false`, which only keeps less.
+pub(crate) fn starts_message(items: &[Arc<Item>], at: usize, model: &Model<'_>) -> bool {
+    let Some(role) = items.get(at).and_then(|item| role_of(item, model)) else {
+        return false;
+    };
+    for item in items[..at].iter().rev().take(LOOKBACK) {
+        if let Some(before) = role_of(item, model) {
+            return before != role;
+        }
+    }
+    // Nothing before it sends anything: it is the first message, unless the look-back stopped
+    // short of the start.
+    at <= LOOKBACK
+}
+
+/// The messages of `items` (system items send none: their text is [`system_of`]'s).
+pub(crate) fn messages_of(
+    items: &[Arc<Item>],
+    model: &Model<'_>,
+) -> Result<Vec<Message>, ProviderError> {
+    let mut messages: Vec<Message> = Vec::with_capacity(items.len());
+    for item in items {
         let (role, blocks) = match &item.body {
-            ItemBody::System { text, .. } => {
-                if !text.is_empty() {
-                    system.push(text);
-                }
-                continue;
-            }
+            ItemBody::System { .. } => continue,
             ItemBody::User { text, images } => {
                 let mut blocks = text_block(text);
                 blocks.extend(image_blocks(images, model)?);
@@ -96,10 +151,7 @@ pub(crate) fn request(request: &ModelRequest, model: &Model<'_>) -> Result<Mappe
             }),
         }
     }
-    Ok(Mapped {
-        system: (!system.is_empty()).then(|| system.join("\n\n")),
-        messages,
-    })
+    Ok(messages)
 }
 
 fn text_block(text: &str) -> Vec<Block> {
@@ -457,5 +509,108 @@ mod tests {
             .starts_with(
             "the provider's reply cannot be represented: tool call 1 has input that is not JSON"
         ));
+    }
+
+    /// One item of each shape the cut rule tells apart: every kind, empty texts, an image.
+    fn shape(n: usize, kind: usize) -> Arc<Item> {
+        let text = |t: &str| {
+            if kind >= 8 {
+                String::new()
+            } else {
+                t.to_owned()
+            }
+        };
+        let body = match kind % 8 {
+            0 => ItemBody::System {
+                text: text("note"),
+                images: vec![],
+            },
+            1 => ItemBody::User {
+                text: text("ask"),
+                images: if kind == 9 { vec![PNG] } else { vec![] },
+            },
+            2 => ItemBody::Reasoning {
+                text: "hmm".into(),
+                provider_state: (kind == 2).then(|| "signed".into()),
+            },
+            3 => ItemBody::Assistant {
+                text: text("say"),
+                images: vec![],
+            },
+            4 => ItemBody::ToolCall {
+                call_id: format!("c{n}"),
+                name: "t".into(),
+                arguments: json!({}),
+            },
+            _ => ItemBody::ToolResult {
+                call_id: format!("c{n}"),
+                name: "t".into(),
+                text: text("out"),
+                images: vec![],
+                success: kind != 5,
+            },
+        };
+        Arc::new(Item::new(format!("i{n}"), body))
+    }
+
+    /// Whether encoding `items` apart at `at` gives the messages of `items` whole.
+    fn splits(items: &[Arc<Item>], at: usize, model: &Model<'_>) -> bool {
+        let mut apart = messages_of(&items[..at], model).unwrap();
+        apart.extend(messages_of(&items[at..], model).unwrap());
+        apart == messages_of(items, model).unwrap()
+    }
+
+    /// The cut rule is sound: wherever [`starts_message`] says a message starts, the messages
+    /// before are final (every sequence of up to five shapes, every place, with and without
+    /// images); and it does find the role changes a conversation has.
+    #[test]
+    fn a_message_starts_only_where_encoding_apart_changes_nothing() {
+        let shapes = [0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 13];
+        let text_only = Model {
+            takes_images: false,
+            images: None,
+        };
+        let with_images = Model {
+            takes_images: true,
+            images: Some(&Bytes),
+        };
+        let mut cuts = 0;
+        for len in 1..=5u32 {
+            for code in 0..shapes.len().pow(len) {
+                let items: Vec<_> = (0..len as usize)
+                    .map(|n| shape(n, shapes[code / shapes.len().pow(n as u32) % shapes.len()]))
+                    .collect();
+                for model in [&text_only, &with_images] {
+                    for at in 0..items.len() {
+                        if starts_message(&items, at, model) {
+                            cuts += 1;
+                            assert!(splits(&items, at, model), "{items:?} at {at}");
+                        }
+                    }
+                }
+            }
+        }
+        assert!(cuts > 100_000, "{cuts} cuts");
+        // A user message after more items that send nothing than are looked through: not a
+        // cut (it could join a user message further back).
+        let mut items = vec![shape(0, 1)];
+        items.extend((1..=LOOKBACK + 1).map(|n| shape(n, 2)));
+        items.push(shape(LOOKBACK + 2, 1));
+        assert!(!splits(&items, items.len() - 1, &text_only));
+        assert!(!starts_message(&items, items.len() - 1, &text_only));
+        // Reasoning between an answer and a tool call is looked through; the tool result after
+        // the call starts a message.
+        let turn = [
+            shape(0, 1),
+            shape(1, 2),
+            shape(2, 3),
+            shape(3, 10),
+            shape(4, 4),
+        ];
+        let turn: Vec<_> = turn.into_iter().chain([shape(4, 6)]).collect();
+        let starts: Vec<_> = (0..turn.len())
+            .map(|at| starts_message(&turn, at, &text_only))
+            .collect();
+        assert_eq!(starts, [true, false, true, false, false, true]);
     }
 }

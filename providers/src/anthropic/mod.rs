@@ -28,19 +28,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use hookline_messages::model::{ModelRequest, ModelResponse};
+use hookline_messages::model::{Item, ModelRequest, ModelResponse};
 use reqwest::header::{HeaderName, HeaderValue};
 use reqwest::Response;
 
 use crate::family;
 use crate::openai::ImageSource;
+use crate::prefix::{Messages, PrefixCache};
 use crate::retry::RetryPolicy;
 use crate::transport::{endpoint, secret_header, KeySource, Transport};
 use hookline_host::provider::{OnText, Provider, ProviderError};
 use hookline_host::tools::ToolRegistry;
 use mapping::{Answer, CallParts, Model};
 use stream::Assembler;
-use wire::{BlockOut, MessageOut, MessagesRequest, ToolDef};
+use wire::{BlockOut, MessageOut, MessagesRequest, RequestHead, RequestTail, ToolDef};
 
 /// The API version sent as `anthropic-version` unless configured otherwise.
 pub const DEFAULT_VERSION: &str = "2023-06-01";
@@ -94,6 +95,37 @@ pub struct AnthropicProvider {
     transport: Transport,
     tools: Vec<ToolDef>,
     images: Option<Arc<dyn ImageSource>>,
+    /// Each conversation's messages, encoded once (issue 47).
+    prefix: PrefixCache,
+}
+
+/// The messages of a text-only model, for [`PrefixCache`].
+struct TextMessages;
+
+/// A model that takes no images: the only kind whose messages are kept.
+const TEXT_ONLY: Model<'static> = Model {
+    takes_images: false,
+    images: None,
+};
+
+impl Messages for TextMessages {
+    fn starts_message(&self, items: &[Arc<Item>], at: usize) -> bool {
+        mapping::starts_message(items, at, &TEXT_ONLY)
+    }
+
+    fn encode(&self, items: &[Arc<Item>], out: &mut Vec<u8>) -> Result<(), ProviderError> {
+        for (n, message) in mapping::messages_of(items, &TEXT_ONLY)?.iter().enumerate() {
+            if n > 0 {
+                out.push(b',');
+            }
+            serde_json::to_writer(&mut *out, message).map_err(unsendable)?;
+        }
+        Ok(())
+    }
+}
+
+fn unsendable(e: serde_json::Error) -> ProviderError {
+    ProviderError::Unsendable(format!("the request cannot be encoded ({e})"))
 }
 
 impl fmt::Debug for AnthropicProvider {
@@ -131,6 +163,7 @@ impl AnthropicProvider {
             transport,
             tools: Vec::new(),
             images: None,
+            prefix: PrefixCache::default(),
         })
     }
 
@@ -175,29 +208,54 @@ impl family::Family for AnthropicProvider {
         self.config.stream
     }
 
-    /// The body for `request`, serialised.
+    /// The body for `request`, serialised. A text-only model's messages come from the
+    /// conversation's kept prefix ([`PrefixCache`]): only the items new since the last call
+    /// are encoded, and the `system` text (new at every call) is encoded whole. Byte for byte
+    /// the body [`MessagesRequest`] serialises to.
     fn body(&self, request: &ModelRequest, stream: bool) -> Result<Vec<u8>, ProviderError> {
-        let model = Model {
-            takes_images: self.config.takes_images,
-            images: self.images.as_deref(),
-        };
-        let mapped = mapping::request(request, &model)?;
         // Side questions and compaction answer in text: no tools offered.
         let tools: &[ToolDef] = if request.purpose.is_turn_call() {
             &self.tools
         } else {
             &[]
         };
-        let body = MessagesRequest {
+        if self.config.takes_images {
+            // Image blocks are base64 of bytes from elsewhere: encoded whole, not kept.
+            let model = Model {
+                takes_images: true,
+                images: self.images.as_deref(),
+            };
+            let mapped = mapping::request(request, &model)?;
+            let body = MessagesRequest {
+                model: &self.config.model,
+                max_tokens: self.config.max_tokens,
+                system: mapped.system,
+                messages: mapped.messages,
+                tools,
+                stream,
+            };
+            return serde_json::to_vec(&body).map_err(unsendable);
+        }
+        let system = mapping::system_of(&request.items);
+        // `MessagesRequest`'s fields in its order: model, max_tokens, system, then messages,
+        // then tools and stream.
+        let head = serde_json::to_vec(&RequestHead {
             model: &self.config.model,
             max_tokens: self.config.max_tokens,
-            system: mapped.system,
-            messages: mapped.messages,
-            tools,
-            stream,
-        };
-        serde_json::to_vec(&body)
-            .map_err(|e| ProviderError::Unsendable(format!("the request cannot be encoded ({e})")))
+            system: system.as_deref(),
+        })
+        .map_err(unsendable)?;
+        let tail = serde_json::to_vec(&RequestTail { tools, stream }).map_err(unsendable)?;
+        let mut body = Vec::with_capacity(head.len() + tail.len() + 16);
+        // Both are objects with at least one field: the head without its `}`, the tail
+        // without its `{`.
+        body.extend_from_slice(head.strip_suffix(b"}").unwrap_or(&head));
+        body.extend_from_slice(b",\"messages\":[");
+        self.prefix
+            .encode_into(&request.items, &TextMessages, &mut body)?;
+        body.extend_from_slice(b"],");
+        body.extend_from_slice(tail.get(1..).unwrap_or_default());
+        Ok(body)
     }
 
     /// A whole answer, parsed.
@@ -244,5 +302,176 @@ impl Provider for AnthropicProvider {
         on_text: OnText<'_>,
     ) -> Result<ModelResponse, ProviderError> {
         family::call(self, request, Some(on_text)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::family::Family as _;
+    use hookline_messages::model::{ItemBody, Purpose};
+
+    /// A small deterministic generator (no `rand` needed for a fixed sequence).
+    struct Lcg(u64);
+
+    impl Lcg {
+        fn next(&mut self, below: u64) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            (self.0 >> 33) % below
+        }
+    }
+
+    /// An item of every kind the history holds, chosen by `kind`; texts with characters JSON
+    /// escapes, and some empty (they send nothing, so their neighbours merge).
+    fn item(n: u64, kind: u64) -> Arc<Item> {
+        let body = match kind {
+            0 => ItemBody::User {
+                text: format!("question {n} with \"quotes\" and \\ a backslash"),
+                images: Vec::new(),
+            },
+            1 => ItemBody::Reasoning {
+                text: format!("thinking {n}"),
+                provider_state: None,
+            },
+            2 => ItemBody::Reasoning {
+                text: format!("signed thinking {n}"),
+                provider_state: Some(format!("state-{n}")),
+            },
+            3 => ItemBody::Assistant {
+                text: format!("answer {n} \u{e9}\n"),
+                images: Vec::new(),
+            },
+            4 | 5 => ItemBody::ToolCall {
+                call_id: format!("call-{n}"),
+                name: "read_file".into(),
+                arguments: serde_json::json!({ "path": format!("src/{n}.rs") }),
+            },
+            6 | 7 => ItemBody::ToolResult {
+                call_id: format!("call-{}", n - 1),
+                name: "read_file".into(),
+                text: format!("contents {n}\t"),
+                images: Vec::new(),
+                success: n % 3 != 0,
+            },
+            8 => ItemBody::System {
+                text: format!("a plugin's note {n}"),
+                images: Vec::new(),
+            },
+            9 => ItemBody::Assistant {
+                text: String::new(),
+                images: Vec::new(),
+            },
+            _ => ItemBody::User {
+                text: String::new(),
+                images: Vec::new(),
+            },
+        };
+        Arc::new(Item::new(format!("i{n}"), body))
+    }
+
+    fn provider(tools: bool) -> AnthropicProvider {
+        let mut config = AnthropicConfig::new("http://127.0.0.1:9", "stub \"model\"");
+        config.key = KeySource::None;
+        config.max_tokens = 64;
+        let mut provider = AnthropicProvider::new(config).unwrap();
+        if tools {
+            provider.tools = vec![ToolDef {
+                name: "read_file".into(),
+                description: "Reads a \"file\".".into(),
+                input_schema: serde_json::json!({"type": "object"}),
+            }];
+        }
+        provider
+    }
+
+    /// What serialising the whole request gives.
+    fn whole(provider: &AnthropicProvider, request: &ModelRequest, stream: bool) -> String {
+        let mapped = mapping::request(request, &TEXT_ONLY).unwrap();
+        let tools: &[ToolDef] = if request.purpose.is_turn_call() {
+            &provider.tools
+        } else {
+            &[]
+        };
+        let body = serde_json::to_vec(&MessagesRequest {
+            model: &provider.config.model,
+            max_tokens: provider.config.max_tokens,
+            system: mapped.system,
+            messages: mapped.messages,
+            tools,
+            stream,
+        })
+        .unwrap();
+        String::from_utf8(body).unwrap()
+    }
+
+    /// The body of a conversation grown call by call (each call a new system item, as the host
+    /// builds it) is byte for byte what serialising the whole request gives: every item kind,
+    /// neighbours of one role that merge across calls, streamed or not, with tools or without,
+    /// every purpose, a hook's edit of an earlier item (a new allocation) and a history cut
+    /// short (compaction).
+    #[test]
+    fn bodies_from_the_kept_prefix_equal_the_whole_encoding() {
+        for (seed, tools) in [(1, true), (2, false), (3, true), (4, false)] {
+            let provider = provider(tools);
+            let mut random = Lcg(seed);
+            let mut history: Vec<Arc<Item>> = Vec::new();
+            let mut n = 0;
+            let mut sent = 0;
+            for call in 0..150 {
+                for _ in 0..=random.next(3) {
+                    n += 1;
+                    history.push(item(n, random.next(11)));
+                }
+                match random.next(20) {
+                    0 if !history.is_empty() => {
+                        // A hook's edit: the item at `at` becomes a new allocation.
+                        let at = usize::try_from(random.next(history.len() as u64)).unwrap();
+                        n += 1;
+                        history[at] = item(n, random.next(11));
+                    }
+                    1 => history.truncate(history.len() / 2),
+                    _ => {}
+                }
+                let system = Item::new(
+                    "system",
+                    ItemBody::System {
+                        text: format!("be brief ({call})"),
+                        images: Vec::new(),
+                    },
+                );
+                let mut items = vec![Arc::new(system)];
+                items.extend(history.iter().cloned());
+                let purpose = match call % 7 {
+                    5 => Purpose::Compaction,
+                    6 => Purpose::Side,
+                    3 => Purpose::Plan,
+                    _ => Purpose::Work,
+                };
+                let request = ModelRequest {
+                    purpose,
+                    accepts_images: false,
+                    items,
+                };
+                let stream = random.next(2) == 0;
+                let body = provider.body(&request, stream).unwrap();
+                assert_eq!(
+                    String::from_utf8(body).unwrap(),
+                    whole(&provider, &request, stream),
+                    "seed {seed}, call {call}"
+                );
+                sent += request.items.len();
+            }
+            // Most of what each call sends again comes from the kept prefix (about 80 %: the
+            // first calls are short, edits and cuts start over, the last message is new).
+            let reused = provider.prefix.reused();
+            assert!(
+                reused * 3 > sent * 2,
+                "seed {seed}: {reused} of {sent} items reused"
+            );
+        }
     }
 }

@@ -19,6 +19,26 @@ pub(crate) struct MessagesRequest<'a> {
     pub(crate) stream: bool,
 }
 
+/// The fields of a [`MessagesRequest`] before `messages`, in its order: serialised, its bytes
+/// but the closing brace are the body's first (issue 47: a body assembled around messages kept
+/// encoded).
+#[derive(Debug, Serialize)]
+pub(crate) struct RequestHead<'a> {
+    pub(crate) model: &'a str,
+    pub(crate) max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) system: Option<&'a str>,
+}
+
+/// The fields of a [`MessagesRequest`] after `messages`, in its order: serialised, its bytes
+/// but the opening brace are the body's last.
+#[derive(Debug, Serialize)]
+pub(crate) struct RequestTail<'a> {
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub(crate) tools: &'a [ToolDef],
+    pub(crate) stream: bool,
+}
+
 /// One message: `user` or `assistant`, its content as blocks.
 #[derive(Debug, PartialEq, Serialize)]
 pub(crate) struct Message {

@@ -100,8 +100,10 @@ pub struct OpenAiProvider {
 struct TextMessages;
 
 impl Messages for TextMessages {
-    fn starts_message(&self, item: &hookline_messages::model::Item) -> bool {
-        mapping::starts_message(item)
+    fn starts_message(&self, items: &[Arc<hookline_messages::model::Item>], at: usize) -> bool {
+        items
+            .get(at)
+            .is_some_and(|item| mapping::starts_message(item))
     }
 
     fn encode(
@@ -237,12 +239,12 @@ impl family::Family for OpenAiProvider {
             };
             return serde_json::to_vec(&body).map_err(unsendable);
         }
-        let messages = self.prefix.encode(&request.items, &TextMessages)?;
-        let mut body = Vec::with_capacity(messages.len() + 256);
+        let mut body = Vec::with_capacity(256);
         body.extend_from_slice(b"{\"model\":");
         serde_json::to_writer(&mut body, &self.config.model).map_err(unsendable)?;
         body.extend_from_slice(b",\"messages\":[");
-        body.extend_from_slice(&messages);
+        self.prefix
+            .encode_into(&request.items, &TextMessages, &mut body)?;
         body.push(b']');
         // `options` always has `stream`: an object of one field or more, whose fields follow.
         let options = serde_json::to_vec(&options).map_err(unsendable)?;
