@@ -9,7 +9,9 @@ Usage (from a checkout, after `cargo build --release --bin hookline`):
         [--litellm PATH/TO/litellm] [--portkey PATH/TO/start-server.js]
         [--hookline [LABEL=]PATH ...]
 
-`--hookline` (repeatable) runs the given builds side by side in the same rounds, e.g.
+`--clients N` also runs each server with N clients at once for `--seconds` each round (one
+process per client; every hookline client on a session of its own) and reports turns/s, p50
+and p99. `--hookline` (repeatable) runs the given builds side by side in the same rounds, e.g.
 `--hookline before=/tmp/hookline-old --hookline after=target/release/hookline`.
 
 Each gateway is optional beside hookline: give the `litellm` executable of a venv where
@@ -33,6 +35,7 @@ hooks. The load average is printed beside it.
 import argparse
 import http.client
 import json
+import multiprocessing
 import os
 import shutil
 import signal
@@ -55,6 +58,21 @@ plugin = Plugin()
 @plugin.hook("transform_model")
 def keep(request, cx):
     return None
+
+
+def report_concurrent(concurrent, counts, clients, labels):
+    print(f"\n{clients} clients at once (medians over the rounds: turns/s, p50, p99; failed)")
+    order = labels + ["litellm", "portkey"]
+    for kind in sorted({kind for kind, _ in concurrent}, key=order.index):
+        cells = []
+        for n in counts:
+            runs = concurrent[(kind, n)]
+            rate = statistics.median(r[0] for r in runs)
+            p50_ = statistics.median(r[1] for r in runs) * 1000
+            p99 = statistics.median(r[2] for r in runs) * 1000
+            failed = sum(r[3] for r in runs)
+            cells.append(f"{n} hooks: {rate:,.0f}/s p50 {p50_:.2f} p99 {p99:.2f} ms ({failed} failed)")
+        print(f"{kind:<10}" + "; ".join(cells))
 
 
 if __name__ == "__main__":
@@ -101,6 +119,7 @@ class Server:
                                      cwd=cwd, start_new_session=True)
         self.conn = None
         self.path, self.headers, self.body = None, {}, b""
+        self.new_path = lambda: self.path
 
     def stop(self):
         try:
@@ -161,8 +180,13 @@ def start_hookline(hooks, stub_url, work, label, binary):
     server = Server(label, hooks, argv, port, env=env, cwd=work)
     if not wait_http(port, "/healthz"):
         raise RuntimeError(f"{label} serve did not start: " + server.tail())
-    session = json.loads(server.post("/v1/sessions", b"{}", {"content-type": "application/json"}))
-    server.path = f"/v1/sessions/{session['key']}/turns"
+    def new_path():
+        session = json.loads(server.post("/v1/sessions", b"{}",
+                                         {"content-type": "application/json"}))
+        return f"/v1/sessions/{session['key']}/turns"
+    # Turns of one session run one after another: each concurrent client has its own.
+    server.new_path = new_path
+    server.path = new_path()
     server.headers = {"content-type": "application/json"}
     server.body = json.dumps({"text": "Say ok."}).encode()
     return server
@@ -226,6 +250,35 @@ def p50(server, turns):
     return statistics.median(server.turn() for _ in range(turns))
 
 
+def client(job):
+    """One concurrent client (a process of its own, so no client waits on another's GIL):
+    turns one after another on one kept-alive connection until `seconds` pass."""
+    port, path, headers, body, seconds = job
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    times, failed = [], 0
+    end = time.perf_counter() + seconds
+    while (started := time.perf_counter()) < end:
+        conn.request("POST", path, body=body, headers=headers)
+        response = conn.getresponse()
+        response.read()
+        failed += response.status >= 300
+        times.append(time.perf_counter() - started)
+    return times, failed
+
+
+def throughput(server, clients, seconds):
+    """Turns per second, p50 and p99 (seconds) and failures of `clients` clients at once."""
+    jobs = [(server.port, server.new_path(), server.headers, server.body, seconds)
+            for _ in range(clients)]
+    with multiprocessing.Pool(clients) as pool:
+        results = pool.map(client, jobs)
+    times = sorted(t for result in results for t in result[0])
+    failed = sum(result[1] for result in results)
+    if not times:
+        return 0.0, 0.0, 0.0, failed
+    return (len(times) / seconds, times[len(times) // 2], times[int(len(times) * 0.99)], failed)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=4)
@@ -233,6 +286,10 @@ def main():
     parser.add_argument("--hooks", default="0,1,4,8")
     parser.add_argument("--litellm")
     parser.add_argument("--portkey")
+    parser.add_argument("--clients", type=int, default=0,
+                        help="also run each server with this many clients at once, each round")
+    parser.add_argument("--seconds", type=float, default=5.0,
+                        help="how long each concurrent run lasts")
     parser.add_argument("--hookline", action="append", metavar="[LABEL=]PATH",
                         help="a hookline binary to run (repeat to compare builds in one run; "
                              "default: target/release/hookline)")
@@ -260,13 +317,20 @@ def main():
             for _ in range(20):
                 server.turn()
         results = {(s.kind, s.hooks): [] for s in servers}
+        concurrent = {(s.kind, s.hooks): [] for s in servers}
         loads = []
         for round_ in range(args.rounds):
             loads.append(os.getloadavg()[0])
             for server in servers:
                 results[(server.kind, server.hooks)].append(p50(server, args.turns))
+                if args.clients:
+                    concurrent[(server.kind, server.hooks)].append(
+                        throughput(server, args.clients, args.seconds))
             print(f"round {round_ + 1} done, load {loads[-1]:.2f}", file=sys.stderr)
-        report(results, counts, loads, [label for label, _ in binaries])
+        labels = [label for label, _ in binaries]
+        report(results, counts, loads, labels)
+        if args.clients:
+            report_concurrent(concurrent, counts, args.clients, labels)
     finally:
         for server in servers:
             server.stop()
@@ -288,6 +352,21 @@ def report(results, counts, loads, labels):
         rounds = "; ".join(f"{n}: " + ", ".join(f"{v * 1000:.3f}" for v in results[(kind, n)])
                            for n in counts)
         print(f"          rounds (ms) {rounds}")
+
+
+def report_concurrent(concurrent, counts, clients, labels):
+    print(f"\n{clients} clients at once (medians over the rounds: turns/s, p50, p99; failed)")
+    order = labels + ["litellm", "portkey"]
+    for kind in sorted({kind for kind, _ in concurrent}, key=order.index):
+        cells = []
+        for n in counts:
+            runs = concurrent[(kind, n)]
+            rate = statistics.median(r[0] for r in runs)
+            p50_ = statistics.median(r[1] for r in runs) * 1000
+            p99 = statistics.median(r[2] for r in runs) * 1000
+            failed = sum(r[3] for r in runs)
+            cells.append(f"{n} hooks: {rate:,.0f}/s p50 {p50_:.2f} p99 {p99:.2f} ms ({failed} failed)")
+        print(f"{kind:<10}" + "; ".join(cells))
 
 
 if __name__ == "__main__":
