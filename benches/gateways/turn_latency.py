@@ -175,7 +175,11 @@ def start_hookline(hooks, stub_url, work, label, binary):
     os.makedirs(home)
     port = free_port()
     env = dict(os.environ, HOOKLINE_HOME=home)
+    # A store of its own: servers sharing one would share its session ids and directory.
+    store = os.path.join(work, f"workspace-{label}-{hooks}")
+    os.makedirs(store)
     argv = [binary, "serve", "--listen", f"127.0.0.1:{port}", "--plugins", plugins,
+            "--workspace-root", store,
             "--provider", "openai", "--base-url", stub_url, "--model", "stub"]
     server = Server(label, hooks, argv, port, env=env, cwd=work)
     if not wait_http(port, "/healthz"):

@@ -73,8 +73,9 @@ pub(super) fn create_session(
     let mut claimed = None;
     for _ in 0..ID_TRIES {
         // `s1`, `s2`, ...: short, ordered ids for a store one machine owns. Another process
-        // sharing the directory may have taken the next number: the claim below fails and the
-        // loop takes the one after.
+        // sharing the directory may have taken the next number: the claim below fails, and the
+        // counter catches up with the highest number there before the next try (a process
+        // whose counter lagged by more than `ID_TRIES` numbers once ran out of tries).
         let n = next_id.fetch_add(1, Ordering::Relaxed) + 1;
         let id = SessionId::new(format!("s{n}"));
         let dir = sessions.join(id.as_str());
@@ -84,7 +85,9 @@ pub(super) fn create_session(
                 claimed = Some((id, dir));
                 break;
             }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                next_id.fetch_max(highest_numbered(sessions)?, Ordering::Relaxed);
+            }
             Err(e) => return Err(StoreError::io(&dir, "create", e)),
         }
     }

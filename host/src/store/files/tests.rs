@@ -214,3 +214,21 @@ fn a_kept_sync_pool_syncs_batch_after_batch() {
     let synced = finished.recv_timeout(std::time::Duration::from_secs(30));
     assert_eq!(synced, Ok(true), "50 batches of 3 files each synced");
 }
+
+/// Two stores (two processes) sharing one directory: one that created many sessions since the
+/// other opened does not leave the other out of ids (its counter catches up on the first clash).
+#[tokio::test]
+async fn a_store_whose_counter_lags_another_still_creates_sessions() {
+    let tmp = tempfile::tempdir().unwrap();
+    let early = FileStore::open(tmp.path(), FileStoreOptions::default()).unwrap();
+    let busy = FileStore::open(tmp.path(), FileStoreOptions::default()).unwrap();
+    for _ in 0..(ID_TRIES * 2) {
+        let (_, w) = busy.create(new(), &[user("a")]).await.unwrap();
+        w.release().await.unwrap();
+    }
+    let (info, w) = early.create(new(), &[user("b")]).await.unwrap();
+    w.release().await.unwrap();
+    assert_eq!(info.session_id.as_str(), format!("s{}", ID_TRIES * 2 + 1));
+    let (next, _w) = early.create(new(), &[user("c")]).await.unwrap();
+    assert_eq!(next.session_id.as_str(), format!("s{}", ID_TRIES * 2 + 2));
+}
