@@ -60,21 +60,6 @@ def keep(request, cx):
     return None
 
 
-def report_concurrent(concurrent, counts, clients, labels):
-    print(f"\n{clients} clients at once (medians over the rounds: turns/s, p50, p99; failed)")
-    order = labels + ["litellm", "portkey"]
-    for kind in sorted({kind for kind, _ in concurrent}, key=order.index):
-        cells = []
-        for n in counts:
-            runs = concurrent[(kind, n)]
-            rate = statistics.median(r[0] for r in runs)
-            p50_ = statistics.median(r[1] for r in runs) * 1000
-            p99 = statistics.median(r[2] for r in runs) * 1000
-            failed = sum(r[3] for r in runs)
-            cells.append(f"{n} hooks: {rate:,.0f}/s p50 {p50_:.2f} p99 {p99:.2f} ms ({failed} failed)")
-        print(f"{kind:<10}" + "; ".join(cells))
-
-
 if __name__ == "__main__":
     plugin.run()
 '''
@@ -184,6 +169,18 @@ def start_hookline(hooks, stub_url, work, label, binary):
     server = Server(label, hooks, argv, port, env=env, cwd=work)
     if not wait_http(port, "/healthz"):
         raise RuntimeError(f"{label} serve did not start: " + server.tail())
+    # A hook that silently never runs would make the server look fast: every plugin must be
+    # loaded and say it implements the hook.
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("GET", "/v1/plugins")
+    listed = json.loads(conn.getresponse().read())
+    conn.close()
+    loaded = [p for p in listed.get("plugins", [])
+              if p.get("state") == "loaded"
+              and "transform_model" in (p.get("hello") or {}).get("hooks", [])]
+    if len(loaded) != hooks:
+        raise RuntimeError(f"{label} with {hooks} hooks loaded {len(loaded)} plugins: "
+                           f"{json.dumps(listed)[:2000]}")
     def new_path():
         session = json.loads(server.post("/v1/sessions", b"{}",
                                          {"content-type": "application/json"}))
@@ -356,6 +353,21 @@ def report(results, counts, loads, labels):
         rounds = "; ".join(f"{n}: " + ", ".join(f"{v * 1000:.3f}" for v in results[(kind, n)])
                            for n in counts)
         print(f"          rounds (ms) {rounds}")
+
+
+def report_concurrent(concurrent, counts, clients, labels):
+    print(f"\n{clients} clients at once (medians over the rounds: turns/s, p50, p99; failed)")
+    order = labels + ["litellm", "portkey"]
+    for kind in sorted({kind for kind, _ in concurrent}, key=order.index):
+        cells = []
+        for n in counts:
+            runs = concurrent[(kind, n)]
+            rate = statistics.median(r[0] for r in runs)
+            p50_ = statistics.median(r[1] for r in runs) * 1000
+            p99 = statistics.median(r[2] for r in runs) * 1000
+            failed = sum(r[3] for r in runs)
+            cells.append(f"{n} hooks: {rate:,.0f}/s p50 {p50_:.2f} p99 {p99:.2f} ms ({failed} failed)")
+        print(f"{kind:<10}" + "; ".join(cells))
 
 
 def report_concurrent(concurrent, counts, clients, labels):
