@@ -21,7 +21,9 @@ writes their configuration into a temporary directory.
 
 What each hook does:
 - hookline: a Python kit plugin (`sdk/python`) with a sync `transform_model` handler that keeps
-  the request (one hook call per turn, through the external protocol);
+  the request (one hook call per turn, through the external protocol), or with `--hook
+  on_prompt` an `on_prompt` handler that keeps the prompt; each round starts a fresh session
+  (10 turns of warm-up), since `transform_model` is given the whole conversation;
 - LiteLLM: a `CustomGuardrail` whose `async_pre_call_hook` returns the request unchanged
   (`mode: pre_call`, `default_on: true`), in the proxy's own process;
 - Portkey: a `before_request_hooks` mutator running the built-in `default.addPrefix`.
@@ -55,8 +57,8 @@ HOOKLINE_PLUGIN = '''from hookline_plugin import Plugin
 plugin = Plugin()
 
 
-@plugin.hook("transform_model")
-def keep(request, cx):
+@plugin.hook("HOOK")
+def keep(value, cx):
     return None
 
 
@@ -145,7 +147,7 @@ class Server:
         return time.perf_counter() - started
 
 
-def start_hookline(hooks, stub_url, work, label, binary):
+def start_hookline(hooks, stub_url, work, label, binary, hook):
     plugins = os.path.join(work, f"{label}-{hooks}")
     os.makedirs(plugins)
     for index in range(hooks):
@@ -153,7 +155,7 @@ def start_hookline(hooks, stub_url, work, label, binary):
         os.makedirs(directory)
         shutil.copytree(KIT, os.path.join(directory, "hookline_plugin"))
         with open(os.path.join(directory, "plugin.py"), "w") as f:
-            f.write(HOOKLINE_PLUGIN)
+            f.write(HOOKLINE_PLUGIN.replace("HOOK", hook))
         with open(os.path.join(directory, "plugin.json"), "w") as f:
             json.dump({"entry": "plugin.py", "interpreter": "python3"}, f)
     home = os.path.join(work, f"home-{label}-{hooks}")
@@ -177,7 +179,7 @@ def start_hookline(hooks, stub_url, work, label, binary):
     conn.close()
     loaded = [p for p in listed.get("plugins", [])
               if p.get("state") == "loaded"
-              and "transform_model" in (p.get("hello") or {}).get("hooks", [])]
+              and hook in (p.get("hello") or {}).get("hooks", [])]
     if len(loaded) != hooks:
         raise RuntimeError(f"{label} with {hooks} hooks loaded {len(loaded)} plugins: "
                            f"{json.dumps(listed)[:2000]}")
@@ -287,6 +289,8 @@ def main():
     parser.add_argument("--hooks", default="0,1,4,8")
     parser.add_argument("--litellm")
     parser.add_argument("--portkey")
+    parser.add_argument("--hook", default="transform_model", choices=["transform_model", "on_prompt"],
+                        help="the hook each hookline plugin implements (keeping what it is given)")
     parser.add_argument("--clients", type=int, default=0,
                         help="also run each server with this many clients at once, each round")
     parser.add_argument("--seconds", type=float, default=5.0,
@@ -309,7 +313,7 @@ def main():
         time.sleep(0.5)
         for hooks in counts:
             for label, binary in binaries:
-                servers.append(start_hookline(hooks, stub_url, work, label, binary))
+                servers.append(start_hookline(hooks, stub_url, work, label, binary, args.hook))
             if args.litellm:
                 servers.append(start_litellm(hooks, stub_url, work, args.litellm))
             if args.portkey:
@@ -323,6 +327,11 @@ def main():
         for round_ in range(args.rounds):
             loads.append(os.getloadavg()[0])
             for server in servers:
+                # A fresh conversation each round (hookline; the others keep no history), so a
+                # round's turns see the same history lengths as the round before.
+                server.path = server.new_path()
+                for _ in range(10):
+                    server.turn()
                 results[(server.kind, server.hooks)].append(p50(server, args.turns))
                 if args.clients:
                     concurrent[(server.kind, server.hooks)].append(
@@ -347,7 +356,7 @@ def report(results, counts, loads, labels):
     for kind in kinds:
         medians = {n: statistics.median(results[(kind, n)]) * 1000 for n in counts}
         top = max(counts)
-        slope = (medians[top] - medians[min(counts)]) / (top - min(counts)) if top else 0.0
+        slope = (medians[top] - medians[min(counts)]) / (top - min(counts)) if top != min(counts) else 0.0
         row = "".join(f"{medians[n]:>11.3f} ms" for n in counts)
         print(f"{kind:<10}{row}   {slope:.3f} ms")
         rounds = "; ".join(f"{n}: " + ", ".join(f"{v * 1000:.3f}" for v in results[(kind, n)])
