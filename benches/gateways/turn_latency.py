@@ -170,6 +170,7 @@ def start_hookline(hooks, stub_url, work, label, binary, hook):
             "--provider", "openai", "--base-url", stub_url, "--model", "stub"]
     server = Server(label, hooks, argv, port, env=env, cwd=work)
     if not wait_http(port, "/healthz"):
+        server.stop()
         raise RuntimeError(f"{label} serve did not start: " + server.tail())
     # A hook that silently never runs would make the server look fast: every plugin must be
     # loaded and say it implements the hook.
@@ -181,6 +182,7 @@ def start_hookline(hooks, stub_url, work, label, binary, hook):
               if p.get("state") == "loaded"
               and hook in (p.get("hello") or {}).get("hooks", [])]
     if len(loaded) != hooks:
+        server.stop()
         raise RuntimeError(f"{label} with {hooks} hooks loaded {len(loaded)} plugins: "
                            f"{json.dumps(listed)[:2000]}")
     def new_path():
