@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use hookline_messages::model::Item;
 use lru::LruCache;
+use serde::Serialize;
 
 use hookline_host::provider::ProviderError;
 
@@ -172,6 +173,28 @@ impl PrefixCache {
         Ok(())
     }
 
+    /// A request body: `head`'s fields, then `"messages"` (the kept prefix and what is new),
+    /// then `tail`'s fields, byte for byte what one struct with those fields in that order
+    /// serialises to. `head` and `tail` must serialise to objects of at least one field.
+    pub(crate) fn body<M: Messages + ?Sized>(
+        &self,
+        head: &impl Serialize,
+        items: &[Arc<Item>],
+        messages: &M,
+        tail: &impl Serialize,
+    ) -> Result<Vec<u8>, ProviderError> {
+        let head = serde_json::to_vec(head).map_err(unsendable)?;
+        let tail = serde_json::to_vec(tail).map_err(unsendable)?;
+        let mut body = Vec::with_capacity(head.len() + tail.len() + 16);
+        // The head without its `}`, the tail without its `{`.
+        body.extend_from_slice(head.strip_suffix(b"}").unwrap_or(&head));
+        body.extend_from_slice(b",\"messages\":[");
+        self.encode_into(items, messages, &mut body)?;
+        body.extend_from_slice(b"],");
+        body.extend_from_slice(tail.get(1..).unwrap_or_default());
+        Ok(body)
+    }
+
     fn take(&self, key: usize) -> Option<Entry> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let entry = state.entries.pop(&key)?;
@@ -211,6 +234,26 @@ impl PrefixCache {
             .entries
             .len()
     }
+}
+
+/// The error of a request body that cannot be encoded (both families).
+pub(crate) fn unsendable(e: serde_json::Error) -> ProviderError {
+    ProviderError::Unsendable(format!("the request cannot be encoded ({e})"))
+}
+
+/// Each of `messages` as JSON, separated by commas, appended to `out`: what a family's
+/// [`Messages::encode`] writes for the wire messages its mapping made.
+pub(crate) fn write_messages<T: Serialize>(
+    messages: &[T],
+    out: &mut Vec<u8>,
+) -> Result<(), ProviderError> {
+    for (n, message) in messages.iter().enumerate() {
+        if n > 0 {
+            out.push(b',');
+        }
+        serde_json::to_writer(&mut *out, message).map_err(unsendable)?;
+    }
+    Ok(())
 }
 
 /// Appends the messages of `items` to `encoded`, a comma between the two when both have some.

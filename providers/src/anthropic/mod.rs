@@ -34,7 +34,7 @@ use reqwest::Response;
 
 use crate::family;
 use crate::openai::ImageSource;
-use crate::prefix::{Messages, PrefixCache};
+use crate::prefix::{unsendable, write_messages, Messages, PrefixCache};
 use crate::retry::RetryPolicy;
 use crate::transport::{endpoint, secret_header, KeySource, Transport};
 use hookline_host::provider::{OnText, Provider, ProviderError};
@@ -114,18 +114,8 @@ impl Messages for TextMessages {
     }
 
     fn encode(&self, items: &[Arc<Item>], out: &mut Vec<u8>) -> Result<(), ProviderError> {
-        for (n, message) in mapping::messages_of(items, &TEXT_ONLY)?.iter().enumerate() {
-            if n > 0 {
-                out.push(b',');
-            }
-            serde_json::to_writer(&mut *out, message).map_err(unsendable)?;
-        }
-        Ok(())
+        write_messages(&mapping::messages_of(items, &TEXT_ONLY)?, out)
     }
-}
-
-fn unsendable(e: serde_json::Error) -> ProviderError {
-    ProviderError::Unsendable(format!("the request cannot be encoded ({e})"))
 }
 
 impl fmt::Debug for AnthropicProvider {
@@ -239,23 +229,17 @@ impl family::Family for AnthropicProvider {
         let system = mapping::system_of(&request.items);
         // `MessagesRequest`'s fields in its order: model, max_tokens, system, then messages,
         // then tools and stream.
-        let head = serde_json::to_vec(&RequestHead {
+        let head = RequestHead {
             model: &self.config.model,
             max_tokens: self.config.max_tokens,
             system: system.as_deref(),
-        })
-        .map_err(unsendable)?;
-        let tail = serde_json::to_vec(&RequestTail { tools, stream }).map_err(unsendable)?;
-        let mut body = Vec::with_capacity(head.len() + tail.len() + 16);
-        // Both are objects with at least one field: the head without its `}`, the tail
-        // without its `{`.
-        body.extend_from_slice(head.strip_suffix(b"}").unwrap_or(&head));
-        body.extend_from_slice(b",\"messages\":[");
-        self.prefix
-            .encode_into(&request.items, &TextMessages, &mut body)?;
-        body.extend_from_slice(b"],");
-        body.extend_from_slice(tail.get(1..).unwrap_or_default());
-        Ok(body)
+        };
+        self.prefix.body(
+            &head,
+            &request.items,
+            &TextMessages,
+            &RequestTail { tools, stream },
+        )
     }
 
     /// A whole answer, parsed.

@@ -31,7 +31,7 @@ use reqwest::header::AUTHORIZATION;
 use reqwest::Response;
 
 use crate::family;
-use crate::prefix::{Messages, PrefixCache};
+use crate::prefix::{unsendable, write_messages, Messages, PrefixCache};
 pub use crate::retry::RetryPolicy;
 pub use crate::transport::KeySource;
 use crate::transport::{endpoint, secret_header, Transport};
@@ -39,7 +39,7 @@ use hookline_host::provider::{OnText, Provider, ProviderError};
 use hookline_host::tools::ToolRegistry;
 use mapping::{Answer, Model};
 use stream::Assembler;
-use wire::{ChatOptions, ChatRequest, ChatResponse, FunctionDef, StreamOptions, ToolDef};
+use wire::{ChatHead, ChatOptions, ChatRequest, ChatResponse, FunctionDef, StreamOptions, ToolDef};
 
 /// Where the bytes of an image marker come from. The host refers to images by marker (SPEC
 /// R5.4); a provider that sends images needs their bytes.
@@ -115,15 +115,7 @@ impl Messages for TextMessages {
             takes_images: false,
             images: None,
         };
-        for (n, message) in mapping::messages_of(items, &model)?.iter().enumerate() {
-            if n > 0 {
-                out.push(b',');
-            }
-            serde_json::to_writer(&mut *out, message).map_err(|e| {
-                ProviderError::Unsendable(format!("the request cannot be encoded ({e})"))
-            })?;
-        }
-        Ok(())
+        write_messages(&mapping::messages_of(items, &model)?, out)
     }
 }
 
@@ -209,9 +201,6 @@ impl family::Family for OpenAiProvider {
     /// conversation's kept prefix ([`PrefixCache`]): only the items new since the last call
     /// are encoded. Byte for byte the body [`ChatRequest`] serialises to.
     fn body(&self, request: &ModelRequest, stream: bool) -> Result<Vec<u8>, ProviderError> {
-        let unsendable = |e: serde_json::Error| {
-            ProviderError::Unsendable(format!("the request cannot be encoded ({e})"))
-        };
         // Side questions and compaction answer in text: no tools offered.
         let tools: &[ToolDef] = if request.purpose.is_turn_call() {
             &self.tools
@@ -239,18 +228,14 @@ impl family::Family for OpenAiProvider {
             };
             return serde_json::to_vec(&body).map_err(unsendable);
         }
-        let mut body = Vec::with_capacity(256);
-        body.extend_from_slice(b"{\"model\":");
-        serde_json::to_writer(&mut body, &self.config.model).map_err(unsendable)?;
-        body.extend_from_slice(b",\"messages\":[");
-        self.prefix
-            .encode_into(&request.items, &TextMessages, &mut body)?;
-        body.push(b']');
-        // `options` always has `stream`: an object of one field or more, whose fields follow.
-        let options = serde_json::to_vec(&options).map_err(unsendable)?;
-        body.push(b',');
-        body.extend_from_slice(options.get(1..).unwrap_or_default());
-        Ok(body)
+        self.prefix.body(
+            &ChatHead {
+                model: &self.config.model,
+            },
+            &request.items,
+            &TextMessages,
+            &options,
+        )
     }
 
     /// A whole answer, parsed.

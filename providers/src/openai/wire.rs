@@ -15,6 +15,13 @@ pub(crate) struct ChatRequest<'a> {
     pub(crate) options: ChatOptions<'a>,
 }
 
+/// What a body holds before its messages (the provider writes the messages it kept encoded
+/// after it: [`crate::prefix`]).
+#[derive(Debug, Serialize)]
+pub(crate) struct ChatHead<'a> {
+    pub(crate) model: &'a str,
+}
+
 /// What a body holds after its messages (the provider writes the messages it kept encoded
 /// between the model and these: [`crate::prefix`]).
 #[derive(Debug, Serialize)]
