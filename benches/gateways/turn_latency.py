@@ -304,7 +304,9 @@ def main():
     binaries = []
     for given in args.hookline or [os.path.join(ROOT, "target", "release", "hookline")]:
         label, _, path = given.rpartition("=")
-        binaries.append((label or ("hookline" if not binaries else f"hookline-{len(binaries) + 1}"), path))
+        # Absolute: each server runs in a directory of its own.
+        binaries.append((label or ("hookline" if not binaries else f"hookline-{len(binaries) + 1}"),
+                         os.path.abspath(path)))
     counts = [int(n) for n in args.hooks.split(",")]
     work = tempfile.mkdtemp(prefix="hookline-gateways-")
     stub_port = free_port()
@@ -350,10 +352,15 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
 
 
+def ordered(results, labels):
+    """The servers of `results`, the hookline builds first (as given), then LiteLLM, Portkey."""
+    order = labels + ["litellm", "portkey"]
+    return sorted({kind for kind, _ in results}, key=order.index)
+
+
 def report(results, counts, loads, labels):
     print(f"load average (1 min) at each round: {', '.join(f'{l:.2f}' for l in loads)}")
-    order = labels + ["litellm", "portkey"]
-    kinds = sorted({kind for kind, _ in results}, key=order.index)
+    kinds = ordered(results, labels)
     print("gateway   " + "".join(f"{n:>4} hooks p50 " for n in counts) + "  per hook")
     for kind in kinds:
         medians = {n: statistics.median(results[(kind, n)]) * 1000 for n in counts}
@@ -368,23 +375,7 @@ def report(results, counts, loads, labels):
 
 def report_concurrent(concurrent, counts, clients, labels):
     print(f"\n{clients} clients at once (medians over the rounds: turns/s, p50, p99; failed)")
-    order = labels + ["litellm", "portkey"]
-    for kind in sorted({kind for kind, _ in concurrent}, key=order.index):
-        cells = []
-        for n in counts:
-            runs = concurrent[(kind, n)]
-            rate = statistics.median(r[0] for r in runs)
-            p50_ = statistics.median(r[1] for r in runs) * 1000
-            p99 = statistics.median(r[2] for r in runs) * 1000
-            failed = sum(r[3] for r in runs)
-            cells.append(f"{n} hooks: {rate:,.0f}/s p50 {p50_:.2f} p99 {p99:.2f} ms ({failed} failed)")
-        print(f"{kind:<10}" + "; ".join(cells))
-
-
-def report_concurrent(concurrent, counts, clients, labels):
-    print(f"\n{clients} clients at once (medians over the rounds: turns/s, p50, p99; failed)")
-    order = labels + ["litellm", "portkey"]
-    for kind in sorted({kind for kind, _ in concurrent}, key=order.index):
+    for kind in ordered(concurrent, labels):
         cells = []
         for n in counts:
             runs = concurrent[(kind, n)]
