@@ -7,24 +7,14 @@
 mod serve_support;
 
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use hookline::host::gateway::Activity;
 use hookline::host::provider::EchoProvider;
 use serde_json::json;
-use serve_support::{serve, until_activity};
+use serve_support::{now_ms, serve, until_activity};
 
 const TIMEOUT: Duration = Duration::from_secs(45);
-
-fn now_ms() -> u64 {
-    u64::try_from(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap()
-}
 
 #[actix_rt::test]
 async fn a_pending_approval_is_listed_in_full_for_its_session_and_the_server() {

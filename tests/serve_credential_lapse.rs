@@ -7,7 +7,7 @@
 mod serve_support;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
@@ -17,22 +17,12 @@ use hookline::host::store::{ApiKeyRecord, ApiKeyTable, FileApiKeys, Role};
 use hookline::server::{JwksSource, JwtAlgorithm, JwtSettings, KeyTable, REFETCH_FLOOR};
 use jsonwebtoken::{encode, EncodingKey, Header};
 use serde_json::{json, Value};
-use serve_support::{serve, Served, SseReader, DEADLINE};
+use serve_support::{now_ms, serve, Served, SseReader, DEADLINE};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 use tokio_tungstenite::tungstenite::Message;
 
 const ISSUER: &str = "https://idp.example";
 const AUDIENCE: &str = "hookline";
-
-fn now_ms() -> u64 {
-    u64::try_from(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap()
-}
 
 struct Setup {
     served: Served,

@@ -7,33 +7,22 @@
 mod serve_support;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use hookline::host::provider::EchoProvider;
-use hookline::host::store::{ApiKeyRecord, ApiKeyTable, FileApiKeys, Role};
+use hookline::host::store::{ApiKeyTable, FileApiKeys, Role};
 use hookline::server::KeyTable;
 use serde_json::{json, Value};
-use serve_support::{serve, Served};
+use serve_support::{add_key, now_ms, serve, Served};
 
 /// What the docs promise for a revocation to reach every node.
 const PROMISED: Duration = Duration::from_secs(2);
-
-fn now_ms() -> u64 {
-    u64::try_from(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap()
-}
 
 /// A key table with one admin key, and `nodes` servers sharing it.
 async fn nodes(count: usize) -> (Vec<Served>, String, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let table = Arc::new(FileApiKeys::new(dir.path()));
-    let (admin, record) = ApiKeyRecord::create("ops", Role::Admin, None, None, now_ms()).unwrap();
-    table.insert(&record).await.unwrap();
+    let admin = add_key(&table, "ops", Role::Admin).await;
     let mut served = Vec::new();
     for _ in 0..count {
         let shared: Arc<dyn ApiKeyTable> = table.clone();

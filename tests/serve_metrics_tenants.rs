@@ -7,29 +7,12 @@
 mod serve_support;
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use hookline::host::provider::EchoProvider;
-use hookline::host::store::{ApiKeyRecord, ApiKeyTable, FileApiKeys, Role};
+use hookline::host::store::{ApiKeyTable, FileApiKeys, Role};
 use hookline::server::{KeyTable, TenantLimits, TenantPolicy, Tenants};
 use serde_json::{json, Value};
-use serve_support::{serve, Served};
-
-fn now_ms() -> u64 {
-    u64::try_from(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap()
-}
-
-async fn add_key(table: &FileApiKeys, tenant: &str, role: Role) -> String {
-    let (key, record) = ApiKeyRecord::create(tenant, role, None, None, now_ms()).unwrap();
-    table.insert(&record).await.unwrap();
-    key
-}
+use serve_support::{add_key, serve, Served};
 
 async fn post(served: &Served, path: &str, key: &str, body: Value) -> (u16, Value) {
     let response = served

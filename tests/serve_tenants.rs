@@ -9,7 +9,7 @@ mod serve_support;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use futures::{SinkExt as _, StreamExt as _};
 use hookline::host::gateway::Activity;
@@ -17,7 +17,7 @@ use hookline::host::provider::EchoProvider;
 use hookline::host::store::{ApiKeyRecord, ApiKeyTable, FileApiKeys, Role};
 use hookline::server::{ApprovalAnswerers, KeyTable, TenantLimits, TenantPolicy, Tenants};
 use serde_json::{json, Value};
-use serve_support::{serve, Served, DEADLINE};
+use serve_support::{add_key, now_ms, serve, Served, DEADLINE};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -85,19 +85,6 @@ fn role_of(who: Who) -> Option<Role> {
 /// Whether `who` may see a session `Owner` opened.
 fn sees_owners_session(who: Who) -> bool {
     matches!(who, Who::Owner | Who::Operator | Who::Admin)
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
-}
-
-async fn add_key(table: &FileApiKeys, tenant: &str, role: Role) -> String {
-    let (key, record) = ApiKeyRecord::create(tenant, role, None, None, now_ms()).unwrap();
-    table.insert(&record).await.unwrap();
-    key
 }
 
 async fn served_with_keys() -> (Served, Keys) {

@@ -5,23 +5,12 @@
 mod serve_support;
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use hookline::host::provider::EchoProvider;
 use hookline::host::store::{ApiKeyRecord, ApiKeyTable, FileApiKeys, Role};
 use hookline::server::{ApprovalAnswerers, KeyTable, TenantPolicy, Tenants};
 use serde_json::{json, Value};
-use serve_support::serve;
-
-fn now_ms() -> u64 {
-    u64::try_from(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap()
-}
+use serve_support::{now_ms, serve};
 
 #[actix_rt::test]
 async fn whoami_names_the_principal_and_what_it_may_use() {

@@ -223,3 +223,26 @@ impl SseReader {
         panic!("the stream ended before a '{kind}' event")
     }
 }
+
+/// Milliseconds since the Unix epoch, as API keys and JWTs count time.
+pub fn now_ms() -> u64 {
+    u64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
+
+/// A new API key of `tenant` with `role`, stored in `table`; the key's text.
+pub async fn add_key(
+    table: &hookline::host::store::FileApiKeys,
+    tenant: &str,
+    role: hookline::host::store::Role,
+) -> String {
+    use hookline::host::store::{ApiKeyRecord, ApiKeyTable as _};
+    let (key, record) = ApiKeyRecord::create(tenant, role, None, None, now_ms()).unwrap();
+    table.insert(&record).await.unwrap();
+    key
+}
