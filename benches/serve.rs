@@ -17,7 +17,7 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hookline::cli::load::{run as drive, LoadOptions, Transport};
+use hookline::cli::load::{LoadOptions, Transport};
 use hookline::host::demo::{example_plugins, WordCount};
 use hookline::host::gateway::{Gateway, GatewayLimits, OpenSession};
 use hookline::host::provider::EchoProvider;
@@ -25,7 +25,7 @@ use hookline::host::tools::ToolRegistry;
 use hookline::host::turn::UserInput;
 use hookline::host::Host;
 use hookline::server::{install_recorder, start, ServeConfig};
-use support::median;
+use support::{load_on_own_runtime, median};
 
 const SESSIONS: usize = 50;
 const TURNS: usize = 20;
@@ -81,15 +81,7 @@ async fn served(arbiters: &[actix::Arbiter]) -> (f64, u64) {
         idempotency: None,
         stub_url: None,
     };
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let _ = tx.send(runtime.block_on(drive(options, Arc::new(()))));
-    });
-    let report = rx.await.unwrap().unwrap();
+    let report = load_on_own_runtime(options).await;
     handle.drain("bench", None).await.unwrap();
     (report.seconds, report.error_count())
 }

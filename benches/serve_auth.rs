@@ -32,7 +32,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
-use hookline::cli::load::{run as drive, LoadOptions, LoadReport, Transport};
+use hookline::cli::load::{LoadOptions, LoadReport, Transport};
 use hookline::host::gateway::GatewayLimits;
 use hookline::host::provider::EchoProvider;
 use hookline::host::store::{ApiKeyRecord, ApiKeyTable, FileApiKeys, Role};
@@ -43,7 +43,7 @@ use hookline::server::{
 };
 use jsonwebtoken::{encode, EncodingKey, Header};
 use serde_json::{json, Value};
-use support::{load_average, median};
+use support::{load_average, load_on_own_runtime, median, on_own_runtime, serve_on_own_runtime};
 
 const ROUNDS: usize = 5;
 const CLIENTS: usize = 32;
@@ -124,27 +124,15 @@ struct Idp {
 
 /// Serves the JWKS on a thread of its own; its URL.
 fn idp(idp: Arc<Idp>) -> String {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let app = axum::Router::new().route(
-                "/jwks.json",
-                axum::routing::get(move || async move {
-                    idp.fetches.fetch_add(1, Ordering::SeqCst);
-                    let keys = idp.keys.lock().unwrap().clone();
-                    axum::Json(json!({ "keys": keys }))
-                }),
-            );
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap()).unwrap();
-            axum::serve(listener, app).await.unwrap();
-        });
-    });
-    format!("http://{}/jwks.json", rx.recv().unwrap())
+    let app = axum::Router::new().route(
+        "/jwks.json",
+        axum::routing::get(move || async move {
+            idp.fetches.fetch_add(1, Ordering::SeqCst);
+            let keys = idp.keys.lock().unwrap().clone();
+            axum::Json(json!({ "keys": keys }))
+        }),
+    );
+    format!("http://{}/jwks.json", serve_on_own_runtime(app))
 }
 
 /// A server over the echo model; its base URL and handle.
@@ -186,15 +174,7 @@ async fn load(url: &str, token: Option<&str>, sessions: usize, turns: usize) -> 
         idempotency: None,
         stub_url: None,
     };
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let _ = tx.send(runtime.block_on(drive(options, Arc::new(()))));
-    });
-    let report = rx.await.unwrap().unwrap();
+    let report = load_on_own_runtime(options).await;
     assert_eq!(
         report.error_count(),
         0,
@@ -412,62 +392,54 @@ fn flood(
     stop: Arc<AtomicBool>,
     every: Option<Duration>,
 ) -> tokio::sync::oneshot::Receiver<(u64, u64)> {
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let client = reqwest::Client::new();
-            let (ok, refused) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
-            let mut clients = Vec::new();
-            for _ in 0..FLOODERS {
-                let opened: Value = client
-                    .post(format!("{url}/v1/sessions"))
-                    .bearer_auth(&key)
-                    .json(&json!({}))
-                    .send()
-                    .await
-                    .unwrap()
-                    .json()
-                    .await
-                    .unwrap();
-                let turns = format!(
-                    "{url}/v1/sessions/{}/turns",
-                    opened["key"].as_str().unwrap()
-                );
-                let (client, key, stop) = (client.clone(), key.clone(), stop.clone());
-                let (ok, refused) = (ok.clone(), refused.clone());
-                clients.push(tokio::spawn(async move {
-                    let mut tick = every.map(tokio::time::interval);
-                    while !stop.load(Ordering::SeqCst) {
-                        if let Some(tick) = &mut tick {
-                            tick.tick().await;
-                        }
-                        let response = client
-                            .post(&turns)
-                            .bearer_auth(&key)
-                            .json(&json!({ "text": "flood" }))
-                            .send()
-                            .await
-                            .unwrap();
-                        match response.status().as_u16() {
-                            200 => ok.fetch_add(1, Ordering::Relaxed),
-                            429 => refused.fetch_add(1, Ordering::Relaxed),
-                            other => panic!("the flood got {other}"),
-                        };
-                        let _ = response.bytes().await;
+    on_own_runtime(move || async move {
+        let client = reqwest::Client::new();
+        let (ok, refused) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let mut clients = Vec::new();
+        for _ in 0..FLOODERS {
+            let opened: Value = client
+                .post(format!("{url}/v1/sessions"))
+                .bearer_auth(&key)
+                .json(&json!({}))
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let turns = format!(
+                "{url}/v1/sessions/{}/turns",
+                opened["key"].as_str().unwrap()
+            );
+            let (client, key, stop) = (client.clone(), key.clone(), stop.clone());
+            let (ok, refused) = (ok.clone(), refused.clone());
+            clients.push(tokio::spawn(async move {
+                let mut tick = every.map(tokio::time::interval);
+                while !stop.load(Ordering::SeqCst) {
+                    if let Some(tick) = &mut tick {
+                        tick.tick().await;
                     }
-                }));
-            }
-            for client in clients {
-                client.await.unwrap();
-            }
-            let _ = tx.send((ok.load(Ordering::Relaxed), refused.load(Ordering::Relaxed)));
-        });
-    });
-    rx
+                    let response = client
+                        .post(&turns)
+                        .bearer_auth(&key)
+                        .json(&json!({ "text": "flood" }))
+                        .send()
+                        .await
+                        .unwrap();
+                    match response.status().as_u16() {
+                        200 => ok.fetch_add(1, Ordering::Relaxed),
+                        429 => refused.fetch_add(1, Ordering::Relaxed),
+                        other => panic!("the flood got {other}"),
+                    };
+                    let _ = response.bytes().await;
+                }
+            }));
+        }
+        for client in clients {
+            client.await.unwrap();
+        }
+        (ok.load(Ordering::Relaxed), refused.load(Ordering::Relaxed))
+    })
 }
 
 async fn two_tenants(arbiters: &[actix::Arbiter]) {

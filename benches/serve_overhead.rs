@@ -18,12 +18,12 @@ mod support;
 
 use std::sync::Arc;
 
-use hookline::cli::load::{run as drive, LoadOptions, LoadReport, Transport};
+use hookline::cli::load::{LoadOptions, LoadReport, Transport};
 use hookline::host::gateway::GatewayLimits;
 use hookline::host::Host;
 use hookline::providers::{OpenAiConfig, OpenAiProvider};
 use hookline::server::{install_recorder, start, ServeConfig};
-use support::{load_average, median};
+use support::{load_average, load_on_own_runtime, median, serve_on_own_runtime};
 
 const ROUNDS: usize = 3;
 const SEQUENTIAL: usize = 300;
@@ -35,25 +35,13 @@ const ANSWER: &str = r#"{"choices":[{"index":0,"message":{"role":"assistant","co
 
 /// Starts the stub on a thread of its own; returns its OpenAI base URL.
 fn stub() -> String {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let app = axum::Router::new().route(
-                "/v1/chat/completions",
-                axum::routing::post(|_body: axum::body::Bytes| async {
-                    ([("content-type", "application/json")], ANSWER)
-                }),
-            );
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap()).unwrap();
-            axum::serve(listener, app).await.unwrap();
-        });
-    });
-    format!("http://{}/v1", rx.recv().unwrap())
+    let app = axum::Router::new().route(
+        "/v1/chat/completions",
+        axum::routing::post(|_body: axum::body::Bytes| async {
+            ([("content-type", "application/json")], ANSWER)
+        }),
+    );
+    format!("http://{}/v1", serve_on_own_runtime(app))
 }
 
 /// One run of `serve` in `mode` (durable steps or not): the load driver's report.
@@ -87,15 +75,7 @@ async fn served(
         idempotency: None,
         stub_url: Some(stub_url.to_owned()),
     };
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let _ = tx.send(runtime.block_on(drive(options, Arc::new(()))));
-    });
-    let report = rx.await.unwrap().unwrap();
+    let report = load_on_own_runtime(options).await;
     handle.drain("bench", None).await.unwrap();
     assert_eq!(report.error_count(), 0, "every turn is answered");
     report
