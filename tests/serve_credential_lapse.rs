@@ -16,7 +16,7 @@ use hookline::host::provider::EchoProvider;
 use hookline::host::store::{ApiKeyRecord, ApiKeyTable, FileApiKeys, Role};
 use hookline::server::{JwksSource, JwtAlgorithm, JwtSettings, KeyTable, REFETCH_FLOOR};
 use jsonwebtoken::{encode, EncodingKey, Header};
-use serde_json::{json, Value};
+use serde_json::json;
 use serve_support::{now_ms, serve, Served, SseReader, DEADLINE};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 use tokio_tungstenite::tungstenite::Message;
@@ -89,21 +89,6 @@ async fn setup() -> Setup {
     }
 }
 
-/// Opens a session as `credential`'s principal.
-async fn open(served: &Served, credential: &str) -> String {
-    let response = served
-        .client
-        .post(served.url("/v1/sessions"))
-        .bearer_auth(credential)
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 201);
-    let body: Value = response.json().await.unwrap();
-    body["key"].as_str().unwrap().to_owned()
-}
-
 /// The event feed, open.
 async fn feed(served: &Served, credential: &str) -> SseReader {
     let response = served
@@ -161,7 +146,7 @@ async fn socket_end(mut socket: Socket) -> (u16, String) {
 async fn a_feed_and_a_socket_end_when_their_jwt_expires() {
     let setup = setup().await;
     let served = &setup.served;
-    let session = open(served, &setup.jwt).await;
+    let session = served.open_as(&setup.jwt).await;
     let feed = feed(served, &setup.jwt).await;
     let socket = socket(served, &session, &setup.jwt).await;
     let (reason, (code, why)) = tokio::join!(feed_end(feed), socket_end(socket));
@@ -212,7 +197,7 @@ async fn a_feed_and_a_socket_end_within_two_seconds_of_their_key_being_revoked()
         assert!(asked.elapsed() < DEADLINE, "the key was never taken");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let session = open(served, &key).await;
+    let session = served.open_as(&key).await;
     let mut feed = feed(served, &key).await;
     let socket = socket(served, &session, &key).await;
     // Both are live: a turn's events reach the feed.

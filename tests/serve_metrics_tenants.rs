@@ -8,11 +8,10 @@ mod serve_support;
 
 use std::sync::Arc;
 
-use hookline::host::provider::EchoProvider;
-use hookline::host::store::{ApiKeyTable, FileApiKeys, Role};
-use hookline::server::{KeyTable, TenantLimits, TenantPolicy, Tenants};
+use hookline::host::store::{FileApiKeys, Role};
+use hookline::server::{TenantLimits, TenantPolicy, Tenants};
 use serde_json::{json, Value};
-use serve_support::{add_key, serve, Served};
+use serve_support::{add_key, serve_with_keys, Served};
 
 async fn post(served: &Served, path: &str, key: &str, body: Value) -> (u16, Value) {
     let response = served
@@ -54,16 +53,7 @@ async fn turns_and_refusals_are_labelled_with_configured_tenants_others_as_other
         default: one_a_second.clone(),
         named: [("acme".to_owned(), one_a_second)].into(),
     };
-    let shared: Arc<dyn ApiKeyTable> = table;
-    let served = serve(
-        Arc::new(EchoProvider::new()),
-        |_| {},
-        move |config| {
-            config.keys = Some(KeyTable(shared));
-            config.tenants = tenants;
-        },
-    )
-    .await;
+    let served = serve_with_keys(table, tenants).await;
     for key in [&acme, &zeta, &admin] {
         let (status, session) = post(&served, "/v1/sessions", key, json!({})).await;
         assert_eq!(status, 201, "{session}");

@@ -13,11 +13,10 @@ use std::time::Duration;
 
 use futures::{SinkExt as _, StreamExt as _};
 use hookline::host::gateway::Activity;
-use hookline::host::provider::EchoProvider;
 use hookline::host::store::{ApiKeyRecord, ApiKeyTable, FileApiKeys, Role};
-use hookline::server::{ApprovalAnswerers, KeyTable, TenantLimits, TenantPolicy, Tenants};
+use hookline::server::{ApprovalAnswerers, TenantLimits, TenantPolicy, Tenants};
 use serde_json::{json, Value};
-use serve_support::{add_key, now_ms, serve, Served, DEADLINE};
+use serve_support::{add_key, now_ms, serve_with_keys, Served, DEADLINE};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 use tokio_tungstenite::tungstenite::Message;
 
@@ -103,16 +102,7 @@ async fn served_with_tenants(tenants: Tenants) -> (Served, Keys) {
         admin: add_key(&table, "ops", Role::Admin).await,
         table: table.clone(),
     };
-    let shared: Arc<dyn ApiKeyTable> = table;
-    let served = serve(
-        Arc::new(EchoProvider::new()),
-        |_| {},
-        move |config| {
-            config.keys = Some(KeyTable(shared));
-            config.tenants = tenants;
-        },
-    )
-    .await;
+    let served = serve_with_keys(table, tenants).await;
     // The table's directory lives as long as the test: keep it with the served one.
     std::mem::forget(dir);
     (served, keys)
@@ -156,20 +146,6 @@ fn body_for(path: &str) -> Value {
         p if p.contains("/approvals/") => json!({ "decision": "allow" }),
         _ => json!({}),
     }
-}
-
-async fn open_as(served: &Served, key: &str) -> String {
-    let response = served
-        .client
-        .post(served.url("/v1/sessions"))
-        .bearer_auth(key)
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 201);
-    let body: Value = response.json().await.unwrap();
-    body["key"].as_str().unwrap().to_owned()
 }
 
 /// Sends one operation as `who`; returns the status and the error code, if any.
@@ -266,7 +242,7 @@ async fn every_route_times_every_role_and_tenant_answers_as_the_docs_promise() {
         }
         for who in EVERYONE {
             // A fresh session for each try: DELETE closes it, turns change it.
-            let key = open_as(&served, &keys.owner).await;
+            let key = served.open_as(&keys.owner).await;
             let concrete = path.replace("{id}", &key).replace("{call_id}", "call-1");
             let credential = keys.of(who);
             let (status, code) = if path.ends_with("/ws") {
@@ -323,10 +299,10 @@ async fn every_route_times_every_role_and_tenant_answers_as_the_docs_promise() {
 #[actix_rt::test]
 async fn lists_and_the_event_feed_show_only_what_the_caller_may_see() {
     let (served, keys) = served_with_keys().await;
-    let mine = open_as(&served, &keys.owner).await;
-    let colleagues = open_as(&served, &keys.colleague).await;
-    let strangers = open_as(&served, &keys.stranger).await;
-    let admins = open_as(&served, &keys.admin).await;
+    let mine = served.open_as(&keys.owner).await;
+    let colleagues = served.open_as(&keys.colleague).await;
+    let strangers = served.open_as(&keys.stranger).await;
+    let admins = served.open_as(&keys.admin).await;
     let listed = |key: &str| {
         let request = served
             .client
@@ -520,7 +496,7 @@ async fn a_revoked_key_is_refused_within_two_seconds_and_an_expired_one_at_once(
 #[actix_rt::test]
 async fn a_socket_that_authenticates_by_message_sees_only_its_own_sessions() {
     let (served, keys) = served_with_keys().await;
-    let mine = open_as(&served, &keys.owner).await;
+    let mine = served.open_as(&keys.owner).await;
     let url = served.ws(&format!("/v1/sessions/{mine}/ws"));
     // Another tenant's key: closed as if the session did not exist.
     let (mut socket, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
@@ -606,7 +582,7 @@ async fn who_answers_approvals_is_the_tenants_setting_and_the_archive_names_them
     let (served, keys) = served_with_tenants(tenants).await;
     // acme (the default, `operator`): its client lists the approval but may not answer it; a
     // client of another tenant is told the session does not exist; its operator answers.
-    let session = open_as(&served, &keys.owner).await;
+    let session = served.open_as(&keys.owner).await;
     let call = asking_turn(&served, &session, &keys.owner).await;
     let (_, listed) = get_as(&served, "/v1/approvals", &keys.owner).await;
     assert_eq!(listed["approvals"][0]["callId"], call.as_str());
@@ -651,7 +627,7 @@ async fn who_answers_approvals_is_the_tenants_setting_and_the_archive_names_them
         format!("acme/{operator_id}")
     );
     // globex (`owner-or-operator`): the client that opened the session answers it itself.
-    let session = open_as(&served, &keys.stranger).await;
+    let session = served.open_as(&keys.stranger).await;
     let call = asking_turn(&served, &session, &keys.stranger).await;
     let response = served
         .client
@@ -688,8 +664,8 @@ async fn a_tenant_past_its_limits_is_refused_naming_them_and_others_are_not() {
         named: [("acme".to_owned(), limited)].into(),
     };
     let (served, keys) = served_with_tenants(tenants).await;
-    let first = open_as(&served, &keys.owner).await;
-    open_as(&served, &keys.colleague).await;
+    let first = served.open_as(&keys.owner).await;
+    served.open_as(&keys.colleague).await;
     // A third session of acme: past max_sessions; globex opens as many as it likes.
     let response = served
         .client
@@ -710,9 +686,9 @@ async fn a_tenant_past_its_limits_is_refused_naming_them_and_others_are_not() {
             .contains("max_sessions"),
         "{body}"
     );
-    let theirs = open_as(&served, &keys.stranger).await;
+    let theirs = served.open_as(&keys.stranger).await;
     for _ in 0..3 {
-        open_as(&served, &keys.stranger).await;
+        served.open_as(&keys.stranger).await;
     }
     // Two turns at once past a rate of one a second: the second is told to wait.
     let turn = |session: String, key: String| {

@@ -6,11 +6,10 @@ mod serve_support;
 
 use std::sync::Arc;
 
-use hookline::host::provider::EchoProvider;
 use hookline::host::store::{ApiKeyRecord, ApiKeyTable, FileApiKeys, Role};
-use hookline::server::{ApprovalAnswerers, KeyTable, TenantPolicy, Tenants};
+use hookline::server::{ApprovalAnswerers, TenantPolicy, Tenants};
 use serde_json::{json, Value};
-use serve_support::{now_ms, serve};
+use serve_support::{now_ms, serve_with_keys};
 
 #[actix_rt::test]
 async fn whoami_names_the_principal_and_what_it_may_use() {
@@ -38,16 +37,7 @@ async fn whoami_names_the_principal_and_what_it_may_use() {
         )]
         .into(),
     };
-    let shared: Arc<dyn ApiKeyTable> = table;
-    let served = serve(
-        Arc::new(EchoProvider::new()),
-        |_| {},
-        move |config| {
-            config.keys = Some(KeyTable(shared));
-            config.tenants = tenants;
-        },
-    )
-    .await;
+    let served = serve_with_keys(table, tenants).await;
     let expected = [
         ("acme", "client", true, false),
         ("globex", "client", false, false),

@@ -79,6 +79,21 @@ impl Served {
         body["key"].as_str().unwrap().to_owned()
     }
 
+    /// Opens a session as `credential`'s principal (a bearer API key or JWT) and returns its key.
+    pub async fn open_as(&self, credential: &str) -> String {
+        let response = self
+            .client
+            .post(self.url("/v1/sessions"))
+            .bearer_auth(credential)
+            .json(&serde_json::json!({}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 201);
+        let body: serde_json::Value = response.json().await.unwrap();
+        body["key"].as_str().unwrap().to_owned()
+    }
+
     /// Drains the gateway and closes the listener.
     pub async fn shutdown(mut self) {
         if let Some(handle) = self.handle.take() {
@@ -245,4 +260,21 @@ pub async fn add_key(
     let (key, record) = ApiKeyRecord::create(tenant, role, None, None, now_ms()).unwrap();
     table.insert(&record).await.unwrap();
     key
+}
+
+/// A server over the echo model whose credentials are the API keys of `table`, under `tenants`'
+/// policies.
+pub async fn serve_with_keys(
+    table: Arc<dyn hookline::host::store::ApiKeyTable>,
+    tenants: hookline::server::Tenants,
+) -> Served {
+    serve(
+        Arc::new(hookline::host::provider::EchoProvider::new()),
+        |_| {},
+        move |config| {
+            config.keys = Some(hookline::server::KeyTable(table));
+            config.tenants = tenants;
+        },
+    )
+    .await
 }
