@@ -211,13 +211,7 @@ pub(super) fn checkpoint(files: &mut SessionFiles) -> Result<(), StoreError> {
             .map_err(|e| StoreError::io(&path, "sync", e))?;
     }
     let commits = files.dir.join(COMMITS);
-    let point = CommitPoint {
-        records: files.records_end,
-        archive: files.archive_end,
-        replace: None,
-        keys: None,
-        journal: None,
-    };
+    let point = CommitPoint::plain(files.records_end, files.archive_end);
     let point = encode_records(&commits, &[point])?;
     if let Err(error) = replace_file(&commits, &point) {
         files.poisoned = true;
@@ -261,13 +255,7 @@ mod unit {
     #[test]
     fn an_empty_side_is_an_empty_list() {
         let archive = encode_records(Path::new("a"), &[user("c")]).unwrap();
-        let point = CommitPoint {
-            records: 0,
-            archive: archive.len() as u64,
-            replace: None,
-            keys: None,
-            journal: None,
-        };
+        let point = CommitPoint::plain(0, archive.len() as u64);
         let frame = journal_frame(&point, 0, &[], 0, &archive).unwrap();
         let scan = crate::store::log::scan_bytes::<CommitPoint>(Path::new("c"), &frame).unwrap();
         let journal = scan.records[0].journal.as_ref().unwrap();

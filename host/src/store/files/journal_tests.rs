@@ -204,13 +204,7 @@ async fn a_session_of_plain_points_opens_as_before() {
     let mut commits = fs::read(dir.join(COMMITS)).unwrap();
     for text in ["b", "c"] {
         records.extend(encode_records(&dir, &[user(text)]).unwrap());
-        let point = CommitPoint {
-            records: records.len() as u64,
-            archive: 0,
-            replace: None,
-            keys: None,
-            journal: None,
-        };
+        let point = CommitPoint::plain(records.len() as u64, 0);
         commits.extend(encode_records(&dir, &[point]).unwrap());
     }
     fs::write(dir.join(RECORDS), &records).unwrap();

@@ -127,6 +127,20 @@ struct CommitPoint {
     journal: Option<journal::Journal>,
 }
 
+impl CommitPoint {
+    /// A plain point: the data files end at `records` and `archive` (a creation's, a
+    /// checkpoint's), with no compaction, keys or journal copy.
+    fn plain(records: u64, archive: u64) -> Self {
+        Self {
+            records,
+            archive,
+            replace: None,
+            keys: None,
+            journal: None,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 struct Rewrite {
     len: u64,

@@ -97,13 +97,7 @@ pub(super) fn create_session(
     sync_dir(sessions)?;
     let lock = take_lock(&dir, &id)?;
     let info = SessionFacts::new(id, new);
-    let point = CommitPoint {
-        records: records.len() as u64,
-        archive: 0,
-        replace: None,
-        keys: None,
-        journal: None,
-    };
+    let point = CommitPoint::plain(records.len() as u64, 0);
     let point = encode_records(&dir.join(COMMITS), &[point])?;
     write_new_file(&dir.join(RECORDS), records)?;
     write_new_file(&dir.join(ARCHIVE), &[])?;
@@ -431,13 +425,7 @@ pub(super) fn open_session(
         }
     }
     let commits_path = dir.join(COMMITS);
-    let point = CommitPoint {
-        records: reading.records_end,
-        archive: reading.archive_end,
-        replace: None,
-        keys: None,
-        journal: None,
-    };
+    let point = CommitPoint::plain(reading.records_end, reading.archive_end);
     let one_point = encode_records(&commits_path, &[point])?;
     if reading.journaled
         || reading.cut_points
