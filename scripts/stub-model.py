@@ -82,9 +82,15 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
 
+class Server(ThreadingHTTPServer):
+    # socketserver's default backlog is 5: a gateway opening 32 pooled connections at once
+    # overflowed it, and each dropped handshake stalled a request for a second or more.
+    request_queue_size = 1024
+
+
 def main():
     port = int(sys.argv[1]) if len(sys.argv) > 1 else 8765
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    server = Server(("127.0.0.1", port), Handler)
     print(f"openai: http://127.0.0.1:{port}/v1  anthropic: http://127.0.0.1:{port}", flush=True)
     server.serve_forever()
 
