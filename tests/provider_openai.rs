@@ -622,3 +622,56 @@ async fn an_unreachable_server_is_an_english_error_after_the_retries() {
         "{error}"
     );
 }
+
+/// Each calling thread's calls go over connections that thread opened and drives (issue 47): a
+/// pooled connection is driven by the runtime that opened it, so sharing one pool between
+/// arbiters made a call on one thread wake another twice.
+#[test]
+fn each_calling_thread_keeps_its_own_connections() {
+    key_var();
+    let (stub, _runtime) = provider_stub::stub_on_a_thread((0..6).map(|_| answer("ok")).collect());
+    let provider = Arc::new(OpenAiProvider::new(config(&stub, false)).unwrap());
+    // Two threads, each a runtime that stays up between its calls (as an arbiter does), taking
+    // turns: A, B, A, B, A, B.
+    let mut callers = Vec::new();
+    for _ in 0..2 {
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<std::sync::mpsc::Sender<()>>(1);
+        let provider = provider.clone();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                while let Some(done) = rx.recv().await {
+                    provider.complete(&work_request("hi")).await.unwrap();
+                    done.send(()).unwrap();
+                }
+            });
+        });
+        callers.push(tx);
+    }
+    for _ in 0..3 {
+        for caller in &callers {
+            let (done, called) = std::sync::mpsc::channel();
+            caller.blocking_send(done).unwrap();
+            called.recv_timeout(Duration::from_secs(10)).unwrap();
+        }
+    }
+    let peers: Vec<_> = stub.received().iter().map(|r| r.peer).collect();
+    assert_eq!(peers.len(), 6);
+    // Thread A's calls are the even ones, B's the odd ones: one connection each, not shared.
+    assert!(
+        peers.iter().step_by(2).all(|peer| *peer == peers[0]),
+        "{peers:?}"
+    );
+    assert!(
+        peers
+            .iter()
+            .skip(1)
+            .step_by(2)
+            .all(|peer| *peer == peers[1]),
+        "{peers:?}"
+    );
+    assert_ne!(peers[0], peers[1], "{peers:?}");
+}

@@ -14,6 +14,7 @@ use futures::StreamExt as _;
 use reqwest::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::{Response, Url};
 use serde::Deserialize;
+use thread_local::ThreadLocal;
 
 use crate::retry::{self, Next, RetryPolicy};
 use hookline_host::provider::ProviderError;
@@ -92,12 +93,25 @@ pub(crate) fn endpoint(base: &str, segments: &[&str]) -> Result<Url, ProviderErr
 #[derive(Debug)]
 pub(crate) struct Transport {
     pub(crate) url: Url,
-    http: reqwest::Client,
+    /// One client, so one connection pool, per calling thread (issue 47): hyper drives a pooled
+    /// connection on the runtime that opened it, so a call on one arbiter over a connection
+    /// another arbiter opened crossed threads twice (a wake-up each way). Each arbiter's
+    /// sessions now reuse connections their own thread drives.
+    http: ThreadLocal<reqwest::Client>,
+    connect_timeout: Duration,
     headers: Vec<(HeaderName, HeaderValue)>,
     /// The key's text, only to remove it from what servers send back.
     key: Option<String>,
     pub(crate) timeout: Duration,
     retry: RetryPolicy,
+}
+
+/// A client that waits at most `connect_timeout` for a connection.
+fn client(connect_timeout: Duration) -> Result<reqwest::Client, ProviderError> {
+    reqwest::Client::builder()
+        .connect_timeout(connect_timeout)
+        .build()
+        .map_err(|e| ProviderError::Config(format!("the HTTP client cannot start ({e})")))
 }
 
 impl Transport {
@@ -109,13 +123,14 @@ impl Transport {
         timeout: Duration,
         retry: RetryPolicy,
     ) -> Result<Self, ProviderError> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(timeout)
-            .build()
-            .map_err(|e| ProviderError::Config(format!("the HTTP client cannot start ({e})")))?;
+        // Built once here, so a client that cannot start is a configuration error at once
+        // rather than at the first call.
+        let http = ThreadLocal::new();
+        http.get_or_try(|| client(timeout))?;
         Ok(Self {
             url,
             http,
+            connect_timeout: timeout,
             headers,
             key,
             timeout,
@@ -167,8 +182,8 @@ impl Transport {
     /// One attempt: the answer's status and headers, within the timeout. Transport failures
     /// (no connection, no answer in time) may be retried.
     async fn attempt(&self, body: Vec<u8>) -> Result<Response, ProviderError> {
-        let mut request = self
-            .http
+        let http = self.http.get_or_try(|| client(self.connect_timeout))?;
+        let mut request = http
             .post(self.url.clone())
             .header(CONTENT_TYPE, "application/json")
             .body(body);

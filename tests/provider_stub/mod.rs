@@ -5,11 +5,12 @@
 #![allow(dead_code, unreachable_pub, clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::VecDeque;
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use axum::routing::post;
@@ -118,6 +119,8 @@ pub fn pieces(text: &str, split: usize) -> Vec<String> {
 /// A request the stub received.
 #[derive(Clone, Debug)]
 pub struct Received {
+    /// The client's end of the connection the request came on.
+    pub peer: SocketAddr,
     pub headers: HeaderMap,
     pub body: serde_json::Value,
 }
@@ -154,6 +157,7 @@ impl Stub {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         tokio::spawn(async move {
+            let app = app.into_make_service_with_connect_info::<SocketAddr>();
             let _ = axum::serve(listener, app).await;
         });
         Self {
@@ -202,9 +206,15 @@ impl Drop for OnDrop {
     }
 }
 
-async fn answer(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn answer(
+    State(inner): State<Arc<Inner>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let json = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
     inner.received.lock().unwrap().push(Received {
+        peer,
         headers: headers.clone(),
         body: json,
     });
