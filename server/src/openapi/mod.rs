@@ -51,7 +51,7 @@ pub(crate) fn detail() -> utoipa::openapi::Ref {
         routes::sessions::archive,
         routes::sessions::close,
         routes::sessions::resume,
-        routes::sessions::turn,
+        routes::turn::turn,
         routes::sessions::approve,
         routes::sessions::command,
         routes::socket::upgrade,

@@ -21,7 +21,7 @@ use futures::stream;
 use hookline_messages::session::SessionId;
 use tokio::sync::broadcast;
 
-use super::sessions::tagged;
+use super::turn::tagged;
 use crate::auth::{Caller, Principal};
 use crate::AppState;
 use hookline_host::gateway::{Activity, FeedEvent, SessionStatus};

@@ -12,14 +12,16 @@ mod idempotency;
 pub(crate) mod sessions;
 pub(crate) mod socket;
 mod socket_close;
+pub(crate) mod turn;
 
 pub(crate) use answers::{
     ApprovalAnswer, ArchiveView, CommandAnswer, EventsAnswer, Health, SessionView, SessionsList,
     TurnAnswer, TurnDone,
 };
 pub(crate) use approvals::ApprovalsList;
-pub(crate) use sessions::{ApprovalBody, CommandBody, OpenBody, TurnBody};
+pub(crate) use sessions::{ApprovalBody, CommandBody, OpenBody};
 pub(crate) use socket::ClientMessage as SocketRequest;
+pub(crate) use turn::TurnBody;
 
 use crate::auth::{AdminCaller, Caller};
 use crate::openapi::errors::{NeedsAdmin, Unauthorized};
@@ -56,7 +58,7 @@ pub(crate) fn router(state: AppState, request_timeout: Duration) -> Router {
         )
         .route("/sessions/{id}/resume", post(sessions::resume))
         .route("/sessions/{id}/archive", get(sessions::archive))
-        .route("/sessions/{id}/turns", post(sessions::turn))
+        .route("/sessions/{id}/turns", post(turn::turn))
         .route(
             "/sessions/{id}/approvals/{call_id}",
             post(sessions::approve),

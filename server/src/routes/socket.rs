@@ -45,8 +45,9 @@ use tokio::sync::{broadcast, mpsc};
 use tracing::Instrument as _;
 
 use super::idempotency::{claim, digest, once, Claim};
-use super::sessions::{may_answer, run_command, run_turn, session, TurnBody, TurnMode};
+use super::sessions::{may_answer, run_command, session};
 use super::socket_close;
+use super::turn::{run_turn, TurnBody, TurnMode};
 use super::TurnDone;
 use crate::auth::{Principal, WsAuth};
 use crate::{ApiError, AppState, ErrorBody};
