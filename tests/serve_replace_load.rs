@@ -13,11 +13,12 @@
 //!
 //! Checked: zero failed requests; every turn's answer carries exactly one set's marker; once a
 //! replacement is over, turns carry the new set's; every acknowledged turn is stored, in order;
-//! no old server or plugin process is left; the last successor's resident memory within 2.5
+//! no old server or plugin process is left; the last successor's resident memory within 1.5
 //! times the server it replaced (not the issue's 10%: see `MEMORY_RATIO`), holding the same
-//! sessions (each server's just before it is asked to go, its successor's once every session has
-//! run two turns there; with the turns answered by then, since the sessions' histories grow
-//! meanwhile). Reported (stderr): each replacement's time from the request to the old
+//! sessions: each read with the clients holding their turns, as the median of windows of
+//! readings 200 ms apart once it stopped falling, the server before it is asked to go, its
+//! successor once every session has run two turns there (printed with the turns answered by
+//! then, since the sessions' histories grow meanwhile). Reported (stderr): each replacement's time from the request to the old
 //! process's exit, and the p99 turn latency during replacements beside the p99 outside them.
 //!
 //! Size: 24 sessions and 4 replacements by default (a plain `cargo test`);
@@ -72,11 +73,15 @@ fn binary() -> PathBuf {
 }
 
 /// How much more resident memory the last successor may hold than the server it replaced,
-/// holding the same sessions. The issue asks for 10%; measured (docs/serve.md) a successor
-/// holds 0.5 to 2 times what the server it replaced held, a spread of the allocator and the
-/// threads of the moment (the same successor, measured again later, moves as much), so this
-/// bound catches what the unbounded adoption did (7 times), not the 10%.
-const MEMORY_RATIO: f64 = 2.5;
+/// holding the same sessions, each read with no turn running once its memory stopped falling
+/// (`rss_settled`). The issue asks for 10%; measured (docs/performance.md, "Replacing a
+/// server"), with an open no longer holding archives, a successor held 0.90 to 1.24 times what
+/// the server it replaced held from the 4th replacement on (median 1.02; release, 200 x 20), and
+/// up to 1.36 at the first (the histories still grow fast then: 4-10% more turns answered by
+/// the second reading), 0.96 to 1.16 in a debug run of the default size. Over 10% both ways,
+/// so this bound is what the spread allows with margin: it catches an adoption that holds what
+/// it read (archives held, 1.76; the unbounded adoption, 7 times), not the 10%.
+const MEMORY_RATIO: f64 = 1.5;
 
 /// Readings in one window of resident memory (their median, [`SAMPLE_EVERY`] apart).
 const WINDOW: usize = 8;
