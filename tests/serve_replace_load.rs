@@ -13,11 +13,12 @@
 //!
 //! Checked: zero failed requests; every turn's answer carries exactly one set's marker; once a
 //! replacement is over, turns carry the new set's; every acknowledged turn is stored, in order;
-//! no old server or plugin process is left; the last successor's resident memory within 2.5
+//! no old server or plugin process is left; the last successor's resident memory within 1.5
 //! times the server it replaced (not the issue's 10%: see `MEMORY_RATIO`), holding the same
-//! sessions (each server's just before it is asked to go, its successor's once every session has
-//! run two turns there; with the turns answered by then, since the sessions' histories grow
-//! meanwhile). Reported (stderr): each replacement's time from the request to the old
+//! sessions: each read with the clients holding their turns, as the median of windows of
+//! readings 200 ms apart once it stopped falling, the server before it is asked to go, its
+//! successor once every session has run two turns there (printed with the turns answered by
+//! then, since the sessions' histories grow meanwhile). Reported (stderr): each replacement's time from the request to the old
 //! process's exit, and the p99 turn latency during replacements beside the p99 outside them.
 //!
 //! Size: 24 sessions and 4 replacements by default (a plain `cargo test`);
@@ -48,8 +49,8 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use replace_support::{
     acked_texts, alive, anon_kib, answer_after_swap, ask_approvals, assert_in_order, children,
-    client, p99_during_and_outside, pending_approvals, rss_kib, status_kib, wait_turns, Seen,
-    Server, Turn, DEADLINE, MARKER,
+    client, hold_turns, p99_during_and_outside, pending_approvals, release_turns, rss_kib,
+    rss_settled, status_kib, wait_turns, Seen, Server, Turn, DEADLINE, MARKER, SAMPLE_EVERY,
 };
 
 /// Sessions and replacements: `HOOKLINE_REPLACE_LOAD=SESSIONSxSWAPS`, else 24x4.
@@ -72,11 +73,22 @@ fn binary() -> PathBuf {
 }
 
 /// How much more resident memory the last successor may hold than the server it replaced,
-/// holding the same sessions. The issue asks for 10%; measured (docs/serve.md) a successor
-/// holds 0.5 to 2 times what the server it replaced held, a spread of the allocator and the
-/// threads of the moment (the same successor, measured again later, moves as much), so this
-/// bound catches what the unbounded adoption did (7 times), not the 10%.
-const MEMORY_RATIO: f64 = 2.5;
+/// holding the same sessions, each read with no turn running once its memory stopped falling
+/// (`rss_settled`). The issue asks for 10%; measured (docs/performance.md, "Replacing a
+/// server"), with an open no longer holding archives, a successor held 0.90 to 1.24 times what
+/// the server it replaced held from the 4th replacement on (median 1.02; release, 200 x 20), and
+/// up to 1.36 at the first (the histories still grow fast then: 4-10% more turns answered by
+/// the second reading); in four debug runs of the default size, 0.83 to 1.16 at the last
+/// replacement (1.45 to 1.51 at the first, whose turns answered nearly doubled between the two
+/// readings). Over 10% both ways, so this bound is what the spread allows with margin: it
+/// catches an adoption gone unbounded again (7 times), not the 10%; an open that holds whole
+/// archives again is what `tests/store_open_memory.rs` catches.
+const MEMORY_RATIO: f64 = 1.5;
+
+/// Readings in one window of resident memory (their median, [`SAMPLE_EVERY`] apart).
+const WINDOW: usize = 8;
+/// Windows a successor's memory may take to stop falling ([`rss_settled`]): a bounded wait.
+const SETTLE_WINDOWS: usize = 10;
 
 /// `a` over `b`.
 #[allow(clippy::cast_precision_loss)]
@@ -198,11 +210,16 @@ fn replaced_again_and_again_under_load_nothing_fails_and_each_turn_has_one_plugi
         set = if set == "A" { "B" } else { "A" };
         deployment.use_set(set);
         let old_plugins = children(current.pid);
-        let replaced_rss = rss_kib(current.pid);
+        // Like for like (issue 49 item 5): each server is read with the same sessions and no
+        // turn running (the clients hold their next turns; the approvals asked above wait), over
+        // windows of readings until its memory stopped falling. Here before it is asked to go.
+        hold_turns(&seen);
+        let (replaced_rss, _) = rss_settled(current.pid, WINDOW, SETTLE_WINDOWS);
         let replaced_anon = anon_kib(current.pid);
         let replaced_threads = status_kib(current.pid, "Threads:");
         // Turns answered so far: the sessions' histories grow between the two measurements.
         let replaced_turns = seen.turns.lock().unwrap().len();
+        release_turns(&seen);
         let asked = Instant::now();
         let mut next = if swap == 2 {
             kill(Pid::from_raw(current.pid), Signal::SIGHUP).unwrap();
@@ -267,14 +284,19 @@ fn replaced_again_and_again_under_load_nothing_fails_and_each_turn_has_one_plugi
         // Turns after the swap carry the new set's marker.
         let from = seen.turns.lock().unwrap().len();
         wait_turns(&seen, sessions * 2);
-        let successor_rss = rss_kib(current.pid);
+        // Once adoption settled: its memory peaks while it takes the sessions over and falls
+        // for a few seconds after.
+        hold_turns(&seen);
+        let (successor_rss, windows_taken) = rss_settled(current.pid, WINDOW, SETTLE_WINDOWS);
         let successor_anon = anon_kib(current.pid);
         let successor_threads = status_kib(current.pid, "Threads:");
         let successor_turns = seen.turns.lock().unwrap().len();
+        release_turns(&seen);
         memory.push((replaced_rss, successor_rss));
         let _ = writeln!(
             std::io::stderr(),
-            "swap {swap}: resident memory of the server replaced {replaced_rss} KiB ({replaced_anon} KiB anonymous), of its successor {successor_rss} KiB ({successor_anon} KiB anonymous; {:.2}x, anonymous {:.2}x); threads {replaced_threads}, {successor_threads}; turns answered {replaced_turns}, {successor_turns}",
+            "swap {swap}: resident memory (no turn running; median of {WINDOW} readings {} ms apart, once it stopped falling) of the server replaced {replaced_rss} KiB ({replaced_anon} KiB anonymous), of its successor {successor_rss} KiB after {windows_taken} windows ({successor_anon} KiB anonymous; {:.2}x, anonymous {:.2}x); threads {replaced_threads}, {successor_threads}; turns answered {replaced_turns}, {successor_turns}",
+            SAMPLE_EVERY.as_millis(),
             ratio(successor_rss, replaced_rss),
             ratio(successor_anon, replaced_anon),
         );

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use hookline::host::store::{
-    Claimed, CommitStats, FileStore, FileStoreOptions, IdempotencyKey, KeyClaim, KeyEntry,
-    KeyOutcome, KeyState, NewSession, SessionStore, StoreError,
+    ArchiveSummary, Claimed, CommitStats, FileStore, FileStoreOptions, IdempotencyKey, KeyClaim,
+    KeyEntry, KeyOutcome, KeyState, NewSession, SessionStore, StoreError,
 };
 use hookline::messages::cut_off::{open_turn, CutOff};
 use hookline::messages::record::{ArchiveEntry, Record};
@@ -111,7 +111,14 @@ async fn cut_off_turn(b: &Backend) {
     w.release().await.unwrap();
     let (opened, mut w) = b.other.open(&info.session_id).await.unwrap().unwrap();
     assert_eq!(opened.records, vec![user("write it"), tool_call("call-1")]);
-    let open = open_turn(&opened.records, &opened.archive).expect("the turn is open");
+    let open = open_turn(&opened.records, &opened.summary.last_turn).expect("the turn is open");
+    // The open turn found from the summary is the one the whole archive holds.
+    let whole = b.other.read(&info.session_id).await.unwrap().unwrap();
+    assert_eq!(
+        open_turn(&whole.records, &whole.archive).as_ref(),
+        Some(&open)
+    );
+    assert_eq!(opened.summary, whole.summary());
     assert_eq!(
         open.at,
         CutOff::ToolStarted {
@@ -214,11 +221,17 @@ async fn round_trip(b: &Backend) -> (Vec<Record>, Vec<ArchiveEntry>) {
     let (opened, w) = b.other.open(&info.session_id).await.unwrap().unwrap();
     assert_eq!(opened.facts, changed);
     assert_eq!(opened.records, expect_records);
-    assert_eq!(opened.archive, expect_archive);
+    assert_eq!(
+        opened.summary,
+        expect_archive.iter().cloned().collect::<ArchiveSummary>()
+    );
+    assert_eq!(opened.summary.entries, 2);
     assert!(opened.repaired.is_empty(), "{:?}", opened.repaired);
     assert!(b.store.sessions().await.unwrap().contains(&info.session_id));
     w.release().await.unwrap();
-    (opened.records, opened.archive)
+    let reread = b.other.read(&info.session_id).await.unwrap().unwrap();
+    assert_eq!(reread.archive, expect_archive);
+    (opened.records, reread.archive)
 }
 
 async fn compaction(b: &Backend) {
@@ -238,7 +251,10 @@ async fn compaction(b: &Backend) {
     w.release().await.unwrap();
     let (stored, w) = b.store.open(&info.session_id).await.unwrap().unwrap();
     assert_eq!(stored.records, vec![summary, user("after")]);
-    assert_eq!(stored.archive, vec![finished(), entry, finished()]);
+    let archive = vec![finished(), entry, finished()];
+    assert_eq!(stored.summary, archive.iter().cloned().collect());
+    let read = b.store.read(&info.session_id).await.unwrap().unwrap();
+    assert_eq!(read.archive, archive);
     w.release().await.unwrap();
 }
 
@@ -845,7 +861,7 @@ async fn a_cut_off_turn_taken_over_is_fenced_and_closed_by_the_new_holder() {
         "the expired lease was not taken over"
     );
     let (opened, mut wb) = taken.unwrap();
-    let open = open_turn(&opened.records, &opened.archive).expect("the turn is open");
+    let open = open_turn(&opened.records, &opened.summary.last_turn).expect("the turn is open");
     assert!(matches!(open.at, CutOff::ToolStarted { .. }));
     assert!(matches!(
         wa.append(&[result("call-1")], &[]).await,

@@ -31,7 +31,8 @@ use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use hookline::host::store::{
-    FileStore, FileStoreOptions, Log, NewSession, SessionStore, SessionWriter, StoredSession,
+    FileStore, FileStoreOptions, Log, NewSession, OpenedSession, SessionStore, SessionWriter,
+    StoredSession,
 };
 use hookline::messages::record::{ArchiveEntry, Record};
 use hookline::messages::session::{ApprovalMode, SessionId};
@@ -71,6 +72,19 @@ fn append_of(n: u64) -> (Vec<Record>, Vec<ArchiveEntry>) {
         },
     ];
     (records, archive)
+}
+
+/// Session `id` as `store` reads it after `opened` repaired it: what the open kept of it (the
+/// records, the archive's summary) is what the whole of it holds.
+async fn read_back(
+    store: &dyn SessionStore,
+    id: &SessionId,
+    opened: &OpenedSession,
+) -> StoredSession {
+    let stored = store.read(id).await.unwrap().unwrap();
+    assert_eq!(opened.records, stored.records, "session {id}");
+    assert_eq!(opened.summary, stored.summary(), "session {id}");
+    stored
 }
 
 /// How many whole appends a stored session holds; panics on a gap, a duplicate or a half.
@@ -116,8 +130,8 @@ async fn crash_child() {
     let store: Box<dyn SessionStore> = if let Some(dir) = spec.strip_prefix("files:") {
         let store = FileStore::open(dir, FileStoreOptions::default()).unwrap();
         for id in store.sessions().await.unwrap() {
-            let (stored, w) = store.open(&id).await.unwrap().unwrap();
-            let n = whole_appends(&id, &stored);
+            let (opened, w) = store.open(&id).await.unwrap().unwrap();
+            let n = whole_appends(&id, &read_back(&store, &id, &opened).await);
             writers.push((id, n, w));
         }
         Box::new(store)
@@ -304,8 +318,8 @@ async fn file_store_loses_no_acknowledged_append_under_sigkill() {
     let store = FileStore::open(dir.path(), FileStoreOptions::default()).unwrap();
     let mut total = 0;
     for (id, want) in &acked {
-        let (stored, _w) = store.open(id).await.unwrap().unwrap();
-        let have = whole_appends(id, &stored);
+        let (opened, _w) = store.open(id).await.unwrap().unwrap();
+        let have = whole_appends(id, &read_back(&store, id, &opened).await);
         // At most the one append in flight when the child died is there unacknowledged.
         assert!(
             have >= *want && have <= *want + 1,

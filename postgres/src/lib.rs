@@ -46,7 +46,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use hookline_messages::record::Record;
+use futures::TryStreamExt;
+use hookline_messages::record::{ArchiveEntry, Record};
 use hookline_messages::session::SessionId;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -56,8 +57,8 @@ pub use connect::{target, Target, TlsMode};
 
 use hookline_host::store::CommitStats;
 use hookline_host::store::{
-    fresh_session_id, Holder, NewSession, SessionFacts, SessionStore, SessionWriter, StoredSession,
-    ID_TRIES,
+    fresh_session_id, ArchiveSummary, Holder, NewSession, OpenedSession, SessionFacts,
+    SessionStore, SessionWriter, StoredSession, ID_TRIES,
 };
 use hookline_host::store::{Claimed, IdempotencyKey, KeyClaim, KeyOutcome};
 use hookline_host::store::{StoreError, MAX_RECORD_BYTES};
@@ -494,11 +495,13 @@ async fn read_rows<T: DeserializeOwned>(
         .collect()
 }
 
-/// Reads a session's records and archive in one snapshot.
+/// Reads a session's facts and records in one snapshot, and hands its archive entries to
+/// `each` in order as the rows arrive (streamed: neither the rows nor the entries are kept here).
 async fn read_body(
     client: &mut deadpool_postgres::Object,
     session: &SessionId,
-) -> Result<Option<StoredSession>, StoreError> {
+    mut each: impl FnMut(ArchiveEntry) + Send,
+) -> Result<Option<(SessionFacts, Vec<Record>)>, StoreError> {
     let tx = client
         .build_transaction()
         .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
@@ -524,22 +527,31 @@ async fn read_body(
         "record",
     )
     .await?;
-    let archive = read_rows(
-        &tx,
-        "SELECT body FROM hookline_archive WHERE session_id = $1 ORDER BY seq",
-        session,
-        "archive entry",
-    )
-    .await?;
+    let rows = tx
+        .query_raw(
+            "SELECT body FROM hookline_archive WHERE session_id = $1 ORDER BY seq",
+            [session.as_str()],
+        )
+        .await
+        .map_err(|e| StoreError::db("read a session", e))?;
+    futures::pin_mut!(rows);
+    let mut n = 0usize;
+    while let Some(row) = rows
+        .try_next()
+        .await
+        .map_err(|e| StoreError::db("read a session", e))?
+    {
+        each(decode(
+            session,
+            &format!("archive entry {n}"),
+            row.get::<_, &str>(0),
+        )?);
+        n += 1;
+    }
     tx.commit()
         .await
         .map_err(|e| StoreError::db("end a read", e))?;
-    Ok(Some(StoredSession {
-        facts,
-        records,
-        archive,
-        repaired: Vec::new(),
-    }))
+    Ok(Some((facts, records)))
 }
 
 /// A takeover: the lease is released, expired, or its holder is known dead (its liveness lock is
@@ -626,7 +638,7 @@ impl SessionStore for PgStore {
     async fn open(
         &self,
         id: &SessionId,
-    ) -> Result<Option<(StoredSession, Box<dyn SessionWriter>)>, StoreError> {
+    ) -> Result<Option<(OpenedSession, Box<dyn SessionWriter>)>, StoreError> {
         let inner = &self.inner;
         let mut client = inner.client().await?;
         let taken = client
@@ -667,22 +679,37 @@ impl SessionStore for PgStore {
         inner.hold(id, token);
         // The takeover's UPDATE waited for any write in flight on the row; everything the
         // previous holder committed is visible now.
-        let Some(stored) = read_body(&mut client, id).await? else {
+        // Issue 49 item 5: the archive is folded as its rows arrive, never held.
+        let mut summary = ArchiveSummary::default();
+        let Some((facts, records)) = read_body(&mut client, id, |e| summary.add(e)).await? else {
             return Ok(None);
         };
         let writer = PgWriter {
             id: id.clone(),
             token,
             inner: Arc::clone(inner),
-            next_record: len_i64(stored.records.len()),
-            next_archive: len_i64(stored.archive.len()),
+            next_record: len_i64(records.len()),
+            next_archive: i64::try_from(summary.entries).unwrap_or(i64::MAX),
         };
-        Ok(Some((stored, Box::new(writer))))
+        let opened = OpenedSession {
+            facts,
+            records,
+            summary,
+            repaired: Vec::new(),
+        };
+        Ok(Some((opened, Box::new(writer))))
     }
 
     async fn read(&self, id: &SessionId) -> Result<Option<StoredSession>, StoreError> {
         let mut client = self.inner.client().await?;
-        read_body(&mut client, id).await
+        let mut archive = Vec::new();
+        let body = read_body(&mut client, id, |e| archive.push(e)).await?;
+        Ok(body.map(|(facts, records)| StoredSession {
+            facts,
+            records,
+            archive,
+            repaired: Vec::new(),
+        }))
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Child;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -132,6 +132,41 @@ pub fn anon_kib(pid: i32) -> u64 {
     status_kib(pid, "RssAnon:")
 }
 
+/// How often [`rss_median`] and [`rss_settled`] read a process's resident memory.
+pub const SAMPLE_EVERY: Duration = Duration::from_millis(200);
+
+/// Resident memory of `pid` (`VmRSS`) over a window of running: the median of `samples`
+/// readings [`SAMPLE_EVERY`] apart, in KiB. One reading moves with the allocator's moment (a
+/// burst of turns, a thread's arena); the median of a window does not.
+pub fn rss_median(pid: i32, samples: usize) -> u64 {
+    let mut taken: Vec<u64> = (0..samples.max(1))
+        .map(|n| {
+            if n > 0 {
+                std::thread::sleep(SAMPLE_EVERY);
+            }
+            rss_kib(pid)
+        })
+        .collect();
+    taken.sort_unstable();
+    taken[taken.len() / 2]
+}
+
+/// Resident memory of `pid` once it stopped falling: the medians of consecutive windows of
+/// `samples` readings ([`rss_median`]), until one is no more than 1% under the one before it, or
+/// `windows` windows were taken (a bounded wait). Returns the last median and the windows taken.
+/// A successor's memory peaks while it takes sessions over and falls for a few seconds after.
+pub fn rss_settled(pid: i32, samples: usize, windows: usize) -> (u64, usize) {
+    let mut last = rss_median(pid, samples);
+    for taken in 2..=windows.max(2) {
+        let next = rss_median(pid, samples);
+        if next * 100 >= last * 99 {
+            return (next, taken);
+        }
+        last = next;
+    }
+    (last, windows.max(2))
+}
+
 /// A number field of `/proc/<pid>/status` (a size there is in KiB).
 pub fn status_kib(pid: i32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
@@ -157,6 +192,55 @@ pub struct Turn {
 pub struct Seen {
     pub turns: Mutex<Vec<Turn>>,
     pub failed: Mutex<Vec<String>>,
+    /// Set by [`hold_turns`]: the clients start no turn until it is cleared.
+    pub paused: AtomicBool,
+    /// Clients past the pause check, in a turn (or about to start one).
+    pub in_flight: AtomicUsize,
+}
+
+/// A client's turn, counted in [`Seen::in_flight`] until it is dropped.
+struct Busy<'a>(&'a AtomicUsize);
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Waits (polling; the clients are tasks) until `seen` is not paused, then counts a turn in
+/// flight; `None` once `stop` is set.
+async fn unpaused<'a>(seen: &'a Seen, stop: &AtomicBool) -> Option<Busy<'a>> {
+    loop {
+        // Counted before the pause is read, and both SeqCst: `hold_turns`, which sets the pause
+        // before it reads the count, sees this turn or this client sees the pause.
+        seen.in_flight.fetch_add(1, Ordering::SeqCst);
+        let busy = Busy(&seen.in_flight);
+        if stop.load(Ordering::Acquire) {
+            return None;
+        }
+        if !seen.paused.load(Ordering::SeqCst) {
+            return Some(busy);
+        }
+        drop(busy);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Stops the clients starting turns and waits (bounded) until every turn in flight ended, so a
+/// server's memory is read with the same sessions and no request running. [`release_turns`]
+/// lets them go on.
+pub fn hold_turns(seen: &Seen) {
+    seen.paused.store(true, Ordering::SeqCst);
+    let deadline = Instant::now() + DEADLINE;
+    while seen.in_flight.load(Ordering::SeqCst) > 0 {
+        assert!(Instant::now() < deadline, "turns still in flight");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Lets the clients start turns again after [`hold_turns`].
+pub fn release_turns(seen: &Seen) {
+    seen.paused.store(false, Ordering::SeqCst);
 }
 
 /// The marker in an answer `echo: t7 [A]`: the sets' markers it carries.
@@ -226,7 +310,7 @@ pub async fn client(
     let streaming = n % 4 == 1;
     let mut socket: Option<Socket> = None;
     let mut i = 0;
-    while !stop.load(Ordering::Acquire) {
+    while let Some(_busy) = unpaused(&seen, &stop).await {
         i += 1;
         let sent = format!("c{n} t{i}");
         if n % 4 == 3 {

@@ -31,7 +31,7 @@ use hookline_messages::record::{ArchiveEntry, Record};
 use hookline_messages::session::{ApprovalMode, SessionId, SessionInfo};
 
 use crate::store::{
-    NewSession, SessionFacts, SessionStore, SessionWriter, StoreError, StoredSession,
+    NewSession, OpenedSession, SessionFacts, SessionStore, SessionWriter, StoreError,
 };
 
 /// An open session: its facts, its records, and the store's writer (which holds its lease).
@@ -44,7 +44,7 @@ pub(crate) struct SessionState {
     /// Who the session belongs to (issue 48), stored with its facts.
     pub(crate) owner: Option<crate::store::SessionOwner>,
     /// User turns run in this session, counted from its archive (see
-    /// [`StoredSession::user_turns`]).
+    /// [`crate::store::ArchiveSummary`]).
     user_turns: u64,
     /// Token usage over the session's answered model calls, counted from its archive too.
     usage: UsageTotals,
@@ -119,18 +119,20 @@ impl SessionState {
         store: &dyn SessionStore,
         id: &SessionId,
     ) -> Result<Option<Opened>, HostError> {
-        let Some((stored, writer)) = store.open(id).await? else {
+        let Some((opened, writer)) = store.open(id).await? else {
             return Ok(None);
         };
-        let user_turns = stored.user_turns();
-        let open_turn = open_turn(&stored.records, &stored.archive);
-        let usage = (stored.usage(), stored.usage_by_model());
-        let StoredSession {
+        let OpenedSession {
             facts,
             records,
+            summary,
             repaired,
-            ..
-        } = stored;
+        } = opened;
+        // The summary keeps the last turn's archive entries when it did not finish: all
+        // `open_turn` reads of the archive.
+        let open_turn = open_turn(&records, &summary.last_turn);
+        let user_turns = summary.user_turns;
+        let usage = (summary.usage, summary.usage_by_model);
         Ok(Some(Opened {
             state: Self::new(facts, records, user_turns, writer).with_usage(usage),
             repaired,

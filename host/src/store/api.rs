@@ -113,7 +113,9 @@ fn approval_mode_or_strictest<'de, D: Deserializer<'de>>(
         .unwrap_or(ApprovalMode::STRICTEST))
 }
 
-/// A session as stored: facts, records, archive, and any torn tail repaired on open.
+/// A session as stored: facts, records, archive, and any torn tail repaired on open. What
+/// [`SessionStore::read`] returns (inspection, the archive pages, replay); opening a session for
+/// writing returns an [`OpenedSession`], without the archive.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StoredSession {
     /// The session's facts (the latest written).
@@ -136,29 +138,112 @@ impl StoredSession {
 
     /// Token usage over the model calls in its archive.
     pub fn usage(&self) -> UsageTotals {
-        let mut totals = UsageTotals::default();
-        for entry in &self.archive {
-            if let ArchiveEntry::ModelResponse { usage, .. } = entry {
-                totals.add(usage);
-            }
-        }
-        totals
+        self.summary().usage
     }
 
     /// Token usage per model over the archived model responses that name their model.
     pub fn usage_by_model(&self) -> UsageByModel {
-        let mut by_model = UsageByModel::default();
+        self.summary().usage_by_model
+    }
+
+    /// What an open reads of the archive ([`ArchiveSummary`]), folded over the whole of it.
+    pub fn summary(&self) -> ArchiveSummary {
+        let mut summary = ArchiveSummary::default();
         for entry in &self.archive {
-            if let ArchiveEntry::ModelResponse {
-                usage,
-                model: Some(model),
-                ..
-            } = entry
-            {
-                by_model.add(model, usage);
-            }
+            summary.add_ref(entry);
         }
-        by_model
+        summary
+    }
+}
+
+/// A session opened for writing ([`SessionStore::open`]): its facts, records and any repair, and
+/// of its archive only what a conversation needs ([`ArchiveSummary`]). The archive grows with
+/// every turn and is never sent to a model (issue 49 item 5: a successor taking 200 sessions
+/// over held each whole archive for a moment), so the store folds it entry by entry as it reads
+/// it and keeps none of it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpenedSession {
+    /// The session's facts (the latest written).
+    pub facts: SessionFacts,
+    /// The stored records, in order (what the next request is built from).
+    pub records: Vec<Record>,
+    /// What the conversation needs of the archive.
+    pub summary: ArchiveSummary,
+    /// One English sentence per torn or uncommitted tail cut off when the session was opened
+    /// (always empty for PostgreSQL, whose transactions leave no tails).
+    pub repaired: Vec<String>,
+}
+
+/// What opening a session needs of its archive, folded one entry at a time in archive order
+/// ([`ArchiveSummary::add`]): the entry count (where the next entry goes), the user turns, the
+/// usage, and the last turn's entries when it did not finish (all that
+/// [`open_turn`](hookline_messages::cut_off::open_turn) reads of an archive). Folding an
+/// archive gives what counting the whole of it gives (tests/store_summary.rs).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ArchiveSummary {
+    /// Entries in the archive.
+    pub entries: u64,
+    /// User turns run: the user messages in the archive.
+    pub user_turns: u64,
+    /// Token usage over the archived model responses.
+    pub usage: UsageTotals,
+    /// The same, per model, over the responses that name their model.
+    pub usage_by_model: UsageByModel,
+    /// The last turn's entries from its user message on, when no `turn-finished` follows it
+    /// (a turn a crash, a lost lease or a replacement cut off); empty otherwise. Held while
+    /// folding one turn at a time, so at most one turn's entries.
+    pub last_turn: Vec<ArchiveEntry>,
+}
+
+impl ArchiveSummary {
+    /// Folds in the archive's next entry.
+    pub fn add(&mut self, entry: ArchiveEntry) {
+        if self.count(&entry) {
+            self.last_turn.push(entry);
+        }
+    }
+
+    /// [`ArchiveSummary::add`] for a borrowed entry (cloned only when the last turn keeps it).
+    pub fn add_ref(&mut self, entry: &ArchiveEntry) {
+        if self.count(entry) {
+            self.last_turn.push(entry.clone());
+        }
+    }
+
+    /// Counts `entry`; whether the last turn keeps it.
+    fn count(&mut self, entry: &ArchiveEntry) -> bool {
+        self.entries += 1;
+        match entry {
+            ArchiveEntry::UserMessage { .. } => {
+                self.user_turns += 1;
+                // A new turn: the one before it is no longer the last.
+                self.last_turn.clear();
+                return true;
+            }
+            ArchiveEntry::TurnFinished { .. } => {
+                self.last_turn.clear();
+                return false;
+            }
+            ArchiveEntry::ModelResponse { usage, model, .. } => {
+                self.usage.add(usage);
+                if let Some(model) = model {
+                    self.usage_by_model.add(model, usage);
+                }
+            }
+            _ => {}
+        }
+        // Only a turn that started (its user message is kept) collects its steps.
+        !self.last_turn.is_empty()
+    }
+}
+
+impl FromIterator<ArchiveEntry> for ArchiveSummary {
+    fn from_iter<I: IntoIterator<Item = ArchiveEntry>>(entries: I) -> Self {
+        let mut summary = Self::default();
+        for entry in entries {
+            summary.add(entry);
+        }
+        summary
     }
 }
 
@@ -204,7 +289,8 @@ pub trait SessionStore: Send + Sync + 'static {
     ) -> Result<(SessionFacts, Box<dyn SessionWriter>), StoreError>;
 
     /// Opens a stored session for writing: takes its lease (at once when it was released or has
-    /// expired, else [`StoreError::Leased`]); `None` when the store does not know the id.
+    /// expired, else [`StoreError::Leased`]); `None` when the store does not know the id. The
+    /// archive is folded into an [`ArchiveSummary`] as it is read, never held whole.
     ///
     /// # Errors
     /// [`StoreError::Leased`] when another writer holds the session; other [`StoreError`]s when
@@ -212,7 +298,7 @@ pub trait SessionStore: Send + Sync + 'static {
     async fn open(
         &self,
         id: &SessionId,
-    ) -> Result<Option<(StoredSession, Box<dyn SessionWriter>)>, StoreError>;
+    ) -> Result<Option<(OpenedSession, Box<dyn SessionWriter>)>, StoreError>;
 
     /// Reads a stored session without taking it (inspection, API reads). Never modifies the
     /// store: a torn tail is left for the writer's open to repair, and is not returned.

@@ -280,38 +280,139 @@ fn read_records<T: DeserializeOwned>(path: &Path, file: &File) -> Result<Scan<T>
 /// Reads valid frames of `len` bytes from `reader`, up to the end or the first bad frame.
 fn read_frames<T: DeserializeOwned>(
     path: &Path,
-    mut reader: impl std::io::Read,
+    reader: impl std::io::Read,
     len: u64,
 ) -> Result<Scan<T>, StoreError> {
-    let (mut records, mut ends, mut offset) = (Vec::new(), Vec::new(), 0u64);
+    let mut records = Vec::new();
+    let frames = walk_frames(path, reader, len, |record| {
+        records.push(record);
+        Ok(())
+    })?;
+    Ok(Scan {
+        records,
+        ends: frames.ends,
+        end: frames.end,
+        reason: frames.reason,
+    })
+}
+
+/// Where a log's valid frames end, without their records ([`frames_of`]).
+pub(crate) struct Frames {
+    /// Where each frame ends (the offset just after it).
+    pub(crate) ends: Vec<u64>,
+    /// The offset where the valid frames end.
+    pub(crate) end: u64,
+    /// Why the bytes after `end` are bad, if there are any.
+    pub(crate) reason: Option<TornReason>,
+    /// The file's length.
+    pub(crate) len: u64,
+}
+
+/// Checks every frame of the log at `path` (length and checksum) one frame at a time, without
+/// decoding or keeping any: where they end. An empty log when the file does not exist.
+///
+/// # Errors
+/// [`StoreError::Io`] if the file cannot be read.
+pub(crate) fn frames_of(path: &Path) -> Result<Frames, StoreError> {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Ok(Frames {
+                ends: Vec::new(),
+                end: 0,
+                reason: None,
+                len: 0,
+            })
+        }
+        Err(e) => return Err(StoreError::io(path, "open", e)),
+    };
+    let len = file
+        .metadata()
+        .map_err(|e| StoreError::io(path, "read metadata of", e))?
+        .len();
+    let mut frames = walk(path, BufReader::new(file), len, |_, _| Ok(()))?;
+    frames.len = len;
+    Ok(frames)
+}
+
+/// Decodes the frames of `reader`'s first `len` bytes one at a time, handing each record to
+/// `each` (none is kept here). Every frame up to `len` must be valid (the caller checked them
+/// with [`frames_of`]): a bad one, or a file shorter than `len`, is an error.
+///
+/// # Errors
+/// [`StoreError::Io`] when the bytes cannot be read or are no longer valid frames;
+/// [`StoreError::Decode`] as [`Log::open`]; whatever `each` returns.
+pub(crate) fn fold_frames<T: DeserializeOwned>(
+    path: &Path,
+    reader: impl std::io::Read,
+    len: u64,
+    each: impl FnMut(T) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
+    let frames = walk_frames(path, reader, len, each)?;
+    match frames.reason {
+        None => Ok(()),
+        Some(reason) => Err(StoreError::io(
+            path,
+            "read",
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "the frame at byte {} changed while read: {reason}",
+                    frames.end
+                ),
+            ),
+        )),
+    }
+}
+
+/// [`walk`], decoding each payload as a `T` for `each`.
+fn walk_frames<T: DeserializeOwned>(
+    path: &Path,
+    reader: impl std::io::Read,
+    len: u64,
+    mut each: impl FnMut(T) -> Result<(), StoreError>,
+) -> Result<Frames, StoreError> {
+    walk(path, reader, len, |offset, payload| {
+        let record = serde_json::from_slice(payload).map_err(|source| StoreError::Decode {
+            path: path.to_path_buf(),
+            offset,
+            source,
+        })?;
+        each(record)
+    })
+}
+
+/// Reads valid frames of `len` bytes from `reader`, up to the end or the first bad frame,
+/// handing each payload (and its frame's offset) to `each` and keeping none.
+fn walk(
+    path: &Path,
+    mut reader: impl std::io::Read,
+    len: u64,
+    mut each: impl FnMut(u64, &[u8]) -> Result<(), StoreError>,
+) -> Result<Frames, StoreError> {
+    let (mut ends, mut offset) = (Vec::new(), 0u64);
     loop {
         let next =
             read_frame(&mut reader, len - offset).map_err(|e| StoreError::io(path, "read", e))?;
         match next {
             FrameRead::End => {
-                return Ok(Scan {
-                    records,
+                return Ok(Frames {
                     ends,
                     end: offset,
                     reason: None,
+                    len,
                 })
             }
             FrameRead::Torn(reason) => {
-                return Ok(Scan {
-                    records,
+                return Ok(Frames {
                     ends,
                     end: offset,
                     reason: Some(reason),
+                    len,
                 })
             }
             FrameRead::Payload(payload) => {
-                let record =
-                    serde_json::from_slice(&payload).map_err(|source| StoreError::Decode {
-                        path: path.to_path_buf(),
-                        offset,
-                        source,
-                    })?;
-                records.push(record);
+                each(offset, &payload)?;
                 offset += HEADER_BYTES + payload.len() as u64;
                 ends.push(offset);
             }

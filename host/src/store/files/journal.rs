@@ -126,6 +126,9 @@ pub(super) struct Replay {
 /// that is not such a frame: that append and every later one are absent (a torn last frame is
 /// not among `frames`: the scan of `commit.log` stopped before it). After a replay that replaced
 /// bytes, a buffer ends exactly at its committed end.
+///
+/// `records` holds the whole of `records.log`; `archive` holds `archive.log` from byte `ends.1`
+/// on (the archive is never read whole into memory: the journal only writes after that point).
 pub(super) fn replay(
     frames: &[CommitPoint],
     records: &mut Vec<u8>,
@@ -133,6 +136,7 @@ pub(super) fn replay(
     ends: (u64, u64),
     keys: u64,
 ) -> Replay {
+    let archive_base = ends.1;
     let mut done = Replay {
         records_end: ends.0,
         archive_end: ends.1,
@@ -157,12 +161,14 @@ pub(super) fn replay(
         }
         put(
             records,
+            0,
             journal.records_at,
             &record_frames,
             &mut done.records_from,
         );
         put(
             archive,
+            archive_base,
             journal.archive_at,
             &archive_frames,
             &mut done.archive_from,
@@ -174,10 +180,13 @@ pub(super) fn replay(
     done
 }
 
-/// Puts `bytes` at `at` in `file`'s content unless they are there already, cutting off what
-/// follows when it does; notes the first offset replaced.
-fn put(file: &mut Vec<u8>, at: u64, bytes: &[u8], from: &mut Option<u64>) {
-    let Ok(start) = usize::try_from(at) else {
+/// Puts `bytes` at `at` in a file's content, of which `file` holds the bytes from `base` on,
+/// unless they are there already, cutting off what follows when it does; notes the first offset
+/// replaced.
+fn put(file: &mut Vec<u8>, base: u64, at: u64, bytes: &[u8], from: &mut Option<u64>) {
+    // Every frame replayed continues where the trusted point (`base`) or the previous frame
+    // ended, so `at` is never before `base`.
+    let Some(Ok(start)) = at.checked_sub(base).map(usize::try_from) else {
         return;
     };
     if file.get(start..start + bytes.len()) == Some(bytes) {

@@ -41,12 +41,14 @@ use rustix::fs::{flock, FlockOperation};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
-use super::api::{NewSession, SessionFacts, SessionStore, SessionWriter, StoredSession, ID_TRIES};
+use super::api::{
+    NewSession, OpenedSession, SessionFacts, SessionStore, SessionWriter, StoredSession, ID_TRIES,
+};
 use super::keys::{Claimed, IdempotencyKey, KeyClaim, KeyOutcome};
 use super::log::{
     encode_records, remove_stale_rewrite, rewrite_path, scan, sync_dir, write_new_file, Scan,
 };
-use super::{validate_session_id, StoreError, TornTail};
+use super::{validate_session_id, StoreError, TornReason, TornTail};
 
 const SESSIONS: &str = "sessions";
 const RECORDS: &str = "records.log";
@@ -356,7 +358,7 @@ impl SessionStore for FileStore {
     async fn open(
         &self,
         id: &SessionId,
-    ) -> Result<Option<(StoredSession, Box<dyn SessionWriter>)>, StoreError> {
+    ) -> Result<Option<(OpenedSession, Box<dyn SessionWriter>)>, StoreError> {
         let dir = self.session_dir(id)?;
         let (session, inner) = (id.clone(), Arc::clone(&self.inner));
         let opened = blocking(self.inner.inline, move || {

@@ -3,7 +3,9 @@
 //! interrupted compactions).
 
 use super::*;
-use crate::store::log::scan_bytes;
+use crate::store::api::{ArchiveSummary, OpenedSession};
+use crate::store::log::{fold_frames, frames_of, scan_bytes};
+use std::io::{BufReader, Read as _, Seek as _, SeekFrom};
 
 /// Replaces `path` with `bytes` atomically (temporary file, sync, rename, directory sync).
 pub(super) fn replace_file(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
@@ -120,11 +122,30 @@ pub(super) fn create_session(
     Ok((info, files))
 }
 
+/// What a reading does with the committed archive entries, one at a time in order: keeps them
+/// (`read`: inspection, the archive pages, replay) or folds them (`open`, issue 49 item 5: the
+/// archive grows with every turn, and a conversation needs only its [`ArchiveSummary`]).
+pub(super) trait ArchiveSink: Default {
+    fn push(&mut self, entry: ArchiveEntry);
+}
+
+impl ArchiveSink for Vec<ArchiveEntry> {
+    fn push(&mut self, entry: ArchiveEntry) {
+        Vec::push(self, entry);
+    }
+}
+
+impl ArchiveSink for ArchiveSummary {
+    fn push(&mut self, entry: ArchiveEntry) {
+        self.add(entry);
+    }
+}
+
 /// A session's files as they stand, cut to the last commit point they satisfy.
-pub(super) struct Reading {
+pub(super) struct Reading<A> {
     info: SessionFacts,
     records: Vec<Record>,
-    archive: Vec<ArchiveEntry>,
+    archive: A,
     /// Where the committed bytes end, and what each file holds beyond that.
     records_end: u64,
     archive_end: u64,
@@ -149,7 +170,7 @@ pub(super) struct Reading {
 /// The committed state is the last plain point both data files reach (at a frame boundary,
 /// with its keys in `keys.log`), followed by the journal frames written after it, each put
 /// back over whatever the unsynced data files hold (issue 47, [`journal::replay`]).
-pub(super) fn read_files(dir: &Path) -> Result<Option<Reading>, StoreError> {
+pub(super) fn read_files<A: ArchiveSink>(dir: &Path) -> Result<Option<Reading<A>>, StoreError> {
     let Some(meta) = scan::<SessionFacts>(&dir.join(META))? else {
         return Ok(None);
     };
@@ -173,11 +194,17 @@ pub(super) fn read_files(dir: &Path) -> Result<Option<Reading>, StoreError> {
         &records_path
     };
     let mut records_bytes = read_or_empty(records_source)?;
-    let mut archive_bytes = read_or_empty(&archive_path)?;
     let records = scan_bytes::<Record>(records_source, &records_bytes)?;
-    let archive = scan_bytes::<ArchiveEntry>(&archive_path, &archive_bytes)?;
-    let mut records_torn = torn_at(records_source, &records, records_bytes.len());
-    let mut archive_torn = torn_at(&archive_path, &archive, archive_bytes.len());
+    // The archive is checked frame by frame here and decoded once its committed end is known,
+    // never held whole (it only grows: a long session's is megabytes).
+    let archive = frames_of(&archive_path)?;
+    let mut records_torn = torn_at(
+        records_source,
+        records.end,
+        records.reason,
+        records_bytes.len() as u64,
+    );
+    let mut archive_torn = torn_at(&archive_path, archive.end, archive.reason, archive.len);
     let boundary = |ends: &[u64], at: u64| at == 0 || ends.binary_search(&at).is_ok();
     let keys = keys::durable_seq(dir)?;
     // The latest plain point both logs reach, at a frame boundary, whose keys `keys.log`
@@ -202,6 +229,9 @@ pub(super) fn read_files(dir: &Path) -> Result<Option<Reading>, StoreError> {
     // never acknowledged (its append syncs the data files), and no later append was made
     // before it was: the replay stops there.
     let mut replay = journal::Replay::default();
+    // The archive's bytes from the trusted point on: all the journal can replace.
+    let archive_base = archive_end;
+    let mut archive_bytes = read_from(&archive_path, archive_base)?;
     if let Some(i) = chosen {
         let after = &points[i + 1..];
         replay = journal::replay(
@@ -236,26 +266,34 @@ pub(super) fn read_files(dir: &Path) -> Result<Option<Reading>, StoreError> {
             list
         }
     };
-    let archive_list = match replay.archive_from {
-        Some(_) => {
-            archive_torn = None;
-            let cut = usize::try_from(archive_end).unwrap_or(usize::MAX);
-            scan_bytes::<ArchiveEntry>(
-                &archive_path,
-                &archive_bytes[..cut.min(archive_bytes.len())],
-            )?
-            .records
-        }
-        None => {
-            let mut list = archive.records;
-            list.truncate(keep(&archive.ends, archive_end));
-            list
-        }
-    };
-    let restore = |from: Option<u64>, end: u64, mut bytes: Vec<u8>| {
+    if replay.archive_from.is_some() {
+        archive_torn = None;
+    }
+    // The committed archive: the file's frames up to the trusted point, then those of the
+    // bytes after it (the journal's, where it replaced them).
+    let mut archive_list = A::default();
+    let file = File::open(&archive_path);
+    match file {
+        Ok(file) => fold_frames(&archive_path, BufReader::new(file), archive_base, |entry| {
+            archive_list.push(entry);
+            Ok(())
+        })?,
+        Err(e) if e.kind() == io::ErrorKind::NotFound && archive_base == 0 => {}
+        Err(e) => return Err(StoreError::io(&archive_path, "open", e)),
+    }
+    let tail = usize::try_from(archive_end.saturating_sub(archive_base)).unwrap_or(usize::MAX);
+    let tail = &archive_bytes[..tail.min(archive_bytes.len())];
+    fold_frames(&archive_path, tail, tail.len() as u64, |entry| {
+        archive_list.push(entry);
+        Ok(())
+    })?;
+    // `bytes` holds the file from `base` on.
+    let restore = |from: Option<u64>, base: u64, end: u64, mut bytes: Vec<u8>| {
         from.map(|from| {
-            bytes.truncate(usize::try_from(end).unwrap_or(usize::MAX));
-            let from_at = usize::try_from(from).unwrap_or(usize::MAX).min(bytes.len());
+            bytes.truncate(usize::try_from(end.saturating_sub(base)).unwrap_or(usize::MAX));
+            let from_at = usize::try_from(from.saturating_sub(base))
+                .unwrap_or(usize::MAX)
+                .min(bytes.len());
             (from, bytes.split_off(from_at))
         })
     };
@@ -273,8 +311,13 @@ pub(super) fn read_files(dir: &Path) -> Result<Option<Reading>, StoreError> {
         cut_points,
         pending_rewrite,
         journaled: points.iter().any(|p| p.journal.is_some()),
-        records_restore: restore(replay.records_from, records_end, records_bytes),
-        archive_restore: restore(replay.archive_from, archive_end, archive_bytes),
+        records_restore: restore(replay.records_from, 0, records_end, records_bytes),
+        archive_restore: restore(
+            replay.archive_from,
+            archive_base,
+            archive_end,
+            archive_bytes,
+        ),
     }))
 }
 
@@ -287,11 +330,26 @@ fn read_or_empty(path: &Path) -> Result<Vec<u8>, StoreError> {
     }
 }
 
-/// The torn tail a scan of a file's `len` bytes stopped at, described as `Log::open` would.
-fn torn_at<T>(path: &Path, scan: &Scan<T>, len: usize) -> Option<TornTail> {
-    scan.reason.map(|reason| TornTail {
-        offset: scan.end,
-        dropped_bytes: (len as u64).saturating_sub(scan.end),
+/// A data file's content from byte `from` on; empty when it does not exist or ends before.
+fn read_from(path: &Path, from: u64) -> Result<Vec<u8>, StoreError> {
+    let mut file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(StoreError::io(path, "open", e)),
+    };
+    let mut bytes = Vec::new();
+    file.seek(SeekFrom::Start(from))
+        .and_then(|_| file.read_to_end(&mut bytes))
+        .map_err(|e| StoreError::io(path, "read", e))?;
+    Ok(bytes)
+}
+
+/// The torn tail a scan of a file's `len` bytes stopped at (its valid frames end at `end`),
+/// described as `Log::open` would.
+fn torn_at(path: &Path, end: u64, reason: Option<TornReason>, len: u64) -> Option<TornTail> {
+    reason.map(|reason| TornTail {
+        offset: end,
+        dropped_bytes: len.saturating_sub(end),
         path: path.to_path_buf(),
         reason,
     })
@@ -317,20 +375,23 @@ pub(super) fn rewrite_matches(path: &Path, expected: Rewrite) -> Result<bool, St
 }
 
 pub(super) fn read_session(dir: &Path) -> Result<Option<StoredSession>, StoreError> {
-    Ok(read_files(dir)?.map(|r| StoredSession {
-        facts: r.info,
-        records: r.records,
-        archive: r.archive,
-        repaired: Vec::new(),
-    }))
+    Ok(
+        read_files::<Vec<ArchiveEntry>>(dir)?.map(|r| StoredSession {
+            facts: r.info,
+            records: r.records,
+            archive: r.archive,
+            repaired: Vec::new(),
+        }),
+    )
 }
 
 /// Takes the lock, then reads the session and repairs it: finishes an interrupted compaction,
-/// cuts torn and uncommitted tails, and rewrites `commit.log` to one point when it is long.
+/// cuts torn and uncommitted tails, and rewrites `commit.log` to one point when it is long. The
+/// archive is folded into its summary as it is read ([`ArchiveSink`]).
 pub(super) fn open_session(
     dir: &Path,
     id: &SessionId,
-) -> Result<Option<(StoredSession, SessionFiles)>, StoreError> {
+) -> Result<Option<(OpenedSession, SessionFiles)>, StoreError> {
     match fs::symlink_metadata(dir) {
         Ok(meta) if meta.is_dir() => {}
         Ok(_) => return Err(StoreError::NotADirectory { path: dir.into() }),
@@ -338,7 +399,7 @@ pub(super) fn open_session(
         Err(e) => return Err(StoreError::io(dir, "inspect", e)),
     }
     let lock = take_lock(dir, id)?;
-    let Some(reading) = read_files(dir)? else {
+    let Some(reading) = read_files::<ArchiveSummary>(dir)? else {
         return Ok(None);
     };
     let records_path = dir.join(RECORDS);
@@ -463,10 +524,10 @@ pub(super) fn open_session(
         lock,
         keys: None,
     };
-    let stored = StoredSession {
+    let stored = OpenedSession {
         facts: reading.info,
         records: reading.records,
-        archive: reading.archive,
+        summary: reading.archive,
         repaired,
     };
     Ok(Some((stored, files)))

@@ -55,7 +55,7 @@ async fn an_append_without_its_commit_point_is_cut_off_whole() {
     );
     let (stored, _w) = store.open(&id).await.unwrap().unwrap();
     assert_eq!(stored.records, vec![user("a"), user("b")]);
-    assert_eq!(stored.archive.len(), 1);
+    assert_eq!(stored.summary.entries, 1);
     assert_eq!(stored.repaired.len(), 1, "{:?}", stored.repaired);
     assert!(stored.repaired[0].contains("never committed"));
 }
@@ -68,7 +68,7 @@ async fn a_torn_tail_is_reported_and_cut() {
     let frame = encode_records(&dir, &[user("torn")]).unwrap();
     append_raw(&dir.join(ARCHIVE), &frame[..frame.len() - 3]);
     let (stored, _w) = store.open(&id).await.unwrap().unwrap();
-    assert_eq!(stored.archive.len(), 1);
+    assert_eq!(stored.summary.entries, 1);
     assert!(stored
         .repaired
         .iter()

@@ -1,0 +1,236 @@
+//! Issue 49 item 5: opening a session folds its archive into an [`ArchiveSummary`] as the store
+//! reads it, instead of holding the whole archive. The fold must give what counting the whole
+//! archive gives, on any archive: the entry count, the user turns, the usage (in total and per
+//! model) and the turn a crash or a replacement left open (what `open_turn` finds). And a session
+//! written through the file store in any pieces, its journal checkpointed or not, opens to the
+//! summary of the archive `read` returns.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use hookline::host::store::{
+    ArchiveSummary, FileStore, FileStoreOptions, NewSession, SessionStore, StoredSession,
+};
+use hookline::messages::approval::{Authority, Classification, Risk};
+use hookline::messages::cut_off::open_turn;
+use hookline::messages::model::{FinishReason, Purpose, Usage, UsageByModel, UsageTotals};
+use hookline::messages::record::{ApprovalRecord, ArchiveEntry, Decider, Decision, Record};
+use hookline::messages::session::ApprovalMode;
+use hookline::messages::tool::{ToolCall, ToolProvider};
+use hookline::messages::user::StopReason;
+use proptest::prelude::*;
+
+fn classification() -> Classification {
+    Classification {
+        risk: Risk::Write,
+        authority: Authority::Workspace,
+        requires_prompt: true,
+        summary: "write".into(),
+    }
+}
+
+fn call(id: u8) -> ToolCall {
+    ToolCall {
+        provider: ToolProvider::BuiltIn,
+        call_id: format!("c{id}"),
+        name: "write_file".into(),
+        arguments: serde_json::json!({ "path": "a" }),
+    }
+}
+
+/// One archive entry of the kinds the summary reads (and some it does not).
+fn entry() -> impl Strategy<Value = ArchiveEntry> {
+    let usage = (
+        proptest::option::of(0u64..1000),
+        proptest::option::of(0u64..1000),
+    );
+    let purpose = prop_oneof![
+        Just(Purpose::Work),
+        Just(Purpose::Plan),
+        Just(Purpose::Side),
+        Just(Purpose::Compaction)
+    ];
+    prop_oneof![
+        3 => "[a-c]{1,3}".prop_map(|text| ArchiveEntry::UserMessage {
+            text,
+            original: None,
+            images: Vec::new(),
+        }),
+        2 => Just(ArchiveEntry::TurnFinished {
+            stop_reason: StopReason::Completed,
+        }),
+        4 => (purpose, usage, proptest::option::of(0u8..3)).prop_map(
+            |(purpose, (input_tokens, output_tokens), model)| ArchiveEntry::ModelResponse {
+                purpose,
+                finish_reason: FinishReason::ToolCalls,
+                items: Vec::new(),
+                usage: Usage {
+                    input_tokens,
+                    output_tokens,
+                },
+                model: model.map(|m| format!("model-{m}")),
+            }
+        ),
+        2 => (0u8..4, 0u64..100).prop_map(|(id, asked_ms)| ArchiveEntry::ApprovalAsked {
+            call: call(id),
+            classification: classification(),
+            asked_ms,
+        }),
+        2 => (0u8..4, any::<bool>()).prop_map(|(id, allow)| {
+            ArchiveEntry::Approval(ApprovalRecord {
+                call_id: format!("c{id}"),
+                tool: "write_file".into(),
+                classification: classification(),
+                decision: if allow { Decision::Allow } else { Decision::Deny },
+                decided_by: Decider::Operator,
+                answered_by: None,
+            })
+        }),
+        1 => "[x-z]{0,8}".prop_map(|text| ArchiveEntry::ToolOutput {
+            call_id: "c0".into(),
+            text,
+            images: Vec::new(),
+            success: true,
+        }),
+        1 => Just(ArchiveEntry::Compaction {
+            folded: 2,
+            summary: "s".into(),
+        }),
+    ]
+}
+
+/// Records of the kinds `open_turn` reads.
+fn record() -> impl Strategy<Value = Record> {
+    prop_oneof![
+        "[a-c]{1,3}".prop_map(|text| Record::User {
+            text,
+            images: Vec::new(),
+        }),
+        (0u8..4).prop_map(|id| Record::ToolCall {
+            call_id: format!("c{id}"),
+            name: "write_file".into(),
+            arguments: serde_json::json!({}),
+        }),
+        (0u8..4).prop_map(|id| Record::ToolResult {
+            call_id: format!("c{id}"),
+            name: "write_file".into(),
+            text: "ok".into(),
+            images: Vec::new(),
+            success: true,
+        }),
+        Just(Record::Assistant { text: "x".into() }),
+    ]
+}
+
+/// The summary counted from the whole archive, as opening a session did before it was folded.
+fn counted(archive: &[ArchiveEntry]) -> (u64, u64, UsageTotals, UsageByModel) {
+    let mut usage = UsageTotals::default();
+    let mut by_model = UsageByModel::default();
+    for entry in archive {
+        if let ArchiveEntry::ModelResponse {
+            usage: u, model, ..
+        } = entry
+        {
+            usage.add(u);
+            if let Some(model) = model {
+                by_model.add(model, u);
+            }
+        }
+    }
+    let turns = archive
+        .iter()
+        .filter(|e| matches!(e, ArchiveEntry::UserMessage { .. }))
+        .count() as u64;
+    (archive.len() as u64, turns, usage, by_model)
+}
+
+fn assert_summarizes(summary: &ArchiveSummary, records: &[Record], archive: &[ArchiveEntry]) {
+    let (entries, turns, usage, by_model) = counted(archive);
+    assert_eq!(summary.entries, entries);
+    assert_eq!(summary.user_turns, turns);
+    assert_eq!(summary.usage, usage);
+    assert_eq!(summary.usage_by_model, by_model);
+    assert_eq!(
+        open_turn(records, &summary.last_turn),
+        open_turn(records, archive)
+    );
+    // The last turn is all that is kept: never more than the entries after the last user message.
+    let after_last = archive
+        .iter()
+        .rposition(|e| matches!(e, ArchiveEntry::UserMessage { .. }))
+        .map_or(0, |p| archive.len() - p);
+    assert!(summary.last_turn.len() <= after_last);
+}
+
+proptest! {
+    #[test]
+    fn the_fold_is_what_counting_the_whole_archive_gives(
+        archive in proptest::collection::vec(entry(), 0..60),
+        records in proptest::collection::vec(record(), 0..12),
+    ) {
+        let summary: ArchiveSummary = archive.iter().cloned().collect();
+        assert_summarizes(&summary, &records, &archive);
+        let stored = StoredSession {
+            facts: hookline::host::store::SessionFacts::new(
+                "s1".into(),
+                new_session(),
+            ),
+            records: records.clone(),
+            archive: archive.clone(),
+            repaired: Vec::new(),
+        };
+        prop_assert_eq!(stored.summary(), summary.clone());
+        prop_assert_eq!(stored.user_turns(), summary.user_turns);
+        prop_assert_eq!(stored.usage(), summary.usage);
+        prop_assert_eq!(stored.usage_by_model(), summary.usage_by_model);
+    }
+}
+
+fn new_session() -> NewSession {
+    NewSession {
+        workspace_root: "/w".into(),
+        approval_mode: ApprovalMode::AskAll,
+        model: None,
+        mode: None,
+        owner: None,
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Written in any pieces (each append one journal frame), released (checkpointed) or dropped
+    /// as a crash leaves it (its journal behind the last plain point, replayed on open): the
+    /// open's summary is the fold of what `read` returns, and of what was written.
+    #[test]
+    fn a_stored_session_opens_to_the_summary_of_its_archive(
+        archive in proptest::collection::vec(entry(), 0..40),
+        cuts in proptest::collection::vec(0usize..40, 0..6),
+        release in any::<bool>(),
+    ) {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        runtime.block_on(async {
+            let dir = tempfile::tempdir().unwrap();
+            let options = FileStoreOptions { inline: true, ..FileStoreOptions::default() };
+            let store = FileStore::open(dir.path(), options).unwrap();
+            let (facts, mut w) = store.create(new_session(), &[]).await.unwrap();
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(archive.len())).collect();
+            cuts.push(archive.len());
+            cuts.sort_unstable();
+            let mut from = 0;
+            for cut in cuts {
+                w.append(&[], &archive[from..cut]).await.unwrap();
+                from = cut;
+            }
+            if release {
+                w.release().await.unwrap();
+            } else {
+                drop(w);
+            }
+            let id = facts.session_id;
+            let (opened, _w) = store.open(&id).await.unwrap().unwrap();
+            let read = store.read(&id).await.unwrap().unwrap();
+            assert_eq!(read.archive, archive);
+            assert_eq!(opened.summary, read.summary());
+            assert_summarizes(&opened.summary, &opened.records, &archive);
+        });
+    }
+}
