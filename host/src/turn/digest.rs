@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use hookline_messages::model::{Item, ModelRequest, Purpose};
+use hookline_messages::model::{Item, Items, ModelRequest, Purpose};
 use sha2::{Digest, Sha256};
 
 /// The hasher's state after a request's stable prefix, per purpose (one conversation's).
@@ -101,7 +101,7 @@ fn header(request: &ModelRequest) -> Sha256 {
     let empty = ModelRequest {
         purpose: request.purpose,
         accepts_images: request.accepts_images,
-        items: Vec::new(),
+        items: Items::new(),
     };
     let bytes = serde_json::to_vec(&empty).unwrap_or_default();
     let mut hasher = Sha256::new();
@@ -139,7 +139,7 @@ mod tests {
         ModelRequest {
             purpose,
             accepts_images: purpose == Purpose::Work,
-            items: items.to_vec(),
+            items: items.to_vec().into(),
         }
     }
 
