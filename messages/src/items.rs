@@ -146,6 +146,11 @@ impl Items {
             .get_or_init(|| ImageItems::count(&self.0.items))
     }
 
+    /// Whether anything else holds this list: an edit would copy it first.
+    pub fn is_shared(&self) -> bool {
+        Arc::strong_count(&self.0) > 1
+    }
+
     /// Whether `self` and `other` are the same shared list (not merely equal items).
     pub fn shares_with(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.0, &other.0)

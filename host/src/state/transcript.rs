@@ -258,4 +258,50 @@ mod tests {
         assert!(grown.held_images().holds(&image(2, MediaType::Png)));
         assert!(!grown.held_images().holds(&image(2, MediaType::Jpeg)));
     }
+
+    #[test]
+    fn a_request_shares_the_transcripts_list_and_an_edit_copies_it() {
+        let mut transcript = Transcript::of(&[system("be brief"), user("a")]);
+        let mut request = transcript.request_items(None);
+        assert!(request.shares_with(&transcript.items));
+        assert!(transcript.items.is_shared());
+        // A hook's edit copies the list and the item it edits; the transcript keeps its own.
+        if let ItemBody::User { text, .. } = &mut Arc::make_mut(&mut request.to_mut()[1]).body {
+            *text = "edited".into();
+        }
+        assert!(!request.shares_with(&transcript.items));
+        assert_eq!(
+            transcript.request_items(None)[1].body,
+            item(&user("a")).unwrap()
+        );
+        drop(request);
+        // Once the request is dropped, nothing else holds the list: the next records are
+        // appended to it in place.
+        assert!(!transcript.items.is_shared());
+        transcript.extend(&[Record::Assistant { text: "b".into() }]);
+        let next = transcript.request_items(None);
+        assert_eq!(next.len(), 3);
+        assert!(next.shares_with(&transcript.items));
+    }
+
+    #[test]
+    fn another_system_text_is_the_requests_own_and_a_new_one_is_the_transcripts() {
+        let mut transcript = Transcript::of(&[user("a")]);
+        let blank = transcript.request_items(Some(String::new()));
+        assert!(
+            blank.shares_with(&transcript.items),
+            "no system record: blank"
+        );
+        let compaction = transcript.request_items(Some("summarize".into()));
+        assert!(!compaction.shares_with(&transcript.items));
+        assert!(is_system_text(&compaction[0], "summarize"));
+        assert!(Arc::ptr_eq(&compaction[1], &transcript.items[1]));
+        drop((blank, compaction));
+        transcript.extend(&[system("two")]);
+        assert_eq!(transcript.active_system(), Some((PromptMode::Work, "two")));
+        let request = transcript.request_items(Some("two".into()));
+        assert!(request.shares_with(&transcript.items));
+        assert!(is_system_text(&request[0], "two"));
+        assert_eq!(request.len(), 2);
+    }
 }
