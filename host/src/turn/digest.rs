@@ -44,7 +44,8 @@ impl RequestDigests {
             p.purpose == request.purpose && p.accepts_images == request.accepts_images
         });
         // The kept prefix is used when the request starts with the same items (shared, or
-        // equal: the system item is made anew for each call).
+        // equal: the system item is made anew for each new system record, whose text may be
+        // the same).
         let resumed = at.map(|at| &self.prefixes[at]).filter(|p| {
             p.items.len() <= request.items.len()
                 && p.items.iter().zip(&request.items).all(|(a, b)| a == b)
