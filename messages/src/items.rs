@@ -19,11 +19,15 @@
 //! at every item. [`Items::push`] and [`Items::replace`] keep that answer; [`Items::to_mut`]
 //! forgets it, and the next question counts again, once.
 //!
+//! A list keeps its [`Lineage`] while it is only appended to, so whoever hashed or encoded its
+//! first items can tell that a later request still starts with them without comparing them.
+//!
 //! On the wire (serde) an [`Items`] is a JSON array of its items, exactly what a
 //! `Vec<Item>` writes: the sharing is invisible to plugins, providers and replay files.
 
 use std::fmt;
 use std::ops::Deref;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -34,12 +38,51 @@ use crate::model::{Item, ItemBody};
 #[derive(Clone, Default)]
 pub struct Items(Arc<Shared>);
 
-/// What [`Items`] shares: the items, and how many of them carry images (known until an edit
-/// through [`Items::to_mut`], then counted again when asked).
-#[derive(Clone, Default)]
+/// What [`Items`] shares: the items, how many of them carry images (known until an edit
+/// through [`Items::to_mut`], then counted again when asked), and the list's lineage.
 struct Shared {
     items: Vec<Arc<Item>>,
     images: OnceLock<ImageItems>,
+    lineage: Lineage,
+}
+
+impl Shared {
+    fn new(items: Vec<Arc<Item>>) -> Self {
+        Self {
+            items,
+            images: OnceLock::new(),
+            lineage: Lineage::fresh(),
+        }
+    }
+}
+
+impl Default for Shared {
+    fn default() -> Self {
+        Self::new(Vec::new())
+    }
+}
+
+impl Clone for Shared {
+    /// A copy (made to be edited, by copy on write) starts a lineage of its own.
+    fn clone(&self) -> Self {
+        Self {
+            items: self.items.clone(),
+            images: self.images.clone(),
+            lineage: Lineage::fresh(),
+        }
+    }
+}
+
+/// Which append-only history a list is (see [`Items::lineage`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Lineage(u64);
+
+impl Lineage {
+    /// A lineage no list had before.
+    fn fresh() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Self(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
 }
 
 /// How many items of a list carry images, by what a provider does with them: what decides
@@ -106,15 +149,17 @@ impl Items {
 
     /// The items to edit, copied first if anything else shares them (copy on write); the
     /// items themselves stay shared, so edit one with [`Arc::make_mut`] to copy only it.
-    /// Forgets which items carry images (counted again when next asked).
+    /// Forgets which items carry images (counted again when next asked), and starts a new
+    /// [`Lineage`].
     pub fn to_mut(&mut self) -> &mut Vec<Arc<Item>> {
         let shared = Arc::make_mut(&mut self.0);
         shared.images.take();
+        shared.lineage = Lineage::fresh();
         &mut shared.items
     }
 
     /// Appends `item` (copying the list first if anything else shares it), keeping the count
-    /// of items with images.
+    /// of items with images and, when nothing else shares the list, its [`Lineage`].
     pub fn push(&mut self, item: Arc<Item>) {
         let shared = Arc::make_mut(&mut self.0);
         if let Some(images) = shared.images.get_mut() {
@@ -124,13 +169,14 @@ impl Items {
     }
 
     /// Puts `item` at `index` in place of the item there (copying the list first if anything
-    /// else shares it), keeping the count of items with images. Returns the item replaced, or
-    /// `None` (and changes nothing) when `index` is out of range.
+    /// else shares it), keeping the count of items with images; a new [`Lineage`] starts.
+    /// Returns the item replaced, or `None` (and changes nothing) when `index` is out of range.
     pub fn replace(&mut self, index: usize, item: Arc<Item>) -> Option<Arc<Item>> {
         if index >= self.len() {
             return None;
         }
         let shared = Arc::make_mut(&mut self.0);
+        shared.lineage = Lineage::fresh();
         let old = std::mem::replace(&mut shared.items[index], item);
         if let Some(images) = shared.images.get_mut() {
             *images = images.minus(&old).plus(&shared.items[index]);
@@ -144,6 +190,15 @@ impl Items {
             .0
             .images
             .get_or_init(|| ImageItems::count(&self.0.items))
+    }
+
+    /// The list's lineage. A list keeps it while it is only appended to ([`Items::push`],
+    /// [`Extend`]); a copy, and any other edit, starts a new one, and no two lists ever have the
+    /// same. So two requests whose lists have one lineage hold one list at two moments: the
+    /// shorter's items are the longer's first items, the same allocations. A hash of a request's
+    /// first items can be resumed on that alone (host/src/turn/digest.rs).
+    pub fn lineage(&self) -> Lineage {
+        self.0.lineage
     }
 
     /// Whether anything else holds this list: an edit would copy it first.
@@ -175,10 +230,7 @@ impl Deref for Items {
 
 impl From<Vec<Arc<Item>>> for Items {
     fn from(items: Vec<Arc<Item>>) -> Self {
-        Self(Arc::new(Shared {
-            items,
-            images: OnceLock::new(),
-        }))
+        Self(Arc::new(Shared::new(items)))
     }
 }
 
@@ -280,6 +332,28 @@ mod tests {
         drop(request);
         items.push(user("b", Vec::new()));
         assert_eq!(Arc::as_ptr(&items.0), before);
+    }
+
+    #[test]
+    fn a_lineage_lasts_while_the_list_is_only_appended_to() {
+        let mut items: Items = vec![user("a", Vec::new())].into();
+        let first = items.lineage();
+        let request = items.clone();
+        assert_eq!(request.lineage(), first);
+        drop(request);
+        items.push(user("b", Vec::new()));
+        assert_eq!(items.lineage(), first, "appended in place");
+        let held = items.clone();
+        items.push(user("c", Vec::new()));
+        assert_ne!(items.lineage(), first, "a copy starts its own");
+        assert_eq!(held.lineage(), first);
+        let second = items.lineage();
+        items.replace(0, user("z", Vec::new()));
+        assert_ne!(items.lineage(), second);
+        let third = items.lineage();
+        let _ = items.to_mut();
+        assert_ne!(items.lineage(), third);
+        assert_ne!(Items::new().lineage(), Items::new().lineage());
     }
 
     #[test]

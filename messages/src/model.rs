@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-pub use crate::items::{ImageItems, Items};
+pub use crate::items::{ImageItems, Items, Lineage};
 
 /// Why an outbound model call is made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
