@@ -98,7 +98,7 @@ pub struct ImageItems {
 
 impl ImageItems {
     /// The count for one item.
-    fn of(item: &Item) -> Self {
+    pub(crate) fn of(item: &Item) -> Self {
         match &item.body {
             ItemBody::System { images, .. } | ItemBody::Assistant { images, .. } => Self {
                 as_text: usize::from(!images.is_empty()),
@@ -138,6 +138,12 @@ impl ImageItems {
     /// Whether any item carries images.
     pub fn any(self) -> bool {
         self.as_text > 0 || self.attached > 0
+    }
+
+    /// Whether preparing these items for the provider changes any (SPEC R5.5: images on system
+    /// and assistant items become text; R5.6: a request that cannot carry images carries none).
+    pub fn need_preparing(self, accepts_images: bool) -> bool {
+        self.as_text > 0 || (!accepts_images && self.attached > 0)
     }
 }
 

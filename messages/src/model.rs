@@ -371,20 +371,13 @@ impl ModelRequest {
     /// Whether [`ModelRequest::prepared_for_provider`] would change anything: answered from the
     /// items' image count, not by looking at each item.
     pub fn needs_preparing(&self) -> bool {
-        let images = self.items.images();
-        images.as_text > 0 || (!self.accepts_images && images.attached > 0)
+        self.items.images().need_preparing(self.accepts_images)
     }
 }
 
 /// Whether preparing the item for the provider changes it (SPEC R5.5, R5.6).
 fn needs_preparing(item: &Item, accepts_images: bool) -> bool {
-    match &item.body {
-        ItemBody::System { images, .. } | ItemBody::Assistant { images, .. } => !images.is_empty(),
-        ItemBody::User { images, .. } | ItemBody::ToolResult { images, .. } => {
-            !accepts_images && !images.is_empty()
-        }
-        ItemBody::ToolCall { .. } | ItemBody::Reasoning { .. } => false,
-    }
+    ImageItems::of(item).need_preparing(accepts_images)
 }
 
 fn images_to_text(text: &mut String, images: &mut Vec<ImageRef>) {
