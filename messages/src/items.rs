@@ -216,14 +216,6 @@ impl Items {
     pub fn shares_with(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }
-
-    /// The items as a vector of their own (the list's, when nothing else shares it).
-    pub fn into_vec(self) -> Vec<Arc<Item>> {
-        match Arc::try_unwrap(self.0) {
-            Ok(shared) => shared.items,
-            Err(shared) => shared.items.clone(),
-        }
-    }
 }
 
 impl Deref for Items {
