@@ -63,7 +63,7 @@ fn request() -> ModelRequest {
 /// What a transform plugin sends back: every user text rewritten (a redaction), nothing else.
 fn transformed(before: &ModelRequest) -> ModelRequest {
     let mut proposed = before.clone();
-    for item in &mut proposed.items {
+    for item in proposed.items.to_mut() {
         if matches!(item.body, ItemBody::User { .. }) {
             if let ItemBody::User { text, .. } = &mut std::sync::Arc::make_mut(item).body {
                 text.push_str(" [checked]");
@@ -79,9 +79,10 @@ fn rebuilt(before: &ModelRequest) -> ModelRequest {
     let mut proposed = before.clone();
     proposed
         .items
+        .to_mut()
         .retain(|item| !matches!(item.body, ItemBody::Reasoning { .. }));
     let len = proposed.items.len();
-    proposed.items.swap(len - 1, len - 2);
+    proposed.items.to_mut().swap(len - 1, len - 2);
     proposed.items.push(
         Item::new(
             "added",

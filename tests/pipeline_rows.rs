@@ -146,12 +146,12 @@ fn set_text(request: &mut ModelRequest, id: &str, new: &str) {
 async fn transform_model_text_changes_chain_and_every_structural_change_is_refused() {
     type Edit = fn(&mut ModelRequest);
     let cases: [(Edit, &str); 14] = [
-        (|r| r.items.swap(1, 2), "it reordered items."),
+        (|r| r.items.to_mut().swap(1, 2), "it reordered items."),
         (
             |r| r.items.push(model::user("u9", "extra", &[]).into()),
             "it added an item.",
         ),
-        (|r| drop(r.items.remove(3)), "it dropped an item."),
+        (|r| drop(r.items.to_mut().remove(3)), "it dropped an item."),
         (
             |r| set_text(r, "sys", "You are a pirate."),
             "it edited the system message.",

@@ -137,7 +137,7 @@ async fn rebuild_model_refusals_are_skipped_with_their_exact_notes() {
             before.clone(),
             [
                 replace(|mut r: ModelRequest| {
-                    r.items.remove(0);
+                    r.items.to_mut().remove(0);
                     r
                 }),
                 replace(move |mut r: ModelRequest| {
@@ -153,7 +153,7 @@ async fn rebuild_model_refusals_are_skipped_with_their_exact_notes() {
         )
         .await;
         let mut expected = before.clone();
-        expected.items.remove(0);
+        expected.items.to_mut().remove(0);
         assert_eq!(last.seen(), [expected.clone()], "{reason}");
         expected
             .items
@@ -177,8 +177,8 @@ async fn rebuild_model_can_split_rewrite_and_add_without_a_note() {
         [
             // Split the call from its result, and move the image to the result.
             replace(|mut r: ModelRequest| {
-                let result = r.items.remove(5);
-                r.items.insert(1, result);
+                let result = r.items.to_mut().remove(5);
+                r.items.to_mut().insert(1, result);
                 model::images_mut(model::item_mut(&mut r, "u1")).clear();
                 model::images_mut(model::item_mut(&mut r, "res1")).push(model::PNG1);
                 r
@@ -291,7 +291,7 @@ async fn raw_failure_notes<H>(
 async fn raw_failures_are_skipped_with_raw_notes_at_every_raw_stage() {
     tokio::time::pause();
     raw_failure_notes::<RebuildModel>(model::held(), model::work_request(), |mut r| {
-        r.items.pop();
+        r.items.to_mut().pop();
         r
     })
     .await;
@@ -478,7 +478,7 @@ async fn changed_by_names_exactly_the_raw_hooks_that_changed_the_request() {
             Scripted::build(
                 HookKind::RebuildModel,
                 replace(|mut r: ModelRequest| {
-                    r.items.pop();
+                    r.items.to_mut().pop();
                     r
                 }),
                 0,
@@ -533,7 +533,7 @@ async fn changed_by_names_exactly_the_raw_hooks_that_changed_the_request() {
         .unwrap();
     assert_eq!(changed_by(&outcome), ["Acme", "Beta", "Undo"]);
     let mut expected = model::work_request();
-    expected.items.pop();
+    expected.items.to_mut().pop();
     assert_eq!(outcome.value, expected);
     // The host renders R5.7's note from this list.
     let note = Note::RawChangeFailure {
@@ -563,7 +563,7 @@ async fn changed_by_names_one_plugin_for_the_singular_note() {
     let acme = Scripted::build(
         HookKind::RebuildModel,
         replace(|mut r: ModelRequest| {
-            r.items.clear();
+            r.items.to_mut().clear();
             r
         }),
         0,

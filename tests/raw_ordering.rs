@@ -176,6 +176,7 @@ async fn transform_model_sees_the_items_rebuild_model_added() {
         HookKind::RebuildModel,
         replace(|mut r: ModelRequest| {
             r.items
+                .to_mut()
                 .insert(1, model::system("sys2", "Extra rules.").into());
             r.items
                 .push(model::user("u2", "added by raw", &[model::GIF3]).into());
@@ -194,7 +195,7 @@ async fn transform_model_sees_the_items_rebuild_model_added() {
     let drops = Scripted::build(
         HookKind::TransformModel,
         replace(|mut r: ModelRequest| {
-            r.items.retain(|i| i.id.0 != "sys2");
+            r.items.to_mut().retain(|i| i.id.0 != "sys2");
             r
         }),
         0,

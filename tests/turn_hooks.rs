@@ -137,7 +137,7 @@ impl Plugin for Rewriter {
         _: &HookContext,
         mut r: ModelRequest,
     ) -> HookResult<Reply<ModelRequest>> {
-        for item in &mut r.items {
+        for item in r.items.to_mut() {
             if let ItemBody::User { text, .. } = &item.body {
                 let outbound = format!("outbound: {text}");
                 if let ItemBody::User { text, .. } = &mut std::sync::Arc::make_mut(item).body {

@@ -28,6 +28,7 @@ pub mod cut_off;
 pub mod edit;
 pub mod event;
 pub mod hook;
+pub mod items;
 pub mod kind;
 pub mod model;
 pub mod note;

@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::items::{ImageItems, Items, Lineage};
+
 /// Why an outbound model call is made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
@@ -290,11 +292,13 @@ impl ItemBody {
 
 /// One outbound model request, as `rebuild_model` and `transform_model` see it.
 ///
-/// Its items are shared, not copied (issue 22): each is reference-counted, so cloning a request
-/// costs a pointer per item, and the conversation's stored prefix is the same allocation in the
-/// session's transcript, in every hook's copy and in the request sent. A hook edits an item with
-/// [`ModelRequest::item_mut`] (or [`Arc::make_mut`]), which copies that item only. On the wire
-/// (serde) an item is written as itself: the sharing is invisible to plugins and providers.
+/// Its items are shared, not copied (issues 22 and 47): the list is an [`Items`], so cloning a
+/// request (or building one from the session's transcript, which keeps its items the same way)
+/// costs one pointer, and each item is reference-counted, so the conversation's stored prefix is
+/// the same allocation in the transcript, in every hook's copy and in the request sent. A hook
+/// edits an item with [`ModelRequest::item_mut`], which copies the list's pointers and that item
+/// only. On the wire (serde) the items are written as themselves: the sharing is invisible to
+/// plugins and providers.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelRequest {
@@ -303,7 +307,7 @@ pub struct ModelRequest {
     /// True only for work or plan calls on an image-capable model (SPEC R5.6).
     pub accepts_images: bool,
     /// The items, in the order they are sent.
-    pub items: Vec<Arc<Item>>,
+    pub items: Items,
 }
 
 impl ModelRequest {
@@ -316,14 +320,17 @@ impl ModelRequest {
         Self {
             purpose,
             accepts_images,
-            items: items.into_iter().map(Arc::new).collect(),
+            items: items.into_iter().collect(),
         }
     }
 
     /// The item at `index` to edit: copied first if anything else shares it (copy on write),
     /// so the stored conversation and other copies of the request keep their item.
     pub fn item_mut(&mut self, index: usize) -> Option<&mut Item> {
-        self.items.get_mut(index).map(Arc::make_mut)
+        if index >= self.items.len() {
+            return None;
+        }
+        self.items.to_mut().get_mut(index).map(Arc::make_mut)
     }
 
     /// Whether a request of `purpose` on a model that does (or does not) take images may carry
@@ -334,12 +341,17 @@ impl ModelRequest {
 
     /// The request as the provider receives it: images on assistant and system messages become
     /// plain text (SPEC R5.5), and a request that cannot carry images carries none (SPEC R5.6).
-    #[must_use]
     ///
-    /// Only an item that changes is copied; the others stay shared.
+    /// A request that needs no preparing is returned as it is, without looking at its items
+    /// (their image count is kept with the list); otherwise only an item that changes is copied,
+    /// the others stay shared.
+    #[must_use]
     pub fn prepared_for_provider(mut self) -> Self {
+        if !self.needs_preparing() {
+            return self;
+        }
         let accepts = self.accepts_images;
-        for item in &mut self.items {
+        for item in self.items.to_mut() {
             if !needs_preparing(item, accepts) {
                 continue;
             }
@@ -356,23 +368,16 @@ impl ModelRequest {
         self
     }
 
-    /// Whether [`ModelRequest::prepared_for_provider`] would change anything.
+    /// Whether [`ModelRequest::prepared_for_provider`] would change anything: answered from the
+    /// items' image count, not by looking at each item.
     pub fn needs_preparing(&self) -> bool {
-        self.items
-            .iter()
-            .any(|item| needs_preparing(item, self.accepts_images))
+        self.items.images().need_preparing(self.accepts_images)
     }
 }
 
 /// Whether preparing the item for the provider changes it (SPEC R5.5, R5.6).
 fn needs_preparing(item: &Item, accepts_images: bool) -> bool {
-    match &item.body {
-        ItemBody::System { images, .. } | ItemBody::Assistant { images, .. } => !images.is_empty(),
-        ItemBody::User { images, .. } | ItemBody::ToolResult { images, .. } => {
-            !accepts_images && !images.is_empty()
-        }
-        ItemBody::ToolCall { .. } | ItemBody::Reasoning { .. } => false,
-    }
+    ImageItems::of(item).need_preparing(accepts_images)
 }
 
 fn images_to_text(text: &mut String, images: &mut Vec<ImageRef>) {

@@ -59,12 +59,12 @@ fn the_request_returned_unchanged_is_the_same_request() {
 fn splitting_a_tool_call_from_its_result_is_accepted() {
     let before = work_request();
     let value = applied(&before, |r| {
-        let result = r.items.remove(5);
-        r.items.insert(1, result);
+        let result = r.items.to_mut().remove(5);
+        r.items.to_mut().insert(1, result);
     });
     assert_eq!(ids(&value), ["sys", "res1", "u1", "r1", "a1", "call1"]);
     // Dropping the call and keeping its result is a split too.
-    let value = applied(&before, |r| drop(r.items.remove(4)));
+    let value = applied(&before, |r| drop(r.items.to_mut().remove(4)));
     assert_eq!(ids(&value), ["sys", "u1", "r1", "a1", "res1"]);
     assert_eq!(
         item(&value, "res1"),
@@ -77,11 +77,13 @@ fn splitting_a_tool_call_from_its_result_is_accepted() {
 fn dropping_and_reordering_items_of_any_kind_is_accepted() {
     let before = work_request();
     let value = applied(&before, |r| {
-        r.items.retain(|i| i.id.0 != "r1" && i.id.0 != "sys");
-        r.items.reverse();
+        r.items
+            .to_mut()
+            .retain(|i| i.id.0 != "r1" && i.id.0 != "sys");
+        r.items.to_mut().reverse();
     });
     assert_eq!(ids(&value), ["res1", "call1", "a1", "u1"]);
-    let value = applied(&before, |r| r.items.clear());
+    let value = applied(&before, |r| r.items.to_mut().clear());
     assert!(value.items.is_empty());
 }
 
@@ -138,7 +140,7 @@ fn items_of_every_kind_may_be_added() {
         reasoning("r2", "fresh thought", None),
     ];
     let value = applied(&before, |r| {
-        r.items.extend(added.iter().cloned().map(Arc::new))
+        r.items.to_mut().extend(added.iter().cloned().map(Arc::new))
     });
     assert_eq!(value.items.len(), 12);
     for new in &added {
@@ -229,7 +231,7 @@ fn rewritten_reasoning_drops_provider_state_and_kept_reasoning_keeps_it() {
     });
     assert_eq!(item(&value, "r1"), &reasoning("r1", "different", None));
     let value = applied(&before, |r| {
-        let kept = r.items.remove(2);
+        let kept = r.items.to_mut().remove(2);
         r.items.push(kept);
     });
     assert_eq!(

@@ -135,12 +135,18 @@ fn adding_an_item_is_refused() {
 
 #[test]
 fn dropping_an_item_is_refused() {
-    assert_eq!(refused(|r| drop(r.items.remove(3))), "it dropped an item.");
+    assert_eq!(
+        refused(|r| drop(r.items.to_mut().remove(3))),
+        "it dropped an item."
+    );
 }
 
 #[test]
 fn reordering_items_is_refused() {
-    assert_eq!(refused(|r| r.items.swap(1, 3)), "it reordered items.");
+    assert_eq!(
+        refused(|r| r.items.to_mut().swap(1, 3)),
+        "it reordered items."
+    );
 }
 
 #[test]
@@ -310,7 +316,7 @@ fn changing_the_purpose_or_image_flag_is_refused() {
 fn a_structural_refusal_wins_over_an_allowed_text_change() {
     let reason = refused(|r| {
         *text_mut(item_mut(r, "u1")) = "new text".into();
-        r.items.swap(0, 1);
+        r.items.to_mut().swap(0, 1);
     });
     assert_eq!(reason, "it reordered items.");
 }

@@ -11,9 +11,9 @@
 //! Why an address is enough: a kept `Weak` keeps its allocation, so no other item can be made at
 //! that address while the entry lives; and an item cannot change in place while a `Weak` to it
 //! exists (`Arc::get_mut` refuses, `Arc::make_mut` moves the value to a new allocation), so a
-//! hook's edit is always a new address. The system text is a new item at every call: it is
-//! encoded each time and never cached (entries start at the second item, whose address is the
-//! conversation's key).
+//! hook's edit is always a new address. The system item may be another at any call (a new active
+//! system text, compaction's own): it is encoded each time and never cached (entries start at
+//! the second item, whose address is the conversation's key).
 
 use std::num::NonZeroUsize;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -121,8 +121,8 @@ impl PrefixCache {
         messages: &M,
         out: &mut Vec<u8>,
     ) -> Result<(), ProviderError> {
-        // The system item is new at every call, so the prefix kept starts after it: only where
-        // the second item starts a message of its own.
+        // The system item may be another at any call, so the prefix kept starts after it: only
+        // where the second item starts a message of its own.
         if items.len() < MIN_ITEMS || !messages.starts_message(items, 1) {
             return messages.encode(items, out);
         }

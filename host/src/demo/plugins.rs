@@ -91,8 +91,8 @@ fn be_brief(_: &HookContext, r: &ModelRequest) -> HookResult<Reply<ModelRequest>
     else {
         return Ok(Reply::Keep);
     };
-    // The request shares its items: the clone copies pointers, and only the edited item is
-    // copied (copy on write).
+    // The request shares its items: the clone copies a pointer, the edit the list's pointers and
+    // the edited item (copy on write).
     let mut r = r.clone();
     if let Some(ItemBody::User { text, .. }) = r.item_mut(latest).map(|item| &mut item.body) {
         text.push_str(" (be brief)");

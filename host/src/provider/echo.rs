@@ -225,7 +225,7 @@ mod tests {
             items: items
                 .into_iter()
                 .enumerate()
-                .map(|(i, body)| Item::new(format!("i{i}"), body).into())
+                .map(|(i, body)| Item::new(format!("i{i}"), body))
                 .collect(),
         }
     }

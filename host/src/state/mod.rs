@@ -19,7 +19,6 @@ pub use error::{HostError, Unrestorable};
 pub use events::{EventLog, HostEvent, LiveSink};
 pub(crate) use patch::json as patch_json;
 pub use patch::{request_patch, Changes, Detail, Patch};
-pub(crate) use transcript::with_system;
 pub use transcript::work_request;
 
 use hookline_actors::SessionKey;
@@ -213,9 +212,11 @@ impl SessionState {
         &self.records
     }
 
-    /// The stored records as model request items (system records excepted), in order.
-    pub(crate) fn items(&self) -> &[std::sync::Arc<hookline_messages::model::Item>] {
-        self.transcript.items()
+    /// A request's items: the system text `system` (`None`: the active one), then the stored
+    /// records as items (system records excepted), in order; shared with the transcript
+    /// (issue 47).
+    pub(crate) fn request_items(&self, system: Option<String>) -> hookline_messages::model::Items {
+        self.transcript.request_items(system)
     }
 
     /// The latest stored work or plan text, with its mode.

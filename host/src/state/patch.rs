@@ -233,7 +233,7 @@ mod tests {
             items: texts
                 .iter()
                 .enumerate()
-                .map(|(n, t)| user(&format!("r{n}"), t).into())
+                .map(|(n, t)| user(&format!("r{n}"), t))
                 .collect(),
         }
     }
@@ -263,7 +263,8 @@ mod tests {
     fn a_text_changed_deep_in_the_request_keeps_its_real_index() {
         let before = request(&["a", "b", "c", "d"]);
         let mut after = before.clone();
-        if let ItemBody::User { text, .. } = &mut std::sync::Arc::make_mut(&mut after.items[2]).body
+        if let ItemBody::User { text, .. } =
+            &mut std::sync::Arc::make_mut(&mut after.items.to_mut()[2]).body
         {
             text.push_str(" (be brief)");
         }
@@ -285,8 +286,8 @@ mod tests {
     fn dropped_and_reordered_items_still_apply() {
         let before = request(&["a", "b", "c", "d", "e"]);
         let mut after = before.clone();
-        after.items.remove(1);
-        after.items.swap(2, 3);
+        after.items.to_mut().remove(1);
+        after.items.to_mut().swap(2, 3);
         applies(&before, &after);
         applies(&after, &before);
         assert!(ModelRequest::patch(&before, &before).0.is_empty());
@@ -296,7 +297,8 @@ mod tests {
     fn the_archived_patch_applies_and_tests_nothing() {
         let before = request(&["a", "b", "c", "d"]);
         let mut after = before.clone();
-        if let ItemBody::User { text, .. } = &mut std::sync::Arc::make_mut(&mut after.items[2]).body
+        if let ItemBody::User { text, .. } =
+            &mut std::sync::Arc::make_mut(&mut after.items.to_mut()[2]).body
         {
             text.push_str(" (be brief)");
         }

@@ -36,7 +36,7 @@ pub(crate) async fn compact(turn: &mut Turn<'_>) -> Result<bool, HostError> {
         .text(CompactionPhase::Prompt, COMPACTION_PROMPT.into())
         .await?;
     let system = turn.compose(PromptMode::Compaction).await?;
-    let request = turn.request_with_system(Purpose::Compaction, system, Some(prompt));
+    let request = turn.request_with_system(Purpose::Compaction, Some(system), Some(prompt));
     let response = match turn.model_call(request).await? {
         Ok(response) => response,
         Err(_) => return Ok(false),

@@ -4,12 +4,14 @@
 //! The digest is over serde_json's bytes of the request, `{"purpose":..,"acceptsImages":..,
 //! "items":[item,item,...]}`: a stream, so the hasher's state after the items a conversation
 //! keeps sending (its stored prefix, shared with the transcript) is kept, and the next call of
-//! the same purpose hashes only the items after it. The bytes are exactly
+//! the same purpose hashes only the items after it. A request that is the kept one's list grown
+//! (the same [`Lineage`], the transcript's list appended in place) resumes without comparing
+//! the kept items (issue 47). The bytes are exactly
 //! [`request_digest`](super::request_digest)'s: a test compares the two.
 
 use std::sync::Arc;
 
-use hookline_messages::model::{Item, ModelRequest, Purpose};
+use hookline_messages::model::{Item, Items, Lineage, ModelRequest, Purpose};
 use sha2::{Digest, Sha256};
 
 /// The hasher's state after a request's stable prefix, per purpose (one conversation's).
@@ -24,6 +26,8 @@ struct Prefix {
     accepts_images: bool,
     /// The items hashed (shared with the requests, so this holds pointers only).
     items: Vec<Arc<Item>>,
+    /// The lineage of the list they were the first items of.
+    lineage: Lineage,
     /// The state after the header and those items (and the commas between them).
     state: Sha256,
 }
@@ -43,11 +47,14 @@ impl RequestDigests {
         let at = self.prefixes.iter().position(|p| {
             p.purpose == request.purpose && p.accepts_images == request.accepts_images
         });
-        // The kept prefix is used when the request starts with the same items (shared, or
-        // equal: the system item is made anew for each call).
+        // The kept prefix is used when the request starts with the same items: known at once
+        // when its list is the one they came from, grown by appends only (the same lineage);
+        // else compared (shared, or equal: the system item is made anew for each new system
+        // record, whose text may be the same).
+        let lineage = request.items.lineage();
         let resumed = at.map(|at| &self.prefixes[at]).filter(|p| {
             p.items.len() <= request.items.len()
-                && p.items.iter().zip(&request.items).all(|(a, b)| a == b)
+                && (p.lineage == lineage || p.items.iter().zip(&request.items).all(|(a, b)| a == b))
         });
         let (mut hasher, from) = match resumed {
             Some(p) => (p.state.clone(), p.items.len()),
@@ -71,16 +78,19 @@ impl RequestDigests {
             match at.map(|at| &mut self.prefixes[at]) {
                 Some(p) if resumed_from(p, from) => {
                     p.items.extend_from_slice(&items[from..]);
+                    p.lineage = lineage;
                     p.state = state;
                 }
                 Some(p) => {
                     p.items = items.to_vec();
+                    p.lineage = lineage;
                     p.state = state;
                 }
                 None => self.prefixes.push(Prefix {
                     purpose: request.purpose,
                     accepts_images: request.accepts_images,
                     items: items.to_vec(),
+                    lineage,
                     state,
                 }),
             }
@@ -101,7 +111,7 @@ fn header(request: &ModelRequest) -> Sha256 {
     let empty = ModelRequest {
         purpose: request.purpose,
         accepts_images: request.accepts_images,
-        items: Vec::new(),
+        items: Items::new(),
     };
     let bytes = serde_json::to_vec(&empty).unwrap_or_default();
     let mut hasher = Sha256::new();
@@ -139,7 +149,7 @@ mod tests {
         ModelRequest {
             purpose,
             accepts_images: purpose == Purpose::Work,
-            items: items.to_vec(),
+            items: items.to_vec().into(),
         }
     }
 
@@ -177,5 +187,39 @@ mod tests {
         assert_eq!(digests.digest(&compacted, 2), request_digest(&compacted));
         let empty = request(Purpose::Work, &[]);
         assert_eq!(digests.digest(&empty, 0), request_digest(&empty));
+    }
+
+    #[test]
+    fn a_list_grown_in_place_resumes_and_an_edited_one_is_hashed_again() {
+        let mut digests = RequestDigests::default();
+        let mut list: Items = vec![user("system", "be kind")].into();
+        let lineage = list.lineage();
+        for turn in 0..4 {
+            list.push(user(&format!("r{turn}"), &format!("message {turn}")));
+            let sent = ModelRequest {
+                purpose: Purpose::Work,
+                accepts_images: false,
+                items: list.clone(),
+            };
+            assert_eq!(
+                digests.digest(&sent, sent.items.len()),
+                request_digest(&sent)
+            );
+        }
+        assert_eq!(list.lineage(), lineage, "grown in place");
+        // An item the kept state covers, edited in place (nothing else holds the list): a new
+        // lineage, so the kept state is not taken on trust.
+        if let ItemBody::User { text, .. } = &mut Arc::make_mut(&mut list.to_mut()[1]).body {
+            *text = "rewritten".into();
+        }
+        let sent = ModelRequest {
+            purpose: Purpose::Work,
+            accepts_images: false,
+            items: list.clone(),
+        };
+        assert_eq!(
+            digests.digest(&sent, sent.items.len()),
+            request_digest(&sent)
+        );
     }
 }

@@ -58,8 +58,10 @@ pub fn rebuild_model(
     };
     let accepts_images = proposed.accepts_images;
     let mut items = proposed.items;
-    for (item, prior) in items[kept..].iter_mut().zip(priors) {
-        rebuilt_item(held, accepts_images, prior, item, &call_names)?;
+    if kept < items.len() {
+        for (item, prior) in items.to_mut()[kept..].iter_mut().zip(priors) {
+            rebuilt_item(held, accepts_images, prior, item, &call_names)?;
+        }
     }
     Ok(ModelRequest { items, ..proposed })
 }

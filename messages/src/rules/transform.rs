@@ -26,10 +26,14 @@ pub fn transform_model(
     same_structure(&before.items, &proposed.items)?;
     let mut items = proposed.items;
     // An item handed back untouched (the same shared item) passes as it is: only the items a
-    // hook rewrote are checked, so the cost follows the change (issue 22).
-    for (b, p) in before.items.iter().zip(&mut items) {
-        if !Arc::ptr_eq(b, p) {
-            transformed_item(b, p)?;
+    // hook rewrote are checked, so the cost follows the change (issue 22); a request handed
+    // back whole is not copied (issue 47).
+    let rewritten = |(b, p): (&Arc<Item>, &Arc<Item>)| !Arc::ptr_eq(b, p);
+    if before.items.iter().zip(items.iter()).any(rewritten) {
+        for (b, p) in before.items.iter().zip(items.to_mut()) {
+            if !Arc::ptr_eq(b, p) {
+                transformed_item(b, p)?;
+            }
         }
     }
     Ok(ModelRequest { items, ..proposed })

@@ -138,6 +138,7 @@ pub fn item<'a>(request: &'a ModelRequest, id: &str) -> &'a Item {
 pub fn item_mut<'a>(request: &'a mut ModelRequest, id: &str) -> &'a mut Item {
     request
         .items
+        .to_mut()
         .iter_mut()
         .find(|item| item.id.0 == id)
         .map(Arc::make_mut)

@@ -98,7 +98,7 @@ fn images_of(body: &mut ItemBody) -> Option<&mut Vec<ImageRef>> {
 
 /// Applies an allowed edit to `proposed` (a copy of `before`).
 pub fn apply_allowed(before: &ModelRequest, proposed: &mut ModelRequest, edit: &Allowed) {
-    let items = &mut proposed.items;
+    let items = proposed.items.to_mut();
     match edit {
         Allowed::Text(i, new) => {
             let editable = |b: &ItemBody| {
@@ -151,7 +151,7 @@ pub fn apply_forbidden(
     proposed: &mut ModelRequest,
     edit: &Forbidden,
 ) -> Option<Refusal> {
-    let items = &mut proposed.items;
+    let items = proposed.items.to_mut();
     let any = |_: &ItemBody| true;
     match edit {
         Forbidden::Purpose(p) if *p != proposed.purpose => {
@@ -286,7 +286,7 @@ pub fn apply_forbidden(
 /// reasoning item's provider state taken from the host's item when its text is unchanged and
 /// dropped otherwise (SPEC R5.3, applied to `transform_model` as documented).
 pub fn normalised(before: &ModelRequest, mut proposed: ModelRequest) -> ModelRequest {
-    for (b, p) in before.items.iter().zip(&mut proposed.items) {
+    for (b, p) in before.items.iter().zip(proposed.items.to_mut()) {
         if let (
             ItemBody::Reasoning {
                 text: bt,

@@ -50,7 +50,7 @@ fn images_of(body: &mut ItemBody) -> Option<&mut Vec<ImageRef>> {
 }
 
 pub fn apply_rebuild_edit(request: &mut ModelRequest, edit: &RebuildEdit) {
-    let items = &mut request.items;
+    let items = request.items.to_mut();
     let len = items.len();
     match edit {
         RebuildEdit::Insert(at, id, body) => {

@@ -379,7 +379,7 @@ mod tests {
             items: bodies
                 .into_iter()
                 .enumerate()
-                .map(|(i, body)| Item::new(format!("i{i}"), body).into())
+                .map(|(i, body)| Item::new(format!("i{i}"), body))
                 .collect(),
         }
     }
@@ -428,7 +428,7 @@ mod tests {
             serde_json::to_string(&request(&all_kinds(), &text_only).unwrap().messages).unwrap();
         assert!(!json.contains("image"), "{json}");
         let mut request_two = all_kinds();
-        std::sync::Arc::make_mut(&mut request_two.items[1]).body = ItemBody::User {
+        std::sync::Arc::make_mut(&mut request_two.items.to_mut()[1]).body = ItemBody::User {
             text: "look".into(),
             images: vec![ImageRef {
                 number: 2,

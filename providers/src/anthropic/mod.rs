@@ -438,7 +438,7 @@ mod tests {
                 let request = ModelRequest {
                     purpose,
                     accepts_images: false,
-                    items,
+                    items: items.into(),
                 };
                 let stream = random.next(2) == 0;
                 let body = provider.body(&request, stream).unwrap();

@@ -361,7 +361,7 @@ mod tests {
             let request = ModelRequest {
                 purpose,
                 accepts_images: false,
-                items,
+                items: items.into(),
             };
             let stream = call % 2 == 0;
             let whole = serde_json::to_vec(&ChatRequest {
