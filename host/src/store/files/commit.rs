@@ -11,7 +11,6 @@ use super::keys::KeyWrite;
 use super::recovery::{open_existing, replace_file};
 use super::*;
 use std::sync::mpsc as std_mpsc;
-use std::sync::PoisonError;
 
 /// The data files one commit writes, open for that commit only. `records` and `archive` are
 /// opened only when the append has frames for them, `commits` unless the append holds keys
@@ -340,13 +339,16 @@ pub(super) fn undo(files: &mut SessionFiles, data: &mut DataFiles) {
 /// The threads that sync a batch's files beside the committer, started once and kept (issue 47:
 /// a batch used to start its own, about 20 us a thread on a loaded 2-core machine, three per
 /// append). At most `threads - 1` helpers, started as batches first need them; they end when the
-/// committer does (the pool's sender is dropped).
+/// committer does (their senders are dropped).
+///
+/// Each helper has a queue of its own and the committer hands each its files directly, so a
+/// batch's syncs start together: with one queue shared behind a lock, each helper that took a
+/// job woke the next one in turn, and the last of fifteen started its sync a chain of wake-ups
+/// after the first (the file system merges only syncs that are in flight together).
 pub(super) struct SyncPool {
     /// Threads syncing at once at most, the committer's own included.
     threads: usize,
-    helpers: usize,
-    jobs: std_mpsc::Sender<SyncJob>,
-    queue: Arc<Mutex<std_mpsc::Receiver<SyncJob>>>,
+    helpers: Vec<std_mpsc::Sender<SyncJob>>,
 }
 
 /// One file to sync: a handle of its own (`File::try_clone`, so a helper needs no borrow), its
@@ -367,12 +369,9 @@ impl SyncJob {
 
 impl SyncPool {
     pub(super) fn new(threads: usize) -> Self {
-        let (jobs, queue) = std_mpsc::channel();
         Self {
             threads: threads.max(1),
-            helpers: 0,
-            jobs,
-            queue: Arc::new(Mutex::new(queue)),
+            helpers: Vec::new(),
         }
     }
 
@@ -380,32 +379,19 @@ impl SyncPool {
     /// leaves the work to the threads that did.
     fn grow(&mut self, wanted: usize) {
         let wanted = wanted.min(self.threads - 1);
-        while self.helpers < wanted {
-            let queue = Arc::clone(&self.queue);
+        while self.helpers.len() < wanted {
+            let (jobs, queue) = std_mpsc::channel::<SyncJob>();
             let started = std::thread::Builder::new()
                 .name("hookline-store-sync".into())
-                .spawn(move || loop {
-                    let job = queue.lock().unwrap_or_else(PoisonError::into_inner).recv();
-                    match job {
-                        Ok(job) => job.run(),
-                        Err(_) => return,
+                .spawn(move || {
+                    for job in queue {
+                        job.run();
                     }
                 });
             if started.is_err() {
                 break;
             }
-            self.helpers += 1;
-        }
-    }
-
-    /// Takes one queued job, if any (the committer helps while it waits). Never waits for the
-    /// queue: a helper holds its lock while it waits for a job, and only the committer sends
-    /// them.
-    fn next_queued(&self) -> Option<SyncJob> {
-        match self.queue.try_lock() {
-            Ok(queue) => queue.try_recv().ok(),
-            Err(std::sync::TryLockError::Poisoned(queue)) => queue.into_inner().try_recv().ok(),
-            Err(std::sync::TryLockError::WouldBlock) => None,
+            self.helpers.push(jobs);
         }
     }
 }
@@ -429,10 +415,18 @@ pub(super) fn sync_all(
     pool.grow(files.len() - 1);
     let (done, answers) = std_mpsc::channel();
     let mut results: Vec<Option<io::Result<()>>> = files.iter().map(|_| None).collect();
-    // Every file but the first is queued for the helpers (or this thread, below); a file whose
-    // handle cannot be cloned (no descriptor left) is synced here.
+    // The files are dealt round the committer (turn 0) and the helpers: file `slot` goes to
+    // turn `slot % (helpers + 1)`. A helper's are sent now, the committer's synced below; a file
+    // whose handle cannot be cloned (no descriptor left) or whose helper is gone is synced here.
+    let turns = pool.helpers.len() + 1;
     let mut queued = 0;
-    for (slot, entry) in files.iter().enumerate().skip(1) {
+    let mut own = Vec::new();
+    for (slot, entry) in files.iter().enumerate() {
+        let turn = slot % turns;
+        if turn == 0 {
+            own.push(slot);
+            continue;
+        }
         match entry.1.try_clone() {
             Ok(file) => {
                 let job = SyncJob {
@@ -440,7 +434,7 @@ pub(super) fn sync_all(
                     slot,
                     done: done.clone(),
                 };
-                match pool.jobs.send(job) {
+                match pool.helpers[turn - 1].send(job) {
                     Ok(()) => queued += 1,
                     Err(std_mpsc::SendError(job)) => results[slot] = Some(job.file.sync_data()),
                 }
@@ -449,9 +443,8 @@ pub(super) fn sync_all(
         }
     }
     drop(done);
-    results[0] = Some(files[0].1.sync_data());
-    while let Some(job) = pool.next_queued() {
-        job.run();
+    for slot in own {
+        results[slot] = Some(files[slot].1.sync_data());
     }
     // The rest are in helpers' hands; each answers once (or drops its sender by panicking).
     for _ in 0..queued {
