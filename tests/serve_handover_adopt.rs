@@ -193,34 +193,59 @@ async fn a_handed_over_session_is_taken_over_after_the_wait_for_the_predecessor(
 }
 
 /// Once the old server began handing over (before it lists its sessions for the successor), it
-/// opens no session: a new one is answered 307 `session-moved` and, sent again, opened by the
-/// successor; so no session is given back that the successor was not told of.
+/// opens no session and accepts no connection: a new session asked on a connection it accepted
+/// before is answered 307 `session-moved`, and a new connection waits in the socket's backlog
+/// for the successor, which opens the session (with both accepting until the sessions were
+/// adopted, a request sent again could land on the old server again and again: under load a
+/// client gave up after ten redirects). So no session is given back that the successor was not
+/// told of.
 #[actix_rt::test]
 async fn no_session_opens_on_the_old_server_once_it_began_handing_over() {
     let mut rig = Rig::new(Backend::Files);
     let old = rig.server("A", false).await;
-    let client = reqwest::Client::builder()
+    // Keeps its connection, the old server's: only the old server accepts on the socket yet.
+    let kept = reqwest::Client::builder()
+        .timeout(DEADLINE)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let (status, body) = post(&kept, rig.url("/v1/sessions"), json!({})).await;
+    assert_eq!(status, 201, "{body}");
+    // Here before the successor serves (a replacement begins only once it does), to see that
+    // the old server accepts no new connection.
+    old.begin_hand_over().await;
+    let (status, body) = post(&kept, rig.url("/v1/sessions"), json!({})).await;
+    assert_eq!(status, 307, "{body}");
+    assert_eq!(body["error"]["code"], "session-moved", "{body}");
+    let fresh = reqwest::Client::builder()
         .timeout(DEADLINE)
         .pool_max_idle_per_host(0)
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .unwrap();
-    let (status, body) = post(&client, rig.url("/v1/sessions"), json!({})).await;
-    assert_eq!(status, 201, "{body}");
-    old.begin_hand_over().await;
-    // Only the old server accepts on the socket yet: this reaches it.
-    let (status, body) = post(&client, rig.url("/v1/sessions"), json!({})).await;
-    assert_eq!(status, 307, "{body}");
-    assert_eq!(body["error"]["code"], "session-moved", "{body}");
+    let waiting = tokio::spawn({
+        let (fresh, url) = (fresh.clone(), rig.url("/v1/sessions"));
+        async move { post(&fresh, url, json!({})).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !waiting.is_finished(),
+        "the old server answered a connection made after it began handing over"
+    );
     let ids = old.session_ids();
     assert_eq!(ids.len(), 1);
     let new = rig.server("B", true).await;
+    let (status, body) = tokio::time::timeout(DEADLINE, waiting)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(status, 201, "{body}");
     new.adopt(ids, PREDECESSOR_WAIT);
     let summary = old.hand_over(None).await.unwrap();
     assert_eq!(summary.moved.len(), 1);
     assert!(summary.closed.wait(DEADLINE).await);
-    let (status, body) = post(&client, rig.url("/v1/sessions"), json!({})).await;
+    let (status, body) = post(&fresh, rig.url("/v1/sessions"), json!({})).await;
     assert_eq!(status, 201, "{body}");
-    assert_eq!(new.gateway().open_sessions(), 2);
+    assert_eq!(new.gateway().open_sessions(), 3);
     rig.finish(new).await;
 }

@@ -284,11 +284,16 @@ impl ServeHandle {
             .collect()
     }
 
-    /// Begins handing over (issue 49): new sessions and turns are answered 307
-    /// `session-moved` from here (the successor already serves on the same socket), and once
+    /// Begins handing over (issue 49), once the successor serves on the same socket: this
+    /// server stops accepting (the successor accepts every new connection from here), new
+    /// sessions and turns are answered 307 `session-moved` (with `Connection: close`), and once
     /// the opens under way have finished, [`ServeHandle::session_ids`] lists every session
     /// that will move. Call it before listing the sessions for the successor.
     pub async fn begin_hand_over(&self) {
+        // With both accepting until the sessions were adopted, a request answered 307 here and
+        // sent again on a new connection could be accepted here again, and again: a client
+        // gave up after ten redirects under load (tests/serve_replace_load.rs).
+        let _ = self.accepting.send(false);
         self.state.gateway.begin_hand_over().await;
     }
 
@@ -307,8 +312,8 @@ impl ServeHandle {
     }
 
     /// Hands every session over to the server that replaces this one and stops (issue 49): the
-    /// listener closes at once (the successor accepts on its duplicate) and idle kept-alive
-    /// connections with it; a request still arriving here for new work is answered 307
+    /// listener closes at once, if [`ServeHandle::begin_hand_over`] did not close it already
+    /// (the successor accepts on its duplicate), and idle kept-alive connections with it; a request still arriving here for new work is answered 307
     /// `session-moved` with `Connection: close`; running turns get the drain budget (their
     /// event streams end normally); a turn waiting for an approval ends its request with 202
     /// `turn-moved` and goes on in the successor; each WebSocket is closed with 1012 once its
