@@ -3,11 +3,13 @@
 //! archive gives, on any archive: the entry count, the user turns, the usage (in total and per
 //! model) and the turn a crash or a replacement left open (what `open_turn` finds). And a session
 //! written through the file store in any pieces, its journal checkpointed or not, opens to the
-//! summary of the archive `read` returns.
+//! summary of the archive `read` returns; and any page of it (`archive_page`, the archive route,
+//! which keeps only the page as it reads) is that page of the archive.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use hookline::host::store::{
-    ArchiveSummary, FileStore, FileStoreOptions, NewSession, SessionStore, StoredSession,
+    ArchivePage, ArchiveSummary, FileStore, FileStoreOptions, NewSession, SessionStore,
+    StoredSession,
 };
 use hookline::messages::approval::{Authority, Classification, Risk};
 use hookline::messages::cut_off::open_turn;
@@ -199,12 +201,15 @@ proptest! {
 
     /// Written in any pieces (each append one journal frame), released (checkpointed) or dropped
     /// as a crash leaves it (its journal behind the last plain point, replayed on open): the
-    /// open's summary is the fold of what `read` returns, and of what was written.
+    /// open's summary is the fold of what `read` returns, and of what was written; a page read
+    /// before and after the open is that page of what was written.
     #[test]
     fn a_stored_session_opens_to_the_summary_of_its_archive(
         archive in proptest::collection::vec(entry(), 0..40),
         cuts in proptest::collection::vec(0usize..40, 0..6),
         release in any::<bool>(),
+        offset in 0usize..45,
+        limit in 0usize..12,
     ) {
         let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
         runtime.block_on(async {
@@ -226,7 +231,10 @@ proptest! {
                 drop(w);
             }
             let id = facts.session_id;
+            let page = ArchivePage::of(&archive, offset, limit);
+            assert_eq!(store.archive_page(&id, offset, limit).await.unwrap(), Some(page.clone()));
             let (opened, _w) = store.open(&id).await.unwrap().unwrap();
+            assert_eq!(store.archive_page(&id, offset, limit).await.unwrap(), Some(page));
             let read = store.read(&id).await.unwrap().unwrap();
             assert_eq!(read.archive, archive);
             assert_eq!(opened.summary, read.summary());

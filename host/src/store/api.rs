@@ -156,6 +156,31 @@ impl StoredSession {
     }
 }
 
+/// One page of a session's archive ([`SessionStore::archive_page`]): the entries from an offset,
+/// with the archive's length and the user turns before the page (so a page can number its
+/// turns without the entries before it).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ArchivePage {
+    /// Entries in the whole archive.
+    pub total: u64,
+    /// User messages before the page's first entry.
+    pub turns_before: u64,
+    /// The page's entries, in order.
+    pub entries: Vec<ArchiveEntry>,
+}
+
+impl ArchivePage {
+    /// The page of `archive` from `offset` (clamped to its length), at most `limit` entries.
+    pub fn of(archive: &[ArchiveEntry], offset: usize, limit: usize) -> Self {
+        let offset = offset.min(archive.len());
+        Self {
+            total: archive.len() as u64,
+            turns_before: count_user_turns(&archive[..offset]),
+            entries: archive[offset..].iter().take(limit).cloned().collect(),
+        }
+    }
+}
+
 /// A session opened for writing ([`SessionStore::open`]): its facts, records and any repair, and
 /// of its archive only what a conversation needs ([`ArchiveSummary`]). The archive grows with
 /// every turn and is never sent to a model (issue 49 item 5: a successor taking 200 sessions
@@ -306,6 +331,26 @@ pub trait SessionStore: Send + Sync + 'static {
     /// # Errors
     /// [`StoreError`] when the store cannot be read.
     async fn read(&self, id: &SessionId) -> Result<Option<StoredSession>, StoreError>;
+
+    /// One page of a stored session's archive, without taking it (`GET
+    /// /v1/sessions/{id}/archive`): from entry `offset`, at most `limit` entries; `None` when
+    /// the store does not know the id. The default reads the whole session
+    /// ([`SessionStore::read`]); the file store keeps only the page as it reads the archive (an
+    /// archive only grows, and a client pages through a long one).
+    ///
+    /// # Errors
+    /// [`StoreError`] when the store cannot be read.
+    async fn archive_page(
+        &self,
+        id: &SessionId,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Option<ArchivePage>, StoreError> {
+        Ok(self
+            .read(id)
+            .await?
+            .map(|stored| ArchivePage::of(&stored.archive, offset, limit)))
+    }
 
     /// Every stored session id, sorted.
     ///

@@ -51,7 +51,7 @@ use std::path::{Path, PathBuf};
 use hookline_messages::session::SessionId;
 
 pub use api::{
-    fresh_session_id, ArchiveSummary, Holder, NewSession, OpenedSession, SessionFacts,
+    fresh_session_id, ArchivePage, ArchiveSummary, Holder, NewSession, OpenedSession, SessionFacts,
     SessionOwner, SessionStore, SessionWriter, StoredSession, ID_TRIES,
 };
 pub use api_keys::{

@@ -12,7 +12,7 @@ use axum::extract::{FromRequest, Path as UrlPath, Query, Request, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use hookline_messages::record::{ArchiveEntry, Decision};
+use hookline_messages::record::Decision;
 use hookline_messages::scenario::SlashCommand;
 use hookline_messages::session::{ApprovalMode, SessionId};
 use schemars::JsonSchema;
@@ -357,24 +357,20 @@ pub(crate) async fn archive(
     let handle = session(&state, &who, &id).await?;
     let limit = page.limit.unwrap_or(100).min(MAX_PAGE);
     let session_id = handle.status().session_id;
+    // Only the page is kept as the store reads the archive: a long session's is megabytes.
     let stored = match &session_id {
         Some(active) => state
             .gateway
             .session_store()
-            .read(active)
+            .archive_page(active, page.offset, limit)
             .await
             .map_err(|e| ApiError::from(hookline_host::HostError::Store(e)))?,
         None => None,
     };
-    let archive = stored.map(|s| s.archive).unwrap_or_default();
-    let offset = page.offset.min(archive.len());
-    let turns_before = archive[..offset]
+    let stored = stored.unwrap_or_default();
+    let items = stored
+        .entries
         .iter()
-        .filter(|e| matches!(e, ArchiveEntry::UserMessage { .. }))
-        .count() as u64;
-    let items = archive[offset..]
-        .iter()
-        .take(limit)
         .filter_map(|entry| match serde_json::to_value(entry) {
             Ok(serde_json::Value::Object(map)) => Some(map),
             _ => None,
@@ -382,9 +378,9 @@ pub(crate) async fn archive(
         .collect();
     Ok(Json(ArchiveView {
         session_id,
-        total: archive.len(),
+        total: usize::try_from(stored.total).unwrap_or(usize::MAX),
         offset: page.offset,
-        turns_before,
+        turns_before: stored.turns_before,
         items,
     }))
 }

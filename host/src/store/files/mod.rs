@@ -42,7 +42,8 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
 use super::api::{
-    NewSession, OpenedSession, SessionFacts, SessionStore, SessionWriter, StoredSession, ID_TRIES,
+    ArchivePage, NewSession, OpenedSession, SessionFacts, SessionStore, SessionWriter,
+    StoredSession, ID_TRIES,
 };
 use super::keys::{Claimed, IdempotencyKey, KeyClaim, KeyOutcome};
 use super::log::{
@@ -377,6 +378,19 @@ impl SessionStore for FileStore {
     async fn read(&self, id: &SessionId) -> Result<Option<StoredSession>, StoreError> {
         let dir = self.session_dir(id)?;
         blocking(self.inner.inline, move || read_session(&dir)).await
+    }
+
+    async fn archive_page(
+        &self,
+        id: &SessionId,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Option<ArchivePage>, StoreError> {
+        let dir = self.session_dir(id)?;
+        blocking(self.inner.inline, move || {
+            recovery::read_archive_page(&dir, offset, limit)
+        })
+        .await
     }
 
     /// Issue 49: tries the session's lock without waiting and gives it back at once (a

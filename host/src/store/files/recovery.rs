@@ -3,7 +3,7 @@
 //! interrupted compactions).
 
 use super::*;
-use crate::store::api::{ArchiveSummary, OpenedSession};
+use crate::store::api::{ArchivePage, ArchiveSummary, OpenedSession};
 use crate::store::log::{fold_frames, frames_of, scan_bytes};
 use std::io::{BufReader, Read as _, Seek as _, SeekFrom};
 
@@ -123,10 +123,33 @@ pub(super) fn create_session(
 }
 
 /// What a reading does with the committed archive entries, one at a time in order: keeps them
-/// (`read`: inspection, the archive pages, replay) or folds them (`open`, issue 49 item 5: the
-/// archive grows with every turn, and a conversation needs only its [`ArchiveSummary`]).
-pub(super) trait ArchiveSink: Default {
+/// (`read`: inspection, replay), folds them (`open`, issue 49 item 5: the archive grows with
+/// every turn, and a conversation needs only its [`ArchiveSummary`]) or keeps one page of them
+/// ([`ArchivePage`], `GET /v1/sessions/{id}/archive`).
+pub(super) trait ArchiveSink {
     fn push(&mut self, entry: ArchiveEntry);
+}
+
+/// A page of the archive being read: the entries from `offset`, at most `limit` of them, and
+/// the count of everything before and after.
+pub(super) struct PageSink {
+    offset: u64,
+    limit: usize,
+    page: ArchivePage,
+}
+
+impl ArchiveSink for PageSink {
+    fn push(&mut self, entry: ArchiveEntry) {
+        let at = self.page.total;
+        self.page.total += 1;
+        if at < self.offset {
+            if matches!(entry, ArchiveEntry::UserMessage { .. }) {
+                self.page.turns_before += 1;
+            }
+        } else if self.page.entries.len() < self.limit {
+            self.page.entries.push(entry);
+        }
+    }
 }
 
 impl ArchiveSink for Vec<ArchiveEntry> {
@@ -170,7 +193,10 @@ pub(super) struct Reading<A> {
 /// The committed state is the last plain point both data files reach (at a frame boundary,
 /// with its keys in `keys.log`), followed by the journal frames written after it, each put
 /// back over whatever the unsynced data files hold (issue 47, [`journal::replay`]).
-pub(super) fn read_files<A: ArchiveSink>(dir: &Path) -> Result<Option<Reading<A>>, StoreError> {
+pub(super) fn read_files<A: ArchiveSink>(
+    dir: &Path,
+    mut archive_list: A,
+) -> Result<Option<Reading<A>>, StoreError> {
     let Some(meta) = scan::<SessionFacts>(&dir.join(META))? else {
         return Ok(None);
     };
@@ -271,7 +297,6 @@ pub(super) fn read_files<A: ArchiveSink>(dir: &Path) -> Result<Option<Reading<A>
     }
     // The committed archive: the file's frames up to the trusted point, then those of the
     // bytes after it (the journal's, where it replaced them).
-    let mut archive_list = A::default();
     let file = File::open(&archive_path);
     match file {
         Ok(file) => fold_frames(&archive_path, BufReader::new(file), archive_base, |entry| {
@@ -374,15 +399,28 @@ pub(super) fn rewrite_matches(path: &Path, expected: Rewrite) -> Result<bool, St
     }
 }
 
+/// One page of a session's archive, read as `read` reads it but keeping only the page
+/// (`offset`, at most `limit` entries); `None` when the session has no facts.
+pub(super) fn read_archive_page(
+    dir: &Path,
+    offset: usize,
+    limit: usize,
+) -> Result<Option<ArchivePage>, StoreError> {
+    let sink = PageSink {
+        offset: u64::try_from(offset).unwrap_or(u64::MAX),
+        limit,
+        page: ArchivePage::default(),
+    };
+    Ok(read_files(dir, sink)?.map(|r| r.archive.page))
+}
+
 pub(super) fn read_session(dir: &Path) -> Result<Option<StoredSession>, StoreError> {
-    Ok(
-        read_files::<Vec<ArchiveEntry>>(dir)?.map(|r| StoredSession {
-            facts: r.info,
-            records: r.records,
-            archive: r.archive,
-            repaired: Vec::new(),
-        }),
-    )
+    Ok(read_files(dir, Vec::new())?.map(|r| StoredSession {
+        facts: r.info,
+        records: r.records,
+        archive: r.archive,
+        repaired: Vec::new(),
+    }))
 }
 
 /// Takes the lock, then reads the session and repairs it: finishes an interrupted compaction,
@@ -399,7 +437,7 @@ pub(super) fn open_session(
         Err(e) => return Err(StoreError::io(dir, "inspect", e)),
     }
     let lock = take_lock(dir, id)?;
-    let Some(reading) = read_files::<ArchiveSummary>(dir)? else {
+    let Some(reading) = read_files(dir, ArchiveSummary::default())? else {
         return Ok(None);
     };
     let records_path = dir.join(RECORDS);
