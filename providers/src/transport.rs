@@ -98,7 +98,6 @@ pub(crate) struct Transport {
     /// another arbiter opened crossed threads twice (a wake-up each way). Each arbiter's
     /// sessions now reuse connections their own thread drives.
     http: ThreadLocal<reqwest::Client>,
-    connect_timeout: Duration,
     headers: Vec<(HeaderName, HeaderValue)>,
     /// The key's text, only to remove it from what servers send back.
     key: Option<String>,
@@ -106,7 +105,7 @@ pub(crate) struct Transport {
     retry: RetryPolicy,
 }
 
-/// A client that waits at most `connect_timeout` for a connection.
+/// A client that waits at most `connect_timeout` for a connection (the transport's timeout).
 fn client(connect_timeout: Duration) -> Result<reqwest::Client, ProviderError> {
     reqwest::Client::builder()
         .connect_timeout(connect_timeout)
@@ -130,7 +129,6 @@ impl Transport {
         Ok(Self {
             url,
             http,
-            connect_timeout: timeout,
             headers,
             key,
             timeout,
@@ -182,7 +180,7 @@ impl Transport {
     /// One attempt: the answer's status and headers, within the timeout. Transport failures
     /// (no connection, no answer in time) may be retried.
     async fn attempt(&self, body: Vec<u8>) -> Result<Response, ProviderError> {
-        let http = self.http.get_or_try(|| client(self.connect_timeout))?;
+        let http = self.http.get_or_try(|| client(self.timeout))?;
         let mut request = http
             .post(self.url.clone())
             .header(CONTENT_TYPE, "application/json")

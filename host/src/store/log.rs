@@ -330,9 +330,7 @@ pub(crate) fn frames_of(path: &Path) -> Result<Frames, StoreError> {
         .metadata()
         .map_err(|e| StoreError::io(path, "read metadata of", e))?
         .len();
-    let mut frames = walk(path, BufReader::new(file), len, |_, _| Ok(()))?;
-    frames.len = len;
-    Ok(frames)
+    walk(path, BufReader::new(file), len, |_, _| Ok(()))
 }
 
 /// Decodes the frames of `reader`'s first `len` bytes one at a time, handing each record to

@@ -297,21 +297,18 @@ pub(super) fn read_files<A: ArchiveSink>(
     }
     // The committed archive: the file's frames up to the trusted point, then those of the
     // bytes after it (the journal's, where it replaced them).
-    let file = File::open(&archive_path);
-    match file {
-        Ok(file) => fold_frames(&archive_path, BufReader::new(file), archive_base, |entry| {
-            archive_list.push(entry);
-            Ok(())
-        })?,
+    let mut push = |entry| {
+        archive_list.push(entry);
+        Ok(())
+    };
+    match File::open(&archive_path) {
+        Ok(file) => fold_frames(&archive_path, BufReader::new(file), archive_base, &mut push)?,
         Err(e) if e.kind() == io::ErrorKind::NotFound && archive_base == 0 => {}
         Err(e) => return Err(StoreError::io(&archive_path, "open", e)),
     }
     let tail = usize::try_from(archive_end.saturating_sub(archive_base)).unwrap_or(usize::MAX);
     let tail = &archive_bytes[..tail.min(archive_bytes.len())];
-    fold_frames(&archive_path, tail, tail.len() as u64, |entry| {
-        archive_list.push(entry);
-        Ok(())
-    })?;
+    fold_frames(&archive_path, tail, tail.len() as u64, &mut push)?;
     // `bytes` holds the file from `base` on.
     let restore = |from: Option<u64>, base: u64, end: u64, mut bytes: Vec<u8>| {
         from.map(|from| {
