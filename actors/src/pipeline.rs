@@ -9,7 +9,8 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::thread::ThreadId;
 use std::time::Duration;
 
 use actix::dev::SendError;
@@ -119,12 +120,19 @@ impl PipelineBuilder {
         let mut shards = Vec::with_capacity(count);
         let mut first = Vec::new();
         for index in 0..count {
+            let thread = Arc::new(OnceLock::new());
             let arbiter = if index == 0 {
+                let _ = thread.set(std::thread::current().id());
                 Arbiter::current()
             } else {
                 let arbiter = bounded_arbiter();
                 let handle = arbiter.handle();
                 owned.push(arbiter);
+                // The first thing the new arbiter runs, before any work placed on it asks.
+                let cell = Arc::clone(&thread);
+                handle.spawn_fn(move || {
+                    let _ = cell.set(std::thread::current().id());
+                });
                 handle
             };
             let actors = start_plugin_actors(&self.plugins, &gates, &arbiter, index == 0);
@@ -144,6 +152,7 @@ impl PipelineBuilder {
             shards.push(Shard {
                 coordinator,
                 arbiter,
+                thread,
                 admission,
             });
         }
@@ -295,6 +304,8 @@ fn steps_of(
 struct Shard {
     coordinator: Addr<PipelineCoordinator>,
     arbiter: ArbiterHandle,
+    /// The arbiter's thread, once it has run its first closure ([`Pipeline::shard_here`]).
+    thread: Arc<OnceLock<ThreadId>>,
     /// Calls admitted to the shard, counted by the caller before it sends.
     admission: Arc<Admission>,
 }
@@ -572,6 +583,18 @@ impl Pipeline {
     /// Every call of a session goes to this shard.
     pub fn shard_of(&self, session: &SessionId) -> usize {
         shard_index(session, self.shards())
+    }
+
+    /// The shard whose arbiter runs the calling thread, if any. A server that accepts
+    /// connections on every shard's thread creates each new session with an id of the shard it
+    /// was asked on ([`Pipeline::shard_of`]), so the session's requests, turns and hook calls
+    /// stay on that thread (issue 47).
+    pub fn shard_here(&self) -> Option<usize> {
+        let here = std::thread::current().id();
+        self.shards
+            .list
+            .iter()
+            .position(|shard| shard.thread.get() == Some(&here))
     }
 
     /// The arbiter of `session`'s shard. Work spawned there (a session's turn) makes its hook

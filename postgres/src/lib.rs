@@ -57,8 +57,8 @@ pub use connect::{target, Target, TlsMode};
 
 use hookline_host::store::CommitStats;
 use hookline_host::store::{
-    fresh_session_id, ArchiveSummary, Holder, NewSession, OpenedSession, SessionFacts,
-    SessionStore, SessionWriter, StoredSession, ID_TRIES,
+    fresh_session_id, fresh_session_id_preferring, ArchiveSummary, Holder, IdPreference,
+    NewSession, OpenedSession, SessionFacts, SessionStore, SessionWriter, StoredSession, ID_TRIES,
 };
 use hookline_host::store::{Claimed, IdempotencyKey, KeyClaim, KeyOutcome};
 use hookline_host::store::{StoreError, MAX_RECORD_BYTES};
@@ -585,10 +585,20 @@ impl SessionStore for PgStore {
         new: NewSession,
         records: &[Record],
     ) -> Result<(SessionFacts, Box<dyn SessionWriter>), StoreError> {
+        self.create_preferring(new, records, IdPreference::any())
+            .await
+    }
+
+    async fn create_preferring(
+        &self,
+        new: NewSession,
+        records: &[Record],
+        prefer: IdPreference,
+    ) -> Result<(SessionFacts, Box<dyn SessionWriter>), StoreError> {
         let inner = &self.inner;
         let mut client = inner.client().await?;
         for _ in 0..ID_TRIES {
-            let id = fresh_session_id();
+            let id = fresh_session_id_preferring(&prefer);
             let info = SessionFacts::new(id.clone(), new.clone());
             let text = encode(&id, std::slice::from_ref(&info))?.concat();
             let bodies = encode(&id, records)?;

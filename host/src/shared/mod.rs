@@ -32,7 +32,7 @@ use crate::approval::Operator;
 use crate::external::ExternalPlugin;
 use crate::provider::Provider;
 use crate::state::{HostError, Opened, SessionState};
-use crate::store::{NewSession, SessionStore, Store};
+use crate::store::{IdPreference, NewSession, SessionStore, Store};
 use crate::tools::ToolRegistry;
 
 /// The services and settings of one gateway.
@@ -177,7 +177,21 @@ impl Shared {
             mode: choices.mode,
             owner: choices.owner,
         };
-        SessionState::create(&*self.sessions, new, records).await
+        SessionState::create(&*self.sessions, new, records, self.id_here()).await
+    }
+
+    /// Ids of the pipeline shard whose thread creates the session, when it is one: a session
+    /// created on a shard's thread (a request accepted there, a conversation placed there)
+    /// then runs there, and its hook calls and requests make no thread hop (issue 47).
+    fn id_here(&self) -> IdPreference {
+        let Some(here) = self.pipeline.shard_here() else {
+            return IdPreference::any();
+        };
+        if self.pipeline.shards() == 1 {
+            return IdPreference::any();
+        }
+        let pipeline = self.pipeline.clone();
+        IdPreference::new(move |id| pipeline.shard_of(id) == here)
     }
 }
 

@@ -42,8 +42,8 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
 use super::api::{
-    ArchivePage, NewSession, OpenedSession, SessionFacts, SessionStore, SessionWriter,
-    StoredSession, ID_TRIES,
+    ArchivePage, IdPreference, NewSession, OpenedSession, SessionFacts, SessionStore,
+    SessionWriter, StoredSession, ID_TRIES, PREFERENCE_TRIES,
 };
 use super::keys::{Claimed, IdempotencyKey, KeyClaim, KeyOutcome};
 use super::log::{
@@ -345,11 +345,21 @@ impl SessionStore for FileStore {
         new: NewSession,
         records: &[Record],
     ) -> Result<(SessionFacts, Box<dyn SessionWriter>), StoreError> {
+        self.create_preferring(new, records, IdPreference::any())
+            .await
+    }
+
+    async fn create_preferring(
+        &self,
+        new: NewSession,
+        records: &[Record],
+        prefer: IdPreference,
+    ) -> Result<(SessionFacts, Box<dyn SessionWriter>), StoreError> {
         let sessions = self.inner.sessions.clone();
         let records = encode_records(Path::new(RECORDS), records)?;
         let store = Arc::clone(&self.inner);
         let (info, files) = blocking(self.inner.inline, move || {
-            create_session(&sessions, new, &records, &store.next_id)
+            create_session(&sessions, new, &records, &store.next_id, &prefer)
         })
         .await?;
         let writer = self.writer(info.session_id.clone(), files);
