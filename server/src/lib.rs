@@ -432,37 +432,31 @@ pub async fn start(
     if let Some(wait) = config.predecessor_wait {
         state.gateway.expect_predecessor(wait);
     }
-    let listener = match &config.listener {
-        Some(listener) => inherited(listener).map_err(|source| ServeError::Bind {
-            addr: config.listen,
-            source,
-        })?,
-        None => tokio::net::TcpListener::bind(config.listen)
-            .await
+    let socket = match &config.listener {
+        Some(listener) => Arc::clone(listener),
+        None => std::net::TcpListener::bind(config.listen)
+            .map(Arc::new)
             .map_err(|source| ServeError::Bind {
                 addr: config.listen,
                 source,
             })?,
     };
-    let addr = listener.local_addr().map_err(|source| ServeError::Bind {
+    let bind_error = |source| ServeError::Bind {
         addr: config.listen,
         source,
-    })?;
+    };
+    let addr = socket.local_addr().map_err(bind_error)?;
     let app = routes::router(state.clone(), config.request_timeout);
-    let (stop, mut stopped) = watch::channel(false);
+    let (stop, stopped) = watch::channel(false);
     let (accepting, accepting_rx) = watch::channel(true);
-    let listener =
-        accept::Accepting::new(listener, accepting_rx).map_err(|source| ServeError::Bind {
-            addr: config.listen,
-            source,
-        })?;
-    let served = tokio::spawn(async move {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                let _ = stopped.wait_for(|stop| *stop).await;
-            })
-            .await
-    });
+    let served = accept::serve_everywhere(
+        &socket,
+        other_shards(&state.gateway),
+        app,
+        &accepting_rx,
+        &stopped,
+    )
+    .map_err(bind_error)?;
     metrics::spawn_upkeep(
         state.metrics.clone(),
         state.gateway.clone(),
@@ -481,10 +475,13 @@ pub async fn start(
     ))
 }
 
-/// A duplicate of a listening socket bound elsewhere, made ready for tokio (non-blocking, as
-/// `from_std` requires).
-fn inherited(listener: &std::net::TcpListener) -> std::io::Result<tokio::net::TcpListener> {
-    let listener = listener.try_clone()?;
-    listener.set_nonblocking(true)?;
-    tokio::net::TcpListener::from_std(listener)
+/// The arbiters of the gateway's pipeline shards other than the current thread's: each accepts
+/// connections too, and sessions made there run there (`accept.rs`, issue 47).
+fn other_shards(gateway: &Gateway) -> Vec<actix_rt::ArbiterHandle> {
+    let pipeline = gateway.pipeline();
+    let here = pipeline.shard_here();
+    (0..pipeline.shards())
+        .filter(|&index| Some(index) != here)
+        .filter_map(|index| pipeline.shard_arbiter(index))
+        .collect()
 }

@@ -311,11 +311,7 @@ pub async fn run(
     options: LoadOptions,
     progress: Arc<dyn LoadProgress>,
 ) -> Result<LoadReport, LoadError> {
-    let http = reqwest::Client::builder()
-        .timeout(REQUEST_TIMEOUT)
-        .pool_max_idle_per_host(options.sessions.max(1))
-        .build()
-        .map_err(LoadError::Client)?;
+    let http = client()?;
     let url = options.url.trim_end_matches('/').to_owned();
     let shared = Arc::new(Shared {
         http,
@@ -330,15 +326,15 @@ pub async fn run(
         progress,
     });
     let empty = metrics(&shared).await?;
-    let keys = open_sessions(&shared).await;
+    let opened = open_sessions(&shared).await?;
     let before = metrics(&shared).await?;
     let started = Instant::now();
-    let runs = keys.iter().enumerate().map(|(i, key)| {
+    let keys: Vec<String> = opened.iter().map(|(key, _)| key.clone()).collect();
+    let runs = opened.into_iter().enumerate().map(|(i, (key, http))| {
         let shared = shared.clone();
-        let key = key.clone();
         tokio::spawn(async move {
             match shared.options.transport {
-                Transport::Http => http_turns(&shared, i, &key).await,
+                Transport::Http => http_turns(&shared, &http, i, &key).await,
                 Transport::Ws => ws_turns(&shared, i, &key).await,
             }
         })
@@ -469,20 +465,31 @@ async fn stub_run(shared: &Arc<Shared>, url: &str) -> Result<StubReport, LoadErr
     })
 }
 
-async fn open_sessions(shared: &Arc<Shared>) -> Vec<String> {
-    let opens = futures::stream::iter(0..shared.options.sessions)
-        .map(|_| {
+/// An HTTP client of the load's own: one for `/metrics`, the stub and the closes, and one per
+/// session.
+fn client() -> Result<reqwest::Client, LoadError> {
+    reqwest::Client::builder()
+        .timeout(REQUEST_TIMEOUT)
+        .build()
+        .map_err(LoadError::Client)
+}
+
+/// Opens the sessions, each with a client of its own that opened it and sends its turns: one
+/// kept-alive connection per session, as an agent's client holds one (a server may run a
+/// session on the thread that accepted its connection: docs/serve.md).
+async fn open_sessions(shared: &Arc<Shared>) -> Result<Vec<(String, reqwest::Client)>, LoadError> {
+    let clients = (0..shared.options.sessions)
+        .map(|_| client())
+        .collect::<Result<Vec<_>, _>>()?;
+    let opens = futures::stream::iter(clients)
+        .map(|http| {
             let shared = shared.clone();
             async move {
                 let request = shared
-                    .request(
-                        shared
-                            .http
-                            .post(format!("{}/v1/sessions", shared.options.url)),
-                    )
+                    .request(http.post(format!("{}/v1/sessions", shared.options.url)))
                     .json(&serde_json::json!({}));
                 match answer(request).await {
-                    Ok(body) => body["key"].as_str().map(str::to_owned),
+                    Ok(body) => body["key"].as_str().map(|key| (key.to_owned(), http)),
                     Err(code) => {
                         shared.error(format!("open:{code}"));
                         None
@@ -491,7 +498,7 @@ async fn open_sessions(shared: &Arc<Shared>) -> Vec<String> {
             }
         })
         .buffer_unordered(OPENING);
-    opens.filter_map(|key| async { key }).collect().await
+    Ok(opens.filter_map(|opened| async { opened }).collect().await)
 }
 
 async fn close_sessions(shared: &Arc<Shared>, keys: &[String]) {
@@ -536,12 +543,12 @@ async fn sized_answer(
     }
 }
 
-async fn http_turns(shared: &Shared, i: usize, key: &str) {
+async fn http_turns(shared: &Shared, http: &reqwest::Client, i: usize, key: &str) {
     let url = format!("{}/v1/sessions/{key}/turns", shared.options.url);
     for turn in 0..shared.options.turns {
         let started = Instant::now();
         let mut request = shared
-            .request(shared.http.post(&url))
+            .request(http.post(&url))
             .json(&serde_json::json!({ "text": turn_text(i, turn) }));
         if let Some(key) = shared.options.turn_key(i, turn) {
             request = request.header("idempotency-key", key);
