@@ -195,7 +195,7 @@ pub fn operator_answer(entry: ArchiveEntry) -> Option<ApprovalRecord> {
 /// The last approvals an operator answered ([`operator_answer`]), folded one archive entry at a
 /// time in archive order and holding at most `keep` of them
 /// ([`SessionStore::answered_approvals`]).
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct AnsweredApprovals {
     keep: usize,
     last: VecDeque<ApprovalRecord>,
