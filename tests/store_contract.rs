@@ -12,8 +12,9 @@ use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use hookline::host::store::{
-    ArchiveSummary, Claimed, CommitStats, FileStore, FileStoreOptions, IdempotencyKey, KeyClaim,
-    KeyEntry, KeyOutcome, KeyState, NewSession, SessionStore, StoreError,
+    AnsweredApprovals, ArchivePage, ArchiveSummary, Claimed, CommitStats, FileStore,
+    FileStoreOptions, IdempotencyKey, KeyClaim, KeyEntry, KeyOutcome, KeyState, NewSession,
+    SessionStore, StoreError,
 };
 use hookline::messages::cut_off::{open_turn, CutOff};
 use hookline::messages::record::{ArchiveEntry, Record};
@@ -522,6 +523,89 @@ async fn keys_share_group_commits(b: &Backend) {
     }
 }
 
+/// Approval `i` of [`answers_and_pages`]: every third one the policy's or a guard's, the others
+/// an operator's answer, every other one of those naming who answered.
+fn decided(i: usize) -> ArchiveEntry {
+    use hookline::messages::approval::{Authority, Classification, Risk};
+    use hookline::messages::record::{ApprovalRecord, Decider, Decision};
+    let (decided_by, answered_by) = match i % 6 {
+        0 => (Decider::Policy, None),
+        3 => (Decider::Guard, None),
+        n if n % 2 == 0 => (Decider::Operator, Some(format!("acme/p{i}"))),
+        _ => (Decider::Operator, None),
+    };
+    ArchiveEntry::Approval(ApprovalRecord {
+        call_id: format!("call-{i}"),
+        tool: "write_file".into(),
+        classification: Classification {
+            risk: Risk::Write,
+            authority: Authority::Workspace,
+            summary: format!("write_file {i}.txt"),
+            requires_prompt: true,
+        },
+        decision: if i % 4 == 0 {
+            Decision::Deny
+        } else {
+            Decision::Allow
+        },
+        decided_by,
+        answered_by,
+    })
+}
+
+/// Issue 49 follow-ups: the last answered approvals (the session view's `answered`) and a page of
+/// the archive, which each backend reads without holding the archive, are what the whole `read`
+/// gives, on this store and another process or node, while the writer holds the session; an
+/// unknown session is `None`.
+async fn answers_and_pages(b: &Backend) {
+    const APPROVALS: usize = 120;
+    let (info, mut w) = b.store.create(new_session(), &[]).await.unwrap();
+    let archive: Vec<ArchiveEntry> = (0..APPROVALS)
+        .flat_map(|i| [typed(&format!("turn {i}")), decided(i), finished()])
+        .collect();
+    for piece in archive.chunks(45) {
+        w.append(&[], piece).await.unwrap();
+    }
+    let answered: Vec<ArchiveEntry> = (0..APPROVALS).filter(|i| i % 3 != 0).map(decided).collect();
+    let last_50: Vec<_> = answered[answered.len() - 50..]
+        .iter()
+        .map(|entry| match entry {
+            ArchiveEntry::Approval(record) => record.clone(),
+            _ => unreachable!(),
+        })
+        .collect();
+    let id = &info.session_id;
+    for store in [&b.store, &b.other] {
+        let whole = store.read(id).await.unwrap().unwrap().archive;
+        assert_eq!(whole, archive);
+        assert_eq!(
+            store.answered_approvals(id, 50).await.unwrap(),
+            Some(last_50.clone())
+        );
+        for keep in [0, 1, 7, 80, 1000] {
+            assert_eq!(
+                store.answered_approvals(id, keep).await.unwrap(),
+                Some(AnsweredApprovals::of(whole.clone(), keep)),
+                "keep {keep}"
+            );
+        }
+        for (offset, limit) in [(0, 0), (0, 10), (7, 25), (355, 10), (360, 5), (1000, 5)] {
+            assert_eq!(
+                store.archive_page(id, offset, limit).await.unwrap(),
+                Some(ArchivePage::of(&whole, offset, limit)),
+                "offset {offset} limit {limit}"
+            );
+        }
+    }
+    let unknown = SessionId::from("s-never-stored");
+    assert_eq!(
+        b.store.answered_approvals(&unknown, 50).await.unwrap(),
+        None
+    );
+    assert_eq!(b.store.archive_page(&unknown, 0, 50).await.unwrap(), None);
+    w.release().await.unwrap();
+}
+
 macro_rules! contract {
     ($backend:ident, $make:expr) => {
         mod $backend {
@@ -570,6 +654,11 @@ macro_rules! contract {
             #[tokio::test]
             async fn keys_of_many_sessions_share_group_commits() {
                 keys_share_group_commits(&$make).await;
+            }
+
+            #[tokio::test]
+            async fn answers_and_pages_are_those_of_the_whole_archive() {
+                answers_and_pages(&$make).await;
             }
 
             #[tokio::test]

@@ -3,7 +3,9 @@
 //! bytes and every entry decoded) only to count turns and usage: the successor's resident memory
 //! peaked with it. Now the store folds the archive frame by frame ([`ArchiveSummary`]); this test
 //! measures the heap an open of a session with a 6 MiB archive takes at its peak, with a
-//! counting allocator, beside what a `read` (which returns the archive) takes.
+//! counting allocator, beside what a `read` (which returns the archive) takes. The same for the
+//! session view's last answered approvals (`answered_approvals`), which the file store folds
+//! keeping only those.
 //!
 //! One test in this binary: the allocator's counters are process-wide.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -11,7 +13,8 @@
 use hookline::host::store::{
     ArchiveSummary, FileStore, FileStoreOptions, NewSession, SessionStore,
 };
-use hookline::messages::record::ArchiveEntry;
+use hookline::messages::approval::{Authority, Classification, Risk};
+use hookline::messages::record::{ApprovalRecord, ArchiveEntry, Decider, Decision};
 use hookline::messages::session::ApprovalMode;
 use hookline::messages::user::StopReason;
 use peak_alloc::PeakAlloc;
@@ -22,6 +25,26 @@ static HEAP: PeakAlloc = PeakAlloc;
 /// Turns in the session, and the tool output each archives (what makes an archive large).
 const TURNS: usize = 1_500;
 const OUTPUT_BYTES: usize = 4 * 1024;
+
+/// The answered approvals the session view shows.
+const ANSWERED: usize = 50;
+
+/// Turn `turn`'s approval, answered by an operator.
+fn answer(turn: usize) -> ApprovalRecord {
+    ApprovalRecord {
+        call_id: format!("c{turn}"),
+        tool: "write_file".into(),
+        classification: Classification {
+            risk: Risk::Write,
+            authority: Authority::Workspace,
+            requires_prompt: true,
+            summary: format!("write_file {turn}.txt"),
+        },
+        decision: Decision::Allow,
+        decided_by: Decider::Operator,
+        answered_by: Some(format!("acme/operator-{turn}")),
+    }
+}
 
 /// The heap's peak, over what it held before, while `f` runs.
 async fn peak_of<T>(f: impl AsyncFnOnce() -> T) -> (T, usize) {
@@ -66,6 +89,7 @@ fn an_open_holds_nothing_near_its_archive_s_size() {
                             original: None,
                             images: Vec::new(),
                         },
+                        ArchiveEntry::Approval(answer(*turn)),
                         ArchiveEntry::ToolOutput {
                             call_id: format!("c{turn}"),
                             text: output.clone(),
@@ -95,12 +119,28 @@ fn an_open_holds_nothing_near_its_archive_s_size() {
 
         // The measure sees a read, which returns the whole archive.
         let (read, read_peak) = peak_of(async || store.read(&id).await.unwrap().unwrap()).await;
-        assert_eq!(read.archive.len(), TURNS * 3);
+        assert_eq!(read.archive.len(), TURNS * 4);
         drop(read);
+        let (answered, answered_peak) = peak_of(async || {
+            store
+                .answered_approvals(&id, ANSWERED)
+                .await
+                .unwrap()
+                .unwrap()
+        })
+        .await;
+        let expected: Vec<ApprovalRecord> = (TURNS - ANSWERED..TURNS).map(answer).collect();
+        assert_eq!(answered, expected);
         let (opened, open_peak) = peak_of(async || store.open(&id).await.unwrap().unwrap()).await;
         println!(
             "archive.log {archive_bytes} bytes: a read's heap peaked {read_peak} bytes over \
-             what it held before, an open's {open_peak}"
+             what it held before, the last {ANSWERED} answers' {answered_peak}, an open's \
+             {open_peak}"
+        );
+        // The same bound as an open's (below): the answers kept are a few KiB.
+        assert!(
+            answered_peak < archive_bytes / 10,
+            "the answers' read peaked at {answered_peak} bytes for a {archive_bytes}-byte archive"
         );
         assert!(read_peak > archive_bytes, "a read holds the archive");
         assert_eq!(opened.0.summary, written);

@@ -4,12 +4,18 @@
 //! model) and the turn a crash or a replacement left open (what `open_turn` finds). And a session
 //! written through the file store in any pieces, its journal checkpointed or not, opens to the
 //! summary of the archive `read` returns; and any page of it (`archive_page`, the archive route,
-//! which keeps only the page as it reads) is that page of the archive.
+//! which keeps only the page as it reads) is that page of the archive, and its last answered
+//! approvals (`answered_approvals`, the session view's `answered`) are those of the archive. The
+//! same for PostgreSQL, whose page and answers are SQL that fetches only them (a real database:
+//! `support/pg.rs`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/pg.rs"]
+mod pg;
+
 use hookline::host::store::{
-    ArchivePage, ArchiveSummary, FileStore, FileStoreOptions, NewSession, SessionStore,
-    StoredSession,
+    AnsweredApprovals, ArchivePage, ArchiveSummary, FileStore, FileStoreOptions, NewSession,
+    SessionStore, StoredSession,
 };
 use hookline::messages::approval::{Authority, Classification, Risk};
 use hookline::messages::cut_off::open_turn;
@@ -18,15 +24,40 @@ use hookline::messages::record::{ApprovalRecord, ArchiveEntry, Decider, Decision
 use hookline::messages::session::ApprovalMode;
 use hookline::messages::tool::{ToolCall, ToolProvider};
 use hookline::messages::user::StopReason;
+use hookline::postgres::{PgStore, PgStoreOptions};
 use proptest::prelude::*;
 
 fn classification() -> Classification {
+    classified("write")
+}
+
+fn classified(summary: &str) -> Classification {
     Classification {
         risk: Risk::Write,
         authority: Authority::Workspace,
         requires_prompt: true,
-        summary: "write".into(),
+        summary: summary.into(),
     }
+}
+
+/// Texts as a client or a tool may write them: a NUL (which PostgreSQL's `json` cannot take
+/// apart), quotes, and the very field an answer is found by.
+fn awkward_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => "[a-c]{1,3}",
+        1 => Just("nul \u{0} inside".to_owned()),
+        1 => Just(r#""decidedBy":"operator""#.to_owned()),
+        1 => Just(r#"{"kind":"approval","decidedBy":"operator"}"#.to_owned()),
+    ]
+}
+
+/// Who decided an approval, and the principal named when an operator did.
+fn decider() -> impl Strategy<Value = (Decider, Option<String>)> {
+    prop_oneof![
+        3 => proptest::option::of("[a-c]/[p-r]").prop_map(|by| (Decider::Operator, by)),
+        1 => Just((Decider::Policy, None)),
+        1 => Just((Decider::Guard, None)),
+    ]
 }
 
 fn call(id: u8) -> ToolCall {
@@ -51,7 +82,7 @@ fn entry() -> impl Strategy<Value = ArchiveEntry> {
         Just(Purpose::Compaction)
     ];
     prop_oneof![
-        3 => "[a-c]{1,3}".prop_map(|text| ArchiveEntry::UserMessage {
+        3 => awkward_text().prop_map(|text| ArchiveEntry::UserMessage {
             text,
             original: None,
             images: Vec::new(),
@@ -76,17 +107,19 @@ fn entry() -> impl Strategy<Value = ArchiveEntry> {
             classification: classification(),
             asked_ms,
         }),
-        2 => (0u8..4, any::<bool>()).prop_map(|(id, allow)| {
-            ArchiveEntry::Approval(ApprovalRecord {
-                call_id: format!("c{id}"),
-                tool: "write_file".into(),
-                classification: classification(),
-                decision: if allow { Decision::Allow } else { Decision::Deny },
-                decided_by: Decider::Operator,
-                answered_by: None,
-            })
-        }),
-        1 => "[x-z]{0,8}".prop_map(|text| ArchiveEntry::ToolOutput {
+        3 => (0u8..4, any::<bool>(), decider(), awkward_text()).prop_map(
+            |(id, allow, (decided_by, answered_by), summary)| {
+                ArchiveEntry::Approval(ApprovalRecord {
+                    call_id: format!("c{id}"),
+                    tool: "write_file".into(),
+                    classification: classified(&summary),
+                    decision: if allow { Decision::Allow } else { Decision::Deny },
+                    decided_by,
+                    answered_by,
+                })
+            }
+        ),
+        1 => awkward_text().prop_map(|text| ArchiveEntry::ToolOutput {
             call_id: "c0".into(),
             text,
             images: Vec::new(),
@@ -144,6 +177,21 @@ fn counted(archive: &[ArchiveEntry]) -> (u64, u64, UsageTotals, UsageByModel) {
     (archive.len() as u64, turns, usage, by_model)
 }
 
+/// The last `keep` approvals an operator answered, as the session view computed them from the
+/// whole archive before the stores answered it.
+fn answers(archive: &[ArchiveEntry], keep: usize) -> Vec<ApprovalRecord> {
+    let all: Vec<ApprovalRecord> = archive
+        .iter()
+        .filter_map(|entry| match entry {
+            ArchiveEntry::Approval(record) if record.decided_by == Decider::Operator => {
+                Some(record.clone())
+            }
+            _ => None,
+        })
+        .collect();
+    all[all.len().saturating_sub(keep)..].to_vec()
+}
+
 fn assert_summarizes(summary: &ArchiveSummary, records: &[Record], archive: &[ArchiveEntry]) {
     let (entries, turns, usage, by_model) = counted(archive);
     assert_eq!(summary.entries, entries);
@@ -167,7 +215,12 @@ proptest! {
     fn the_fold_is_what_counting_the_whole_archive_gives(
         archive in proptest::collection::vec(entry(), 0..60),
         records in proptest::collection::vec(record(), 0..12),
+        keep in 0usize..8,
     ) {
+        prop_assert_eq!(
+            AnsweredApprovals::of(archive.iter().cloned(), keep),
+            answers(&archive, keep)
+        );
         let summary: ArchiveSummary = archive.iter().cloned().collect();
         assert_summarizes(&summary, &records, &archive);
         let stored = StoredSession {
@@ -210,6 +263,7 @@ proptest! {
         release in any::<bool>(),
         offset in 0usize..45,
         limit in 0usize..12,
+        keep in 0usize..8,
     ) {
         let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
         runtime.block_on(async {
@@ -232,13 +286,77 @@ proptest! {
             }
             let id = facts.session_id;
             let page = ArchivePage::of(&archive, offset, limit);
+            let answered = Some(answers(&archive, keep));
             assert_eq!(store.archive_page(&id, offset, limit).await.unwrap(), Some(page.clone()));
+            assert_eq!(store.answered_approvals(&id, keep).await.unwrap(), answered);
             let (opened, _w) = store.open(&id).await.unwrap().unwrap();
             assert_eq!(store.archive_page(&id, offset, limit).await.unwrap(), Some(page));
+            assert_eq!(store.answered_approvals(&id, keep).await.unwrap(), answered);
             let read = store.read(&id).await.unwrap().unwrap();
             assert_eq!(read.archive, archive);
             assert_eq!(opened.summary, read.summary());
             assert_summarizes(&opened.summary, &opened.records, &archive);
         });
     }
+}
+
+/// PostgreSQL's page and answers are SQL over the archive's rows (counts, the page's rows, the
+/// candidate answers newest first): on any archive, written in any pieces, they are that page of
+/// it and its last answers, as its whole `read` gives them; an unknown session is `None`.
+#[test]
+fn postgres_pages_and_answers_are_those_of_the_archive() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let options = PgStoreOptions {
+        node: "summary".into(),
+        migrate: true,
+        ..PgStoreOptions::default()
+    };
+    let store = runtime
+        .block_on(PgStore::connect(&pg::database_url(), options))
+        .unwrap();
+    let unknown = hookline::messages::session::SessionId::from("s-never-stored");
+    runtime.block_on(async {
+        assert_eq!(store.archive_page(&unknown, 0, 10).await.unwrap(), None);
+        assert_eq!(store.answered_approvals(&unknown, 10).await.unwrap(), None);
+    });
+    let cases = (
+        proptest::collection::vec(entry(), 0..40),
+        proptest::collection::vec(0usize..40, 0..4),
+        0usize..45,
+        0usize..12,
+        0usize..8,
+    );
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(32));
+    runner
+        .run(&cases, |(archive, cuts, offset, limit, keep)| {
+            runtime.block_on(async {
+                let (facts, mut w) = store.create(new_session(), &[]).await.unwrap();
+                let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(archive.len())).collect();
+                cuts.push(archive.len());
+                cuts.sort_unstable();
+                let mut from = 0;
+                for cut in cuts {
+                    w.append(&[], &archive[from..cut]).await.unwrap();
+                    from = cut;
+                }
+                let id = facts.session_id;
+                let read = store.read(&id).await.unwrap().unwrap();
+                assert_eq!(read.archive, archive);
+                assert_eq!(
+                    store.archive_page(&id, offset, limit).await.unwrap(),
+                    Some(ArchivePage::of(&archive, offset, limit))
+                );
+                assert_eq!(
+                    store.answered_approvals(&id, keep).await.unwrap(),
+                    Some(answers(&archive, keep))
+                );
+                w.release().await.unwrap();
+            });
+            Ok(())
+        })
+        .unwrap();
 }

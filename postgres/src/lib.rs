@@ -30,9 +30,11 @@ pub mod connect;
 mod keys;
 mod liveness;
 pub mod migrate;
+mod read;
 mod writer;
 
 use commit::{committer, renew, renewer};
+use read::read_body;
 use writer::PgWriter;
 
 use keys::{KeyAnswer, KeyChange, KeyJob};
@@ -46,8 +48,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use deadpool_postgres::GenericClient;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use futures::TryStreamExt;
-use hookline_messages::record::{ArchiveEntry, Record};
+use hookline_messages::record::{ApprovalRecord, Record};
 use hookline_messages::session::SessionId;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -57,8 +58,9 @@ pub use connect::{target, Target, TlsMode};
 
 use hookline_host::store::CommitStats;
 use hookline_host::store::{
-    fresh_session_id, fresh_session_id_preferring, ArchiveSummary, Holder, IdPreference,
-    NewSession, OpenedSession, SessionFacts, SessionStore, SessionWriter, StoredSession, ID_TRIES,
+    fresh_session_id, fresh_session_id_preferring, ArchivePage, ArchiveSummary, Holder,
+    IdPreference, NewSession, OpenedSession, SessionFacts, SessionStore, SessionWriter,
+    StoredSession, ID_TRIES,
 };
 use hookline_host::store::{Claimed, IdempotencyKey, KeyClaim, KeyOutcome};
 use hookline_host::store::{StoreError, MAX_RECORD_BYTES};
@@ -479,81 +481,6 @@ pub(crate) const FENCE_MANY_WRITE: &str = fence_many!("updated_at = now(), ");
 /// [`fence_many!`] for the renewer.
 pub(crate) const FENCE_MANY_RENEW: &str = fence_many!("");
 
-async fn read_rows<T: DeserializeOwned>(
-    tx: &impl GenericClient,
-    sql: &str,
-    session: &SessionId,
-    what: &str,
-) -> Result<Vec<T>, StoreError> {
-    let rows = tx
-        .query(sql, &[&session.as_str()])
-        .await
-        .map_err(|e| StoreError::db("read a session", e))?;
-    rows.iter()
-        .enumerate()
-        .map(|(i, row)| decode(session, &format!("{what} {i}"), row.get::<_, &str>(0)))
-        .collect()
-}
-
-/// Reads a session's facts and records in one snapshot, and hands its archive entries to
-/// `each` in order as the rows arrive (streamed: neither the rows nor the entries are kept here).
-async fn read_body(
-    client: &mut deadpool_postgres::Object,
-    session: &SessionId,
-    mut each: impl FnMut(ArchiveEntry) + Send,
-) -> Result<Option<(SessionFacts, Vec<Record>)>, StoreError> {
-    let tx = client
-        .build_transaction()
-        .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
-        .read_only(true)
-        .start()
-        .await
-        .map_err(|e| StoreError::db("begin a read", e))?;
-    let Some(info) = tx
-        .query_opt(
-            "SELECT info FROM hookline_sessions WHERE id = $1",
-            &[&session.as_str()],
-        )
-        .await
-        .map_err(|e| StoreError::db("read a session", e))?
-    else {
-        return Ok(None);
-    };
-    let facts: SessionFacts = decode(session, "facts", info.get::<_, &str>(0))?;
-    let records = read_rows(
-        &tx,
-        "SELECT body FROM hookline_records WHERE session_id = $1 ORDER BY seq",
-        session,
-        "record",
-    )
-    .await?;
-    let rows = tx
-        .query_raw(
-            "SELECT body FROM hookline_archive WHERE session_id = $1 ORDER BY seq",
-            [session.as_str()],
-        )
-        .await
-        .map_err(|e| StoreError::db("read a session", e))?;
-    futures::pin_mut!(rows);
-    let mut n = 0usize;
-    while let Some(row) = rows
-        .try_next()
-        .await
-        .map_err(|e| StoreError::db("read a session", e))?
-    {
-        each(decode(
-            session,
-            &format!("archive entry {n}"),
-            row.get::<_, &str>(0),
-        )?);
-        n += 1;
-    }
-    tx.commit()
-        .await
-        .map_err(|e| StoreError::db("end a read", e))?;
-    Ok(Some((facts, records)))
-}
-
 /// A takeover: the lease is released, expired, or its holder is known dead (its liveness lock is
 /// gone; issue 40 item 1). A holder that runs, however silent, keeps it until it expires.
 const TAKE_OVER: &str = "UPDATE hookline_sessions \
@@ -720,6 +647,25 @@ impl SessionStore for PgStore {
             archive,
             repaired: Vec::new(),
         }))
+    }
+
+    async fn archive_page(
+        &self,
+        id: &SessionId,
+        offset: usize,
+        limit: usize,
+    ) -> Result<Option<ArchivePage>, StoreError> {
+        let mut client = self.inner.client().await?;
+        read::page(&mut client, id, offset, limit).await
+    }
+
+    async fn answered_approvals(
+        &self,
+        id: &SessionId,
+        keep: usize,
+    ) -> Result<Option<Vec<ApprovalRecord>>, StoreError> {
+        let mut client = self.inner.client().await?;
+        read::answered(&mut client, id, keep).await
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

@@ -8,6 +8,7 @@
 //! arriving together are committed together (group commit, issue 11 item 5).
 
 use std::collections::hash_map::RandomState;
+use std::collections::VecDeque;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -16,7 +17,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use hookline_messages::model::{UsageByModel, UsageTotals};
 use hookline_messages::prompt::PromptMode;
-use hookline_messages::record::{ArchiveEntry, Record};
+use hookline_messages::record::{ApprovalRecord, ArchiveEntry, Decider, Record};
 use hookline_messages::session::{ApprovalMode, SessionId, SessionInfo};
 use serde::{Deserialize, Deserializer, Serialize};
 
@@ -179,6 +180,60 @@ impl ArchivePage {
             turns_before: count_user_turns(&archive[..offset]),
             entries: archive[offset..].iter().take(limit).cloned().collect(),
         }
+    }
+}
+
+/// The approval an operator answered, when `entry` is one: what `GET /v1/sessions/{id}` lists
+/// as `answered` (issue 48: each names who answered). Approvals the policy or a guard decided are
+/// not answers.
+pub fn operator_answer(entry: ArchiveEntry) -> Option<ApprovalRecord> {
+    match entry {
+        ArchiveEntry::Approval(record) if record.decided_by == Decider::Operator => Some(record),
+        _ => None,
+    }
+}
+
+/// The last approvals an operator answered ([`operator_answer`]), folded one archive entry at a
+/// time in archive order and holding at most `keep` of them
+/// ([`SessionStore::answered_approvals`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct AnsweredApprovals {
+    keep: usize,
+    last: VecDeque<ApprovalRecord>,
+}
+
+impl AnsweredApprovals {
+    /// Keeps the last `keep` answers folded in.
+    pub fn new(keep: usize) -> Self {
+        Self {
+            keep,
+            last: VecDeque::with_capacity(keep.min(64)),
+        }
+    }
+
+    /// The last `keep` answers in `archive`, oldest first.
+    pub fn of(archive: impl IntoIterator<Item = ArchiveEntry>, keep: usize) -> Vec<ApprovalRecord> {
+        let mut answered = Self::new(keep);
+        archive.into_iter().for_each(|entry| answered.add(entry));
+        answered.into_vec()
+    }
+
+    /// Folds in the archive's next entry.
+    pub fn add(&mut self, entry: ArchiveEntry) {
+        if self.keep == 0 {
+            return;
+        }
+        if let Some(record) = operator_answer(entry) {
+            if self.last.len() == self.keep {
+                self.last.pop_front();
+            }
+            self.last.push_back(record);
+        }
+    }
+
+    /// The answers kept, oldest first.
+    pub fn into_vec(self) -> Vec<ApprovalRecord> {
+        self.last.into()
     }
 }
 
@@ -366,6 +421,25 @@ pub trait SessionStore: Send + Sync + 'static {
             .read(id)
             .await?
             .map(|stored| ArchivePage::of(&stored.archive, offset, limit)))
+    }
+
+    /// The last `keep` approvals an operator answered in a stored session ([`operator_answer`]),
+    /// oldest first, without taking it (`GET /v1/sessions/{id}`'s `answered`); `None` when the
+    /// store does not know the id. The default reads the whole session ([`SessionStore::read`]);
+    /// the file store folds the archive keeping only those ([`AnsweredApprovals`]), PostgreSQL
+    /// fetches only those rows, newest first, until it has `keep`.
+    ///
+    /// # Errors
+    /// [`StoreError`] when the store cannot be read.
+    async fn answered_approvals(
+        &self,
+        id: &SessionId,
+        keep: usize,
+    ) -> Result<Option<Vec<ApprovalRecord>>, StoreError> {
+        Ok(self
+            .read(id)
+            .await?
+            .map(|stored| AnsweredApprovals::of(stored.archive, keep)))
     }
 
     /// Every stored session id, sorted.

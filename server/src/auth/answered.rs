@@ -1,15 +1,20 @@
 //! The approvals answered in a session, as `GET /v1/sessions/{id}` shows them (`answered`, with
-//! who answered: issue 48). They come from the session's archive as stored, which a read loads
-//! whole; so the list is kept per session and read again only when the session's status moved
-//! (a turn, a record, an approval asked or answered) or after [`FRESH_FOR`], not on every call:
-//! a dashboard polling a long session costs the store one read a second at most.
+//! who answered: issue 48). They come from the session's archive as stored, through
+//! [`SessionStore::answered_approvals`](hookline_host::store::SessionStore::answered_approvals),
+//! which never holds the archive: the file store folds it frame by frame keeping the last
+//! [`MAX_ANSWERED`], PostgreSQL fetches only those rows (issue 49 follow-ups). The read holds
+//! little but still goes over the archive (the file store decodes every frame, PostgreSQL filters
+//! every row of the session), so the cache stays as it was: the list is kept per session and read
+//! again only when the session's status moved (a turn, a record, an approval asked or answered)
+//! or after [`FRESH_FOR`], not on every call: a dashboard polling a long session costs the store
+//! one read a second at most.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use hookline_host::gateway::{Activity, Gateway, SessionStatus};
-use hookline_messages::record::{ApprovalRecord, ArchiveEntry, Decider};
+use hookline_messages::record::ApprovalRecord;
 use hookline_messages::session::SessionId;
 
 /// The most answered approvals shown.
@@ -69,22 +74,11 @@ impl AnsweredCache {
                 return kept.answered.clone();
             }
         }
-        let read = tokio::time::timeout(wait, gateway.session_store().read(id)).await;
-        let Ok(Ok(Some(stored))) = read else {
+        let store = gateway.session_store();
+        let read = tokio::time::timeout(wait, store.answered_approvals(id, MAX_ANSWERED)).await;
+        let Ok(Ok(Some(answered))) = read else {
             return Arc::from(Vec::new());
         };
-        let mut answered: Vec<ApprovalRecord> = stored
-            .archive
-            .into_iter()
-            .filter_map(|entry| match entry {
-                ArchiveEntry::Approval(record) if record.decided_by == Decider::Operator => {
-                    Some(record)
-                }
-                _ => None,
-            })
-            .collect();
-        let skip = answered.len().saturating_sub(MAX_ANSWERED);
-        answered.drain(..skip);
         let answered: Arc<[ApprovalRecord]> = answered.into();
         let mut kept = self.lock();
         if kept.len() >= MAX_KEPT {

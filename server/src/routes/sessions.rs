@@ -357,7 +357,8 @@ pub(crate) async fn archive(
     let handle = session(&state, &who, &id).await?;
     let limit = page.limit.unwrap_or(100).min(MAX_PAGE);
     let session_id = handle.status().session_id;
-    // Only the page is kept as the store reads the archive: a long session's is megabytes.
+    // Only the page is kept as the store reads the archive (PostgreSQL fetches only its rows):
+    // a long session's is megabytes.
     let stored = match &session_id {
         Some(active) => state
             .gateway

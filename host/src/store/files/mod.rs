@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use async_trait::async_trait;
-use hookline_messages::record::{ArchiveEntry, Record};
+use hookline_messages::record::{ApprovalRecord, ArchiveEntry, Record};
 use hookline_messages::session::SessionId;
 use rustix::fs::{flock, FlockOperation};
 use serde::{Deserialize, Serialize};
@@ -399,6 +399,18 @@ impl SessionStore for FileStore {
         let dir = self.session_dir(id)?;
         blocking(self.inner.inline, move || {
             recovery::read_archive_page(&dir, offset, limit)
+        })
+        .await
+    }
+
+    async fn answered_approvals(
+        &self,
+        id: &SessionId,
+        keep: usize,
+    ) -> Result<Option<Vec<ApprovalRecord>>, StoreError> {
+        let dir = self.session_dir(id)?;
+        blocking(self.inner.inline, move || {
+            recovery::read_answered(&dir, keep)
         })
         .await
     }

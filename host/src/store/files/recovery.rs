@@ -3,8 +3,9 @@
 //! interrupted compactions).
 
 use super::*;
-use crate::store::api::{ArchivePage, ArchiveSummary, OpenedSession};
+use crate::store::api::{AnsweredApprovals, ArchivePage, ArchiveSummary, OpenedSession};
 use crate::store::log::{fold_frames, frames_of, scan_bytes};
+use hookline_messages::record::ApprovalRecord;
 use std::io::{BufReader, Read as _, Seek as _, SeekFrom};
 
 /// Replaces `path` with `bytes` atomically (temporary file, sync, rename, directory sync).
@@ -419,6 +420,21 @@ pub(super) fn read_archive_page(
         page: ArchivePage::default(),
     };
     Ok(read_files(dir, sink)?.map(|r| r.archive.page))
+}
+
+/// The last `keep` approvals an operator answered, read as `read` reads the archive but keeping
+/// only those ([`AnsweredApprovals`]); `None` when the session has no facts.
+pub(super) fn read_answered(
+    dir: &Path,
+    keep: usize,
+) -> Result<Option<Vec<ApprovalRecord>>, StoreError> {
+    Ok(read_files(dir, AnsweredApprovals::new(keep))?.map(|r| r.archive.into_vec()))
+}
+
+impl ArchiveSink for AnsweredApprovals {
+    fn push(&mut self, entry: ArchiveEntry) {
+        self.add(entry);
+    }
 }
 
 pub(super) fn read_session(dir: &Path) -> Result<Option<StoredSession>, StoreError> {
