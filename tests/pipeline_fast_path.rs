@@ -242,3 +242,25 @@ async fn a_paused_clock_keeps_every_session_on_the_current_arbiter() {
     let pipeline = Pipeline::builder().start().unwrap();
     assert_eq!(pipeline.shards(), 1);
 }
+
+/// Each shard knows its thread (issue 47: a server makes a session on the shard that served its
+/// request): shard 0 is the thread that started the pipeline, every other shard its arbiter's,
+/// and a thread of no shard is none.
+#[actix_rt::test]
+async fn each_shard_knows_its_thread() {
+    let pipeline = Pipeline::builder().shards(3).start().unwrap();
+    assert_eq!(pipeline.shard_here(), Some(0));
+    for index in 1..3 {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let asked = pipeline.clone();
+        assert!(pipeline.shard_arbiter(index).unwrap().spawn_fn(move || {
+            let _ = tx.send(asked.shard_here());
+        }));
+        assert_eq!(rx.await.unwrap(), Some(index));
+    }
+    let elsewhere = pipeline.clone();
+    let outside = std::thread::spawn(move || elsewhere.shard_here())
+        .join()
+        .unwrap();
+    assert_eq!(outside, None);
+}
