@@ -9,7 +9,7 @@
 //! - detached keys (`session:auto-reset`): delivered by a task nobody waits for, at most
 //!   `max_detached` at once (beyond that, dropped and counted like a full queue).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use actix::{
@@ -17,7 +17,7 @@ use actix::{
     WrapFuture,
 };
 use hookline_messages::event::{
-    AgentBootstrapContext, CustomKey, Event, EventKey, Subscription, Wait,
+    subscribed_to, AgentBootstrapContext, CustomKey, Event, EventKey, Subscription, Wait,
 };
 use hookline_messages::note::Note;
 use tokio::sync::mpsc;
@@ -87,12 +87,20 @@ pub struct Subscribed {
     pub subscriptions: Arc<[Subscription]>,
 }
 
+impl AsRef<[Subscription]> for Subscribed {
+    fn as_ref(&self) -> &[Subscription] {
+        &self.subscriptions
+    }
+}
+
 /// The actor behind [`EventBus`].
 pub(crate) struct EventBusActor {
     subscribers: Arc<[Subscriber]>,
     log: NoteLog,
     queue: Option<mpsc::Receiver<Arc<Event>>>,
     drops: Arc<Drops>,
+    /// Queued and detached events whose notes are not logged yet ([`EventBus::take_notes`]).
+    in_flight: Arc<AtomicU64>,
 }
 
 /// Drop counters shared by the handle (which drops) and the actor (which notes).
@@ -119,6 +127,7 @@ impl Actor for EventBusActor {
             return;
         };
         let subscribers = self.subscribers.clone();
+        let in_flight = Arc::clone(&self.in_flight);
         let me = ctx.address();
         // The one worker of the queue: deliveries of queued events happen one at a time, in order.
         actix_rt::spawn(async move {
@@ -128,9 +137,12 @@ impl Actor for EventBusActor {
             // queue and into each handler's run, not the event (hundreds of bytes) each time.
             let mut events = Vec::with_capacity(DRAIN_BATCH);
             while queue.recv_many(&mut events, DRAIN_BATCH).await > 0 {
+                let delivered = events.len() as u64;
                 let notes = deliver_queued(&subscribers, events.drain(..)).await;
                 // Most deliveries have no note: no round trip through the bus's mailbox then.
-                if !notes.is_empty() && me.send(Record(notes)).await.is_err() {
+                if notes.is_empty() {
+                    in_flight.fetch_sub(delivered, Ordering::AcqRel);
+                } else if me.send(Record(notes, delivered)).await.is_err() {
                     break;
                 }
             }
@@ -171,15 +183,15 @@ impl Handler<Detach> for EventBusActor {
             drop(permit);
             delivery.notes
         };
-        ctx.spawn(
-            run.into_actor(self)
-                .map(|notes, this, _| this.log.record(notes)),
-        );
+        ctx.spawn(run.into_actor(self).map(|notes, this, _| {
+            this.log.record(notes);
+            this.in_flight.fetch_sub(1, Ordering::AcqRel);
+        }));
     }
 }
 
-/// Notes from a delivery nobody awaited.
-struct Record(Vec<Note>);
+/// Notes from deliveries nobody awaited, and how many events they were.
+struct Record(Vec<Note>, u64);
 
 impl Message for Record {
     type Result = ();
@@ -188,8 +200,9 @@ impl Message for Record {
 impl Handler<Record> for EventBusActor {
     type Result = ();
 
-    fn handle(&mut self, Record(notes): Record, _: &mut Self::Context) {
+    fn handle(&mut self, Record(notes, delivered): Record, _: &mut Self::Context) {
         self.log.record(notes);
+        self.in_flight.fetch_sub(delivered, Ordering::AcqRel);
     }
 }
 
@@ -219,6 +232,10 @@ pub struct EventBus {
     addr: Addr<EventBusActor>,
     queue: mpsc::Sender<Arc<Event>>,
     drops: Arc<Drops>,
+    /// Set while the actor's note log holds notes ([`EventBus::take_notes`]).
+    noted: Arc<AtomicBool>,
+    /// Queued and detached events whose notes are not logged yet.
+    in_flight: Arc<AtomicU64>,
     detached: Arc<tokio::sync::Semaphore>,
     subscribed: Arc<[Subscribed]>,
 }
@@ -243,9 +260,13 @@ impl EventBus {
                 subscriptions: s.subscriptions.clone(),
             })
             .collect();
+        let log = NoteLog::new(config.max_notes);
+        let noted = log.holding();
+        let in_flight = Arc::new(AtomicU64::new(0));
         let actor = EventBusActor {
             subscribers: subscribers.into(),
-            log: NoteLog::new(config.max_notes),
+            in_flight: Arc::clone(&in_flight),
+            log,
             queue: Some(receiver),
             drops: drops.clone(),
         };
@@ -253,6 +274,8 @@ impl EventBus {
             addr: actor.start(),
             queue,
             drops,
+            noted,
+            in_flight,
             detached: Arc::new(tokio::sync::Semaphore::new(config.max_detached.max(1))),
             subscribed,
         }
@@ -286,25 +309,44 @@ impl EventBus {
     }
 
     /// Puts `event` on the bounded queue without waiting (SPEC G3.1). A full queue drops it.
+    /// An event no plugin subscribes to is delivered to nobody at once (issue 47: the worker's
+    /// thread was woken for each turn's `message:*` events with no handler for them).
     pub fn enqueue(&self, event: Event) -> Emitted {
+        if !self.reaches_anyone(&event) {
+            return Emitted::Queued;
+        }
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
         match self.queue.try_send(Arc::new(event)) {
             Ok(()) => Emitted::Queued,
             Err(_full_or_closed) => {
+                self.in_flight.fetch_sub(1, Ordering::AcqRel);
                 self.drops.count();
                 Emitted::Dropped
             }
         }
     }
 
+    /// Whether a plugin subscribes to `event`'s key (SPEC G1.3's order is not empty).
+    fn reaches_anyone(&self, event: &Event) -> bool {
+        subscribed_to(&self.subscribed, &event.key())
+    }
+
     /// Starts delivering `event` in the background; nobody waits for it.
+    /// As with [`EventBus::enqueue`], an event no plugin subscribes to is delivered to nobody at
+    /// once.
     pub fn detach(&self, event: Event) -> Emitted {
+        if !self.reaches_anyone(&event) {
+            return Emitted::Detached;
+        }
         let Ok(permit) = self.detached.clone().try_acquire_owned() else {
             self.drops.count();
             return Emitted::Dropped;
         };
+        self.in_flight.fetch_add(1, Ordering::AcqRel);
         match self.addr.try_send(Detach(event, permit)) {
             Ok(()) => Emitted::Detached,
             Err(_full_or_closed) => {
+                self.in_flight.fetch_sub(1, Ordering::AcqRel);
                 self.drops.count();
                 Emitted::Dropped
             }
@@ -346,6 +388,14 @@ impl EventBus {
     /// The notes of deliveries nobody awaited since the last call, each once, followed by
     /// `Dropped N events ...` when events were dropped meanwhile.
     pub async fn take_notes(&self) -> Vec<Note> {
+        // No delivery under way, nothing logged, nothing dropped: nothing to take, and no
+        // round trip to the bus's thread (issue 47: one per turn, from every other shard).
+        if self.in_flight.load(Ordering::Acquire) == 0
+            && !self.noted.load(Ordering::Acquire)
+            && self.drops.unnoted.load(Ordering::Relaxed) == 0
+        {
+            return Vec::new();
+        }
         self.addr.send(TakeNotes).await.unwrap_or_default()
     }
 

@@ -141,6 +141,10 @@ struct Inner {
 impl Gateway {
     pub(crate) fn new(shared: Arc<Shared>, limits: GatewayLimits) -> Self {
         let (feed, _) = broadcast::channel(limits.live_capacity.max(16));
+        // Sessions on their shards' arbiters: each made on the shard that served its request.
+        if limits.arbiters.is_empty() {
+            shared.place_sessions_by_thread();
+        }
         Self {
             inner: Arc::new(Inner {
                 shared,

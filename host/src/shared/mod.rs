@@ -62,6 +62,9 @@ pub(crate) struct Shared {
     pub(crate) resources: Arc<Resources>,
     started: AtomicBool,
     shut_down: AtomicBool,
+    /// Whether a fresh session gets an id of the shard whose thread creates it
+    /// ([`Shared::place_sessions_by_thread`]).
+    by_thread: AtomicBool,
     /// Load notes not yet archived in a session (the first session to open takes them).
     load_notes: Mutex<Vec<Note>>,
     /// Every load note, kept for [`Shared::load_notes`].
@@ -121,6 +124,7 @@ impl Shared {
             lifecycle,
             resources,
             started: AtomicBool::new(false),
+            by_thread: AtomicBool::new(false),
             shut_down: AtomicBool::new(false),
             all_load_notes: services.load_notes.clone(),
             load_notes: Mutex::new(services.load_notes),
@@ -180,16 +184,24 @@ impl Shared {
         SessionState::create(&*self.sessions, new, records, self.id_here()).await
     }
 
-    /// Ids of the pipeline shard whose thread creates the session, when it is one: a session
-    /// created on a shard's thread (a request accepted there, a conversation placed there)
-    /// then runs there, and its hook calls and requests make no thread hop (issue 47).
+    /// From now on, a fresh session gets an id of the pipeline shard whose thread creates it,
+    /// when it is one: a gateway whose sessions run on their shards' arbiters, served on every
+    /// shard's thread, then runs a session where its request was served (issue 47). Not for
+    /// the in-process host, whose sessions keep the ids `s1`, `s2`, ... one after another.
+    pub(crate) fn place_sessions_by_thread(&self) {
+        self.by_thread.store(true, Ordering::Relaxed);
+    }
+
+    /// Ids of the pipeline shard whose thread creates the session, when sessions are placed by
+    /// thread and this is a shard's thread: the session then runs there, and its hook calls
+    /// and requests make no thread hop.
     fn id_here(&self) -> IdPreference {
+        if !self.by_thread.load(Ordering::Relaxed) || self.pipeline.shards() == 1 {
+            return IdPreference::any();
+        }
         let Some(here) = self.pipeline.shard_here() else {
             return IdPreference::any();
         };
-        if self.pipeline.shards() == 1 {
-            return IdPreference::any();
-        }
         let pipeline = self.pipeline.clone();
         IdPreference::new(move |id| pipeline.shard_of(id) == here)
     }

@@ -5,7 +5,9 @@
 //! and the host's producers build the contexts.
 //!
 //! ```
-//! use hookline_messages::event::{dispatch_order, parse_subscriptions, EventKey, Subscription};
+//! use hookline_messages::event::{
+//!     dispatch_order, parse_subscriptions, subscribed_to, EventKey, Subscription,
+//! };
 //!
 //! let loaded = [
 //!     parse_subscriptions(&["command:new"]),
@@ -16,6 +18,8 @@
 //! assert_eq!(dispatch_order(&loaded, &EventKey::CommandNew), [1, 0, 1]);
 //! // SPEC G1.4: `session:compact` matches nothing.
 //! assert!(dispatch_order(&loaded, &EventKey::SessionCompactBefore).is_empty());
+//! assert!(subscribed_to(&loaded, &EventKey::CommandNew));
+//! assert!(!subscribed_to(&loaded, &EventKey::SessionCompactBefore));
 //! assert!(!Subscription::parse("session:compact").is_known());
 //! ```
 
@@ -45,7 +49,9 @@ pub use session::{
     AutoResetContext, CompactAfterContext, CompactBeforeContext, ResetReason, SessionPatch,
     SessionPatchContext,
 };
-pub use subscription::{dispatch_order, parse_subscriptions, unknown_subscriptions, Subscription};
+pub use subscription::{
+    dispatch_order, parse_subscriptions, subscribed_to, unknown_subscriptions, Subscription,
+};
 
 use serde::{Deserialize, Serialize};
 

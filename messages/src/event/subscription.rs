@@ -104,6 +104,15 @@ pub fn unknown_subscriptions(subscriptions: &[Subscription]) -> Vec<&Subscriptio
     subscriptions.iter().filter(|s| !s.is_known()).collect()
 }
 
+/// Whether any of `subscribers` receives an event of `key`: [`dispatch_order`] is not empty.
+pub fn subscribed_to<S: AsRef<[Subscription]>>(subscribers: &[S], key: &EventKey) -> bool {
+    subscribers.iter().any(|subs| {
+        subs.as_ref()
+            .iter()
+            .any(|s| s.is_family_of(key) || s.is_exactly(key))
+    })
+}
+
 /// The calls one event makes, as indexes into `subscribers` (which are in load order).
 ///
 /// SPEC G1.3: first every family subscriber, then every exact subscriber, each group in load
@@ -119,4 +128,43 @@ pub fn dispatch_order<S: AsRef<[Subscription]>>(subscribers: &[S], key: &EventKe
     in_group(Subscription::is_family_of)
         .chain(in_group(Subscription::is_exactly))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::key::Family;
+
+    /// `subscribed_to` says yes exactly when `dispatch_order` has a call, for every known key
+    /// and every plugin set made of family, exact and unknown subscriptions.
+    #[test]
+    fn subscribed_to_is_a_non_empty_dispatch_order() {
+        let texts: Vec<String> = Family::ALL
+            .iter()
+            .map(|family| family.as_str().to_owned())
+            .chain(EventKey::KNOWN.iter().map(ToString::to_string))
+            .chain(["custom:thing".to_owned(), "nonsense".to_owned()])
+            .collect();
+        let sets: Vec<Vec<Subscription>> = std::iter::once(Vec::new())
+            .chain(texts.iter().map(|text| parse_subscriptions(&[text])))
+            .chain(texts.windows(2).map(parse_subscriptions))
+            .collect();
+        for key in EventKey::KNOWN {
+            for subscribers in [&sets[..1], &sets[1..], &sets[..]] {
+                for set in subscribers {
+                    let one = std::slice::from_ref(set);
+                    assert_eq!(
+                        subscribed_to(one, &key),
+                        !dispatch_order(one, &key).is_empty(),
+                        "{key} with {set:?}"
+                    );
+                }
+                assert_eq!(
+                    subscribed_to(subscribers, &key),
+                    !dispatch_order(subscribers, &key).is_empty(),
+                    "{key}"
+                );
+            }
+        }
+    }
 }
