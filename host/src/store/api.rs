@@ -576,7 +576,10 @@ pub const ID_TRIES: u32 = 16;
 /// (issue 47). A preference, never a reason to fail: an id it refuses is taken after
 /// [`PREFERENCE_TRIES`].
 #[derive(Clone)]
-pub struct IdPreference(Option<Arc<dyn Fn(&SessionId) -> bool + Send + Sync>>);
+pub struct IdPreference(Option<Arc<Accepts>>);
+
+/// What an [`IdPreference`] asks of an id.
+type Accepts = dyn Fn(&SessionId) -> bool + Send + Sync;
 
 impl IdPreference {
     /// Every id will do.
