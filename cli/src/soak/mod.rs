@@ -26,8 +26,10 @@ use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use hookline_actors::coordinator::DEFAULT_MAX_PENDING;
-use hookline_actors::events::EventBusConfig;
+use hookline_actors::events::{EventBusConfig, EventHandler, EventReply};
+use hookline_actors::plugin::{HookResult, PluginRegistration};
 use hookline_actors::lifecycle::GatewayConfig;
+use hookline_messages::event::Event;
 use hookline_messages::hook::HookKind;
 use hookline_messages::note::{Note, SkipReason};
 
@@ -204,8 +206,10 @@ pub async fn run_soak(
 /// measured with `hookline load` against `serve` and `serve --commit-per-turn` (docs/serve.md).
 fn start_gateway(config: &SoakConfig, workspace: &std::path::Path) -> Result<Gateway, SoakError> {
     let sessions = config.sessions.max(1);
+    let mut plugins = example_plugins();
+    plugins.push(PluginRegistration::new("soak-messages").with_events(Arc::new(MessageWatch)));
     let gateway = Host::builder()
-        .plugins(example_plugins())
+        .plugins(plugins)
         .tools(example_tools()?)
         .provider(Arc::new(EchoProvider::new()))
         .workspace(workspace)
@@ -223,6 +227,22 @@ fn start_gateway(config: &SoakConfig, workspace: &std::path::Path) -> Result<Gat
             ..GatewayLimits::default()
         })?;
     Ok(gateway)
+}
+
+/// A subscriber of the `message` family that does nothing: the demo plugins subscribe to no
+/// `message:*` key, and an event nobody subscribes to never reaches the bus's queue, whose
+/// bound the soak checks.
+struct MessageWatch;
+
+#[async_trait::async_trait]
+impl EventHandler for MessageWatch {
+    fn subscriptions(&self) -> Vec<String> {
+        vec!["message".to_owned()]
+    }
+
+    async fn on_event(&self, _: &Event) -> HookResult<EventReply> {
+        Ok(EventReply::Done)
+    }
 }
 
 /// The figures taken when the load ends (before the shutdown).
