@@ -507,15 +507,6 @@ fn leased_by(node: &str, left_ms: Option<i64>) -> String {
 
 #[async_trait]
 impl SessionStore for PgStore {
-    async fn create(
-        &self,
-        new: NewSession,
-        records: &[Record],
-    ) -> Result<(SessionFacts, Box<dyn SessionWriter>), StoreError> {
-        self.create_preferring(new, records, IdPreference::any())
-            .await
-    }
-
     async fn create_preferring(
         &self,
         new: NewSession,

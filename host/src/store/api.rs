@@ -367,10 +367,13 @@ pub trait SessionStore: Send + Sync + 'static {
         &self,
         new: NewSession,
         records: &[Record],
-    ) -> Result<(SessionFacts, Box<dyn SessionWriter>), StoreError>;
+    ) -> Result<(SessionFacts, Box<dyn SessionWriter>), StoreError> {
+        self.create_preferring(new, records, IdPreference::any())
+            .await
+    }
 
     /// [`SessionStore::create`], with an id `prefer` accepts when one comes within
-    /// [`PREFERENCE_TRIES`] fresh ids (else any). The default ignores the preference.
+    /// [`PREFERENCE_TRIES`] fresh ids (else any).
     ///
     /// # Errors
     /// As [`SessionStore::create`].
@@ -379,10 +382,7 @@ pub trait SessionStore: Send + Sync + 'static {
         new: NewSession,
         records: &[Record],
         prefer: IdPreference,
-    ) -> Result<(SessionFacts, Box<dyn SessionWriter>), StoreError> {
-        let _ = prefer;
-        self.create(new, records).await
-    }
+    ) -> Result<(SessionFacts, Box<dyn SessionWriter>), StoreError>;
 
     /// Opens a stored session for writing: takes its lease (at once when it was released or has
     /// expired, else [`StoreError::Leased`]); `None` when the store does not know the id. The

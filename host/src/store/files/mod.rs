@@ -340,15 +340,6 @@ async fn blocking<T: Send + 'static>(
 
 #[async_trait]
 impl SessionStore for FileStore {
-    async fn create(
-        &self,
-        new: NewSession,
-        records: &[Record],
-    ) -> Result<(SessionFacts, Box<dyn SessionWriter>), StoreError> {
-        self.create_preferring(new, records, IdPreference::any())
-            .await
-    }
-
     async fn create_preferring(
         &self,
         new: NewSession,
