@@ -122,6 +122,10 @@ pub struct ServeConfig {
     /// for a session the predecessor still holds waits for it (at most this long) and takes it
     /// over, instead of being refused. The predecessor's drain budget and a margin.
     pub predecessor_wait: Option<Duration>,
+    /// Whether connections are dealt to a server on every pipeline shard's thread (the
+    /// default, `accept.rs`), or all served on the thread that starts the server (an embedder
+    /// keeping HTTP on its own thread; a test needing one thread's order).
+    pub serve_on_shards: bool,
 }
 
 impl ServeConfig {
@@ -141,6 +145,7 @@ impl ServeConfig {
             idempotency_ttl: DEFAULT_IDEMPOTENCY_TTL,
             idempotency_keys: DEFAULT_IDEMPOTENCY_KEYS,
             predecessor_wait: None,
+            serve_on_shards: true,
         }
     }
 }
@@ -449,14 +454,13 @@ pub async fn start(
     let app = routes::router(state.clone(), config.request_timeout);
     let (stop, stopped) = watch::channel(false);
     let (accepting, accepting_rx) = watch::channel(true);
-    let served = accept::serve_everywhere(
-        &socket,
-        other_shards(&state.gateway),
-        app,
-        &accepting_rx,
-        &stopped,
-    )
-    .map_err(bind_error)?;
+    let others = if config.serve_on_shards {
+        other_shards(&state.gateway)
+    } else {
+        Vec::new()
+    };
+    let served = accept::serve_everywhere(&socket, others, app, &accepting_rx, &stopped)
+        .map_err(bind_error)?;
     metrics::spawn_upkeep(
         state.metrics.clone(),
         state.gateway.clone(),
