@@ -8,8 +8,8 @@
 
 use super::journal;
 use super::keys::KeyWrite;
-use super::store_journal;
 use super::recovery::{open_existing, replace_file};
+use super::store_journal;
 use super::*;
 use std::sync::mpsc as std_mpsc;
 
@@ -54,7 +54,10 @@ impl DataFiles {
         [
             self.records.as_ref().filter(|_| data).map(|f| (f, RECORDS)),
             self.archive.as_ref().filter(|_| data).map(|f| (f, ARCHIVE)),
-            self.commits.as_ref().filter(|_| commits).map(|f| (f, COMMITS)),
+            self.commits
+                .as_ref()
+                .filter(|_| commits)
+                .map(|f| (f, COMMITS)),
             self.keys
                 .as_ref()
                 .and_then(|k| k.file.as_ref())

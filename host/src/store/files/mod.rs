@@ -737,7 +737,7 @@ pub use store_journal::STORE_JOURNAL_BOUND;
 
 use commit::{checkpoint_full, commit_batch, committer, replace, send_answers, Answers, SyncPool};
 use keys::KeyLog;
-use store_journal::StoreJournal;
 use recovery::{
     create_session, highest_numbered, list_sessions, open_session, read_session, replace_file,
 };
+use store_journal::StoreJournal;

@@ -121,7 +121,10 @@ async fn a_batch_of_many_sessions_costs_one_sync_and_survives_losing_the_rest() 
             })
             .collect();
         let committed = commit_batch(batch, &mut pool, &journal);
-        assert_eq!(committed.syncs, 1, "one fdatasync for a batch of 8 sessions");
+        assert_eq!(
+            committed.syncs, 1,
+            "one fdatasync for a batch of 8 sessions"
+        );
         send_answers(committed.answers);
         for answer in answers {
             answer.await.unwrap().unwrap();
@@ -139,7 +142,10 @@ async fn a_batch_of_many_sessions_costs_one_sync_and_survives_losing_the_rest() 
         None,
     )
     .unwrap();
-    assert!(journals(copy.path()).is_empty(), "the dead journal is deleted");
+    assert!(
+        journals(copy.path()).is_empty(),
+        "the dead journal is deleted"
+    );
     for dir in dirs {
         let dir = copy.path().join(SESSIONS).join(dir.file_name().unwrap());
         let read = recovery::read_session(&dir).unwrap().unwrap();
@@ -192,8 +198,9 @@ async fn entries_of_an_older_generation_are_never_applied() {
     w2.append(&[user("d")], &[]).await.unwrap();
     let third = crash_copy(second.path());
     // P1's journal again (as if P2 crashed before deleting it): its entries are of the
-    // generation P2's recovery left.
-    fs::write(third.path().join(JOURNALS).join("0-p1.log"), &p1_bytes).unwrap();
+    // generation P2's recovery left. Named to be recovered after P2's, so that applied, its
+    // "b" would land where "d" is.
+    fs::write(third.path().join(JOURNALS).join("zz-p1.log"), &p1_bytes).unwrap();
     assert_eq!(journals(third.path()).len(), 2);
     let p3 = FileStore::open(third.path(), FileStoreOptions::default()).unwrap();
     let (opened, _w3) = p3.open(&id).await.unwrap().unwrap();
@@ -291,8 +298,7 @@ async fn a_clean_drop_deletes_the_journal_and_a_dropped_writer_leaves_it_to_reco
     drop(w);
     drop(store);
     eventually("the journal unlocked", || {
-        File::open(&path)
-            .is_ok_and(|f| flock(&f, FlockOperation::NonBlockingLockExclusive).is_ok())
+        File::open(&path).is_ok_and(|f| flock(&f, FlockOperation::NonBlockingLockExclusive).is_ok())
     });
     assert_eq!(journals(tmp.path()), vec![path]);
     let copy = crash_copy(tmp.path());
@@ -300,4 +306,42 @@ async fn a_clean_drop_deletes_the_journal_and_a_dropped_writer_leaves_it_to_reco
     let (opened, _w) = store.open(&info.session_id).await.unwrap().unwrap();
     assert_eq!(opened.records, vec![user("a"), user("b"), user("c")]);
     assert_eq!(journals(copy.path()), vec![store.journal_path()]);
+}
+
+#[tokio::test]
+async fn an_entry_of_another_generation_is_not_applied_even_where_it_would_fit() {
+    // P1 appends "b" to a session of "a" and crashes: its journal's entry continues a
+    // commit.log of generation 0 ending where the creation's point ends.
+    let first = tempfile::tempdir().unwrap();
+    let store = FileStore::open(first.path(), FileStoreOptions::default()).unwrap();
+    let (info, mut w) = store.create(new(), &[user("a")]).await.unwrap();
+    w.append(&[user("b")], &[]).await.unwrap();
+    let crashed = crash_copy(first.path());
+    drop(w);
+    // Since then the session went on elsewhere: its commit.log was replaced by one point of a
+    // later generation that names the same lengths ("b" never reached the data files), so the
+    // stale entry would continue it exactly.
+    let dir = crashed.path().join(SESSIONS).join(info.session_id.as_str());
+    let records = points(&dir)[0].records;
+    let created = encode_records(&dir, &[CommitPoint::base(records, 0, 0)]).unwrap();
+    let later = encode_records(&dir, &[CommitPoint::base(records, 0, 1)]).unwrap();
+    assert_eq!(created.len(), later.len());
+    fs::write(dir.join(COMMITS), &later).unwrap();
+    fs::write(
+        dir.join(RECORDS),
+        &fs::read(dir.join(RECORDS)).unwrap()[..records as usize],
+    )
+    .unwrap();
+    let again = FileStore::open(crashed.path(), FileStoreOptions::default()).unwrap();
+    let (opened, _w) = again.open(&info.session_id).await.unwrap().unwrap();
+    assert_eq!(
+        opened.records,
+        vec![user("a")],
+        "the stale entry is not applied"
+    );
+    // The same journal against generation 0 puts "b" back: the entry was whole.
+    let crashed = crash_copy(first.path());
+    let again = FileStore::open(crashed.path(), FileStoreOptions::default()).unwrap();
+    let (opened, _w) = again.open(&info.session_id).await.unwrap().unwrap();
+    assert_eq!(opened.records, vec![user("a"), user("b")]);
 }

@@ -159,7 +159,10 @@ async fn an_idle_open_session_holds_only_its_lock_open() {
     // And one for the store: its journal (issue 47).
     let journal = store.journal_path();
     let journal_name = journal.file_name().unwrap().to_str().unwrap();
-    assert_eq!(open_files_under(journal.parent().unwrap()), vec![journal_name]);
+    assert_eq!(
+        open_files_under(journal.parent().unwrap()),
+        vec![journal_name]
+    );
     drop(writers);
     assert!(open_files_under(&tmp.path().join(SESSIONS)).is_empty());
     // The data files were written all the same.
