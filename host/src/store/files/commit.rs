@@ -3,8 +3,9 @@
 //! them once synced. The session's idempotency keys waiting for a write go with its append (or
 //! make an append of their own, without a commit point): `keys.log` is synced with the other
 //! files of the batch. An append's commit frame carries a copy of its data-file frames
-//! ([`journal`]), so `commit.log` (with `keys.log` when it has keys) is the only file synced
-//! before the append is acknowledged (issue 47).
+//! ([`journal`]), and the batch's frame in the store journal ([`store_journal`]) carries each
+//! commit frame, so the store journal (with `keys.log` when an append has keys) is the only file
+//! synced before the batch's appends are acknowledged (issue 47).
 
 use super::journal;
 use super::keys::KeyWrite;

@@ -3,10 +3,12 @@
 //! Layout and frames are those of `docs/storage.md`: `sessions/<id>/` holds `meta.log` (the
 //! facts), `records.log` and `archive.log`. Beside them:
 //! - `commit.log`, frames of [`CommitPoint`]s: after every append the lengths of `records.log`
-//!   and `archive.log` and a copy of the frames it wrote to them ([`journal`], issue 47), so the
-//!   append is acknowledged after one `fdatasync` (of `commit.log`); a checkpoint (release, a
-//!   journal past [`JOURNAL_BOUND`], open) syncs the data files and folds the journal into one
-//!   plain point. Opening trusts the last plain point both logs reach and re-applies every
+//!   and `archive.log` and a copy of the frames it wrote to them ([`journal`], issue 47), none of
+//!   them synced: the batch's one frame in the store journal ([`store_journal`],
+//!   `<root>/journal/`) redoes each `commit.log` frame, and is the one `fdatasync` of the batch.
+//!   A checkpoint (release, a journal past [`JOURNAL_BOUND`], open, the store journal's
+//!   truncation) syncs the data files and replaces `commit.log` by one plain point of the next
+//!   generation, which makes the session's store-journal entries stale. Opening trusts the last plain point both logs reach and re-applies every
 //!   intact journal frame after it over whatever the unsynced data files hold, so an
 //!   acknowledged append survives a crash whole and an unacknowledged one is wholly absent.
 //! - `lock`, held with `flock(LOCK_EX)` by the session's one writer: the file store's lease. Two
@@ -19,12 +21,12 @@
 //! it writes and closes them once they are synced (see [`SessionFiles`]).
 //!
 //! Group commit: every append goes to one committer thread per store, which takes every append
-//! queued (up to [`MAX_BATCH`]), writes their frames, then issues the `fdatasync`s of all the
-//! touched `commit.log`s (and `keys.log`s) at once from a few sync threads (started once, kept
-//! for the store's life). The file system's journal (ext4's jbd2, XFS's log) folds concurrent
-//! syncs into one journal commit and one cache flush, so N sessions' appends cost about one
-//! device flush rather than N. Each append is acknowledged only after its own journal frame is
-//! synced, so the crash guarantees are those of a single append.
+//! queued (up to [`MAX_BATCH`]), writes their frames, appends one frame to the store journal and
+//! syncs it: one `fdatasync` per batch, whatever the number of sessions. Files that still need
+//! their own sync (a keyed append's `keys.log`, an append too large for a journal frame) are
+//! synced beside it from a few sync threads (started once, kept for the store's life). Each
+//! append is acknowledged only after the store-journal frame naming it is synced, so the crash
+//! guarantees are those of a single append.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
