@@ -415,11 +415,21 @@ fn recover_journal(path: &Path, sessions: &Path) -> Result<(), StoreError> {
                 .or_default()
                 .push(entry);
         }
+        // Every session is tried; a failure keeps the journal (the entries of the session that
+        // failed may be its only copy of acknowledged appends) and is returned.
+        let mut failed = None;
         for (session, entries) in by_session {
             if validate_session_id(&session).is_err() {
                 continue;
             }
-            recover_session(&sessions.join(&session), &SessionId::from(session), &entries)?;
+            let dir = sessions.join(&session);
+            if let Err(error) = recover_session(&dir, &SessionId::from(session), &entries) {
+                tracing::error!(%error, journal = %path.display(), "could not recover a session a dead store journal names; the journal is kept");
+                failed.get_or_insert(error);
+            }
+        }
+        if let Some(error) = failed {
+            return Err(error);
         }
     }
     // A crash before this line leaves the journal to the next opener; its entries applied
