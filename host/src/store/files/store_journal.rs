@@ -90,8 +90,13 @@ impl StoreJournal {
     /// other store ever sees it unlocked.
     pub(super) fn create(journals: &Path, bound: u64) -> Result<Self, StoreError> {
         let mut random = [0u8; 8];
-        getrandom::fill(&mut random)
-            .map_err(|e| StoreError::io(journals, "name a journal in", io::Error::other(e.to_string())))?;
+        getrandom::fill(&mut random).map_err(|e| {
+            StoreError::io(
+                journals,
+                "name a journal in",
+                io::Error::other(e.to_string()),
+            )
+        })?;
         let name = format!("{}-{:016x}", std::process::id(), u64::from_le_bytes(random));
         let making = journals.join(format!("{name}.{MAKING}"));
         let path = journals.join(format!("{name}.{LIVE}"));
@@ -175,7 +180,10 @@ impl StoreJournal {
     /// journal (the appends sync their own `commit.log`s from here, as before it).
     pub(super) fn fail(&mut self) {
         self.poisoned = true;
-        let _ = self.file.set_len(self.end).and_then(|()| self.file.sync_data());
+        let _ = self
+            .file
+            .set_len(self.end)
+            .and_then(|()| self.file.sync_data());
     }
 
     /// Notes that `files`' session has an entry of its current generation in the journal.
@@ -295,8 +303,8 @@ pub(super) fn generation(dir: &Path) -> Result<Option<u64>, StoreError> {
         .metadata()
         .map_err(|e| StoreError::io(&path, "read metadata of", e))?
         .len();
-    let read = read_frame(&mut BufReader::new(file), len)
-        .map_err(|e| StoreError::io(&path, "read", e))?;
+    let read =
+        read_frame(&mut BufReader::new(file), len).map_err(|e| StoreError::io(&path, "read", e))?;
     let FrameRead::Payload(payload) = read else {
         return Ok(None);
     };
@@ -351,7 +359,9 @@ fn other_journals(journals: &Path, own: Option<&Path>) -> Result<Vec<PathBuf>, S
     };
     let mut paths = Vec::new();
     for entry in listing {
-        let path = entry.map_err(|e| StoreError::io(journals, "list", e))?.path();
+        let path = entry
+            .map_err(|e| StoreError::io(journals, "list", e))?
+            .path();
         let journal = path
             .extension()
             .is_some_and(|ext| ext == LIVE || ext == MAKING);
