@@ -40,6 +40,8 @@ const RECOVERY_WAIT: Duration = Duration::from_secs(120);
 /// How long a recovery waits for a session's lock before it takes the session for a live
 /// writer's (a key written without the writer holds the lock for a moment).
 const SESSION_LOCK_WAIT: Duration = Duration::from_millis(100);
+/// Threads that checkpoint the sessions of a full store journal at once.
+const SETTLE_THREADS: usize = 16;
 /// Room a frame's wrapping takes beside its entries.
 const BATCH_OVERHEAD: usize = 64;
 
@@ -202,9 +204,38 @@ impl StoreJournal {
     /// `commit.log` synced, `commit.log` of a new generation), then cuts the journal to nothing
     /// (synced). On a failure the journal is kept whole, to be tried again after a later batch.
     pub(super) fn truncate(&mut self) -> Result<(), StoreError> {
-        for (dir, member) in &self.members {
-            settle(dir, member)?;
-        }
+        // The checkpoints run on up to `SETTLE_THREADS` threads at once (about four syncs a
+        // session, which the file system merges when they are in flight together), so the
+        // batch waiting behind them stalls for a few rounds of syncs rather than all of them
+        // in turn. Each thread locks the sessions it settles, one at a time; no batch runs
+        // meanwhile (this journal's lock is held), so no lock is taken in another order.
+        let members: Vec<(&PathBuf, &Member)> = self.members.iter().collect();
+        let per_thread = members.len().div_ceil(SETTLE_THREADS).max(1);
+        let settle_all = |chunk: &[(&PathBuf, &Member)]| {
+            chunk
+                .iter()
+                .try_for_each(|(dir, member)| settle(dir, member))
+        };
+        let settled: Vec<Result<(), StoreError>> = std::thread::scope(|scope| {
+            let threads: Vec<_> = members
+                .chunks(per_thread)
+                .map(|chunk| {
+                    std::thread::Builder::new()
+                        .name("hookline-store-settle".into())
+                        .spawn_scoped(scope, move || settle_all(chunk))
+                        // No thread: this chunk is settled here.
+                        .map_err(|_| settle_all(chunk))
+                })
+                .collect();
+            threads
+                .into_iter()
+                .map(|thread| match thread {
+                    Ok(thread) => thread.join().unwrap_or(Err(StoreError::Closed)),
+                    Err(here) => here,
+                })
+                .collect()
+        });
+        settled.into_iter().collect::<Result<(), StoreError>>()?;
         self.file
             .set_len(0)
             .and_then(|()| self.file.sync_data())
