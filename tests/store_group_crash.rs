@@ -11,10 +11,12 @@
 //! creates eight fresh sessions (a killed child's leases stay held until they expire), and the
 //! parent reads them without taking them.
 //!
-//! Issue 47: the file store syncs only `commit.log` per append (its journal frames carry the
-//! appended frames); after each kill the parent also takes from the data files every byte behind
-//! the last plain commit point (cut off, zeroed or garbled, in turn), as a power loss may take
-//! unsynced bytes, and the next child's recovery must put every acknowledged append back.
+//! Issue 47: the file store syncs only its store journal per batch (one frame redoing each
+//! append's `commit.log` frame, which carries the appended frames); after each kill the parent
+//! also takes from every session's `commit.log` every byte behind its last plain point, and from
+//! the data files every byte behind the lengths that point names (cut off, zeroed or garbled, in
+//! turn), as a power loss may take unsynced bytes, and the next child's recovery (of the dead
+//! child's store journal, then of each session) must put every acknowledged append back.
 //!
 //! `HOOKLINE_CRASH_ITERATIONS=n` changes the number of kills (default 40 for files, 15 for
 //! PostgreSQL); `HOOKLINE_CRASH_SEED=n` replays one sequence of kill points (it is printed).
@@ -250,10 +252,11 @@ fn kill_children(spec: &str, iterations: usize, seed: u64) -> BTreeMap<SessionId
     acked
 }
 
-/// Takes from each session's data files what a power loss may take: every byte behind the last
-/// plain point of `commit.log` (what the store synced), cut off, zeroed or garbled by turns.
+/// Takes from each session's files what a power loss may take: every byte of `commit.log`
+/// behind its last plain point, and every data-file byte behind the lengths that point names
+/// (what the store synced), cut off, zeroed or garbled by turns. Only the store journal keeps
+/// what was acknowledged since.
 fn lose_unsynced(root: &std::path::Path, iteration: usize) {
-    use std::os::unix::fs::FileExt;
     let Ok(dirs) = std::fs::read_dir(root.join("sessions")) else {
         return;
     };
@@ -263,29 +266,42 @@ fn lose_unsynced(root: &std::path::Path, iteration: usize) {
             continue;
         }
         let (_, recovery) = Log::<serde_json::Value>::open(&commits).unwrap();
-        let Some(synced) = recovery
+        let Some(last_plain) = recovery
             .records
             .iter()
-            .rev()
-            .find(|point| point.get("journal").is_none())
+            .rposition(|point| point.get("journal").is_none())
         else {
             continue;
         };
-        for (name, field) in [("records.log", "records"), ("archive.log", "archive")] {
-            let at = synced[field].as_u64().unwrap();
-            let path = dir.join(name);
-            let len = std::fs::metadata(&path).unwrap().len();
-            if len <= at {
-                continue;
-            }
-            let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-            let lost: Vec<u8> = (0..len - at).map(|b| (b * 31 + 7) as u8).collect();
-            match iteration % 3 {
-                0 => file.set_len(at).unwrap(),
-                1 => file.write_all_at(&vec![0; lost.len()], at).unwrap(),
-                _ => file.write_all_at(&lost, at).unwrap(),
-            }
+        let synced = &recovery.records[last_plain];
+        // Since the store journal (issue 47, fifth session) commit.log is not synced either:
+        // every byte behind its last plain point goes the same way.
+        let bytes = std::fs::read(&commits).unwrap();
+        let mut plain_end = 0usize;
+        for _ in 0..=last_plain {
+            let len = u32::from_le_bytes(bytes[plain_end..plain_end + 4].try_into().unwrap());
+            plain_end += 8 + len as usize;
         }
+        lose_from(&commits, plain_end as u64, iteration);
+        for (name, field) in [("records.log", "records"), ("archive.log", "archive")] {
+            lose_from(&dir.join(name), synced[field].as_u64().unwrap(), iteration);
+        }
+    }
+}
+
+/// Cuts off, zeroes or garbles (by turns) the bytes of `path` from `at` on.
+fn lose_from(path: &std::path::Path, at: u64, iteration: usize) {
+    use std::os::unix::fs::FileExt;
+    let len = std::fs::metadata(path).unwrap().len();
+    if len <= at {
+        return;
+    }
+    let file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    let lost: Vec<u8> = (0..len - at).map(|b| (b * 31 + 7) as u8).collect();
+    match iteration % 3 {
+        0 => file.set_len(at).unwrap(),
+        1 => file.write_all_at(&vec![0; lost.len()], at).unwrap(),
+        _ => file.write_all_at(&lost, at).unwrap(),
     }
 }
 

@@ -60,7 +60,9 @@ pub use api_keys::{
     KeyError, Role, API_KEYS_FILE,
 };
 pub use error::StoreError;
-pub use files::{CommitStats, FileStore, FileStoreOptions, JOURNAL_BOUND, MAX_BATCH};
+pub use files::{
+    CommitStats, FileStore, FileStoreOptions, JOURNAL_BOUND, MAX_BATCH, STORE_JOURNAL_BOUND,
+};
 pub use frame::{TornReason, MAX_RECORD_BYTES};
 pub use keys::{Claimed, IdempotencyKey, KeyClaim, KeyEntry, KeyOutcome, KeyState};
 pub use log::{Log, Recovery, TornTail};

@@ -3,12 +3,14 @@
 //! them once synced. The session's idempotency keys waiting for a write go with its append (or
 //! make an append of their own, without a commit point): `keys.log` is synced with the other
 //! files of the batch. An append's commit frame carries a copy of its data-file frames
-//! ([`journal`]), so `commit.log` (with `keys.log` when it has keys) is the only file synced
-//! before the append is acknowledged (issue 47).
+//! ([`journal`]), and the batch's frame in the store journal ([`store_journal`]) carries each
+//! commit frame, so the store journal (with `keys.log` when an append has keys) is the only file
+//! synced before the batch's appends are acknowledged (issue 47).
 
 use super::journal;
 use super::keys::KeyWrite;
 use super::recovery::{open_existing, replace_file};
+use super::store_journal;
 use super::*;
 use std::sync::mpsc as std_mpsc;
 
@@ -23,6 +25,11 @@ pub(super) struct DataFiles {
     /// The commit frame holds a copy of the data-file frames: `records` and `archive` are
     /// written but not synced (the next checkpoint syncs them).
     journaled: bool,
+    /// Where the journaled commit frame went in `commit.log`, and the frame: what the store
+    /// journal's entry for it redoes.
+    entry: Option<(u64, Vec<u8>)>,
+    /// The store journal holds this append's entry: `commit.log` is not synced either.
+    in_store_journal: bool,
 }
 
 impl DataFiles {
@@ -36,16 +43,22 @@ impl DataFiles {
             commits: open(COMMITS, records || archive).transpose()?,
             keys: None,
             journaled: false,
+            entry: None,
+            in_store_journal: false,
         })
     }
 
     /// The files to sync, with their names.
     fn written(&self) -> impl Iterator<Item = (&File, &'static str)> {
         let data = !self.journaled;
+        let commits = !self.in_store_journal;
         [
             self.records.as_ref().filter(|_| data).map(|f| (f, RECORDS)),
             self.archive.as_ref().filter(|_| data).map(|f| (f, ARCHIVE)),
-            self.commits.as_ref().map(|f| (f, COMMITS)),
+            self.commits
+                .as_ref()
+                .filter(|_| commits)
+                .map(|f| (f, COMMITS)),
             self.keys
                 .as_ref()
                 .and_then(|k| k.file.as_ref())
@@ -62,6 +75,7 @@ pub(super) fn committer(
     mut rx: mpsc::Receiver<Job>,
     options: &FileStoreOptions,
     stats: &std::sync::Weak<Inner>,
+    journal: &Mutex<StoreJournal>,
 ) {
     let mut carry: Vec<Job> = Vec::new();
     let mut pool = SyncPool::new(options.sync_threads);
@@ -88,12 +102,15 @@ pub(super) fn committer(
             .into_iter()
             .partition(|job| seen.insert(Arc::as_ptr(&job.files)));
         carry = later;
-        let committed = commit_batch(now, &mut pool);
+        let committed = commit_batch(now, &mut pool, journal);
         if let Some(inner) = stats.upgrade() {
             inner.count_commit(&committed.answers, committed.syncs);
         }
         send_answers(committed.answers);
         checkpoint_full(committed.full);
+        if committed.journal_full {
+            store_journal::truncate_full(journal);
+        }
     }
 }
 
@@ -116,6 +133,8 @@ pub(super) struct Committed {
     pub(super) answers: Answers,
     pub(super) syncs: u64,
     pub(super) full: Vec<Arc<Mutex<SessionFiles>>>,
+    /// The store journal passed its bound: it is truncated after the answers.
+    pub(super) journal_full: bool,
 }
 
 /// What one append wrote, so it can be synced, then kept or undone.
@@ -140,7 +159,16 @@ pub(super) fn send_answers(answers: Answers) {
     }
 }
 
-pub(super) fn commit_batch(batch: Vec<Job>, pool: &mut SyncPool) -> Committed {
+/// Sentinel index of the store journal among a batch's syncs.
+const STORE_JOURNAL: usize = usize::MAX;
+
+pub(super) fn commit_batch(
+    batch: Vec<Job>,
+    pool: &mut SyncPool,
+    journal: &Mutex<StoreJournal>,
+) -> Committed {
+    // The store journal first, then the sessions: the order its truncation takes them in too.
+    let mut journal = store_journal::lock_journal(journal);
     let mut sessions = Vec::with_capacity(batch.len());
     let mut bytes = Vec::with_capacity(batch.len());
     let mut replies = Vec::with_capacity(batch.len());
@@ -158,8 +186,33 @@ pub(super) fn commit_batch(batch: Vec<Job>, pool: &mut SyncPool) -> Committed {
         results.push(write_append(&mut files, records, archive, *journal));
         guards.push(files);
     }
-    // Every file written by a successful append, synced concurrently.
+    // One store-journal frame redoes every journaled commit frame of the batch (issue 47):
+    // their `commit.log`s are not synced.
+    let entries = guards
+        .iter()
+        .zip(&results)
+        .enumerate()
+        .filter_map(|(i, (files, result))| {
+            let (_, data) = result.as_ref().ok()?;
+            let (at, frame) = data.entry.as_ref()?;
+            Some((
+                i,
+                store_journal::entry_json(&files.id, files.generation, *at, frame),
+            ))
+        })
+        .collect();
+    let covered = journal.write(entries);
+    for &i in &covered {
+        if let Some(Ok((_, data))) = results.get_mut(i) {
+            data.in_store_journal = true;
+        }
+    }
+    // Every file written by a successful append, synced concurrently: the store journal, and
+    // the files of appends it does not hold (keys, plain points, entries over the frame cap).
     let mut syncs: Vec<(usize, &File, &Path, &'static str)> = Vec::new();
+    if !covered.is_empty() {
+        syncs.push((STORE_JOURNAL, journal.file(), journal.path(), ""));
+    }
     for (i, (files, result)) in guards.iter().zip(&results).enumerate() {
         if let Ok((_, data)) = result {
             syncs.extend(
@@ -168,9 +221,25 @@ pub(super) fn commit_batch(batch: Vec<Job>, pool: &mut SyncPool) -> Committed {
             );
         }
     }
-    let failures = sync_all(&syncs, pool);
-    let synced = syncs.len() as u64;
+    let mut failures = sync_all(&syncs, pool);
+    let mut synced = syncs.len() as u64;
     drop(syncs);
+    if let Some(at) = failures.iter().position(|(i, _)| *i == STORE_JOURNAL) {
+        // The journal's sync failed: its appends sync their own `commit.log`s instead, and
+        // the journal is not used again by this store.
+        let (_, error) = failures.swap_remove(at);
+        tracing::warn!(%error, "could not sync the store journal; its appends sync their own commit.log");
+        journal.fail();
+        let own: Vec<(usize, &File, &Path, &'static str)> = covered
+            .iter()
+            .filter_map(|&i| {
+                let (_, data) = results.get(i)?.as_ref().ok()?;
+                Some((i, data.commits.as_ref()?, &*guards.get(i)?.dir, COMMITS))
+            })
+            .collect();
+        failures.extend(sync_all(&own, pool));
+        synced += own.len() as u64;
+    }
     let mut failed: Vec<Option<StoreError>> = results.iter().map(|_| None).collect();
     for (i, error) in failures {
         if let Some(slot @ None) = failed.get_mut(i) {
@@ -178,13 +247,18 @@ pub(super) fn commit_batch(batch: Vec<Job>, pool: &mut SyncPool) -> Committed {
         }
     }
     let mut answers = Vec::with_capacity(replies.len());
-    for ((files, result), failure) in guards.iter_mut().zip(results).zip(failed) {
+    for (((files, result), failure), session) in
+        guards.iter_mut().zip(results).zip(failed).zip(&sessions)
+    {
         answers.push(match (result, failure) {
             (Ok((written, mut data)), None) => {
                 files.records_end = written.records;
                 files.archive_end = written.archive;
                 files.commits_end = written.commits;
                 files.journaled |= data.journaled;
+                if data.in_store_journal {
+                    journal.note(session, files);
+                }
                 finish_keys(files, &mut data, true);
                 Ok(())
             }
@@ -204,6 +278,8 @@ pub(super) fn commit_batch(batch: Vec<Job>, pool: &mut SyncPool) -> Committed {
     // returned is not kept open by this batch (a session due for a checkpoint is kept until
     // it is made; its release waits for that, or makes it itself).
     drop(guards);
+    let journal_full = journal.full();
+    drop(journal);
     let full = sessions
         .into_iter()
         .zip(due)
@@ -218,6 +294,7 @@ pub(super) fn commit_batch(batch: Vec<Job>, pool: &mut SyncPool) -> Committed {
         answers,
         syncs: synced,
         full,
+        journal_full,
     }
 }
 
@@ -249,6 +326,7 @@ pub(super) fn write_append(
         replace: None,
         keys: keys.as_ref().map(|k| k.seq),
         journal: None,
+        generation: None,
     };
     // The journal frame (issue 47); a plain point, with the data files synced too, for an
     // append too large to copy into one frame (or a store without the journal).
@@ -298,13 +376,16 @@ pub(super) fn write_append(
         .and_then(|()| write(data.archive.as_ref(), archive, files.archive_end, ARCHIVE))
         .and_then(|()| write(data.commits.as_ref(), &point, files.commits_end, COMMITS));
     match outcome {
-        Ok(()) => Ok((
-            Written {
+        Ok(()) => {
+            let written = Written {
                 commits: files.commits_end + point.len() as u64,
                 ..written
-            },
-            data,
-        )),
+            };
+            if journaled {
+                data.entry = Some((files.commits_end, point));
+            }
+            Ok((written, data))
+        }
         Err(e) => {
             undo(files, &mut data);
             Err(e)
@@ -512,6 +593,8 @@ pub(super) fn replace(
         }),
         keys: None,
         journal: None,
+        // A replaced `commit.log` is of the next generation (see `journal::checkpoint`).
+        generation: Some(files.generation + 1),
     };
     let commits_path = files.dir.join(COMMITS);
     let point = encode_records(&commits_path, &[point])?;
@@ -521,6 +604,7 @@ pub(super) fn replace(
         return Err(e);
     }
     drop(data);
+    files.generation += 1;
     // Committed: from here a crash finishes the rename on open.
     files.poisoned = true;
     fs::rename(&rewrite, &records_path).map_err(|e| StoreError::io(&records_path, "replace", e))?;

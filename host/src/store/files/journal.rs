@@ -220,12 +220,14 @@ pub(super) fn checkpoint(files: &mut SessionFiles) -> Result<(), StoreError> {
             .map_err(|e| StoreError::io(&path, "sync", e))?;
     }
     let commits = files.dir.join(COMMITS);
-    let point = CommitPoint::plain(files.records_end, files.archive_end);
+    // The next generation: the store journal's entries of this one are never applied to it.
+    let point = CommitPoint::base(files.records_end, files.archive_end, files.generation + 1);
     let point = encode_records(&commits, &[point])?;
     if let Err(error) = replace_file(&commits, &point) {
         files.poisoned = true;
         return Err(error);
     }
+    files.generation += 1;
     files.commits_end = point.len() as u64;
     files.journaled = false;
     Ok(())
@@ -247,6 +249,7 @@ mod unit {
             replace: None,
             keys: Some(3),
             journal: None,
+            generation: None,
         };
         let frame = journal_frame(&point, 10, &records, 7, &archive).unwrap();
         let scan = crate::store::log::scan_bytes::<CommitPoint>(Path::new("c"), &frame).unwrap();

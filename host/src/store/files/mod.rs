@@ -3,10 +3,12 @@
 //! Layout and frames are those of `docs/storage.md`: `sessions/<id>/` holds `meta.log` (the
 //! facts), `records.log` and `archive.log`. Beside them:
 //! - `commit.log`, frames of [`CommitPoint`]s: after every append the lengths of `records.log`
-//!   and `archive.log` and a copy of the frames it wrote to them ([`journal`], issue 47), so the
-//!   append is acknowledged after one `fdatasync` (of `commit.log`); a checkpoint (release, a
-//!   journal past [`JOURNAL_BOUND`], open) syncs the data files and folds the journal into one
-//!   plain point. Opening trusts the last plain point both logs reach and re-applies every
+//!   and `archive.log` and a copy of the frames it wrote to them ([`journal`], issue 47), none of
+//!   them synced: the batch's one frame in the store journal ([`store_journal`],
+//!   `<root>/journal/`) redoes each `commit.log` frame, and is the one `fdatasync` of the batch.
+//!   A checkpoint (release, a journal past [`JOURNAL_BOUND`], open, the store journal's
+//!   truncation) syncs the data files and replaces `commit.log` by one plain point of the next
+//!   generation, which makes the session's store-journal entries stale. Opening trusts the last plain point both logs reach and re-applies every
 //!   intact journal frame after it over whatever the unsynced data files hold, so an
 //!   acknowledged append survives a crash whole and an unacknowledged one is wholly absent.
 //! - `lock`, held with `flock(LOCK_EX)` by the session's one writer: the file store's lease. Two
@@ -19,12 +21,12 @@
 //! it writes and closes them once they are synced (see [`SessionFiles`]).
 //!
 //! Group commit: every append goes to one committer thread per store, which takes every append
-//! queued (up to [`MAX_BATCH`]), writes their frames, then issues the `fdatasync`s of all the
-//! touched `commit.log`s (and `keys.log`s) at once from a few sync threads (started once, kept
-//! for the store's life). The file system's journal (ext4's jbd2, XFS's log) folds concurrent
-//! syncs into one journal commit and one cache flush, so N sessions' appends cost about one
-//! device flush rather than N. Each append is acknowledged only after its own journal frame is
-//! synced, so the crash guarantees are those of a single append.
+//! queued (up to [`MAX_BATCH`]), writes their frames, appends one frame to the store journal and
+//! syncs it: one `fdatasync` per batch, whatever the number of sessions. Files that still need
+//! their own sync (a keyed append's `keys.log`, an append too large for a journal frame) are
+//! synced beside it from a few sync threads (started once, kept for the store's life). Each
+//! append is acknowledged only after the store-journal frame naming it is synced, so the crash
+//! guarantees are those of a single append.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
@@ -84,6 +86,9 @@ pub struct FileStoreOptions {
     /// (default, issue 47). Off: plain commit points, each append syncing all three files (the
     /// format before the journal, for comparison; recovery reads both).
     pub journal: bool,
+    /// The store journal's size past which every session with entries in it is checkpointed
+    /// and the journal truncated (default [`STORE_JOURNAL_BOUND`], 32 MiB).
+    pub store_journal_bound: u64,
 }
 
 impl Default for FileStoreOptions {
@@ -94,6 +99,7 @@ impl Default for FileStoreOptions {
             queue: 4096,
             sync_threads: 16,
             journal: true,
+            store_journal_bound: STORE_JOURNAL_BOUND,
         }
     }
 }
@@ -128,6 +134,12 @@ struct CommitPoint {
     /// (a creation's, a checkpoint's, a compaction's, or any point of an older version).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     journal: Option<journal::Journal>,
+    /// The generation of `commit.log` (issue 47, the store journal): set in the point that
+    /// starts the file (a creation's, a checkpoint's, a compaction's, an open's rewrite), one
+    /// more at each atomic replace; absent (0) in a store written before. A store journal's
+    /// entry is re-applied only to the generation it was written for ([`store_journal`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    generation: Option<u64>,
 }
 
 impl CommitPoint {
@@ -140,6 +152,16 @@ impl CommitPoint {
             replace: None,
             keys: None,
             journal: None,
+            generation: None,
+        }
+    }
+
+    /// The plain point that starts a `commit.log` of `generation` (written by an atomic
+    /// replace or a creation).
+    fn base(records: u64, archive: u64, generation: u64) -> Self {
+        Self {
+            generation: Some(generation),
+            ..Self::plain(records, archive)
         }
     }
 }
@@ -169,6 +191,11 @@ struct Inner {
     inline: bool,
     /// [`FileStoreOptions::journal`].
     journal: bool,
+    /// This store's journal (`<root>/journal/<pid>-<random>.log`, [`store_journal`]): one
+    /// frame and one sync per batch; shared with the committer thread.
+    store_journal: Arc<Mutex<StoreJournal>>,
+    /// `<root>/journal/`, where the journals of every store on this root are.
+    journals: PathBuf,
     /// Idempotency key claims and settles of one session, and the taking and giving up of its
     /// lock, run one at a time (striped by id).
     key_locks: [Mutex<()>; KEY_LOCKS],
@@ -214,7 +241,11 @@ struct Job {
 /// ([`DataFiles`]) and closed when it has synced them, so 10,000 open sessions hold 10,000
 /// descriptors, not 40,000.
 struct SessionFiles {
+    id: SessionId,
     dir: PathBuf,
+    /// The generation of `commit.log` ([`CommitPoint::generation`]), named in each store
+    /// journal entry of this session.
+    generation: u64,
     records_end: u64,
     archive_end: u64,
     commits_end: u64,
@@ -264,8 +295,19 @@ impl FileStore {
     /// # Errors
     /// [`StoreError::Io`] if the directories cannot be created or the thread cannot start.
     pub fn open(root: impl Into<PathBuf>, options: FileStoreOptions) -> Result<Self, StoreError> {
-        let sessions = root.into().join(SESSIONS);
+        let root = root.into();
+        let sessions = root.join(SESSIONS);
         fs::create_dir_all(&sessions).map_err(|e| StoreError::io(&sessions, "create", e))?;
+        // Issue 47: the journals of stores that died are applied before anything is read, and
+        // this store's own is made (locked before other stores can see it).
+        let journals = root.join(store_journal::JOURNALS);
+        fs::create_dir_all(&journals).map_err(|e| StoreError::io(&journals, "create", e))?;
+        store_journal::recover_dead(&journals, &sessions, None)?;
+        let store_journal = Arc::new(Mutex::new(StoreJournal::create(
+            &journals,
+            options.store_journal_bound,
+        )?));
+        let committer_journal = Arc::clone(&store_journal);
         let (jobs, rx) = mpsc::channel(options.queue.max(1));
         let highest = highest_numbered(&sessions)?;
         let inner = Arc::new(Inner {
@@ -277,13 +319,15 @@ impl FileStore {
             next_id: AtomicU64::new(highest),
             inline: options.inline,
             journal: options.journal,
+            store_journal,
+            journals,
             key_locks: Default::default(),
             held: Mutex::default(),
         });
         let weak = Arc::downgrade(&inner);
         std::thread::Builder::new()
             .name("hookline-store-commit".into())
-            .spawn(move || committer(rx, &options, &weak))
+            .spawn(move || committer(rx, &options, &weak, &committer_journal))
             .map_err(|e| StoreError::io(&sessions, "start the committer for", e))?;
         Ok(Self { inner })
     }
@@ -296,9 +340,10 @@ impl FileStore {
         }
     }
 
-    /// The `fdatasync`s the committer has issued for appends so far: one per append that
-    /// carried no idempotency key (its `commit.log`, the journal), two with keys (`keys.log`
-    /// too), three for an append too large to copy into a journal frame. Checkpoints, `create`,
+    /// The `fdatasync`s the committer has issued for appends so far: one per batch for every
+    /// append of it that carried no idempotency key (the store journal's), one more per append
+    /// with keys (its `keys.log`), three for an append too large to copy into a journal frame
+    /// (its data files and `commit.log`). Checkpoints, the store journal's truncation, `create`,
     /// `open` and compaction are not counted.
     pub fn syncs(&self) -> u64 {
         self.inner.syncs.load(Ordering::Relaxed)
@@ -311,6 +356,14 @@ impl FileStore {
             reason,
         })?;
         Ok(self.inner.sessions.join(id.as_str()))
+    }
+
+    /// The path of this store's journal (issue 47), for tests.
+    #[cfg(test)]
+    fn journal_path(&self) -> PathBuf {
+        store_journal::lock_journal(&self.inner.store_journal)
+            .path()
+            .to_path_buf()
     }
 
     fn writer(&self, id: SessionId, files: SessionFiles) -> Box<dyn SessionWriter> {
@@ -364,6 +417,7 @@ impl SessionStore for FileStore {
         let dir = self.session_dir(id)?;
         let (session, inner) = (id.clone(), Arc::clone(&self.inner));
         let opened = blocking(self.inner.inline, move || {
+            inner.recover_dead()?;
             // Not while a key of the session is written without its writer (which takes the
             // session's lock for that moment).
             let _one = inner.key_lock(&session);
@@ -378,7 +432,12 @@ impl SessionStore for FileStore {
 
     async fn read(&self, id: &SessionId) -> Result<Option<StoredSession>, StoreError> {
         let dir = self.session_dir(id)?;
-        blocking(self.inner.inline, move || read_session(&dir)).await
+        let inner = Arc::clone(&self.inner);
+        blocking(self.inner.inline, move || {
+            inner.recover_dead()?;
+            read_session(&dir)
+        })
+        .await
     }
 
     async fn archive_page(
@@ -388,7 +447,9 @@ impl SessionStore for FileStore {
         limit: usize,
     ) -> Result<Option<ArchivePage>, StoreError> {
         let dir = self.session_dir(id)?;
+        let inner = Arc::clone(&self.inner);
         blocking(self.inner.inline, move || {
+            inner.recover_dead()?;
             recovery::read_archive_page(&dir, offset, limit)
         })
         .await
@@ -428,8 +489,12 @@ impl SessionStore for FileStore {
     }
 
     async fn sessions(&self) -> Result<Vec<SessionId>, StoreError> {
-        let sessions = self.inner.sessions.clone();
-        blocking(self.inner.inline, move || list_sessions(&sessions)).await
+        let inner = Arc::clone(&self.inner);
+        blocking(self.inner.inline, move || {
+            inner.recover_dead()?;
+            list_sessions(&inner.sessions)
+        })
+        .await
     }
 
     async fn claim_key(&self, id: &SessionId, claim: &KeyClaim) -> Result<Claimed, StoreError> {
@@ -495,6 +560,16 @@ fn unheld_keys<T>(
 }
 
 impl Inner {
+    /// Applies the journals of stores that died (issue 47, [`store_journal::recover_dead`])
+    /// before a session is opened or read: a crashed writer's acknowledged appends may be in
+    /// its journal alone.
+    fn recover_dead(&self) -> Result<(), StoreError> {
+        let own = store_journal::lock_journal(&self.store_journal)
+            .path()
+            .to_path_buf();
+        store_journal::recover_dead(&self.journals, &self.sessions, Some(&own))
+    }
+
     /// The stripe of [`Inner::key_locks`] session `id` takes.
     fn key_lock(&self, id: &SessionId) -> MutexGuard<'_, ()> {
         use std::hash::{Hash, Hasher};
@@ -546,11 +621,14 @@ impl Inner {
         };
         if self.inline {
             // A batch of one, committed here: the answer is ready when this returns.
-            let committed = commit_batch(vec![job], &mut SyncPool::new(1));
+            let committed = commit_batch(vec![job], &mut SyncPool::new(1), &self.store_journal);
             self.count_commit(&committed.answers, committed.syncs);
             send_answers(committed.answers);
             // Inline, the checkpoint of a full journal is on this append's way back.
             checkpoint_full(committed.full);
+            if committed.journal_full {
+                store_journal::truncate_full(&self.store_journal);
+            }
         } else {
             self.jobs.send(job).await.map_err(|_| StoreError::Closed)?;
         }
@@ -663,13 +741,18 @@ mod journal_tests;
 mod key_tests;
 mod keys;
 mod recovery;
+mod store_journal;
+#[cfg(test)]
+mod store_journal_tests;
 #[cfg(test)]
 mod tests;
 
 pub use journal::JOURNAL_BOUND;
+pub use store_journal::STORE_JOURNAL_BOUND;
 
 use commit::{checkpoint_full, commit_batch, committer, replace, send_answers, Answers, SyncPool};
 use keys::KeyLog;
 use recovery::{
     create_session, highest_numbered, list_sessions, open_session, read_session, replace_file,
 };
+use store_journal::StoreJournal;

@@ -109,8 +109,8 @@ pub(super) fn create_session(
     };
     sync_dir(sessions)?;
     let lock = take_lock(&dir, &id)?;
-    let info = SessionFacts::new(id, new);
-    let point = CommitPoint::plain(records.len() as u64, 0);
+    let info = SessionFacts::new(id.clone(), new);
+    let point = CommitPoint::base(records.len() as u64, 0, 0);
     let point = encode_records(&dir.join(COMMITS), &[point])?;
     write_new_file(&dir.join(RECORDS), records)?;
     write_new_file(&dir.join(ARCHIVE), &[])?;
@@ -120,6 +120,8 @@ pub(super) fn create_session(
     write_new_file(&dir.join(META), &meta)?;
     sync_dir(&dir)?;
     let files = SessionFiles {
+        id,
+        generation: 0,
         records_end: records.len() as u64,
         archive_end: 0,
         commits_end: point.len() as u64,
@@ -194,6 +196,8 @@ pub(super) struct Reading<A> {
     pending_rewrite: bool,
     /// `commit.log` holds journal frames: `open` checkpoints.
     journaled: bool,
+    /// `commit.log`'s generation (its first point's).
+    generation: u64,
     /// Bytes of each file the journal replaced, from the offset given to the committed end.
     records_restore: Option<(u64, Vec<u8>)>,
     archive_restore: Option<(u64, Vec<u8>)>,
@@ -344,6 +348,7 @@ pub(super) fn read_files<A: ArchiveSink>(
         cut_points,
         pending_rewrite,
         journaled: points.iter().any(|p| p.journal.is_some()),
+        generation: points.first().and_then(|p| p.generation).unwrap_or(0),
         records_restore: restore(replay.records_from, 0, records_end, records_bytes),
         archive_restore: restore(
             replay.archive_from,
@@ -460,6 +465,16 @@ pub(super) fn open_session(
         Err(e) => return Err(StoreError::io(dir, "inspect", e)),
     }
     let lock = take_lock(dir, id)?;
+    open_locked(dir, id, lock)
+}
+
+/// [`open_session`] once the session's lock is taken (`lock`); also the recovery of a session
+/// a dead store journal names ([`store_journal`]).
+pub(super) fn open_locked(
+    dir: &Path,
+    id: &SessionId,
+    lock: File,
+) -> Result<Option<(OpenedSession, SessionFiles)>, StoreError> {
     let Some(reading) = read_files(dir, ArchiveSummary::default())? else {
         return Ok(None);
     };
@@ -547,7 +562,10 @@ pub(super) fn open_session(
         }
     }
     let commits_path = dir.join(COMMITS);
-    let point = CommitPoint::plain(reading.records_end, reading.archive_end);
+    // A replaced `commit.log` is of the next generation: entries of a store journal written
+    // for this one are never applied to it.
+    let mut generation = reading.generation;
+    let point = CommitPoint::base(reading.records_end, reading.archive_end, generation + 1);
     let one_point = encode_records(&commits_path, &[point])?;
     if reading.journaled
         || reading.cut_points
@@ -556,6 +574,7 @@ pub(super) fn open_session(
         || reading.pending_rewrite
     {
         replace_file(&commits_path, &one_point)?;
+        generation += 1;
     } else {
         // Cut a torn commit frame behind the last point.
         let commits_file = open_rw(&commits_path)?;
@@ -575,6 +594,8 @@ pub(super) fn open_session(
     // Only the lock stays open: the data files are opened again by the commits that write them.
     drop((records, archive, commits));
     let files = SessionFiles {
+        id: id.clone(),
+        generation,
         dir: dir.to_path_buf(),
         records_end: reading.records_end,
         archive_end: reading.archive_end,

@@ -98,6 +98,7 @@ async fn a_committed_compaction_interrupted_before_its_rename_is_completed() {
         }),
         keys: None,
         journal: None,
+        generation: Some(1),
     };
     replace_file(&dir.join(COMMITS), &encode_records(&dir, &[point]).unwrap()).unwrap();
     assert_eq!(
@@ -152,11 +153,18 @@ async fn an_idle_open_session_holds_only_its_lock_open() {
     w.append(&[user("c")], &[]).await.unwrap();
     w.replace_records(&[user("summary")], &[]).await.unwrap();
     writers.push(w);
-    let open = open_files_under(tmp.path());
+    let open = open_files_under(&tmp.path().join(SESSIONS));
     assert_eq!(open.len(), 11, "{open:?}");
     assert!(open.iter().all(|name| name == LOCK), "{open:?}");
+    // And one for the store: its journal (issue 47).
+    let journal = store.journal_path();
+    let journal_name = journal.file_name().unwrap().to_str().unwrap();
+    assert_eq!(
+        open_files_under(journal.parent().unwrap()),
+        vec![journal_name]
+    );
     drop(writers);
-    assert!(open_files_under(tmp.path()).is_empty());
+    assert!(open_files_under(&tmp.path().join(SESSIONS)).is_empty());
     // The data files were written all the same.
     let read = store.read(&reopened).await.unwrap().unwrap();
     assert_eq!(read.records, vec![user("summary")]);
