@@ -362,7 +362,11 @@ pub(super) fn recover_dead(
     own: Option<&Path>,
 ) -> Result<(), StoreError> {
     let others = other_journals(journals, own)?;
-    if others.is_empty() {
+    // Only live journals (the usual case, another store beside this one): nothing to recover,
+    // and nothing written (a read, `hookline replay`, leaves the store as it found it). A
+    // journal that dies after this look is recovered by the next open or read, as one that
+    // dies after the look below would be.
+    if !others.iter().any(|path| is_dead(path)) {
         return Ok(());
     }
     let path = journals.join(RECOVERY_LOCK);
