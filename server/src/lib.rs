@@ -1,8 +1,11 @@
 //! `hookline serve`: a thin HTTP and WebSocket front over a [`Gateway`] (issue 11, docs/serve.md).
 //!
-//! The server is an axum router running as a task on the caller's actix system (actix-rt is
-//! tokio underneath); sessions live on the gateway's arbiters (by default their pipeline shards'). Every route's future is `Send`:
-//! handlers only message session tasks through [`SessionHandle`](hookline_host::gateway::SessionHandle)s.
+//! The server is an axum router served on the caller's actix system (actix-rt is tokio
+//! underneath): one acceptor on the caller's thread deals the connections to a server on each
+//! pipeline shard's thread (`accept.rs`, [`ServeConfig::serve_on_shards`]); sessions live on the
+//! gateway's arbiters (by default their pipeline shards', each made on the shard that served
+//! its request). Every route's future is `Send`: handlers only message session tasks through
+//! [`SessionHandle`](hookline_host::gateway::SessionHandle)s.
 //!
 //! Bounded everywhere: request bodies are capped, requests time out, sessions are capped by the
 //! gateway, each session's inbox and live feed are bounded, and [`ServeHandle::drain`] drains the
