@@ -15,7 +15,7 @@ mod pg;
 
 use hookline::host::store::{
     AnsweredApprovals, ArchivePage, ArchiveSummary, FileStore, FileStoreOptions, NewSession,
-    SessionStore, StoredSession,
+    SessionStore, SessionWriter, StoredSession,
 };
 use hookline::messages::approval::{Authority, Classification, Risk};
 use hookline::messages::cut_off::open_turn;
@@ -239,6 +239,22 @@ proptest! {
     }
 }
 
+/// Appends `archive` to `w` in pieces, cut where `cuts` say (each clamped to the archive).
+async fn append_in_pieces(
+    w: &mut Box<dyn SessionWriter>,
+    archive: &[ArchiveEntry],
+    cuts: Vec<usize>,
+) {
+    let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(archive.len())).collect();
+    cuts.push(archive.len());
+    cuts.sort_unstable();
+    let mut from = 0;
+    for cut in cuts {
+        w.append(&[], &archive[from..cut]).await.unwrap();
+        from = cut;
+    }
+}
+
 fn new_session() -> NewSession {
     NewSession {
         workspace_root: "/w".into(),
@@ -271,14 +287,7 @@ proptest! {
             let options = FileStoreOptions { inline: true, ..FileStoreOptions::default() };
             let store = FileStore::open(dir.path(), options).unwrap();
             let (facts, mut w) = store.create(new_session(), &[]).await.unwrap();
-            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(archive.len())).collect();
-            cuts.push(archive.len());
-            cuts.sort_unstable();
-            let mut from = 0;
-            for cut in cuts {
-                w.append(&[], &archive[from..cut]).await.unwrap();
-                from = cut;
-            }
+            append_in_pieces(&mut w, &archive, cuts).await;
             if release {
                 w.release().await.unwrap();
             } else {
@@ -335,14 +344,7 @@ fn postgres_pages_and_answers_are_those_of_the_archive() {
         .run(&cases, |(archive, cuts, offset, limit, keep)| {
             runtime.block_on(async {
                 let (facts, mut w) = store.create(new_session(), &[]).await.unwrap();
-                let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(archive.len())).collect();
-                cuts.push(archive.len());
-                cuts.sort_unstable();
-                let mut from = 0;
-                for cut in cuts {
-                    w.append(&[], &archive[from..cut]).await.unwrap();
-                    from = cut;
-                }
+                append_in_pieces(&mut w, &archive, cuts).await;
                 let id = facts.session_id;
                 let read = store.read(&id).await.unwrap().unwrap();
                 assert_eq!(read.archive, archive);

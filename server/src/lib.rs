@@ -440,18 +440,13 @@ pub async fn start(
     if let Some(wait) = config.predecessor_wait {
         state.gateway.expect_predecessor(wait);
     }
-    let socket = match &config.listener {
-        Some(listener) => Arc::clone(listener),
-        None => std::net::TcpListener::bind(config.listen)
-            .map(Arc::new)
-            .map_err(|source| ServeError::Bind {
-                addr: config.listen,
-                source,
-            })?,
-    };
     let bind_error = |source| ServeError::Bind {
         addr: config.listen,
         source,
+    };
+    let socket = match &config.listener {
+        Some(listener) => Arc::clone(listener),
+        None => Arc::new(std::net::TcpListener::bind(config.listen).map_err(bind_error)?),
     };
     let addr = socket.local_addr().map_err(bind_error)?;
     let app = routes::router(state.clone(), config.request_timeout);
