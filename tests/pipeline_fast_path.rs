@@ -264,3 +264,42 @@ async fn each_shard_knows_its_thread() {
         .unwrap();
     assert_eq!(outside, None);
 }
+
+/// A session placed on the shard whose thread made it goes there by its id, whatever its hash,
+/// until the pipeline forgets it (issue 47: `hookline serve` keeps ids `s1`, `s2`, ... and runs
+/// each session where its request was served).
+#[actix_rt::test]
+async fn a_session_placed_here_runs_here_until_forgotten() {
+    let pipeline = Pipeline::builder().shards(2).start().unwrap();
+    // Four ids cover both shards by hash: each is placed on shard 1 all the same.
+    let ids: Vec<SessionId> = (1..=4).map(|n| SessionId::new(format!("s{n}"))).collect();
+    let hashed: Vec<usize> = ids.iter().map(|id| pipeline.shard_of(id)).collect();
+    assert!(hashed.contains(&0) && hashed.contains(&1), "{hashed:?}");
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let placer = pipeline.clone();
+    let placing = ids.clone();
+    assert!(pipeline.shard_arbiter(1).unwrap().spawn_fn(move || {
+        let placed: Vec<Option<usize>> = placing.iter().map(|id| placer.place_here(id)).collect();
+        let _ = tx.send(placed);
+    }));
+    assert_eq!(rx.await.unwrap(), vec![Some(1); 4]);
+    for id in &ids {
+        assert_eq!(pipeline.shard_of(id), 1, "{id}");
+        // Shard 0's coordinator is `coordinator()`: the session's calls go to the other one.
+        assert!(
+            pipeline.coordinator_for(id) != pipeline.coordinator(),
+            "{id}"
+        );
+    }
+    // Off every shard's thread nothing is placed; forgotten, an id goes by its hash again.
+    let elsewhere = pipeline.clone();
+    let fresh = SessionId::new("s9");
+    let off = std::thread::spawn(move || elsewhere.place_here(&fresh))
+        .join()
+        .unwrap();
+    assert_eq!(off, None);
+    for (id, hashed) in ids.iter().zip(&hashed) {
+        pipeline.forget_session(id).await.unwrap();
+        assert_eq!(pipeline.shard_of(id), *hashed, "{id}");
+    }
+}

@@ -1,7 +1,7 @@
 //! `hookline serve` serves on every pipeline shard's thread (issue 47, `server/src/accept.rs`):
 //! one acceptor deals the connections to the shards' threads in turn, and a session opened over
-//! a connection gets an id of the shard whose thread serves that connection, so its requests,
-//! turns and hook calls stay on one thread.
+//! a connection is placed on the shard whose thread serves that connection, so its requests,
+//! turns and hook calls stay on one thread, while its id is the next number all the same.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
@@ -40,6 +40,7 @@ async fn sessions_opened_over_one_connection_share_its_shard_and_connections_tak
     // Sessions numbered one after another (`s1`, `s2`, ...) alternate between the two shards by
     // their ids' hash: only a placement by the serving thread keeps one connection's on one.
     let mut shards_of_connections = Vec::new();
+    let mut keys = Vec::new();
     for _ in 0..3 {
         let http = connection();
         let mut shards = Vec::new();
@@ -61,6 +62,7 @@ async fn sessions_opened_over_one_connection_share_its_shard_and_connections_tak
                 .unwrap();
             assert_eq!(turn.status(), 200, "{}", turn.text().await.unwrap());
             shards.push(pipeline.shard_of(&SessionId::new(key.as_str())));
+            keys.push(key);
         }
         assert!(
             shards.iter().all(|&shard| shard == shards[0]),
@@ -74,6 +76,9 @@ async fn sessions_opened_over_one_connection_share_its_shard_and_connections_tak
     };
     assert_ne!(first, second, "{shards_of_connections:?}");
     assert_eq!(first, third, "{shards_of_connections:?}");
+    // The placement lives beside the id: the store numbers sessions as they come, no gaps.
+    let numbered: Vec<String> = (1..=keys.len()).map(|n| format!("s{n}")).collect();
+    assert_eq!(keys, numbered);
 
     tokio::time::timeout(DEADLINE, handle.drain("test", None))
         .await

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use futures::future::join_all;
 use hookline::host::store::{
     AnsweredApprovals, ArchivePage, ArchiveSummary, Claimed, CommitStats, FileStore,
-    FileStoreOptions, IdPreference, IdempotencyKey, KeyClaim, KeyEntry, KeyOutcome, KeyState,
-    NewSession, SessionStore, StoreError,
+    FileStoreOptions, IdempotencyKey, KeyClaim, KeyEntry, KeyOutcome, KeyState, NewSession,
+    SessionStore, StoreError,
 };
 use hookline::messages::cut_off::{open_turn, CutOff};
 use hookline::messages::record::{ArchiveEntry, Record};
@@ -295,45 +295,6 @@ async fn concurrent_creates(b: &Backend) {
     ids.sort();
     ids.dedup();
     assert_eq!(ids.len(), before, "ids are unique");
-}
-
-/// A creator's id preference is taken when one comes within the tries, and never fails a create
-/// (issue 47: a server gives a session an id of the shard that served its request).
-async fn preferred_ids(b: &Backend) {
-    // The parity of the id's last digit: half of the ids either store makes (decimal numbers,
-    // hexadecimal hashes), so all 16 tries miss one time in 65,536.
-    let parity = |id: &SessionId| {
-        id.as_str()
-            .chars()
-            .last()
-            .and_then(|c| c.to_digit(16))
-            .map(|d| d % 2)
-    };
-    for wanted in [0, 1, 0, 1] {
-        let prefer = IdPreference::new(move |id: &SessionId| parity(id) == Some(wanted));
-        let (info, w) = b
-            .store
-            .create_preferring(new_session(), &[], prefer)
-            .await
-            .unwrap();
-        assert_eq!(
-            parity(&info.session_id),
-            Some(wanted),
-            "{}",
-            info.session_id
-        );
-        w.release().await.unwrap();
-    }
-    // Nothing accepted: a create all the same, with a fresh id.
-    let never = IdPreference::new(|_: &SessionId| false);
-    let (info, w) = b
-        .store
-        .create_preferring(new_session(), &[user("hi")], never)
-        .await
-        .unwrap();
-    w.release().await.unwrap();
-    let stored = b.store.read(&info.session_id).await.unwrap().unwrap();
-    assert_eq!(stored.records, vec![user("hi")]);
 }
 
 /// 64 sessions append at once: far fewer commits than appends (SPEC-free: issue 11 item 5).
@@ -673,11 +634,6 @@ macro_rules! contract {
             #[tokio::test]
             async fn concurrent_creates_get_distinct_ids() {
                 concurrent_creates(&$make).await;
-            }
-
-            #[tokio::test]
-            async fn a_preferred_id_is_taken_and_never_fails_a_create() {
-                preferred_ids(&$make).await;
             }
 
             #[tokio::test]

@@ -41,6 +41,7 @@ mod key;
 pub mod lifecycle;
 pub mod metrics;
 pub mod pipeline;
+mod placement;
 pub mod plugin;
 mod route;
 pub mod session;

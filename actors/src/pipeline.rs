@@ -4,8 +4,9 @@
 //! Sessions are sharded: by default one shard per core, shard 0 on the arbiter that called
 //! [`PipelineBuilder::start`], the others on arbiters the pipeline starts (and stops when the last
 //! handle is dropped). A session always maps to the same shard ([`Pipeline::shard_of`]: a hash of
-//! its id modulo the shard count), so its calls stay in order; a caller that runs a session's
-//! work on [`Pipeline::arbiter_for`] that session makes its hook calls without a thread hop.
+//! its id modulo the shard count, or the shard its creator placed it on with
+//! [`Pipeline::place_here`]), so its calls stay in order; a caller that runs a session's work on
+//! [`Pipeline::arbiter_for`] that session makes its hook calls without a thread hop.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,6 +31,7 @@ use crate::coordinator::{
 use crate::error::{PipelineError, StartError};
 use crate::events::{EventBus, EventBusConfig};
 use crate::key::{SessionKey, SessionRef};
+use crate::placement::Placements;
 use crate::plugin::{Dispatch, PluginActor, PluginRegistration};
 use crate::route::{Gather, Job, Outcome, ReplyTo, Slot, Submitted, NO_SLOT};
 
@@ -182,6 +184,7 @@ impl PipelineBuilder {
                 list: shards.into(),
                 owned,
             }),
+            placements: Arc::default(),
             plugins,
             load_notes: load_notes.into(),
             events,
@@ -345,6 +348,7 @@ fn shard_index(session: &SessionId, count: usize) -> usize {
 pub struct Pipeline {
     id: u64,
     shards: Arc<Shards>,
+    placements: Arc<Placements>,
     plugins: Arc<[LoadedPlugin]>,
     load_notes: Arc<[Note]>,
     events: EventBus,
@@ -579,22 +583,40 @@ impl Pipeline {
         self.shards.list.len()
     }
 
-    /// The shard `session` maps to: FNV-1a of the session id's bytes modulo [`Pipeline::shards`].
-    /// Every call of a session goes to this shard.
+    /// The shard `session` maps to: the one it was placed on ([`Pipeline::place_here`]) while
+    /// the pipeline knows it, else FNV-1a of the session id's bytes modulo
+    /// [`Pipeline::shards`]. Every call of a session goes to this shard.
     pub fn shard_of(&self, session: &SessionId) -> usize {
-        shard_index(session, self.shards())
+        self.placements
+            .get(session)
+            .unwrap_or_else(|| shard_index(session, self.shards()))
     }
 
-    /// The shard whose arbiter runs the calling thread, if any. A server that accepts
-    /// connections on every shard's thread creates each new session with an id of the shard it
-    /// was asked on ([`Pipeline::shard_of`]), so the session's requests, turns and hook calls
-    /// stay on that thread (issue 47).
+    /// The shard whose arbiter runs the calling thread, if any.
     pub fn shard_here(&self) -> Option<usize> {
         let here = std::thread::current().id();
         self.shards
             .list
             .iter()
             .position(|shard| shard.thread.get() == Some(&here))
+    }
+
+    /// Places `session` on the shard whose arbiter runs the calling thread, when it is one, and
+    /// returns that shard: from now on every call of the session, and [`Pipeline::shard_of`],
+    /// [`Pipeline::arbiter_for`] and [`Pipeline::coordinator_for`] of it, go there, until
+    /// [`Pipeline::forget_session`]. A server that serves requests on every shard's thread places
+    /// each session it creates where its request arrived, so its requests, turns and hook calls
+    /// make no thread hop (issue 47), whatever its id.
+    ///
+    /// Place a session before its first call (a session the pipeline already placed stays where
+    /// it is). Off a shard's thread, or with one shard, nothing is placed and the id's hash
+    /// decides, as it does for every session not placed.
+    pub fn place_here(&self, session: &SessionId) -> Option<usize> {
+        if self.shards() == 1 {
+            return None;
+        }
+        let here = self.shard_here()?;
+        Some(self.placements.place(session, here))
     }
 
     /// The arbiter of `session`'s shard. Work spawned there (a session's turn) makes its hook
@@ -617,15 +639,20 @@ impl Pipeline {
         &self.shards.list[self.shard_of(session)].coordinator
     }
 
-    /// Drops what the coordinator keeps for `session` once its calls finish.
+    /// Drops what the coordinator keeps for `session` once its calls finish, and where it was
+    /// placed ([`Pipeline::place_here`]).
     ///
     /// # Errors
     /// [`PipelineError::Stopped`] when the coordinator is gone.
     pub async fn forget_session(&self, session: &SessionId) -> Result<(), PipelineError> {
-        self.coordinator_for(session)
+        let forgotten = self
+            .coordinator_for(session)
             .send(ForgetSession(session.clone()))
             .await
-            .map_err(|_| PipelineError::Stopped)
+            .map_err(|_| PipelineError::Stopped);
+        // After the shard forgot it: a call still on its way there found it where it was.
+        self.placements.forget(session);
+        forgotten
     }
 
     /// How many calls the shards have admitted now, their `max_pending` bounds, and the sessions

@@ -58,9 +58,8 @@ pub use connect::{target, Target, TlsMode};
 
 use hookline_host::store::CommitStats;
 use hookline_host::store::{
-    fresh_session_id, fresh_session_id_preferring, ArchivePage, ArchiveSummary, Holder,
-    IdPreference, NewSession, OpenedSession, SessionFacts, SessionStore, SessionWriter,
-    StoredSession, ID_TRIES,
+    fresh_session_id, ArchivePage, ArchiveSummary, Holder, NewSession, OpenedSession, SessionFacts,
+    SessionStore, SessionWriter, StoredSession, ID_TRIES,
 };
 use hookline_host::store::{Claimed, IdempotencyKey, KeyClaim, KeyOutcome};
 use hookline_host::store::{StoreError, MAX_RECORD_BYTES};
@@ -507,16 +506,15 @@ fn leased_by(node: &str, left_ms: Option<i64>) -> String {
 
 #[async_trait]
 impl SessionStore for PgStore {
-    async fn create_preferring(
+    async fn create(
         &self,
         new: NewSession,
         records: &[Record],
-        prefer: IdPreference,
     ) -> Result<(SessionFacts, Box<dyn SessionWriter>), StoreError> {
         let inner = &self.inner;
         let mut client = inner.client().await?;
         for _ in 0..ID_TRIES {
-            let id = fresh_session_id_preferring(&prefer);
+            let id = fresh_session_id();
             let info = SessionFacts::new(id.clone(), new.clone());
             let text = encode(&id, std::slice::from_ref(&info))?.concat();
             let bodies = encode(&id, records)?;

@@ -3,9 +3,9 @@
 //! accepting before the open connections are told to shut down (issue 49).
 //!
 //! **Every shard's thread serves.** One acceptor deals the connections to every pipeline shard's
-//! thread in turn. A session is created with an id of the shard whose thread served its request
-//! ([`Pipeline::shard_here`](hookline_actors::Pipeline::shard_here)), and runs on that shard's
-//! arbiter: a client that keeps its connection has its requests, its turns
+//! thread in turn. A session created over a connection is placed on the shard whose thread
+//! serves it ([`Pipeline::place_here`](hookline_actors::Pipeline::place_here)), and runs on that
+//! shard's arbiter: a client that keeps its connection has its requests, its turns
 //! and their hook calls served on one thread. With one serving thread, the sessions of every
 //! other shard took two thread hops a request, and that one thread parsed every request.
 //!

@@ -32,7 +32,7 @@ use crate::approval::Operator;
 use crate::external::ExternalPlugin;
 use crate::provider::Provider;
 use crate::state::{HostError, Opened, SessionState};
-use crate::store::{IdPreference, NewSession, SessionStore, Store};
+use crate::store::{NewSession, SessionStore, Store};
 use crate::tools::ToolRegistry;
 
 /// The services and settings of one gateway.
@@ -62,7 +62,7 @@ pub(crate) struct Shared {
     pub(crate) resources: Arc<Resources>,
     started: AtomicBool,
     shut_down: AtomicBool,
-    /// Whether a fresh session gets an id of the shard whose thread creates it
+    /// Whether a fresh session runs on the shard whose thread creates it
     /// ([`Shared::place_sessions_by_thread`]).
     by_thread: AtomicBool,
     /// Load notes not yet archived in a session (the first session to open takes them).
@@ -181,29 +181,21 @@ impl Shared {
             mode: choices.mode,
             owner: choices.owner,
         };
-        SessionState::create(&*self.sessions, new, records, self.id_here()).await
+        let opened = SessionState::create(&*self.sessions, new, records).await?;
+        if self.by_thread.load(Ordering::Relaxed) {
+            // Before the session's first call: from now on its calls go to this thread's shard.
+            self.pipeline.place_here(&opened.state.info.session_id);
+        }
+        Ok(opened)
     }
 
-    /// From now on, a fresh session gets an id of the pipeline shard whose thread creates it,
-    /// when it is one: a gateway whose sessions run on their shards' arbiters, served on every
-    /// shard's thread, then runs a session where its request was served (issue 47). Not for
-    /// the in-process host, whose sessions keep the ids `s1`, `s2`, ... one after another.
+    /// From now on, a fresh session runs on the pipeline shard whose thread creates it, when it
+    /// is one ([`Pipeline::place_here`](hookline_actors::Pipeline::place_here)): a gateway whose
+    /// sessions run on their shards' arbiters, served on every shard's thread, then runs a
+    /// session where its request was served, and its hook calls and requests make no thread hop
+    /// (issue 47). Ids stay `s1`, `s2`, ... one after another either way.
     pub(crate) fn place_sessions_by_thread(&self) {
         self.by_thread.store(true, Ordering::Relaxed);
-    }
-
-    /// Ids of the pipeline shard whose thread creates the session, when sessions are placed by
-    /// thread and this is a shard's thread: the session then runs there, and its hook calls
-    /// and requests make no thread hop.
-    fn id_here(&self) -> IdPreference {
-        if !self.by_thread.load(Ordering::Relaxed) || self.pipeline.shards() == 1 {
-            return IdPreference::any();
-        }
-        let Some(here) = self.pipeline.shard_here() else {
-            return IdPreference::any();
-        };
-        let pipeline = self.pipeline.clone();
-        IdPreference::new(move |id| pipeline.shard_of(id) == here)
     }
 }
 

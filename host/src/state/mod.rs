@@ -30,7 +30,7 @@ use hookline_messages::record::{ArchiveEntry, Record};
 use hookline_messages::session::{ApprovalMode, SessionId, SessionInfo};
 
 use crate::store::{
-    IdPreference, NewSession, OpenedSession, SessionFacts, SessionStore, SessionWriter, StoreError,
+    NewSession, OpenedSession, SessionFacts, SessionStore, SessionWriter, StoreError,
 };
 
 /// An open session: its facts, its records, and the store's writer (which holds its lease).
@@ -96,9 +96,8 @@ impl SessionState {
         store: &dyn SessionStore,
         new: NewSession,
         records: &[Record],
-        prefer: IdPreference,
     ) -> Result<Opened, HostError> {
-        let (facts, writer) = store.create_preferring(new, records, prefer).await?;
+        let (facts, writer) = store.create(new, records).await?;
         let mut state = Self::new(facts, records.to_vec(), 0, writer);
         if !records.is_empty() {
             // Issue 25: replay starts from the records the session was created with.

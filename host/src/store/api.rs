@@ -11,7 +11,6 @@ use std::collections::hash_map::RandomState;
 use std::collections::VecDeque;
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
@@ -367,21 +366,6 @@ pub trait SessionStore: Send + Sync + 'static {
         &self,
         new: NewSession,
         records: &[Record],
-    ) -> Result<(SessionFacts, Box<dyn SessionWriter>), StoreError> {
-        self.create_preferring(new, records, IdPreference::any())
-            .await
-    }
-
-    /// [`SessionStore::create`], with an id `prefer` accepts when one comes within
-    /// [`PREFERENCE_TRIES`] fresh ids (else any).
-    ///
-    /// # Errors
-    /// As [`SessionStore::create`].
-    async fn create_preferring(
-        &self,
-        new: NewSession,
-        records: &[Record],
-        prefer: IdPreference,
     ) -> Result<(SessionFacts, Box<dyn SessionWriter>), StoreError>;
 
     /// Opens a stored session for writing: takes its lease (at once when it was released or has
@@ -569,61 +553,6 @@ pub fn fresh_session_id() -> SessionId {
 
 /// How many fresh ids a backend tries before giving up ([`StoreError::NoFreeId`]).
 pub const ID_TRIES: u32 = 16;
-
-/// Which fresh ids a creator would rather have ([`SessionStore::create_preferring`]): a server
-/// that accepts connections on every pipeline shard's thread gives each new session an id of
-/// the shard that accepted its request, so its requests and hook calls stay on one thread
-/// (issue 47). A preference, never a reason to fail: an id it refuses is taken after
-/// [`PREFERENCE_TRIES`].
-#[derive(Clone)]
-pub struct IdPreference(Option<Arc<Accepts>>);
-
-/// What an [`IdPreference`] asks of an id.
-type Accepts = dyn Fn(&SessionId) -> bool + Send + Sync;
-
-impl IdPreference {
-    /// Every id will do.
-    pub fn any() -> Self {
-        Self(None)
-    }
-
-    /// Ids `accepts` accepts.
-    pub fn new(accepts: impl Fn(&SessionId) -> bool + Send + Sync + 'static) -> Self {
-        Self(Some(Arc::new(accepts)))
-    }
-
-    /// Whether `id` is one the creator would rather have.
-    pub fn accepts(&self, id: &SessionId) -> bool {
-        self.0.as_ref().is_none_or(|accepts| accepts(id))
-    }
-}
-
-impl std::fmt::Debug for IdPreference {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(if self.0.is_some() {
-            "IdPreference"
-        } else {
-            "IdPreference(any)"
-        })
-    }
-}
-
-/// How many fresh ids a backend passes over for an [`IdPreference`] before it takes one the
-/// preference refuses: with two shards, one create in 65,536 misses its shard.
-pub const PREFERENCE_TRIES: u32 = 16;
-
-/// A fresh id ([`fresh_session_id`]) that `prefer` accepts, or the last one tried after
-/// [`PREFERENCE_TRIES`].
-pub fn fresh_session_id_preferring(prefer: &IdPreference) -> SessionId {
-    let mut id = fresh_session_id();
-    for _ in 1..PREFERENCE_TRIES {
-        if prefer.accepts(&id) {
-            break;
-        }
-        id = fresh_session_id();
-    }
-    id
-}
 
 #[cfg(test)]
 mod tests {

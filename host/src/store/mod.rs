@@ -51,9 +51,9 @@ use std::path::{Path, PathBuf};
 use hookline_messages::session::SessionId;
 
 pub use api::{
-    fresh_session_id, fresh_session_id_preferring, operator_answer, AnsweredApprovals, ArchivePage,
-    ArchiveSummary, Holder, IdPreference, NewSession, OpenedSession, SessionFacts, SessionOwner,
-    SessionStore, SessionWriter, StoredSession, ID_TRIES, PREFERENCE_TRIES,
+    fresh_session_id, operator_answer, AnsweredApprovals, ArchivePage, ArchiveSummary, Holder,
+    NewSession, OpenedSession, SessionFacts, SessionOwner, SessionStore, SessionWriter,
+    StoredSession, ID_TRIES,
 };
 pub use api_keys::{
     valid_tenant, ApiKeyRecord, ApiKeyState, ApiKeyTable, ApiKeyView, Expiry, FileApiKeys,

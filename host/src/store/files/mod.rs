@@ -44,8 +44,8 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, oneshot};
 
 use super::api::{
-    ArchivePage, IdPreference, NewSession, OpenedSession, SessionFacts, SessionStore,
-    SessionWriter, StoredSession, ID_TRIES, PREFERENCE_TRIES,
+    ArchivePage, NewSession, OpenedSession, SessionFacts, SessionStore, SessionWriter,
+    StoredSession, ID_TRIES,
 };
 use super::keys::{Claimed, IdempotencyKey, KeyClaim, KeyOutcome};
 use super::log::{
@@ -393,17 +393,16 @@ async fn blocking<T: Send + 'static>(
 
 #[async_trait]
 impl SessionStore for FileStore {
-    async fn create_preferring(
+    async fn create(
         &self,
         new: NewSession,
         records: &[Record],
-        prefer: IdPreference,
     ) -> Result<(SessionFacts, Box<dyn SessionWriter>), StoreError> {
         let sessions = self.inner.sessions.clone();
         let records = encode_records(Path::new(RECORDS), records)?;
         let store = Arc::clone(&self.inner);
         let (info, files) = blocking(self.inner.inline, move || {
-            create_session(&sessions, new, &records, &store.next_id, &prefer)
+            create_session(&sessions, new, &records, &store.next_id)
         })
         .await?;
         let writer = self.writer(info.session_id.clone(), files);

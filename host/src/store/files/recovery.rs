@@ -72,25 +72,15 @@ pub(super) fn create_session(
     new: NewSession,
     records: &[u8],
     next_id: &AtomicU64,
-    prefer: &IdPreference,
 ) -> Result<(SessionFacts, SessionFiles), StoreError> {
     let mut claimed = None;
-    let mut passed = 0;
     for _ in 0..ID_TRIES {
         // `s1`, `s2`, ...: short, ordered ids for a store one machine owns. Another process
         // sharing the directory may have taken the next number: the claim below fails, and the
         // counter catches up with the highest number there before the next try (a process
         // whose counter lagged by more than `ID_TRIES` numbers once ran out of tries).
-        let id = loop {
-            let n = next_id.fetch_add(1, Ordering::Relaxed) + 1;
-            let id = SessionId::new(format!("s{n}"));
-            // A number the preference refuses is passed over (a gap in the numbers, which
-            // another creator may fill), up to `PREFERENCE_TRIES` numbers a create.
-            passed += 1;
-            if passed >= PREFERENCE_TRIES || prefer.accepts(&id) {
-                break id;
-            }
-        };
+        let n = next_id.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = SessionId::new(format!("s{n}"));
         let dir = sessions.join(id.as_str());
         // The directory is the atomic claim on the id, across threads and processes.
         match fs::create_dir(&dir) {

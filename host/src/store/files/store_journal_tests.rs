@@ -99,8 +99,7 @@ async fn a_batch_of_many_sessions_costs_one_sync_and_survives_losing_the_rest() 
     let counter = AtomicU64::new(0);
     let mut all = Vec::new();
     for _ in 0..8 {
-        let (_, files) =
-            create_session(&sessions, new(), &[], &counter, &IdPreference::any()).unwrap();
+        let (_, files) = create_session(&sessions, new(), &[], &counter).unwrap();
         all.push(Arc::new(Mutex::new(files)));
     }
     let mut pool = SyncPool::new(4);
