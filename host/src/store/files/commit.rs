@@ -201,7 +201,9 @@ pub(super) fn commit_batch(
             ))
         })
         .collect();
-    let covered = journal.write(entries);
+    // The batch's first entry makes the store journal; if that fails, the appends it would
+    // hold are undone and fail below, unsynced (the next batch tries again).
+    let (covered, unmade) = journal.write(entries).into_parts();
     for &i in &covered {
         if let Some(Ok((_, data))) = results.get_mut(i) {
             data.in_store_journal = true;
@@ -210,18 +212,21 @@ pub(super) fn commit_batch(
     // Every file written by a successful append, synced concurrently: the store journal, and
     // the files of appends it does not hold (keys, plain points, entries over the frame cap).
     let mut syncs: Vec<(usize, &File, &Path, &'static str)> = Vec::new();
-    if !covered.is_empty() {
-        syncs.push((STORE_JOURNAL, journal.file(), journal.path(), ""));
+    if let Some((path, file)) = journal.live().filter(|_| !covered.is_empty()) {
+        syncs.push((STORE_JOURNAL, file, path, ""));
     }
     for (i, (files, result)) in guards.iter().zip(&results).enumerate() {
         if let Ok((_, data)) = result {
-            syncs.extend(
-                data.written()
-                    .map(|(file, name)| (i, file, &*files.dir, name)),
-            );
+            if unmade.iter().all(|(failed, _)| *failed != i) {
+                syncs.extend(
+                    data.written()
+                        .map(|(file, name)| (i, file, &*files.dir, name)),
+                );
+            }
         }
     }
     let mut failures = sync_all(&syncs, pool);
+    failures.extend(unmade);
     let mut synced = syncs.len() as u64;
     drop(syncs);
     if let Some(at) = failures.iter().position(|(i, _)| *i == STORE_JOURNAL) {

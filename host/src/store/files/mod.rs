@@ -192,7 +192,8 @@ struct Inner {
     /// [`FileStoreOptions::journal`].
     journal: bool,
     /// This store's journal (`<root>/journal/<pid>-<random>.log`, [`store_journal`]): one
-    /// frame and one sync per batch; shared with the committer thread.
+    /// frame and one sync per batch; made by the first batch that needs it, under this lock
+    /// (so once, whatever appends come first together); shared with the committer thread.
     store_journal: Arc<Mutex<StoreJournal>>,
     /// `<root>/journal/`, where the journals of every store on this root are.
     journals: PathBuf,
@@ -292,21 +293,26 @@ impl FileStore {
     /// and starts its committer thread. Must be called inside a tokio runtime only for the
     /// async methods; opening itself is synchronous.
     ///
+    /// Opening writes nothing to a root that has `sessions/` and no dead store journal: the
+    /// store's own journal is made by its first append, so a store that only reads can open a
+    /// root it cannot write (docs/storage.md, "The store journal").
+    ///
     /// # Errors
-    /// [`StoreError::Io`] if the directories cannot be created or the thread cannot start.
+    /// [`StoreError::Io`] if `sessions/` cannot be created, a dead store journal cannot be
+    /// recovered, or the thread cannot start.
     pub fn open(root: impl Into<PathBuf>, options: FileStoreOptions) -> Result<Self, StoreError> {
         let root = root.into();
         let sessions = root.join(SESSIONS);
         fs::create_dir_all(&sessions).map_err(|e| StoreError::io(&sessions, "create", e))?;
-        // Issue 47: the journals of stores that died are applied before anything is read, and
-        // this store's own is made (locked before other stores can see it).
+        // Issue 47: the journals of stores that died are applied before anything is read (no
+        // `journal/`: none died). This store's own is made by its first journaled append, so a
+        // store that only reads writes nothing.
         let journals = root.join(store_journal::JOURNALS);
-        fs::create_dir_all(&journals).map_err(|e| StoreError::io(&journals, "create", e))?;
         store_journal::recover_dead(&journals, &sessions, None)?;
-        let store_journal = Arc::new(Mutex::new(StoreJournal::create(
-            &journals,
+        let store_journal = Arc::new(Mutex::new(StoreJournal::new(
+            journals.clone(),
             options.store_journal_bound,
-        )?));
+        )));
         let committer_journal = Arc::clone(&store_journal);
         let (jobs, rx) = mpsc::channel(options.queue.max(1));
         let highest = highest_numbered(&sessions)?;
@@ -358,12 +364,12 @@ impl FileStore {
         Ok(self.inner.sessions.join(id.as_str()))
     }
 
-    /// The path of this store's journal (issue 47), for tests.
+    /// The path of this store's journal (issue 47), once its first append made it; for tests.
     #[cfg(test)]
-    fn journal_path(&self) -> PathBuf {
+    fn journal_path(&self) -> Option<PathBuf> {
         store_journal::lock_journal(&self.inner.store_journal)
-            .path()
-            .to_path_buf()
+            .live()
+            .map(|(path, _)| path.to_path_buf())
     }
 
     fn writer(&self, id: SessionId, files: SessionFiles) -> Box<dyn SessionWriter> {
@@ -563,10 +569,12 @@ impl Inner {
     /// before a session is opened or read: a crashed writer's acknowledged appends may be in
     /// its journal alone.
     fn recover_dead(&self) -> Result<(), StoreError> {
+        // Not made yet: nothing to leave out. Should it be made after this (by a batch running
+        // meanwhile), the listing finds it locked, so alive, and leaves it alone all the same.
         let own = store_journal::lock_journal(&self.store_journal)
-            .path()
-            .to_path_buf();
-        store_journal::recover_dead(&self.journals, &self.sessions, Some(&own))
+            .live()
+            .map(|(path, _)| path.to_path_buf());
+        store_journal::recover_dead(&self.journals, &self.sessions, own.as_deref())
     }
 
     /// The stripe of [`Inner::key_locks`] session `id` takes.

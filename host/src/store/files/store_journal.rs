@@ -5,8 +5,10 @@
 //! [`journal`]) without syncing them; the batch then appends one frame to the store's journal,
 //! `<root>/journal/<pid>-<random>.log`, holding for each append what redoes its `commit.log`
 //! frame (session, `commit.log` generation, offset, the frame's payload), and syncs that file
-//! alone. The store holds `flock(LOCK_EX)` on its journal for its life: a journal whose lock can
-//! be taken is dead (its store crashed, or was dropped with sessions not checkpointed).
+//! alone. The journal is made by the store's first batch that has an entry for it (a store that
+//! only reads makes none, nor `journal/`), and the store holds `flock(LOCK_EX)` on it from then
+//! for its life: a journal whose lock can be taken is dead (its store crashed, or was dropped
+//! with sessions not checkpointed).
 //!
 //! Recovery ([`recover_dead`]) runs when a store opens and before every open or read: each dead
 //! journal's entries are put back into the `commit.log`s they were written for, when that file
@@ -70,15 +72,33 @@ struct Member {
     files: Weak<Mutex<SessionFiles>>,
 }
 
-/// A live store's journal, locked for the store's life.
+/// A store's journal: made (and locked, for the rest of the store's life) by the first batch
+/// that has an entry for it, so a store that only reads writes nothing, not even `journal/`.
 pub(super) struct StoreJournal {
-    path: PathBuf,
-    file: File,
+    /// `<root>/journal/`, where the file is made.
+    journals: PathBuf,
+    /// The file, once a batch needed it.
+    live: Option<Live>,
     end: u64,
     bound: u64,
     members: HashMap<PathBuf, Member>,
     /// A write or sync failed: the batches sync their own `commit.log`s, as before the journal.
     poisoned: bool,
+}
+
+/// The file of a store journal, locked `LOCK_EX` while it is open.
+struct Live {
+    path: PathBuf,
+    file: File,
+}
+
+/// What [`StoreJournal::write`] did with a batch's entries.
+pub(super) enum JournalWrite {
+    /// The appends whose entries the journal's frames hold (their `commit.log`s need no sync).
+    Covered(Vec<usize>),
+    /// The journal could not be made: these appends (whose entries it would hold) fail with the
+    /// error, and the next batch tries to make it again.
+    Unmade(Vec<usize>, StoreError),
 }
 
 pub(super) fn lock_journal(journal: &Mutex<StoreJournal>) -> MutexGuard<'_, StoreJournal> {
@@ -87,10 +107,13 @@ pub(super) fn lock_journal(journal: &Mutex<StoreJournal>) -> MutexGuard<'_, Stor
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-impl StoreJournal {
-    /// Makes this store's journal in `journals`: created as `.new`, locked, then renamed, so no
-    /// other store ever sees it unlocked.
-    pub(super) fn create(journals: &Path, bound: u64) -> Result<Self, StoreError> {
+impl Live {
+    /// Makes a store's journal in `journals` (and the directory, the first time): created as
+    /// `.new`, locked, then renamed, so no other store takes it for a dead one once it has its
+    /// final name. (Another store's recovery that locks the `.new` in the moment before this
+    /// does deletes it, and this fails; the next batch tries again with another name.)
+    fn create(journals: &Path) -> Result<Self, StoreError> {
+        make_dir(journals)?;
         let mut random = [0u8; 8];
         getrandom::fill(&mut random).map_err(|e| {
             StoreError::io(
@@ -108,26 +131,88 @@ impl StoreJournal {
             .create_new(true)
             .open(&making)
             .map_err(|e| StoreError::io(&making, "create", e))?;
-        flock(&file, FlockOperation::NonBlockingLockExclusive)
-            .map_err(|e| StoreError::io(&making, "lock", e.into()))?;
-        fs::rename(&making, &path).map_err(|e| StoreError::io(&path, "name", e))?;
+        let made = flock(&file, FlockOperation::NonBlockingLockExclusive)
+            .map_err(|e| StoreError::io(&making, "lock", e.into()))
+            .and_then(|()| {
+                fs::rename(&making, &path).map_err(|e| StoreError::io(&path, "name", e))
+            });
+        if let Err(error) = made {
+            // Not left behind (when another recovery holds it, it deletes it too).
+            let _ = fs::remove_file(&making);
+            return Err(error);
+        }
+        // Durable before any frame in it is counted on: a journal a power loss unnamed would
+        // take its batches with it.
         sync_dir(journals)?;
-        Ok(Self {
-            path,
-            file,
+        Ok(Self { path, file })
+    }
+}
+
+impl JournalWrite {
+    /// The appends the journal holds, and the failures of those it could not hold because it
+    /// could not be made (each append gets the error: the first the error itself, the others a
+    /// copy with the same path, action, kind and message).
+    pub(super) fn into_parts(self) -> (Vec<usize>, Vec<(usize, StoreError)>) {
+        match self {
+            Self::Covered(covered) => (covered, Vec::new()),
+            Self::Unmade(appends, error) => {
+                tracing::warn!(%error, "could not make the store journal; the batch's appends fail and the next batch tries again");
+                let copy = |error: &StoreError| match error {
+                    StoreError::Io {
+                        path,
+                        action,
+                        source,
+                    } => StoreError::Io {
+                        path: path.clone(),
+                        action,
+                        source: io::Error::new(source.kind(), source.to_string()),
+                    },
+                    other => StoreError::io(
+                        JOURNALS,
+                        "make the store journal in",
+                        io::Error::other(other.to_string()),
+                    ),
+                };
+                let mut failures: Vec<(usize, StoreError)> =
+                    appends.iter().skip(1).map(|&i| (i, copy(&error))).collect();
+                if let Some(&first) = appends.first() {
+                    failures.push((first, error));
+                }
+                (Vec::new(), failures)
+            }
+        }
+    }
+}
+
+/// Makes `journals` if it is missing, its entry in the root synced (a recovery looks for dead
+/// journals there; a missing directory holds none).
+fn make_dir(journals: &Path) -> Result<(), StoreError> {
+    match fs::create_dir(journals) {
+        Ok(()) => crate::store::log::sync_parent(journals),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(StoreError::io(journals, "create", e)),
+    }
+}
+
+impl StoreJournal {
+    /// This store's journal in `journals`, not made yet: nothing is written until a batch has
+    /// an entry for it ([`StoreJournal::write`]).
+    pub(super) fn new(journals: PathBuf, bound: u64) -> Self {
+        Self {
+            journals,
+            live: None,
             end: 0,
             bound: bound.max(1),
             members: HashMap::new(),
             poisoned: false,
-        })
+        }
     }
 
-    pub(super) fn path(&self) -> &Path {
-        &self.path
-    }
-
-    pub(super) fn file(&self) -> &File {
-        &self.file
+    /// The journal's path and file, once made.
+    pub(super) fn live(&self) -> Option<(&Path, &File)> {
+        self.live
+            .as_ref()
+            .map(|live| (live.path.as_path(), &live.file))
     }
 
     /// Whether the journal passed its bound (the committer truncates it after the batch).
@@ -139,9 +224,13 @@ impl StoreJournal {
     /// JSON, [`entry_json`]), not synced; returns the indices the frames hold. An entry too large
     /// for a frame is left out (that append syncs its own `commit.log`), as is every entry of a
     /// poisoned journal. A failed write is cut back, or poisons the journal.
-    pub(super) fn write(&mut self, entries: Vec<(usize, Vec<u8>)>) -> Vec<usize> {
+    ///
+    /// The first batch with an entry makes the journal's file ([`Live::create`]); when that
+    /// fails, the appends it would have held are [`JournalWrite::Unmade`] (the caller undoes and
+    /// fails them) and the next batch tries again.
+    pub(super) fn write(&mut self, entries: Vec<(usize, Vec<u8>)>) -> JournalWrite {
         if self.poisoned || entries.is_empty() {
-            return Vec::new();
+            return JournalWrite::Covered(Vec::new());
         }
         let mut bytes = Vec::new();
         let mut covered = Vec::new();
@@ -169,23 +258,35 @@ impl StoreJournal {
             covered.push(i);
         }
         close(&mut payload, &mut bytes);
-        if let Err(error) = self.file.write_all_at(&bytes, self.end) {
-            tracing::warn!(%error, path = %self.path.display(), "could not write the store journal");
+        if covered.is_empty() {
+            return JournalWrite::Covered(covered);
+        }
+        let live = match &mut self.live {
+            Some(live) => live,
+            None => match Live::create(&self.journals) {
+                Ok(made) => self.live.insert(made),
+                Err(error) => return JournalWrite::Unmade(covered, error),
+            },
+        };
+        if let Err(error) = live.file.write_all_at(&bytes, self.end) {
+            tracing::warn!(%error, path = %live.path.display(), "could not write the store journal");
             self.fail();
-            return Vec::new();
+            return JournalWrite::Covered(Vec::new());
         }
         self.end += bytes.len() as u64;
-        covered
+        JournalWrite::Covered(covered)
     }
 
     /// After a failed write or sync: cuts what was written off when it can, and stops using the
     /// journal (the appends sync their own `commit.log`s from here, as before it).
     pub(super) fn fail(&mut self) {
         self.poisoned = true;
-        let _ = self
-            .file
-            .set_len(self.end)
-            .and_then(|()| self.file.sync_data());
+        if let Some(live) = &self.live {
+            let _ = live
+                .file
+                .set_len(self.end)
+                .and_then(|()| live.file.sync_data());
+        }
     }
 
     /// Notes that `files`' session has an entry of its current generation in the journal.
@@ -236,10 +337,12 @@ impl StoreJournal {
                 .collect()
         });
         settled.into_iter().collect::<Result<(), StoreError>>()?;
-        self.file
-            .set_len(0)
-            .and_then(|()| self.file.sync_data())
-            .map_err(|e| StoreError::io(&self.path, "truncate", e))?;
+        if let Some(live) = &self.live {
+            live.file
+                .set_len(0)
+                .and_then(|()| live.file.sync_data())
+                .map_err(|e| StoreError::io(&live.path, "truncate", e))?;
+        }
         self.end = 0;
         self.members.clear();
         Ok(())
@@ -263,9 +366,12 @@ impl StoreJournal {
 impl Drop for StoreJournal {
     /// A store dropped with every session checkpointed deletes its journal; otherwise the file
     /// is left, unlocked, for the next opener to recover (a writer dropped without `release`).
+    /// A store that never made one has nothing to do.
     fn drop(&mut self) {
-        if self.settled() {
-            let _ = fs::remove_file(&self.path);
+        if let Some(live) = &self.live {
+            if self.settled() {
+                let _ = fs::remove_file(&live.path);
+            }
         }
     }
 }

@@ -157,7 +157,7 @@ async fn an_idle_open_session_holds_only_its_lock_open() {
     assert_eq!(open.len(), 11, "{open:?}");
     assert!(open.iter().all(|name| name == LOCK), "{open:?}");
     // And one for the store: its journal (issue 47).
-    let journal = store.journal_path();
+    let journal = store.journal_path().expect("made by the appends");
     let journal_name = journal.file_name().unwrap().to_str().unwrap();
     assert_eq!(
         open_files_under(journal.parent().unwrap()),
