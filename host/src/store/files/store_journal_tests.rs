@@ -11,6 +11,7 @@ use super::tests::{new, user};
 use super::*;
 use crate::store::frame::{read_frame, FrameRead};
 use crate::store::log::scan;
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// A copy of the store at `root` as a crash at this moment leaves it on disk: no lock held (a
@@ -357,4 +358,240 @@ async fn an_entry_of_another_generation_is_not_applied_even_where_it_would_fit()
     let again = FileStore::open(crashed.path(), FileStoreOptions::default()).unwrap();
     let (opened, _w) = again.open(&info.session_id).await.unwrap().unwrap();
     assert_eq!(opened.records, vec![user("a"), user("b")]);
+}
+
+/// Every directory (`None`) and file (its bytes) under `root`.
+fn tree(root: &Path) -> BTreeMap<PathBuf, Option<Vec<u8>>> {
+    let mut all = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                all.insert(path.clone(), None);
+                stack.push(path);
+            } else {
+                all.insert(path.clone(), Some(fs::read(&path).unwrap()));
+            }
+        }
+    }
+    all
+}
+
+/// A root with session `s1` (records "a", "b", an archive entry), written by a store that was
+/// dropped cleanly, and without `journal/` (as a copy of `sessions/` alone would be).
+async fn written_root() -> (tempfile::TempDir, SessionId) {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = FileStore::open(tmp.path(), FileStoreOptions::default()).unwrap();
+    let (info, mut w) = store.create(new(), &[user("a")]).await.unwrap();
+    w.append(&[user("b")], &[ArchiveEntry::SessionStarted(info.info())])
+        .await
+        .unwrap();
+    w.release().await.unwrap();
+    drop(store);
+    eventually("the journal deleted", || journals(tmp.path()).is_empty());
+    fs::remove_dir(tmp.path().join(JOURNALS)).unwrap();
+    (tmp, info.session_id)
+}
+
+/// Holds whether the journal at `path` is locked (by a live store).
+fn locked(path: &Path) -> bool {
+    let file = File::open(path).unwrap();
+    flock(&file, FlockOperation::NonBlockingLockExclusive).is_err()
+}
+
+#[tokio::test]
+async fn a_store_that_only_reads_writes_nothing_and_its_first_append_makes_the_journal() {
+    let (tmp, id) = written_root().await;
+    let before = tree(tmp.path());
+    let store = FileStore::open(tmp.path(), FileStoreOptions::default()).unwrap();
+    assert_eq!(store.sessions().await.unwrap(), vec![id.clone()]);
+    let read = store.read(&id).await.unwrap().unwrap();
+    assert_eq!(read.records, vec![user("a"), user("b")]);
+    let page = store.archive_page(&id, 0, 10).await.unwrap().unwrap();
+    assert_eq!(page.entries.len(), 1);
+    assert!(store.answered_approvals(&id, 5).await.unwrap().is_some());
+    assert!(!store.lease_held(&id).await.unwrap());
+    assert_eq!(store.journal_path(), None);
+    assert_eq!(
+        tree(tmp.path()),
+        before,
+        "no journal, no journal/ directory"
+    );
+
+    // A creation syncs its own files and needs no journal either; the first append makes it.
+    let (_, mut w) = store.create(new(), &[user("x")]).await.unwrap();
+    assert!(!tmp.path().join(JOURNALS).exists());
+    w.append(&[user("y")], &[]).await.unwrap();
+    let path = store.journal_path().expect("made by the first append");
+    assert_eq!(journals(tmp.path()), vec![path.clone()]);
+    assert!(locked(&path), "held by its store from the first append on");
+    assert!(fs::metadata(&path).unwrap().len() > 0);
+    w.release().await.unwrap();
+    drop(store);
+    eventually("the journal deleted", || journals(tmp.path()).is_empty());
+}
+
+/// Each writer's first append, all at once: on threads of their own (each with its runtime),
+/// so that an inline store commits them on several threads together.
+fn first_appends_on_threads(writers: Vec<Box<dyn SessionWriter>>) -> Vec<Box<dyn SessionWriter>> {
+    let start = Arc::new(std::sync::Barrier::new(writers.len()));
+    let threads: Vec<_> = writers
+        .into_iter()
+        .map(|mut w| {
+            let start = Arc::clone(&start);
+            std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .build()
+                    .unwrap();
+                start.wait();
+                runtime.block_on(w.append(&[user("first")], &[])).unwrap();
+                w
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
+#[tokio::test]
+async fn first_appends_at_once_make_one_journal() {
+    for inline in [false, true] {
+        let tmp = tempfile::tempdir().unwrap();
+        let options = FileStoreOptions {
+            inline,
+            ..FileStoreOptions::default()
+        };
+        let store = FileStore::open(tmp.path(), options).unwrap();
+        let mut writers = Vec::new();
+        for _ in 0..8 {
+            writers.push(store.create(new(), &[]).await.unwrap().1);
+        }
+        assert!(!tmp.path().join(JOURNALS).exists());
+        let writers = if inline {
+            first_appends_on_threads(writers)
+        } else {
+            // Queued for the committer together.
+            let first = [user("first")];
+            let appends = writers.iter_mut().map(|w| w.append(&first, &[]));
+            for appended in futures::future::join_all(appends).await {
+                appended.unwrap();
+            }
+            writers
+        };
+        let path = store.journal_path().unwrap();
+        let made: Vec<PathBuf> = fs::read_dir(tmp.path().join(JOURNALS))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(
+            made,
+            vec![path],
+            "one journal, no `.new` left (inline: {inline})"
+        );
+        assert_eq!(store.stats().appends, 8);
+        for w in writers {
+            w.release().await.unwrap();
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_journal_that_cannot_be_made_fails_the_append_and_the_next_one_makes_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = FileStore::open(tmp.path(), FileStoreOptions::default()).unwrap();
+    let (info, mut w) = store.create(new(), &[user("a")]).await.unwrap();
+    let dir = store.session_dir(&info.session_id).unwrap();
+    let sizes = |dir: &Path| {
+        [RECORDS, ARCHIVE, COMMITS].map(|name| fs::metadata(dir.join(name)).unwrap().len())
+    };
+    let created = sizes(&dir);
+    // A file where the directory goes: the journal cannot be made.
+    fs::write(tmp.path().join(JOURNALS), b"in the way").unwrap();
+    let failed = w.append(&[user("b")], &[]).await;
+    assert!(
+        matches!(&failed, Err(StoreError::Io { path, .. }) if path.starts_with(tmp.path().join(JOURNALS))),
+        "{failed:?}"
+    );
+    assert_eq!(sizes(&dir), created, "the failed append is undone");
+    assert_eq!(store.journal_path(), None);
+    // Two sessions' appends in one batch fail alike.
+    let (_, mut other) = store.create(new(), &[]).await.unwrap();
+    let b = [user("b")];
+    let (one, two) = tokio::join!(w.append(&b, &[]), other.append(&b, &[]));
+    assert!(matches!(one, Err(StoreError::Io { .. })), "{one:?}");
+    assert!(matches!(two, Err(StoreError::Io { .. })), "{two:?}");
+
+    fs::remove_file(tmp.path().join(JOURNALS)).unwrap();
+    w.append(&[user("c")], &[]).await.unwrap();
+    let path = store.journal_path().expect("made by the append after");
+    assert!(locked(&path));
+    let read = store.read(&info.session_id).await.unwrap().unwrap();
+    assert_eq!(read.records, vec![user("a"), user("c")]);
+    // And it holds what a crash loses.
+    let copy = crash_copy(tmp.path());
+    drop((w, other));
+    let again = FileStore::open(copy.path(), FileStoreOptions::default()).unwrap();
+    let (opened, _w) = again.open(&info.session_id).await.unwrap().unwrap();
+    assert_eq!(opened.records, vec![user("a"), user("c")]);
+}
+
+#[tokio::test]
+async fn appends_through_a_journal_made_by_the_first_one_survive_a_crash() {
+    let (tmp, id) = written_root().await;
+    let store = FileStore::open(tmp.path(), FileStoreOptions::default()).unwrap();
+    let (_, mut w) = store.open(&id).await.unwrap().unwrap();
+    assert_eq!(store.journal_path(), None, "opening a writer makes none");
+    w.append(&[user("c")], &[]).await.unwrap();
+    w.append(&[user("d")], &[]).await.unwrap();
+    // A crash: only the store journal holds "c" and "d".
+    let copy = crash_copy(tmp.path());
+    drop(w);
+    let dead = journals(copy.path());
+    assert_eq!(dead.len(), 1);
+    // A store that only reads recovers the dead journal on open, and makes none of its own.
+    let reader = FileStore::open(copy.path(), FileStoreOptions::default()).unwrap();
+    assert!(journals(copy.path()).is_empty(), "recovered and deleted");
+    let read = reader.read(&id).await.unwrap().unwrap();
+    assert_eq!(
+        read.records,
+        vec![user("a"), user("b"), user("c"), user("d")]
+    );
+    assert_eq!(reader.journal_path(), None);
+}
+
+#[tokio::test]
+async fn a_root_that_cannot_be_written_opens_and_reads() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let (tmp, id) = written_root().await;
+    let set = |dirs: u32, files: u32| {
+        for (path, content) in tree(tmp.path()) {
+            let mode = if content.is_some() { files } else { dirs };
+            fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
+        }
+        fs::set_permissions(tmp.path(), fs::Permissions::from_mode(dirs)).unwrap();
+    };
+    set(0o555, 0o444);
+    // Root (or CAP_DAC_OVERRIDE) writes whatever the permissions say.
+    if File::create(tmp.path().join("probe")).is_ok() {
+        set(0o755, 0o644);
+        eprintln!("skipped: permissions are not enforced for this user (running as root?)");
+        return;
+    }
+    let before = tree(tmp.path());
+    let opened = FileStore::open(tmp.path(), FileStoreOptions::default());
+    let read = match &opened {
+        Ok(store) => Some((
+            store.sessions().await,
+            store.read(&id).await.map(|r| r.map(|s| s.records)),
+        )),
+        Err(_) => None,
+    };
+    let after = tree(tmp.path());
+    set(0o755, 0o644);
+    let store = opened.unwrap();
+    let (sessions, records) = read.unwrap();
+    assert_eq!(sessions.unwrap(), vec![id]);
+    assert_eq!(records.unwrap().unwrap(), vec![user("a"), user("b")]);
+    assert_eq!(after, before);
+    drop(store);
 }
