@@ -71,11 +71,14 @@ impl DataFiles {
 
 /// The committer: takes every queued append (up to [`MAX_BATCH`] when grouping), writes them,
 /// syncs all their files at once, and answers each.
+///
+/// It holds the store journal only for a batch: the store's last handle drops it (and a clean
+/// store's journal is deleted) there and then, not when this thread next wakes.
 pub(super) fn committer(
     mut rx: mpsc::Receiver<Job>,
     options: &FileStoreOptions,
     stats: &std::sync::Weak<Inner>,
-    journal: &Mutex<StoreJournal>,
+    journal: &std::sync::Weak<Mutex<StoreJournal>>,
 ) {
     let mut carry: Vec<Job> = Vec::new();
     let mut pool = SyncPool::new(options.sync_threads);
@@ -102,14 +105,25 @@ pub(super) fn committer(
             .into_iter()
             .partition(|job| seen.insert(Arc::as_ptr(&job.files)));
         carry = later;
-        let committed = commit_batch(now, &mut pool, journal);
+        let Some(journal) = journal.upgrade() else {
+            // The store is gone, so are these appends' callers (a caller holds the store until
+            // it is answered): nothing is written for them.
+            for job in now.into_iter().chain(carry.drain(..)) {
+                let _ = job.reply.send(Err(StoreError::Closed));
+            }
+            continue;
+        };
+        let committed = commit_batch(now, &mut pool, &journal);
         if let Some(inner) = stats.upgrade() {
             inner.count_commit(&committed.answers, committed.syncs);
         }
+        // Let go of the journal before answering (kept only to truncate it): once its last
+        // append is answered, dropping the store drops the journal.
+        let full = committed.journal_full.then_some(journal);
         send_answers(committed.answers);
         checkpoint_full(committed.full);
-        if committed.journal_full {
-            store_journal::truncate_full(journal);
+        if let Some(journal) = full {
+            store_journal::truncate_full(&journal);
         }
     }
 }

@@ -193,7 +193,8 @@ struct Inner {
     journal: bool,
     /// This store's journal (`<root>/journal/<pid>-<random>.log`, [`store_journal`]): one
     /// frame and one sync per batch; made by the first batch that needs it, under this lock
-    /// (so once, whatever appends come first together); shared with the committer thread.
+    /// (so once, whatever appends come first together). The committer thread holds it only for
+    /// a batch, so it is dropped (deleted when clean) with the store's last handle.
     store_journal: Arc<Mutex<StoreJournal>>,
     /// `<root>/journal/`, where the journals of every store on this root are.
     journals: PathBuf,
@@ -313,7 +314,7 @@ impl FileStore {
             journals.clone(),
             options.store_journal_bound,
         )));
-        let committer_journal = Arc::clone(&store_journal);
+        let committer_journal = Arc::downgrade(&store_journal);
         let (jobs, rx) = mpsc::channel(options.queue.max(1));
         let highest = highest_numbered(&sessions)?;
         let inner = Arc::new(Inner {
