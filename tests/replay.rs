@@ -233,6 +233,55 @@ fn hookline(args: &[&str], cwd: &Path) -> std::process::Output {
         .unwrap()
 }
 
+/// Sets the mode of `root` and everything under it: `dirs` for directories, `files` for files.
+fn set_modes(root: &Path, dirs: u32, files: u32) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(files)).unwrap();
+            }
+        }
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(dirs)).unwrap();
+    }
+}
+
+#[test]
+fn the_command_replays_a_store_it_cannot_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = run_demo(dir.path());
+    let store = ws.join(".hookline");
+    // A store on read-only media: `replay` only reads, and a file store that only reads makes
+    // no journal (docs/storage.md, "The store journal").
+    set_modes(&store, 0o555, 0o444);
+    if std::fs::write(store.join("probe"), b"").is_ok() {
+        set_modes(&store, 0o755, 0o644);
+        eprintln!("skipped: permissions are not enforced for this user (running as root?)");
+        return;
+    }
+    let before = snapshot(&ws);
+    let out = hookline(
+        &["replay", "--store", store.to_str().unwrap(), "--json"],
+        dir.path(),
+    );
+    let after = snapshot(&ws);
+    set_modes(&store, 0o755, 0o644);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{report:#}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(report["sessions"].as_u64().unwrap() >= 2, "{report:#}");
+    assert_eq!(report["differing"], 0);
+    assert_unchanged(&before, &after);
+}
+
 /// The bundled demo scenario, run by `hookline run` in a workspace that stays.
 fn run_demo(dir: &Path) -> PathBuf {
     let mut scenario: Value = serde_json::from_str(DEMO_SCENARIO).unwrap();
