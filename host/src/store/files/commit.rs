@@ -215,9 +215,9 @@ pub(super) fn commit_batch(
             ))
         })
         .collect();
-    // The batch's first entry makes the store journal; if that fails, the appends it would
-    // hold are undone and fail below, unsynced (the next batch tries again).
-    let (covered, unmade) = journal.write(entries).into_parts();
+    // The batch's first entry makes the store journal; if that fails, the appends sync their
+    // own `commit.log`s (the next batch tries again).
+    let covered = journal.write(entries);
     for &i in &covered {
         if let Some(Ok((_, data))) = results.get_mut(i) {
             data.in_store_journal = true;
@@ -231,16 +231,13 @@ pub(super) fn commit_batch(
     }
     for (i, (files, result)) in guards.iter().zip(&results).enumerate() {
         if let Ok((_, data)) = result {
-            if unmade.iter().all(|(failed, _)| *failed != i) {
-                syncs.extend(
-                    data.written()
-                        .map(|(file, name)| (i, file, &*files.dir, name)),
-                );
-            }
+            syncs.extend(
+                data.written()
+                    .map(|(file, name)| (i, file, &*files.dir, name)),
+            );
         }
     }
     let mut failures = sync_all(&syncs, pool);
-    failures.extend(unmade);
     let mut synced = syncs.len() as u64;
     drop(syncs);
     if let Some(at) = failures.iter().position(|(i, _)| *i == STORE_JOURNAL) {

@@ -92,15 +92,6 @@ struct Live {
     file: File,
 }
 
-/// What [`StoreJournal::write`] did with a batch's entries.
-pub(super) enum JournalWrite {
-    /// The appends whose entries the journal's frames hold (their `commit.log`s need no sync).
-    Covered(Vec<usize>),
-    /// The journal could not be made: these appends (whose entries it would hold) fail with the
-    /// error, and the next batch tries to make it again.
-    Unmade(Vec<usize>, StoreError),
-}
-
 pub(super) fn lock_journal(journal: &Mutex<StoreJournal>) -> MutexGuard<'_, StoreJournal> {
     journal
         .lock()
@@ -148,42 +139,6 @@ impl Live {
     }
 }
 
-impl JournalWrite {
-    /// The appends the journal holds, and the failures of those it could not hold because it
-    /// could not be made (each append gets the error: the first the error itself, the others a
-    /// copy with the same path, action, kind and message).
-    pub(super) fn into_parts(self) -> (Vec<usize>, Vec<(usize, StoreError)>) {
-        match self {
-            Self::Covered(covered) => (covered, Vec::new()),
-            Self::Unmade(appends, error) => {
-                tracing::warn!(%error, "could not make the store journal; the batch's appends fail and the next batch tries again");
-                let copy = |error: &StoreError| match error {
-                    StoreError::Io {
-                        path,
-                        action,
-                        source,
-                    } => StoreError::Io {
-                        path: path.clone(),
-                        action,
-                        source: io::Error::new(source.kind(), source.to_string()),
-                    },
-                    other => StoreError::io(
-                        JOURNALS,
-                        "make the store journal in",
-                        io::Error::other(other.to_string()),
-                    ),
-                };
-                let mut failures: Vec<(usize, StoreError)> =
-                    appends.iter().skip(1).map(|&i| (i, copy(&error))).collect();
-                if let Some(&first) = appends.first() {
-                    failures.push((first, error));
-                }
-                (Vec::new(), failures)
-            }
-        }
-    }
-}
-
 /// Makes `journals` if it is missing, its entry in the root synced (a recovery looks for dead
 /// journals there; a missing directory holds none).
 fn make_dir(journals: &Path) -> Result<(), StoreError> {
@@ -226,11 +181,11 @@ impl StoreJournal {
     /// poisoned journal. A failed write is cut back, or poisons the journal.
     ///
     /// The first batch with an entry makes the journal's file ([`Live::create`]); when that
-    /// fails, the appends it would have held are [`JournalWrite::Unmade`] (the caller undoes and
-    /// fails them) and the next batch tries again.
-    pub(super) fn write(&mut self, entries: Vec<(usize, Vec<u8>)>) -> JournalWrite {
+    /// fails, it holds none of the batch's appends (each syncs its own `commit.log`, as with a
+    /// poisoned journal) and the next batch tries again.
+    pub(super) fn write(&mut self, entries: Vec<(usize, Vec<u8>)>) -> Vec<usize> {
         if self.poisoned || entries.is_empty() {
-            return JournalWrite::Covered(Vec::new());
+            return Vec::new();
         }
         let mut bytes = Vec::new();
         let mut covered = Vec::new();
@@ -259,22 +214,25 @@ impl StoreJournal {
         }
         close(&mut payload, &mut bytes);
         if covered.is_empty() {
-            return JournalWrite::Covered(covered);
+            return covered;
         }
         let live = match &mut self.live {
             Some(live) => live,
             None => match Live::create(&self.journals) {
                 Ok(made) => self.live.insert(made),
-                Err(error) => return JournalWrite::Unmade(covered, error),
+                Err(error) => {
+                    tracing::warn!(%error, "could not make the store journal; this batch's appends sync their own commit.log, the next batch tries again");
+                    return Vec::new();
+                }
             },
         };
         if let Err(error) = live.file.write_all_at(&bytes, self.end) {
             tracing::warn!(%error, path = %live.path.display(), "could not write the store journal");
             self.fail();
-            return JournalWrite::Covered(Vec::new());
+            return Vec::new();
         }
         self.end += bytes.len() as u64;
-        JournalWrite::Covered(covered)
+        covered
     }
 
     /// After a failed write or sync: cuts what was written off when it can, and stops using the

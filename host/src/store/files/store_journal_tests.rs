@@ -497,43 +497,46 @@ async fn first_appends_at_once_make_one_journal() {
 }
 
 #[tokio::test]
-async fn a_journal_that_cannot_be_made_fails_the_append_and_the_next_one_makes_it() {
+async fn a_journal_that_cannot_be_made_leaves_appends_to_their_own_sync_and_the_next_one_makes_it()
+{
     let tmp = tempfile::tempdir().unwrap();
     let store = FileStore::open(tmp.path(), FileStoreOptions::default()).unwrap();
     let (info, mut w) = store.create(new(), &[user("a")]).await.unwrap();
-    let dir = store.session_dir(&info.session_id).unwrap();
-    let sizes = |dir: &Path| {
-        [RECORDS, ARCHIVE, COMMITS].map(|name| fs::metadata(dir.join(name)).unwrap().len())
-    };
-    let created = sizes(&dir);
     // A file where the directory goes: the journal cannot be made.
     fs::write(tmp.path().join(JOURNALS), b"in the way").unwrap();
-    let failed = w.append(&[user("b")], &[]).await;
-    assert!(
-        matches!(&failed, Err(StoreError::Io { path, .. }) if path.starts_with(tmp.path().join(JOURNALS))),
-        "{failed:?}"
-    );
-    assert_eq!(sizes(&dir), created, "the failed append is undone");
+    let before = store.syncs();
+    w.append(&[user("b")], &[]).await.unwrap();
+    assert_eq!(store.syncs() - before, 1, "its own commit.log");
     assert_eq!(store.journal_path(), None);
-    // Two sessions' appends in one batch fail alike.
-    let (_, mut other) = store.create(new(), &[]).await.unwrap();
-    let b = [user("b")];
-    let (one, two) = tokio::join!(w.append(&b, &[]), other.append(&b, &[]));
-    assert!(matches!(one, Err(StoreError::Io { .. })), "{one:?}");
-    assert!(matches!(two, Err(StoreError::Io { .. })), "{two:?}");
+    // Two sessions' appends at once: each syncs its own `commit.log`, which then holds them.
+    let (other_info, mut other) = store.create(new(), &[]).await.unwrap();
+    let before = store.syncs();
+    let c = [user("c")];
+    let (one, two) = tokio::join!(w.append(&c, &[]), other.append(&c, &[]));
+    one.unwrap();
+    two.unwrap();
+    assert_eq!(store.syncs() - before, 2, "one commit.log each");
+    let copy = tempfile::tempdir().unwrap();
+    copy_dir(tmp.path(), copy.path());
+    fs::remove_file(copy.path().join(JOURNALS)).unwrap();
+    let again = FileStore::open(copy.path(), FileStoreOptions::default()).unwrap();
+    let (opened, _w) = again.open(&info.session_id).await.unwrap().unwrap();
+    assert_eq!(opened.records, vec![user("a"), user("b"), user("c")]);
+    let (opened, _o) = again.open(&other_info.session_id).await.unwrap().unwrap();
+    assert_eq!(opened.records, vec![user("c")]);
 
+    // Out of the way: the next append makes the journal, and syncs only it.
     fs::remove_file(tmp.path().join(JOURNALS)).unwrap();
-    w.append(&[user("c")], &[]).await.unwrap();
+    let before = store.syncs();
+    w.append(&[user("d")], &[]).await.unwrap();
+    assert_eq!(store.syncs() - before, 1, "the store journal");
     let path = store.journal_path().expect("made by the append after");
     assert!(locked(&path));
     let read = store.read(&info.session_id).await.unwrap().unwrap();
-    assert_eq!(read.records, vec![user("a"), user("c")]);
-    // And it holds what a crash loses.
-    let copy = crash_copy(tmp.path());
-    drop((w, other));
-    let again = FileStore::open(copy.path(), FileStoreOptions::default()).unwrap();
-    let (opened, _w) = again.open(&info.session_id).await.unwrap().unwrap();
-    assert_eq!(opened.records, vec![user("a"), user("c")]);
+    assert_eq!(
+        read.records,
+        vec![user("a"), user("b"), user("c"), user("d")]
+    );
 }
 
 #[tokio::test]
