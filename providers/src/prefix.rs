@@ -35,6 +35,12 @@ const BUDGET_BYTES: usize = 64 * 1024 * 1024;
 const MIN_ITEMS: usize = 8;
 /// Room reserved after the kept bytes for the messages encoded anew.
 const TAIL_ROOM: usize = 16 * 1024;
+/// A kept entry's spare room, as a fraction of what it holds (1/`SLACK`): its buffers grow by at
+/// least that much when they must, and by no more (issue 49). Doubling, the vector's own growth,
+/// left a buffer between one and two times its bytes, and a fresh process that rebuilt every
+/// conversation's entry within two calls held them all at twice: a server's successor then held
+/// several percent more memory than the server it replaced for the same sessions.
+const SLACK: usize = 16;
 
 /// How a wire family encodes messages, for [`PrefixCache::encode`].
 pub(crate) trait Messages {
@@ -59,6 +65,11 @@ struct Entry {
 }
 
 impl Entry {
+    /// The memory the entry holds, as [`BUDGET_BYTES`] counts it: its buffers' capacity.
+    fn size(&self) -> usize {
+        self.encoded.capacity() + self.items.capacity() * std::mem::size_of::<Weak<Item>>()
+    }
+
     /// Whether `items` (a whole request) begins with this entry's items, and a message starts
     /// right after them (or nothing follows), so the encoded bytes are the same for it.
     fn fits<M: Messages + ?Sized>(&self, items: &[Arc<Item>], messages: &M) -> bool {
@@ -144,6 +155,7 @@ impl PrefixCache {
             .find(|&i| messages.starts_message(items, i))
             .unwrap_or(start);
         append(&mut encoded, &items[start..cut], messages)?;
+        grow(&mut kept, cut - start);
         kept.extend(items[start..cut].iter().map(Arc::downgrade));
         // Room for the kept bytes and a usual last message, so the body is not moved again.
         out.reserve(encoded.len() + TAIL_ROOM);
@@ -198,22 +210,23 @@ impl PrefixCache {
     fn take(&self, key: usize) -> Option<Entry> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         let entry = state.entries.pop(&key)?;
-        state.bytes -= entry.encoded.len();
+        state.bytes -= entry.size();
         Some(entry)
     }
 
     fn keep(&self, key: usize, entry: Entry) {
-        if entry.items.is_empty() || entry.encoded.len() > BUDGET_BYTES / 4 {
+        let size = entry.size();
+        if entry.items.is_empty() || size > BUDGET_BYTES / 4 {
             return;
         }
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        state.bytes += entry.encoded.len();
+        state.bytes += size;
         if let Some((_, old)) = state.entries.push(key, entry) {
-            state.bytes -= old.encoded.len();
+            state.bytes -= old.size();
         }
         while state.bytes > BUDGET_BYTES {
             match state.entries.pop_lru() {
-                Some((_, old)) => state.bytes -= old.encoded.len(),
+                Some((_, old)) => state.bytes -= old.size(),
                 None => break,
             }
         }
@@ -276,10 +289,20 @@ fn join(out: &mut Vec<u8>, more: &[u8]) {
     if more.is_empty() {
         return;
     }
+    grow(out, more.len() + 1);
     if !out.is_empty() {
         out.push(b',');
     }
     out.extend_from_slice(more);
+}
+
+/// Makes room in a kept entry's buffer for `more` elements: when it has too little, room for
+/// them and 1/[`SLACK`] of the whole, so its capacity stays within that of its length.
+fn grow<T>(buffer: &mut Vec<T>, more: usize) {
+    if buffer.capacity() - buffer.len() < more {
+        let needed = buffer.len() + more;
+        buffer.reserve_exact(needed + needed / SLACK - buffer.len());
+    }
 }
 
 #[cfg(test)]
@@ -418,6 +441,45 @@ mod tests {
         let long: Vec<_> = (0..MIN_ITEMS * 2).map(|n| item(n, n % 3 == 0)).collect();
         assert_eq!(cache.encode(&long, &Joined).unwrap(), whole(&long));
         assert_eq!(cache.len(), 1);
+    }
+
+    /// What the cache holds is counted by capacity, and a conversation's entry, grown call by
+    /// call or made whole at once (as a fresh process makes it), holds at most 1/`SLACK` more than
+    /// its bytes (issue 49: vector doubling let it hold up to twice, and a fresh one twice).
+    #[test]
+    fn an_entry_holds_little_more_than_its_bytes_however_it_grew() {
+        let held = |cache: &PrefixCache| {
+            let state = cache.state.lock().unwrap();
+            let (_, entry) = state.entries.peek_lru().unwrap();
+            assert_eq!(state.bytes, entry.size());
+            (entry.encoded.len(), entry.encoded.capacity())
+        };
+        let grown = PrefixCache::default();
+        let mut history: Vec<Arc<Item>> = (1..MIN_ITEMS).map(|n| item(n, false)).collect();
+        for n in 0..2_000 {
+            history.push(item(MIN_ITEMS + n, false));
+            let mut request = vec![item(0, false)];
+            request.extend(history.iter().cloned());
+            grown.encode(&request, &Joined).unwrap();
+            let (len, capacity) = held(&grown);
+            assert!(
+                capacity <= len + len / SLACK + 16,
+                "{len} bytes in {capacity}"
+            );
+        }
+        // A fresh cache given the same conversation twice, one item more the second time.
+        let fresh = PrefixCache::default();
+        for more in [0, 1] {
+            history.push(item(10_000 + more, false));
+            let mut request = vec![item(0, false)];
+            request.extend(history.iter().cloned());
+            fresh.encode(&request, &Joined).unwrap();
+            let (len, capacity) = held(&fresh);
+            assert!(
+                capacity <= len + len / SLACK + 16,
+                "{len} bytes in {capacity}"
+            );
+        }
     }
 
     #[test]
