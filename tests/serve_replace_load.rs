@@ -13,12 +13,14 @@
 //!
 //! Checked: zero failed requests; every turn's answer carries exactly one set's marker; once a
 //! replacement is over, turns carry the new set's; every acknowledged turn is stored, in order;
-//! no old server or plugin process is left; the last successor's resident memory within 1.5
-//! times the server it replaced (not the issue's 10%: see `MEMORY_RATIO`), holding the same
-//! sessions: each read with the clients holding their turns, as the median of windows of
-//! readings 200 ms apart once it stopped falling, the server before it is asked to go, its
-//! successor once every session has run two turns there (printed with the turns answered by
-//! then, since the sessions' histories grow meanwhile). Reported (stderr): each replacement's time from the request to the old
+//! no old server or plugin process is left; the last successor's resident memory beside the
+//! server it replaced, holding the same sessions: each read with the clients holding their
+//! turns, as the median of windows of readings 200 ms apart once it stopped falling, the server
+//! before it is asked to go, its successor once every session has run two turns there, and the
+//! successor's reading less what the turns answered between the two readings added to the
+//! histories (the replaced servers' readings against their turns answered give the cost of a
+//! turn): within 10% with `HOOKLINE_BIN` (a release binary, the issue's bound), within
+//! `MEMORY_RATIO` with the debug build a plain `cargo test` runs. Reported (stderr): each replacement's time from the request to the old
 //! process's exit, and the p99 turn latency during replacements beside the p99 outside them.
 //!
 //! Size: 24 sessions and 4 replacements by default (a plain `cargo test`);
@@ -74,16 +76,58 @@ fn binary() -> PathBuf {
 
 /// How much more resident memory the last successor may hold than the server it replaced,
 /// holding the same sessions, each read with no turn running once its memory stopped falling
-/// (`rss_settled`). The issue asks for 10%; measured (docs/performance.md, "Replacing a
-/// server"), with an open no longer holding archives, a successor held 0.90 to 1.24 times what
-/// the server it replaced held from the 4th replacement on (median 1.02; release, 200 x 20), and
-/// up to 1.36 at the first (the histories still grow fast then: 4-10% more turns answered by
-/// the second reading); in four debug runs of the default size, 0.83 to 1.16 at the last
-/// replacement (1.45 to 1.51 at the first, whose turns answered nearly doubled between the two
-/// readings). Over 10% both ways, so this bound is what the spread allows with margin: it
-/// catches an adoption gone unbounded again (7 times), not the 10%; an open that holds whole
-/// archives again is what `tests/store_open_memory.rs` catches.
-const MEMORY_RATIO: f64 = 1.5;
+/// (`rss_settled`), the history added between the readings taken off (`like_for_like`), in the
+/// debug build a plain `cargo test` runs: most of its resident memory is the debug binary's
+/// text, and its anonymous memory moves with its thread count (22 to 59 threads in two runs of
+/// the default size, 0.82 to 1.53 times anonymous memory from one swap to the next). Measured
+/// (four runs of the default size): 0.94-1.00 at the last replacement with transparent huge
+/// pages off, 0.83-1.16 before. The issue's 10% is what a release binary is held to
+/// ([`MEMORY_RATIO_RELEASE`]).
+const MEMORY_RATIO: f64 = 1.25;
+
+/// The issue's bound on the last successor beside the server it replaced, once the history the
+/// turns between the two readings added is taken off: held by a run of `HOOKLINE_BIN` (an
+/// operator's release binary; docs/performance.md, "Replacing a server").
+const MEMORY_RATIO_RELEASE: f64 = 1.10;
+
+/// One reading of a server's resident memory and the turns answered by then.
+#[derive(Clone, Copy, Debug)]
+struct Reading {
+    kib: u64,
+    turns: usize,
+}
+
+/// What a turn answered adds to a server's resident memory, in KiB: the least-squares slope of
+/// the replaced servers' readings against their turns answered (each read steady, before it was
+/// asked to go); none when there are fewer than two or it does not grow.
+#[allow(clippy::cast_precision_loss)]
+fn kib_per_turn(replaced: &[Reading]) -> f64 {
+    let n = replaced.len() as f64;
+    if replaced.len() < 2 {
+        return 0.0;
+    }
+    let mean_x = replaced.iter().map(|r| r.turns as f64).sum::<f64>() / n;
+    let mean_y = replaced.iter().map(|r| r.kib as f64).sum::<f64>() / n;
+    let (mut cov, mut var) = (0.0, 0.0);
+    for r in replaced {
+        let dx = r.turns as f64 - mean_x;
+        cov += dx * (r.kib as f64 - mean_y);
+        var += dx * dx;
+    }
+    if var > 0.0 {
+        (cov / var).max(0.0)
+    } else {
+        0.0
+    }
+}
+
+/// The successor's reading beside the replaced server's, less what the turns answered between
+/// the two added at `per_turn` KiB each.
+#[allow(clippy::cast_precision_loss)]
+fn like_for_like(replaced: Reading, successor: Reading, per_turn: f64) -> f64 {
+    let grown = successor.turns.saturating_sub(replaced.turns) as f64 * per_turn;
+    (successor.kib as f64 - grown) / replaced.kib.max(1) as f64
+}
 
 /// Readings in one window of resident memory (their median, [`SAMPLE_EVERY`] apart).
 const WINDOW: usize = 8;
@@ -190,7 +234,7 @@ fn replaced_again_and_again_under_load_nothing_fails_and_each_turn_has_one_plugi
     // Resident memory like for like: the server replaced, just before it is asked to go, beside
     // its successor once every session has run two turns there (the same sessions, the same
     // histories but those two turns).
-    let mut memory: Vec<(u64, u64)> = Vec::new();
+    let mut memory: Vec<(Reading, Reading)> = Vec::new();
     let mut set = "A";
     for swap in 1..=swaps {
         if swap == 1 {
@@ -292,7 +336,16 @@ fn replaced_again_and_again_under_load_nothing_fails_and_each_turn_has_one_plugi
         let successor_threads = status_kib(current.pid, "Threads:");
         let successor_turns = seen.turns.lock().unwrap().len();
         release_turns(&seen);
-        memory.push((replaced_rss, successor_rss));
+        memory.push((
+            Reading {
+                kib: replaced_rss,
+                turns: replaced_turns,
+            },
+            Reading {
+                kib: successor_rss,
+                turns: successor_turns,
+            },
+        ));
         let _ = writeln!(
             std::io::stderr(),
             "swap {swap}: resident memory (no turn running; median of {WINDOW} readings {} ms apart, once it stopped falling) of the server replaced {replaced_rss} KiB ({replaced_anon} KiB anonymous), of its successor {successor_rss} KiB after {windows_taken} windows ({successor_anon} KiB anonymous; {:.2}x, anonymous {:.2}x); threads {replaced_threads}, {successor_threads}; turns answered {replaced_turns}, {successor_turns}",
@@ -336,11 +389,30 @@ fn replaced_again_and_again_under_load_nothing_fails_and_each_turn_has_one_plugi
         &failed[..failed.len().min(5)]
     );
     // Issue 49: the last process beside the first, compared like for like: the last successor
-    // beside the server it replaced, holding the same sessions (docs/serve.md).
+    // beside the server it replaced, holding the same sessions with the same histories
+    // (docs/serve.md).
+    let replaced: Vec<Reading> = memory.iter().map(|(replaced, _)| *replaced).collect();
+    let per_turn = kib_per_turn(&replaced);
+    let like: Vec<String> = memory
+        .iter()
+        .map(|(replaced, successor)| {
+            format!("{:.2}", like_for_like(*replaced, *successor, per_turn))
+        })
+        .collect();
+    let _ = writeln!(
+        std::io::stderr(),
+        "successor beside the server it replaced, less the turns answered between the readings at {per_turn:.2} KiB a turn: {}",
+        like.join(", ")
+    );
     if let Some((replaced, successor)) = memory.last() {
+        let bound = if std::env::var_os("HOOKLINE_BIN").is_some() {
+            MEMORY_RATIO_RELEASE
+        } else {
+            MEMORY_RATIO
+        };
         assert!(
-            ratio(*successor, *replaced) <= MEMORY_RATIO,
-            "the last successor holds {successor} KiB, the server it replaced {replaced} KiB"
+            like_for_like(*replaced, *successor, per_turn) <= bound,
+            "the last successor holds {successor:?} KiB, the server it replaced {replaced:?} KiB ({per_turn:.2} KiB a turn)"
         );
     }
     kill(Pid::from_raw(current.pid), Signal::SIGTERM).unwrap();
