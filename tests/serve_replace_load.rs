@@ -80,7 +80,7 @@ fn binary() -> PathBuf {
 /// debug build a plain `cargo test` runs: most of its resident memory is the debug binary's
 /// text, and its anonymous memory moves with its thread count (22 to 59 threads in two runs of
 /// the default size, 0.82 to 1.53 times anonymous memory from one swap to the next). Measured
-/// (four runs of the default size): 0.94-1.00 at the last replacement with transparent huge
+/// (three runs of the default size): 0.94-1.04 at the last replacement with transparent huge
 /// pages off, 0.83-1.16 before. The 10% is what a release binary is held to
 /// ([`MEMORY_RATIO_RELEASE`]).
 const MEMORY_RATIO: f64 = 1.25;
