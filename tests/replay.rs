@@ -41,21 +41,34 @@ fn reply(value: Value) -> ScriptedReply {
     serde_json::from_value(value).unwrap()
 }
 
-/// Every file under `dir` with its bytes.
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
-    let mut files = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(dir) = stack.pop() {
+/// Every directory under `root` (`root` first) and every file, each list in the order found.
+fn walk(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let (mut dirs, mut files) = (vec![root.to_path_buf()], Vec::new());
+    let mut at = 0;
+    while let Some(dir) = dirs.get(at).cloned() {
+        at += 1;
         for entry in std::fs::read_dir(&dir).unwrap() {
             let path = entry.unwrap().path();
             if path.is_dir() {
-                stack.push(path);
+                dirs.push(path);
             } else {
-                files.insert(path.clone(), std::fs::read(&path).unwrap());
+                files.push(path);
             }
         }
     }
-    files
+    (dirs, files)
+}
+
+/// Every file under `dir` with its bytes.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    walk(dir)
+        .1
+        .into_iter()
+        .map(|path| {
+            let bytes = std::fs::read(&path).unwrap();
+            (path, bytes)
+        })
+        .collect()
 }
 
 /// Asserts that `after` (a [`snapshot`]) is `before`, naming the files that differ (not their
@@ -236,16 +249,11 @@ fn hookline(args: &[&str], cwd: &Path) -> std::process::Output {
 /// Sets the mode of `root` and everything under it: `dirs` for directories, `files` for files.
 fn set_modes(root: &Path, dirs: u32, files: u32) {
     use std::os::unix::fs::PermissionsExt as _;
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(files)).unwrap();
-            }
-        }
+    let (all_dirs, all_files) = walk(root);
+    for path in all_files {
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(files)).unwrap();
+    }
+    for dir in all_dirs {
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(dirs)).unwrap();
     }
 }

@@ -226,8 +226,8 @@ pub(super) fn commit_batch(
     // Every file written by a successful append, synced concurrently: the store journal, and
     // the files of appends it does not hold (keys, plain points, entries over the frame cap).
     let mut syncs: Vec<(usize, &File, &Path, &'static str)> = Vec::new();
-    if let Some((path, file)) = journal.live().filter(|_| !covered.is_empty()) {
-        syncs.push((STORE_JOURNAL, file, path, ""));
+    if let Some(file) = journal.file().filter(|_| !covered.is_empty()) {
+        syncs.push((STORE_JOURNAL, file, journal.path(), ""));
     }
     for (i, (files, result)) in guards.iter().zip(&results).enumerate() {
         if let Ok((_, data)) = result {

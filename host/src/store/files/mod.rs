@@ -198,6 +198,9 @@ struct Inner {
     store_journal: Arc<Mutex<StoreJournal>>,
     /// `<root>/journal/`, where the journals of every store on this root are.
     journals: PathBuf,
+    /// This store's journal's path ([`StoreJournal::path`]), made or not: left out of the looks
+    /// for dead journals.
+    own_journal: PathBuf,
     /// Idempotency key claims and settles of one session, and the taking and giving up of its
     /// lock, run one at a time (striped by id).
     key_locks: [Mutex<()>; KEY_LOCKS],
@@ -300,7 +303,7 @@ impl FileStore {
     ///
     /// # Errors
     /// [`StoreError::Io`] if `sessions/` cannot be created, a dead store journal cannot be
-    /// recovered, or the thread cannot start.
+    /// recovered, no name can be drawn for this store's journal, or the thread cannot start.
     pub fn open(root: impl Into<PathBuf>, options: FileStoreOptions) -> Result<Self, StoreError> {
         let root = root.into();
         let sessions = root.join(SESSIONS);
@@ -310,10 +313,9 @@ impl FileStore {
         // store that only reads writes nothing.
         let journals = root.join(store_journal::JOURNALS);
         store_journal::recover_dead(&journals, &sessions, None)?;
-        let store_journal = Arc::new(Mutex::new(StoreJournal::new(
-            journals.clone(),
-            options.store_journal_bound,
-        )));
+        let store_journal = StoreJournal::new(journals.clone(), options.store_journal_bound)?;
+        let own_journal = store_journal.path().to_path_buf();
+        let store_journal = Arc::new(Mutex::new(store_journal));
         let committer_journal = Arc::downgrade(&store_journal);
         let (jobs, rx) = mpsc::channel(options.queue.max(1));
         let highest = highest_numbered(&sessions)?;
@@ -328,6 +330,7 @@ impl FileStore {
             journal: options.journal,
             store_journal,
             journals,
+            own_journal,
             key_locks: Default::default(),
             held: Mutex::default(),
         });
@@ -368,9 +371,8 @@ impl FileStore {
     /// The path of this store's journal (issue 47), once its first append made it; for tests.
     #[cfg(test)]
     fn journal_path(&self) -> Option<PathBuf> {
-        store_journal::lock_journal(&self.inner.store_journal)
-            .live()
-            .map(|(path, _)| path.to_path_buf())
+        let journal = store_journal::lock_journal(&self.inner.store_journal);
+        journal.file().map(|_| journal.path().to_path_buf())
     }
 
     fn writer(&self, id: SessionId, files: SessionFiles) -> Box<dyn SessionWriter> {
@@ -570,12 +572,8 @@ impl Inner {
     /// before a session is opened or read: a crashed writer's acknowledged appends may be in
     /// its journal alone.
     fn recover_dead(&self) -> Result<(), StoreError> {
-        // Not made yet: nothing to leave out. Should it be made after this (by a batch running
-        // meanwhile), the listing finds it locked, so alive, and leaves it alone all the same.
-        let own = store_journal::lock_journal(&self.store_journal)
-            .live()
-            .map(|(path, _)| path.to_path_buf());
-        store_journal::recover_dead(&self.journals, &self.sessions, own.as_deref())
+        // By its name, not its lock: a batch holds the journal's lock through its sync.
+        store_journal::recover_dead(&self.journals, &self.sessions, Some(&self.own_journal))
     }
 
     /// The stripe of [`Inner::key_locks`] session `id` takes.

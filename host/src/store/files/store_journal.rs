@@ -77,19 +77,16 @@ struct Member {
 pub(super) struct StoreJournal {
     /// `<root>/journal/`, where the file is made.
     journals: PathBuf,
-    /// The file, once a batch needed it.
-    live: Option<Live>,
+    /// The file's path, chosen when the store opens (`<pid>-<random>.log`), so that the store's
+    /// own looks for dead journals leave it out, made or being made, without this lock.
+    path: PathBuf,
+    /// The file, locked `LOCK_EX` while it is open, once a batch needed it ([`make`]).
+    file: Option<File>,
     end: u64,
     bound: u64,
     members: HashMap<PathBuf, Member>,
     /// A write or sync failed: the batches sync their own `commit.log`s, as before the journal.
     poisoned: bool,
-}
-
-/// The file of a store journal, locked `LOCK_EX` while it is open.
-struct Live {
-    path: PathBuf,
-    file: File,
 }
 
 pub(super) fn lock_journal(journal: &Mutex<StoreJournal>) -> MutexGuard<'_, StoreJournal> {
@@ -98,45 +95,31 @@ pub(super) fn lock_journal(journal: &Mutex<StoreJournal>) -> MutexGuard<'_, Stor
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-impl Live {
-    /// Makes a store's journal in `journals` (and the directory, the first time): created as
-    /// `.new`, locked, then renamed, so no other store takes it for a dead one once it has its
-    /// final name. (Another store's recovery that locks the `.new` in the moment before this
-    /// does deletes it, and this fails; the next batch tries again with another name.)
-    fn create(journals: &Path) -> Result<Self, StoreError> {
-        make_dir(journals)?;
-        let mut random = [0u8; 8];
-        getrandom::fill(&mut random).map_err(|e| {
-            StoreError::io(
-                journals,
-                "name a journal in",
-                io::Error::other(e.to_string()),
-            )
-        })?;
-        let name = format!("{}-{:016x}", std::process::id(), u64::from_le_bytes(random));
-        let making = journals.join(format!("{name}.{MAKING}"));
-        let path = journals.join(format!("{name}.{LIVE}"));
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&making)
-            .map_err(|e| StoreError::io(&making, "create", e))?;
-        let made = flock(&file, FlockOperation::NonBlockingLockExclusive)
-            .map_err(|e| StoreError::io(&making, "lock", e.into()))
-            .and_then(|()| {
-                fs::rename(&making, &path).map_err(|e| StoreError::io(&path, "name", e))
-            });
-        if let Err(error) = made {
-            // Not left behind (when another recovery holds it, it deletes it too).
-            let _ = fs::remove_file(&making);
-            return Err(error);
-        }
-        // Durable before any frame in it is counted on: a journal a power loss unnamed would
-        // take its batches with it.
-        sync_dir(journals)?;
-        Ok(Self { path, file })
+/// Makes a store's journal at `path` in `journals` (and the directory, the first time): created
+/// as `.new`, locked, then renamed, so no other store takes it for a dead one once it has its
+/// final name. (Another store's recovery that locks the `.new` in the moment before this does
+/// deletes it, and this fails; the next batch tries again.)
+fn make(journals: &Path, path: &Path) -> Result<File, StoreError> {
+    make_dir(journals)?;
+    let making = path.with_extension(MAKING);
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&making)
+        .map_err(|e| StoreError::io(&making, "create", e))?;
+    let made = flock(&file, FlockOperation::NonBlockingLockExclusive)
+        .map_err(|e| StoreError::io(&making, "lock", e.into()))
+        .and_then(|()| fs::rename(&making, path).map_err(|e| StoreError::io(path, "name", e)));
+    if let Err(error) = made {
+        // Not left behind (when another recovery holds it, it deletes it too).
+        let _ = fs::remove_file(&making);
+        return Err(error);
     }
+    // Durable before any frame in it is counted on: a journal a power loss unnamed would
+    // take its batches with it.
+    sync_dir(journals)?;
+    Ok(file)
 }
 
 /// Makes `journals` if it is missing, its entry in the root synced (a recovery looks for dead
@@ -150,24 +133,40 @@ fn make_dir(journals: &Path) -> Result<(), StoreError> {
 }
 
 impl StoreJournal {
-    /// This store's journal in `journals`, not made yet: nothing is written until a batch has
-    /// an entry for it ([`StoreJournal::write`]).
-    pub(super) fn new(journals: PathBuf, bound: u64) -> Self {
-        Self {
+    /// This store's journal in `journals`, named but not made yet: nothing is written until a
+    /// batch has an entry for it ([`StoreJournal::write`]).
+    ///
+    /// # Errors
+    /// [`StoreError::Io`] when no random name can be drawn.
+    pub(super) fn new(journals: PathBuf, bound: u64) -> Result<Self, StoreError> {
+        let mut random = [0u8; 8];
+        getrandom::fill(&mut random).map_err(|e| {
+            StoreError::io(
+                &journals,
+                "name a journal in",
+                io::Error::other(e.to_string()),
+            )
+        })?;
+        let name = format!("{}-{:016x}", std::process::id(), u64::from_le_bytes(random));
+        Ok(Self {
+            path: journals.join(format!("{name}.{LIVE}")),
             journals,
-            live: None,
+            file: None,
             end: 0,
             bound: bound.max(1),
             members: HashMap::new(),
             poisoned: false,
-        }
+        })
     }
 
-    /// The journal's path and file, once made.
-    pub(super) fn live(&self) -> Option<(&Path, &File)> {
-        self.live
-            .as_ref()
-            .map(|live| (live.path.as_path(), &live.file))
+    /// The journal's path, made or not.
+    pub(super) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The journal's file, once made.
+    pub(super) fn file(&self) -> Option<&File> {
+        self.file.as_ref()
     }
 
     /// Whether the journal passed its bound (the committer truncates it after the batch).
@@ -180,7 +179,7 @@ impl StoreJournal {
     /// for a frame is left out (that append syncs its own `commit.log`), as is every entry of a
     /// poisoned journal. A failed write is cut back, or poisons the journal.
     ///
-    /// The first batch with an entry makes the journal's file ([`Live::create`]); when that
+    /// The first batch with an entry makes the journal's file ([`make`]); when that
     /// fails, it holds none of the batch's appends (each syncs its own `commit.log`, as with a
     /// poisoned journal) and the next batch tries again.
     pub(super) fn write(&mut self, entries: Vec<(usize, Vec<u8>)>) -> Vec<usize> {
@@ -216,18 +215,18 @@ impl StoreJournal {
         if covered.is_empty() {
             return covered;
         }
-        let live = match &mut self.live {
-            Some(live) => live,
-            None => match Live::create(&self.journals) {
-                Ok(made) => self.live.insert(made),
+        let file = match &mut self.file {
+            Some(file) => file,
+            None => match make(&self.journals, &self.path) {
+                Ok(made) => self.file.insert(made),
                 Err(error) => {
                     tracing::warn!(%error, "could not make the store journal; this batch's appends sync their own commit.log, the next batch tries again");
                     return Vec::new();
                 }
             },
         };
-        if let Err(error) = live.file.write_all_at(&bytes, self.end) {
-            tracing::warn!(%error, path = %live.path.display(), "could not write the store journal");
+        if let Err(error) = file.write_all_at(&bytes, self.end) {
+            tracing::warn!(%error, path = %self.path.display(), "could not write the store journal");
             self.fail();
             return Vec::new();
         }
@@ -239,11 +238,8 @@ impl StoreJournal {
     /// journal (the appends sync their own `commit.log`s from here, as before it).
     pub(super) fn fail(&mut self) {
         self.poisoned = true;
-        if let Some(live) = &self.live {
-            let _ = live
-                .file
-                .set_len(self.end)
-                .and_then(|()| live.file.sync_data());
+        if let Some(file) = &self.file {
+            let _ = file.set_len(self.end).and_then(|()| file.sync_data());
         }
     }
 
@@ -295,11 +291,10 @@ impl StoreJournal {
                 .collect()
         });
         settled.into_iter().collect::<Result<(), StoreError>>()?;
-        if let Some(live) = &self.live {
-            live.file
-                .set_len(0)
-                .and_then(|()| live.file.sync_data())
-                .map_err(|e| StoreError::io(&live.path, "truncate", e))?;
+        if let Some(file) = &self.file {
+            file.set_len(0)
+                .and_then(|()| file.sync_data())
+                .map_err(|e| StoreError::io(&self.path, "truncate", e))?;
         }
         self.end = 0;
         self.members.clear();
@@ -326,10 +321,8 @@ impl Drop for StoreJournal {
     /// is left, unlocked, for the next opener to recover (a writer dropped without `release`).
     /// A store that never made one has nothing to do.
     fn drop(&mut self) {
-        if let Some(live) = &self.live {
-            if self.settled() {
-                let _ = fs::remove_file(&live.path);
-            }
+        if self.file.is_some() && self.settled() {
+            let _ = fs::remove_file(&self.path);
         }
     }
 }
@@ -412,7 +405,8 @@ pub(super) fn generation(dir: &Path) -> Result<Option<u64>, StoreError> {
     Ok(Some(point.generation.unwrap_or(0)))
 }
 
-/// Recovers every dead journal in `journals` (all but `own`, this store's): looked for under
+/// Recovers every dead journal in `journals` (all but `own`, this store's, made or being made):
+/// looked for under
 /// the shared recovery lock, recovered under the exclusive one, so that a journal another store
 /// is recovering is waited for rather than taken for a live one. Cheap when there is none: a
 /// listing of the directory.
@@ -449,7 +443,7 @@ pub(super) fn recover_dead(
     Ok(())
 }
 
-/// The journals (live or making) of `journals` but `own`.
+/// The journals (live or making) of `journals` but `own` (either way).
 fn other_journals(journals: &Path, own: Option<&Path>) -> Result<Vec<PathBuf>, StoreError> {
     let listing = match fs::read_dir(journals) {
         Ok(listing) => listing,
@@ -464,7 +458,8 @@ fn other_journals(journals: &Path, own: Option<&Path>) -> Result<Vec<PathBuf>, S
         let journal = path
             .extension()
             .is_some_and(|ext| ext == LIVE || ext == MAKING);
-        if journal && Some(path.as_path()) != own {
+        let mine = own.is_some_and(|own| path.with_extension(LIVE) == own);
+        if journal && !mine {
             paths.push(path);
         }
     }

@@ -12,7 +12,6 @@ use super::*;
 use crate::store::frame::{read_frame, FrameRead};
 use crate::store::log::scan;
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
 
 /// A copy of the store at `root` as a crash at this moment leaves it on disk: no lock held (a
 /// copy has none), and every byte behind each `commit.log`'s first point (the last it synced)
@@ -81,23 +80,13 @@ fn points(dir: &Path) -> Vec<CommitPoint> {
         .records
 }
 
-/// Waits (bounded) until `done` holds: a store's last handle may be dropped on its committer
-/// thread, just after the test let go of it.
-fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting: {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
 #[tokio::test]
 async fn a_batch_of_many_sessions_costs_one_sync_and_survives_losing_the_rest() {
     let tmp = tempfile::tempdir().unwrap();
     let sessions = tmp.path().join(SESSIONS);
     let journals_dir = tmp.path().join(JOURNALS);
     fs::create_dir_all(&sessions).unwrap();
-    let journal = Mutex::new(StoreJournal::new(journals_dir, STORE_JOURNAL_BOUND));
+    let journal = Mutex::new(StoreJournal::new(journals_dir, STORE_JOURNAL_BOUND).unwrap());
     let counter = AtomicU64::new(0);
     let mut all = Vec::new();
     for _ in 0..8 {
@@ -301,7 +290,7 @@ async fn a_clean_drop_deletes_the_journal_and_a_dropped_writer_leaves_it_to_reco
     w.append(&[user("b")], &[]).await.unwrap();
     w.release().await.unwrap();
     drop(store);
-    eventually("the journal deleted", || journals(tmp.path()).is_empty());
+    assert!(journals(tmp.path()).is_empty(), "deleted by the drop");
 
     let store = FileStore::open(tmp.path(), FileStoreOptions::default()).unwrap();
     let (_, mut w) = store.open(&info.session_id).await.unwrap().unwrap();
@@ -311,9 +300,7 @@ async fn a_clean_drop_deletes_the_journal_and_a_dropped_writer_leaves_it_to_reco
     // store journal stays, dead, for the next opener.
     drop(w);
     drop(store);
-    eventually("the journal unlocked", || {
-        File::open(&path).is_ok_and(|f| flock(&f, FlockOperation::NonBlockingLockExclusive).is_ok())
-    });
+    assert!(!locked(&path), "let go of by the drop");
     assert_eq!(journals(tmp.path()), vec![path]);
     let copy = crash_copy(tmp.path());
     let store = FileStore::open(copy.path(), FileStoreOptions::default()).unwrap();
@@ -389,7 +376,7 @@ async fn written_root() -> (tempfile::TempDir, SessionId) {
         .unwrap();
     w.release().await.unwrap();
     drop(store);
-    eventually("the journal deleted", || journals(tmp.path()).is_empty());
+    assert!(journals(tmp.path()).is_empty(), "deleted by the drop");
     fs::remove_dir(tmp.path().join(JOURNALS)).unwrap();
     (tmp, info.session_id)
 }
@@ -598,4 +585,23 @@ async fn a_root_that_cannot_be_written_opens_and_reads() {
     assert_eq!(records.unwrap().unwrap(), vec![user("a"), user("b")]);
     assert_eq!(after, before);
     drop(store);
+}
+
+/// The store's own journal while it is being made (`.new`, not yet locked) is left alone by the
+/// store's own looks for dead journals (a read on another thread meanwhile), which know it by
+/// its name; another store's `.new` left unlocked is a dead one, deleted.
+#[tokio::test]
+async fn a_store_never_takes_its_own_journal_being_made_for_a_dead_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = FileStore::open(tmp.path(), FileStoreOptions::default()).unwrap();
+    let (info, w) = store.create(new(), &[user("a")]).await.unwrap();
+    fs::create_dir(tmp.path().join(JOURNALS)).unwrap();
+    let own = store.inner.own_journal.with_extension("new");
+    let other = tmp.path().join(JOURNALS).join("1-dead.new");
+    fs::write(&own, b"").unwrap();
+    fs::write(&other, b"").unwrap();
+    store.read(&info.session_id).await.unwrap().unwrap();
+    assert!(own.exists(), "its own, being made");
+    assert!(!other.exists(), "another's, dead");
+    w.release().await.unwrap();
 }
