@@ -117,3 +117,54 @@ def test_definitions_are_checked_when_written():
     plugin.hook("on_prompt")(lambda value, cx: None)
     with pytest.raises(PluginError):
         plugin.hook("on_prompt")
+
+
+def test_the_replies_to_one_read_leave_in_one_write_and_one_flush():
+    """Issue 47: a read's replies are flushed once, at its end; none schedules a flush of its
+    own (an extra turn of the event loop, a wake-up's worth of CPU, for every read)."""
+    import asyncio
+
+    plugin = Plugin("p")
+    plugin.hook("on_prompt")(lambda value, cx: None)
+    plugin.hook("on_user_message")(lambda value, cx: {"text": value["text"] + "!"})
+
+    class Output:
+        def __init__(self):
+            self.writes = []
+
+        def write(self, data):
+            self.writes.append(data)
+
+        def flush(self):
+            pass
+
+    out = Output()
+    flushes = []
+    flush = plugin._flush
+
+    def counted():
+        flushes.append(1)
+        flush()
+
+    async def main():
+        plugin._out = out
+        plugin._done = asyncio.get_running_loop().create_future()
+        plugin._flush = counted
+        plugin._lines([
+            json.dumps({"type": "hook", "id": 1, "hook": "on_prompt", "value": {}}).encode(),
+            json.dumps({"type": "hook", "id": 2, "hook": "on_user_message",
+                        "value": {"text": "hi"}}).encode(),
+            json.dumps({"type": "hook", "id": 3, "hook": "on_tool_call", "value": {}}).encode(),
+        ])
+        for _ in range(3):
+            await asyncio.sleep(0)
+
+    asyncio.run(main())
+    assert len(out.writes) == 1, out.writes
+    replies = [json.loads(line) for line in out.writes[0].splitlines()]
+    assert replies == [
+        {"type": "keep", "id": 1},
+        {"type": "replace", "id": 2, "value": {"text": "hi!"}},
+        {"type": "keep", "id": 3},
+    ]
+    assert len(flushes) == 1

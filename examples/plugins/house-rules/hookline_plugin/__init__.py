@@ -305,18 +305,22 @@ class Plugin:
 
     def _lines(self, lines: List[Any]) -> None:
         """Handles the lines of one read; every reply ready at its end leaves in one write."""
-        for line in lines:
-            if self._done is None or self._done.done():
-                return
-            if not line.strip():
-                continue
-            try:
-                message = json.loads(line)
-            except ValueError as error:
-                self.log(f"{self.name}: unreadable request: {error}")
-                continue
-            self._request(message)
-        self._flush()
+        # The flush at the end takes every reply queued meanwhile: none schedules one of its own.
+        self._flush_due = True
+        try:
+            for line in lines:
+                if self._done is None or self._done.done():
+                    return
+                if not line.strip():
+                    continue
+                try:
+                    message = json.loads(line)
+                except ValueError as error:
+                    self.log(f"{self.name}: unreadable request: {error}")
+                    continue
+                self._request(message)
+        finally:
+            self._flush()
 
     def _request(self, message: Dict[str, Json]) -> None:
         kind = message.get("type")
@@ -361,7 +365,7 @@ class Plugin:
             result = handler(message.get("value"), cx)
         except Exception as error:  # a bug in a handler is an error reply, never a dead plugin
             return self._send(self._error(request_id, error))
-        if inspect.isawaitable(result):
+        if result is not None and inspect.isawaitable(result):
             # A sync handler that returned an awaitable: it is finished as a task.
             self._contexts[request_id] = cx
             task = asyncio.ensure_future(self._later(request_id, _settle(request_id, result)))
@@ -465,7 +469,7 @@ class Plugin:
 
     def _send(self, message: Dict[str, Json]) -> None:
         """Queues a reply; the replies queued meanwhile leave together at the next flush."""
-        self._replies.append(json.dumps(message, separators=(",", ":")))
+        self._replies.append(_encode(message))
         if not self._flush_due:
             self._flush_due = True
             asyncio.get_running_loop().call_soon(self._flush)
@@ -479,6 +483,11 @@ class Plugin:
         with self._write_lock:
             self._out.write(data)
             self._out.flush()
+
+
+#: Encodes a reply compactly (one encoder for every call: ``json.dumps`` with options builds one
+#: each time).
+_encode = json.JSONEncoder(separators=(",", ":")).encode
 
 
 def _reply(request_id: Any, result: Json) -> Dict[str, Json]:
