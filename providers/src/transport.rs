@@ -10,6 +10,7 @@
 
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures::StreamExt as _;
 use reqwest::header::{HeaderName, HeaderValue, CONTENT_TYPE};
 use reqwest::{Response, Url};
@@ -138,6 +139,8 @@ impl Transport {
 
     /// Sends `body`, retrying as the policy says, and returns the first successful answer.
     pub(crate) async fn send(&self, body: Vec<u8>) -> Result<Response, ProviderError> {
+        // Shared, not copied, by each attempt: the body holds the whole history.
+        let body = Bytes::from(body);
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -179,7 +182,7 @@ impl Transport {
 
     /// One attempt: the answer's status and headers, within the timeout. Transport failures
     /// (no connection, no answer in time) may be retried.
-    async fn attempt(&self, body: Vec<u8>) -> Result<Response, ProviderError> {
+    async fn attempt(&self, body: Bytes) -> Result<Response, ProviderError> {
         let http = self.http.get_or_try(|| client(self.timeout))?;
         let mut request = http
             .post(self.url.clone())
