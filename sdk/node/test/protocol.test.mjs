@@ -4,6 +4,7 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import { PassThrough, Writable } from "node:stream";
 import { test } from "node:test";
 import { Plugin, PluginError } from "../index.js";
 import { pluginDir } from "./support.mjs";
@@ -126,4 +127,40 @@ test("definitions are checked when written", () => {
   assert.throws(() => plugin.tool({ name: "t", risk: "harmless" }, () => ""), PluginError);
   plugin.hook("on_prompt", () => {});
   assert.throws(() => plugin.hook("on_prompt", () => {}), PluginError);
+});
+
+test("a call's signal is made when first read, and a cancel aborts it however late it is read", async () => {
+  const input = new PassThrough();
+  const written = [];
+  const output = new Writable({
+    write(chunk, _encoding, done) {
+      written.push(...chunk.toString().split("\n").filter(Boolean).map((line) => JSON.parse(line)));
+      done();
+    },
+  });
+  let release;
+  const gate = new Promise((resolve) => (release = resolve));
+  const seen = {};
+  const plugin = new Plugin("p")
+    .hook("on_prompt", (_value, cx) => {
+      seen.sync = cx.signal;
+      return undefined;
+    })
+    .hook("on_user_message", async (message, cx) => {
+      await gate;
+      seen.late = cx.signal;
+      return { ...message, text: "late" };
+    });
+  const running = plugin.run(input, output);
+  input.write(JSON.stringify({ type: "hook", id: 1, hook: "on_prompt", value: {} }) + "\n");
+  input.write(JSON.stringify({ type: "hook", id: 2, hook: "on_user_message", value: { text: "x" } }) + "\n");
+  input.write(JSON.stringify({ type: "cancel", id: 2 }) + "\n");
+  await new Promise((resolve) => setImmediate(resolve));
+  release();
+  await new Promise((resolve) => setImmediate(resolve));
+  input.write(JSON.stringify({ type: "goodbye" }) + "\n");
+  await running;
+  assert.ok(seen.sync instanceof AbortSignal && !seen.sync.aborted);
+  assert.ok(seen.late instanceof AbortSignal && seen.late.aborted, "the cancel reached the signal read after it");
+  assert.deepEqual(written.map((reply) => reply.id ?? reply.type), ["hello", 1]);
 });
