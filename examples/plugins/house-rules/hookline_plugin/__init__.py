@@ -11,6 +11,9 @@ waits (most finish there) and only then becomes a task, so the calls of other se
 meanwhile. Every reply ready after one read of stdin leaves in one write. An async handler is a
 task (on Python 3.12 and later an eager one: it runs inline until it first waits). A sync handler
 that blocks (I/O, sleeps) is registered with ``blocking=True`` and runs on a thread pool instead.
+A plugin of sync hooks only (no tools, no events, none blocking) is served by a plain read loop
+with no event loop at all, until one of its handlers returns an awaitable: the event loop then
+takes over.
 
 A handler returns ``None`` to keep the value, or the replacement; raising an exception answers
 ``error`` with its message (the host skips the hook with that note). Handlers may be ``async``.
@@ -160,7 +163,11 @@ class Plugin:
         self._inline: Dict[Handler, bool] = {}
         self._replies: List[str] = []
         self._flush_due = False
-        self._done: Optional["asyncio.Future[None]"] = None
+        self._done: Optional[Any] = None
+        #: Calls are answered by the plain read loop (no event loop yet).
+        self._plain = False
+        #: Awaitables sync handlers returned in the plain loop, for the event loop to finish.
+        self._adopted: List[Any] = []
 
     # Registration -------------------------------------------------------------------------
 
@@ -249,22 +256,84 @@ class Plugin:
     def run(self, stdin: Optional[IO[str]] = None, stdout: Optional[IO[str]] = None) -> None:
         """Says hello, then answers requests until ``goodbye`` or the end of stdin."""
         self._out = stdout or sys.stdout
-        asyncio.run(self._serve(stdin or sys.stdin))
+        stdin = stdin or sys.stdin
+        fd = _readable_fd(stdin)
+        if fd is not None and self._answers_where_read():
+            pending = self._serve_plainly(fd)
+            if pending is None:
+                return
+            # A sync handler returned an awaitable: from here on the event loop serves.
+            asyncio.run(self._serve(stdin, pending))
+            return
+        asyncio.run(self._serve(stdin))
 
-    async def _serve(self, stdin: IO[str]) -> None:
+    def _answers_where_read(self) -> bool:
+        """Whether every call can be answered as it is read, with no event loop: only sync hooks
+        that do not block, no tools and no event subscriptions (issue 47)."""
+        handlers = list(self._hooks.values()) + list(self._raw_hooks.values())
+        return (
+            not self._tools
+            and not self._events
+            and all(self._inline.get(handler, False) for handler in handlers)
+        )
+
+    def _serve_plainly(self, fd: int) -> Optional[bytes]:
+        """Answers calls as they are read, each read's replies in one write, with no event loop
+        (an event loop's turn per read is most of what a call costs the kit). Returns ``None``
+        at ``goodbye`` or the end of input; else, once a sync handler returned an awaitable
+        (only an event loop can finish it, see :meth:`_serve`), the part of a line read after
+        the last whole one."""
+        self._plain = True
+        self._done = _Ended()
+        self._flush_due = True
+        self._send(self.hello())
+        self._flush()
+        pending = b""
+        while True:
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except InterruptedError:
+                continue
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            *lines, pending = (pending + chunk).split(b"\n")
+            self._lines(lines)
+            if self._done.done():
+                break
+            if self._adopted:
+                self._plain = False
+                return pending
+        # Ended: calls still waiting are dropped, as at goodbye on the event loop.
+        for _, _, result in self._adopted:
+            _close(result)
+        self._adopted = []
+        return None
+
+    async def _serve(self, stdin: IO[str], pending: Optional[bytes] = None) -> None:
+        """Serves on an event loop. ``pending``: the plain loop said hello and hands over the
+        calls in :attr:`_adopted` and the part of a line it read after the last whole one."""
         loop = asyncio.get_running_loop()
         loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(self._max_workers))
         self._done = loop.create_future()
         eager = getattr(asyncio, "eager_task_factory", None)
         if eager is not None:
             loop.set_task_factory(eager)
-        self._send(self.hello())
-        self._flush()
+        if pending is None:
+            self._send(self.hello())
+            self._flush()
+        for request_id, cx, result in self._adopted:
+            if cx.cancelled.is_set():
+                _close(result)  # cancelled before the event loop took it: no reply
+            else:
+                self._finish_later(request_id, result)
+        self._adopted = []
         fd = _readable_fd(stdin)
         if fd is None:
             self._read_on_thread(loop, stdin)
         else:
-            pending = [b""]
+            buffered = [pending or b""]
 
             def on_readable() -> None:
                 try:
@@ -276,7 +345,7 @@ class Plugin:
                 if not chunk:
                     self._end()
                     return
-                *lines, pending[0] = (pending[0] + chunk).split(b"\n")
+                *lines, buffered[0] = (buffered[0] + chunk).split(b"\n")
                 self._lines(lines)
 
             loop.add_reader(fd, on_readable)
@@ -349,9 +418,13 @@ class Plugin:
             name = message["hook"]
             handler = self._hooks.get(name) or self._raw_hooks.get(name)
             if handler is None:
-                return self._send({"type": "keep", "id": request_id})
+                return self._send(_without_handler(message))
             if self._inline.get(handler, False):
                 return self._answer_inline(message, name, handler)
+        if self._plain:
+            # The plain loop serves only while nothing but inline hooks is registered: a tool or
+            # an event here is one the hello did not list.
+            return self._send(_without_handler(message))
         task = asyncio.ensure_future(self._later(request_id, self._dispatch(message)))
         if isinstance(request_id, int):
             self._tasks[request_id] = task
@@ -366,13 +439,20 @@ class Plugin:
         except Exception as error:  # a bug in a handler is an error reply, never a dead plugin
             return self._send(self._error(request_id, error))
         if result is not None and inspect.isawaitable(result):
-            # A sync handler that returned an awaitable: it is finished as a task.
+            # A sync handler that returned an awaitable: it is finished as a task (by the event
+            # loop the plain loop hands over to, when there is none yet).
             self._contexts[request_id] = cx
-            task = asyncio.ensure_future(self._later(request_id, _settle(request_id, result)))
-            if isinstance(request_id, int):
-                self._tasks[request_id] = task
+            if self._plain:
+                self._adopted.append((request_id, cx, result))
+            else:
+                self._finish_later(request_id, result)
             return
         self._send(_reply(request_id, result))
+
+    def _finish_later(self, request_id: Any, result: Awaitable[Json]) -> None:
+        task = asyncio.ensure_future(self._later(request_id, _settle(request_id, result)))
+        if isinstance(request_id, int):
+            self._tasks[request_id] = task
 
     async def _later(self, request_id: Any, call: Awaitable[Dict[str, Json]]) -> None:
         """Finishes a call as a task."""
@@ -414,7 +494,7 @@ class Plugin:
             cx = Context(request_id, name, traceparent=message.get("traceparent"))
             value = message.get("context")
         if handler is None:
-            return {"type": "keep", "id": request_id}
+            return _without_handler(message)
         self._contexts[request_id] = cx
         return _reply(request_id, await self._call(handler, value, cx))
 
@@ -436,7 +516,7 @@ class Plugin:
         request_id = message["id"]
         tool = self._tools.get(message.get("tool", ""))
         if tool is None:
-            return {"type": "error", "id": request_id, "message": f"no tool {message.get('tool')!r}"}
+            return _without_handler(message)
         cx = ToolContext(
             request_id,
             message["tool"],
@@ -498,6 +578,34 @@ def _reply(request_id: Any, result: Json) -> Dict[str, Json]:
 
 async def _settle(request_id: Any, result: Awaitable[Json]) -> Dict[str, Json]:
     return _reply(request_id, await result)
+
+
+def _without_handler(message: Dict[str, Json]) -> Dict[str, Json]:
+    """The reply to a call nothing is registered for: an error for a tool, else keep."""
+    request_id = message["id"]
+    if message["type"] == "tool":
+        return {"type": "error", "id": request_id, "message": f"no tool {message.get('tool')!r}"}
+    return {"type": "keep", "id": request_id}
+
+
+class _Ended:
+    """What ``goodbye`` sets while the plain loop serves (the event loop's future, after)."""
+
+    def __init__(self) -> None:
+        self._ended = False
+
+    def done(self) -> bool:
+        return self._ended
+
+    def set_result(self, _value: Any) -> None:
+        self._ended = True
+
+
+def _close(result: Any) -> None:
+    """Closes a coroutine that will not be awaited (so Python does not warn about it)."""
+    close = getattr(result, "close", None)
+    if callable(close):
+        close()
 
 
 def _readable_fd(stdin: IO[str]) -> Optional[int]:

@@ -1,0 +1,155 @@
+"""A plugin of sync hooks only is served by a plain read loop, without asyncio (issue 47): the
+same replies as on the event loop, one write per read, and a hand-over to the event loop when a
+sync handler returns an awaitable."""
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+KIT = Path(__file__).resolve().parents[1] / "src" / "hookline_plugin"
+
+PLUGIN = '''
+import asyncio
+import sys
+
+from hookline_plugin import Plugin
+
+plugin = Plugin()
+
+
+def where():
+    return "loop" if asyncio._get_running_loop() is not None else "plain"
+
+
+@plugin.hook("on_user_message")
+def tag(message, cx):
+    message["text"] += f" [{where()}]"
+    return message
+
+
+@plugin.hook("on_prompt")
+def keep(prompt, cx):
+    return None
+
+
+@plugin.hook("on_tool_call")
+def fail(call, cx):
+    raise RuntimeError("no tools today")
+
+
+async def later(message, seconds):
+    await asyncio.sleep(seconds)
+    message["text"] += " [awaited]"
+    return message
+
+
+@plugin.raw_hook("rewrite_prompt")
+def deferred(text, cx):
+    # A sync handler that returns an awaitable: only an event loop can finish it.
+    return later(text, float(text.get("seconds", 0)))
+
+
+if __name__ == "__main__":
+    plugin.run()
+'''
+
+
+class Host:
+    def __init__(self, directory: Path):
+        self.process = subprocess.Popen(
+            [sys.executable, "plugin.py"], cwd=directory, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, text=True, env={"HOOKLINE_PLUGIN": "plain"},
+        )
+        self.hello = self.read()
+
+    def send(self, *messages):
+        # One write: the plugin reads them together.
+        self.process.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
+        self.process.stdin.flush()
+
+    def read(self):
+        line = self.process.stdout.readline()
+        assert line, "the plugin closed its output"
+        return json.loads(line)
+
+    def goodbye(self):
+        self.send({"type": "goodbye"})
+        return self.process.wait(timeout=5)
+
+
+@pytest.fixture
+def host(tmp_path):
+    shutil.copytree(KIT, tmp_path / "hookline_plugin")
+    (tmp_path / "plugin.py").write_text(PLUGIN)
+    fake = Host(tmp_path)
+    yield fake
+    if fake.process.poll() is None:
+        fake.process.kill()
+        fake.process.wait()
+
+
+def hook(id, name, value):
+    return {"type": "hook", "id": id, "hook": name, "session": "s1", "value": value}
+
+
+def test_sync_hooks_are_answered_without_an_event_loop_as_on_one(host):
+    assert host.hello["hooks"] == ["on_user_message", "on_prompt", "on_tool_call"]
+    assert host.hello["raw_hooks"] == ["rewrite_prompt"]
+    host.send(
+        hook(1, "on_user_message", {"text": "hi"}),
+        hook(2, "on_prompt", {"text": "p"}),
+        hook(3, "on_tool_call", {"name": "x"}),
+        hook(4, "on_approval", {}),
+        {"type": "tool", "id": 5, "tool": "nothing", "arguments": {}},
+        {"type": "event", "id": 6, "key": "command:new", "context": {}},
+        {"type": "cancel", "id": 1},
+    )
+    replies = {r["id"]: r for r in (host.read() for _ in range(6))}
+    assert replies[1] == {"type": "replace", "id": 1, "value": {"text": "hi [plain]"}}
+    assert replies[2] == {"type": "keep", "id": 2}
+    assert replies[3]["type"] == "error" and "no tools today" in replies[3]["message"]
+    assert replies[4] == {"type": "keep", "id": 4}
+    assert replies[5] == {"type": "error", "id": 5, "message": "no tool 'nothing'"}
+    assert replies[6] == {"type": "keep", "id": 6}
+    assert host.goodbye() == 0
+
+
+def test_an_awaitable_from_a_sync_handler_hands_the_plugin_to_the_event_loop(host):
+    host.send(
+        hook(1, "rewrite_prompt", {"text": "a", "seconds": 0.05}),
+        hook(2, "on_user_message", {"text": "same read"}),
+    )
+    # The call read with it is answered at once; the awaited one once it is done.
+    assert host.read() == {"type": "replace", "id": 2, "value": {"text": "same read [plain]"}}
+    assert host.read() == {"type": "replace", "id": 1,
+                           "value": {"text": "a [awaited]", "seconds": 0.05}}
+    # From here on the event loop serves, cancels included.
+    host.send(hook(3, "rewrite_prompt", {"text": "b", "seconds": 30}), {"type": "cancel", "id": 3})
+    host.send(hook(4, "on_user_message", {"text": "after"}))
+    assert host.read() == {"type": "replace", "id": 4, "value": {"text": "after [loop]"}}
+    started = time.monotonic()
+    assert host.goodbye() == 0
+    assert time.monotonic() - started < 5
+    assert host.process.stdout.read() == ""
+
+
+def test_a_call_cancelled_in_the_read_that_handed_it_over_gets_no_reply(host):
+    host.send(
+        hook(1, "rewrite_prompt", {"text": "a", "seconds": 30}),
+        {"type": "cancel", "id": 1},
+        hook(2, "on_user_message", {"text": "x"}),
+    )
+    assert host.read() == {"type": "replace", "id": 2, "value": {"text": "x [plain]"}}
+    host.send(hook(3, "on_user_message", {"text": "y"}))
+    assert host.read() == {"type": "replace", "id": 3, "value": {"text": "y [loop]"}}
+    assert host.goodbye() == 0
+    assert host.process.stdout.read() == ""
+
+
+def test_the_end_of_input_ends_the_plain_loop(host):
+    host.process.stdin.close()
+    assert host.process.wait(timeout=5) == 0
