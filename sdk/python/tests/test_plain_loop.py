@@ -153,3 +153,20 @@ def test_a_call_cancelled_in_the_read_that_handed_it_over_gets_no_reply(host):
 def test_the_end_of_input_ends_the_plain_loop(host):
     host.process.stdin.close()
     assert host.process.wait(timeout=5) == 0
+
+
+def test_a_non_blocking_stdin_is_waited_on_not_taken_for_its_end(tmp_path):
+    shutil.copytree(KIT, tmp_path / "hookline_plugin")
+    (tmp_path / "plugin.py").write_text(
+        PLUGIN.replace("if __name__ == \"__main__\":",
+                       "import os\nos.set_blocking(0, False)\n\nif __name__ == \"__main__\":"))
+    host = Host(tmp_path)
+    try:
+        time.sleep(0.2)  # the plugin waits on an empty, non-blocking stdin meanwhile
+        host.send(hook(1, "on_user_message", {"text": "late"}))
+        assert host.read() == {"type": "replace", "id": 1, "value": {"text": "late [plain]"}}
+        assert host.goodbye() == 0
+    finally:
+        if host.process.poll() is None:
+            host.process.kill()
+            host.process.wait()

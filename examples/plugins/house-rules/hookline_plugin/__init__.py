@@ -45,6 +45,7 @@ import concurrent.futures
 import inspect
 import json
 import os
+import select
 import sys
 import threading
 from dataclasses import dataclass, field
@@ -290,12 +291,10 @@ class Plugin:
         self._flush()
         pending = b""
         while True:
-            try:
-                chunk = os.read(fd, 1 << 16)
-            except InterruptedError:
+            chunk = _read(fd)
+            if chunk is None:
+                select.select([fd], [], [])  # a non-blocking stdin: wait until it has more
                 continue
-            except OSError:
-                chunk = b""
             if not chunk:
                 break
             *lines, pending = (pending + chunk).split(b"\n")
@@ -336,12 +335,9 @@ class Plugin:
             buffered = [pending or b""]
 
             def on_readable() -> None:
-                try:
-                    chunk = os.read(fd, 1 << 16)
-                except BlockingIOError:
+                chunk = _read(fd)
+                if chunk is None:
                     return
-                except OSError:
-                    chunk = b""
                 if not chunk:
                     self._end()
                     return
@@ -606,6 +602,17 @@ def _close(result: Any) -> None:
     close = getattr(result, "close", None)
     if callable(close):
         close()
+
+
+def _read(fd: int) -> Optional[bytes]:
+    """One read of stdin: its bytes; ``b""`` at its end (or once it broke); ``None`` when there
+    is nothing yet (a non-blocking stdin)."""
+    try:
+        return os.read(fd, 1 << 16)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return b""
 
 
 def _readable_fd(stdin: IO[str]) -> Optional[int]:
