@@ -1,20 +1,18 @@
 """A plugin of sync hooks only is served by a plain read loop, without asyncio (issue 47): the
 same replies as on the event loop, one write per read, and a hand-over to the event loop when a
 sync handler returns an awaitable."""
-import json
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from fake_host import FakeHost
+
 KIT = Path(__file__).resolve().parents[1] / "src" / "hookline_plugin"
 
 PLUGIN = '''
 import asyncio
-import sys
 
 from hookline_plugin import Plugin
 
@@ -58,38 +56,13 @@ if __name__ == "__main__":
 '''
 
 
-class Host:
-    def __init__(self, directory: Path):
-        self.process = subprocess.Popen(
-            [sys.executable, "plugin.py"], cwd=directory, stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, text=True, env={"HOOKLINE_PLUGIN": "plain"},
-        )
-        self.hello = self.read()
-
-    def send(self, *messages):
-        # One write: the plugin reads them together.
-        self.process.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
-        self.process.stdin.flush()
-
-    def read(self):
-        line = self.process.stdout.readline()
-        assert line, "the plugin closed its output"
-        return json.loads(line)
-
-    def goodbye(self):
-        self.send({"type": "goodbye"})
-        return self.process.wait(timeout=5)
-
-
 @pytest.fixture
 def host(tmp_path):
     shutil.copytree(KIT, tmp_path / "hookline_plugin")
     (tmp_path / "plugin.py").write_text(PLUGIN)
-    fake = Host(tmp_path)
+    fake = FakeHost(tmp_path, "plain")
     yield fake
-    if fake.process.poll() is None:
-        fake.process.kill()
-        fake.process.wait()
+    fake.stop()
 
 
 def hook(id, name, value):
@@ -99,7 +72,7 @@ def hook(id, name, value):
 def test_sync_hooks_are_answered_without_an_event_loop_as_on_one(host):
     assert host.hello["hooks"] == ["on_user_message", "on_prompt", "on_tool_call"]
     assert host.hello["raw_hooks"] == ["rewrite_prompt"]
-    host.send(
+    host.send_all(
         hook(1, "on_user_message", {"text": "hi"}),
         hook(2, "on_prompt", {"text": "p"}),
         hook(3, "on_tool_call", {"name": "x"}),
@@ -115,11 +88,11 @@ def test_sync_hooks_are_answered_without_an_event_loop_as_on_one(host):
     assert replies[4] == {"type": "keep", "id": 4}
     assert replies[5] == {"type": "error", "id": 5, "message": "no tool 'nothing'"}
     assert replies[6] == {"type": "keep", "id": 6}
-    assert host.goodbye() == 0
+    assert host.close() == 0
 
 
 def test_an_awaitable_from_a_sync_handler_hands_the_plugin_to_the_event_loop(host):
-    host.send(
+    host.send_all(
         hook(1, "rewrite_prompt", {"text": "a", "seconds": 0.05}),
         hook(2, "on_user_message", {"text": "same read"}),
     )
@@ -128,25 +101,25 @@ def test_an_awaitable_from_a_sync_handler_hands_the_plugin_to_the_event_loop(hos
     assert host.read() == {"type": "replace", "id": 1,
                            "value": {"text": "a [awaited]", "seconds": 0.05}}
     # From here on the event loop serves, cancels included.
-    host.send(hook(3, "rewrite_prompt", {"text": "b", "seconds": 30}), {"type": "cancel", "id": 3})
-    host.send(hook(4, "on_user_message", {"text": "after"}))
+    host.send_all(hook(3, "rewrite_prompt", {"text": "b", "seconds": 30}), {"type": "cancel", "id": 3})
+    host.send_all(hook(4, "on_user_message", {"text": "after"}))
     assert host.read() == {"type": "replace", "id": 4, "value": {"text": "after [loop]"}}
     started = time.monotonic()
-    assert host.goodbye() == 0
+    assert host.close() == 0
     assert time.monotonic() - started < 5
     assert host.process.stdout.read() == ""
 
 
 def test_a_call_cancelled_in_the_read_that_handed_it_over_gets_no_reply(host):
-    host.send(
+    host.send_all(
         hook(1, "rewrite_prompt", {"text": "a", "seconds": 30}),
         {"type": "cancel", "id": 1},
         hook(2, "on_user_message", {"text": "x"}),
     )
     assert host.read() == {"type": "replace", "id": 2, "value": {"text": "x [plain]"}}
-    host.send(hook(3, "on_user_message", {"text": "y"}))
+    host.send_all(hook(3, "on_user_message", {"text": "y"}))
     assert host.read() == {"type": "replace", "id": 3, "value": {"text": "y [loop]"}}
-    assert host.goodbye() == 0
+    assert host.close() == 0
     assert host.process.stdout.read() == ""
 
 
@@ -160,13 +133,11 @@ def test_a_non_blocking_stdin_is_waited_on_not_taken_for_its_end(tmp_path):
     (tmp_path / "plugin.py").write_text(
         PLUGIN.replace("if __name__ == \"__main__\":",
                        "import os\nos.set_blocking(0, False)\n\nif __name__ == \"__main__\":"))
-    host = Host(tmp_path)
+    host = FakeHost(tmp_path, "plain")
     try:
         time.sleep(0.2)  # the plugin waits on an empty, non-blocking stdin meanwhile
-        host.send(hook(1, "on_user_message", {"text": "late"}))
+        host.send_all(hook(1, "on_user_message", {"text": "late"}))
         assert host.read() == {"type": "replace", "id": 1, "value": {"text": "late [plain]"}}
-        assert host.goodbye() == 0
+        assert host.close() == 0
     finally:
-        if host.process.poll() is None:
-            host.process.kill()
-            host.process.wait()
+        host.stop()

@@ -1,45 +1,20 @@
 """The kit's side of the protocol, driven directly: hello, ids, calls in flight, cancel, errors,
 goodbye. The host is played by the test, one JSON line at a time."""
 import json
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from hookline_plugin import Plugin, PluginError
 
-
-class FakeHost:
-    def __init__(self, plugin_dir: Path):
-        self.process = subprocess.Popen(
-            [sys.executable, "plugin.py"], cwd=plugin_dir, stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, text=True, env={"HOOKLINE_PLUGIN": "kit"},
-        )
-        self.hello = self.read()
-
-    def send(self, **message):
-        self.process.stdin.write(json.dumps(message) + "\n")
-        self.process.stdin.flush()
-
-    def read(self):
-        line = self.process.stdout.readline()
-        assert line, "the plugin closed its output"
-        return json.loads(line)
-
-    def close(self):
-        self.send(type="goodbye")
-        return self.process.wait(timeout=5)
+from fake_host import FakeHost
 
 
 @pytest.fixture
 def host(plugin_dir):
     fake = FakeHost(plugin_dir)
     yield fake
-    if fake.process.poll() is None:
-        fake.process.kill()
-        fake.process.wait()
+    fake.stop()
 
 
 def tool(host, id, name, **arguments):

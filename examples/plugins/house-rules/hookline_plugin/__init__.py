@@ -285,7 +285,8 @@ class Plugin:
         (only an event loop can finish it, see :meth:`_serve`), the part of a line read after
         the last whole one."""
         self._plain = True
-        self._done = _Ended()
+        # What `goodbye` sets (no event loop yet to make the future of).
+        self._done = concurrent.futures.Future()
         self._flush_due = True
         self._send(self.hello())
         self._flush()
@@ -582,19 +583,6 @@ def _without_handler(message: Dict[str, Json]) -> Dict[str, Json]:
     if message["type"] == "tool":
         return {"type": "error", "id": request_id, "message": f"no tool {message.get('tool')!r}"}
     return {"type": "keep", "id": request_id}
-
-
-class _Ended:
-    """What ``goodbye`` sets while the plain loop serves (the event loop's future, after)."""
-
-    def __init__(self) -> None:
-        self._ended = False
-
-    def done(self) -> bool:
-        return self._ended
-
-    def set_result(self, _value: Any) -> None:
-        self._ended = True
 
 
 def _close(result: Any) -> None:
