@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use hookline::cli::load::{run as drive, LoadOptions, LoadReport, Transport};
 use hookline::host::gateway::{Gateway, GatewayLimits};
@@ -16,6 +16,12 @@ const ANSWER: &str = r#"{"choices":[{"index":0,"message":{"role":"assistant","co
 
 /// A stub model on a thread of its own, counting the requests it answers.
 fn stub(count: Arc<AtomicU64>) -> String {
+    stub_seeing(count, Arc::default())
+}
+
+/// A stub model on a thread of its own, counting the requests it answers and keeping each
+/// request's messages' roles.
+fn stub_seeing(count: Arc<AtomicU64>, seen: Arc<Mutex<Vec<Vec<String>>>>) -> String {
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -25,8 +31,12 @@ fn stub(count: Arc<AtomicU64>) -> String {
         runtime.block_on(async move {
             let app = axum::Router::new().route(
                 "/v1/chat/completions",
-                axum::routing::post(move |_body: axum::body::Bytes| {
+                axum::routing::post(move |body: axum::body::Bytes| {
                     count.fetch_add(1, Ordering::Relaxed);
+                    let request: serde_json::Value = serde_json::from_slice(&body).unwrap();
+                    let roles = request["messages"].as_array().unwrap().iter();
+                    let roles = roles.map(|m| m["role"].as_str().unwrap().to_owned());
+                    seen.lock().unwrap().push(roles.collect());
                     async { ([("content-type", "application/json")], ANSWER) }
                 }),
             );
@@ -96,6 +106,58 @@ async fn load_with_a_stub_url_asks_the_stub_directly_and_reports_the_overhead() 
         (overhead - (report.p50_ms - stub.p50_ms)).abs() < 1e-9,
         "{report:?}"
     );
+    arbiter.stop();
+}
+
+#[actix_rt::test]
+async fn the_stub_is_asked_with_each_conversation_so_far_and_timed_beside_the_turn_windows() {
+    // Issue 47: the server's request to its model carries the session's history, so the stub's
+    // time grows with it; the stub asked directly must be asked the same way, or the overhead
+    // of a long session counts the stub's growth as the server's.
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let stub_url = stub_seeing(Arc::default(), seen.clone());
+    let dir = tempfile::tempdir().unwrap();
+    let arbiter = actix::Arbiter::new();
+    let gateway = gateway(&stub_url, dir.path(), vec![arbiter.handle()]);
+    let (addr, handle) = start(gateway, ServeConfig::new(dir.path())).await.unwrap();
+    let turns = 100;
+    let options = LoadOptions {
+        url: format!("http://{addr}"),
+        sessions: 1,
+        turns,
+        transport: Transport::Http,
+        token: None,
+        keep: false,
+        idempotency: None,
+        stub_url: Some(stub_url.clone()),
+    };
+    let report = load(options).await;
+    handle.drain("test", None).await.unwrap();
+    assert_eq!((report.turns, report.error_count()), (100, 0), "{report:?}");
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 2 * turns);
+    // The server's requests come first, each opening with its system text; then the driver's,
+    // the conversation so far: user, then the stub's answer and the next user message.
+    let (served, direct) = seen.split_at(turns);
+    assert!(
+        served.iter().all(|roles| roles[0] == "system"),
+        "{served:?}"
+    );
+    for (turn, roles) in direct.iter().enumerate() {
+        let expected: Vec<&str> = std::iter::once("user")
+            .chain((0..turn).flat_map(|_| ["assistant", "user"]))
+            .collect();
+        assert_eq!(roles, &expected, "turn {turn}");
+        // As long as the served request, less its system text.
+        assert_eq!(roles.len(), served[turn].len() - 1, "turn {turn}");
+    }
+    let stub = report.stub.as_ref().unwrap();
+    let (early, last) = (stub.early.as_ref().unwrap(), stub.last.as_ref().unwrap());
+    assert_eq!(
+        (early.first, early.last, last.first, last.last),
+        (51, 100, 51, 100)
+    );
+    assert!(early.p50_ms > 0.0 && stub.p50_ms > 0.0, "{stub:?}");
     arbiter.stop();
 }
 

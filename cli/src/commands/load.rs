@@ -4,7 +4,8 @@
 //! progress bar, then prints turns/s, hook calls/s, turn latency p50/p99, errors and the server's
 //! resident memory (issue 11 item 5); with 100 turns or more per session also the mean time and
 //! answer size of turns 51-100 and of the last 50, and memory per session (issue 22); with
-//! `--stub-url` the model stub asked directly and the overhead over it (issue 47). Exit status 1 when any request failed.
+//! `--stub-url` the model stub asked directly with the same conversations, the overhead over it
+//! and the stub's own time beside each window (issue 47). Exit status 1 when any request failed.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -45,7 +46,9 @@ pub(crate) struct LoadArgs {
     idempotency: bool,
     /// The model stub the server answers with (an OpenAI-compatible base URL,
     /// `http://127.0.0.1:8765/v1`): asked directly after the served turns, as many requests at
-    /// the same concurrency, so the report says what a served turn adds over it.
+    /// the same concurrency, each with its conversation so far (as the server asks it), so the
+    /// report says what a served turn adds over it, and the stub's time beside each window of
+    /// turns.
     #[arg(long, value_name = "URL")]
     stub_url: Option<String>,
     /// Print one JSON report.
@@ -142,7 +145,7 @@ fn human(report: &LoadReport) -> String {
     }
     if let Some(stub) = &report.stub {
         out.push_str(&format!(
-            "\nstub alone      p50 {:.2} ms, p99 {:.2} ms, {:.0} requests/s ({} failed)\noverhead        p50 {:.2} ms over the stub",
+            "\nstub alone      p50 {:.2} ms, p99 {:.2} ms, {:.0} requests/s ({} failed), each request with its conversation so far\noverhead        p50 {:.2} ms over the stub",
             stub.p50_ms,
             stub.p99_ms,
             stub.requests_per_second,
@@ -150,7 +153,13 @@ fn human(report: &LoadReport) -> String {
             report.overhead_p50_ms.unwrap_or_default(),
         ));
     }
-    for window in [&report.early, &report.last].into_iter().flatten() {
+    let stub = report.stub.as_ref();
+    let windows = [
+        (&report.early, stub.and_then(|s| s.early.as_ref())),
+        (&report.last, stub.and_then(|s| s.last.as_ref())),
+    ];
+    for (window, beside) in windows {
+        let Some(window) = window else { continue };
         out.push_str(&format!(
             "\nturns {}-{}{}p50 {:.2} ms, mean {:.2} ms, {:.1} KB answered per turn",
             window.first,
@@ -160,6 +169,9 @@ fn human(report: &LoadReport) -> String {
             window.mean_ms,
             window.mean_answer_bytes / 1000.0,
         ));
+        if let Some(stub) = beside {
+            out.push_str(&format!("; the stub p50 {:.2} ms", stub.p50_ms));
+        }
     }
     if let (Some(early), Some(last)) = (&report.early, &report.last) {
         if early.mean_ms > 0.0 && early.mean_answer_bytes > 0.0 {
@@ -170,6 +182,12 @@ fn human(report: &LoadReport) -> String {
                 last.mean_answer_bytes / early.mean_answer_bytes,
             ));
         }
+    }
+    if let Some((early, last)) = stub.and_then(|s| s.early.as_ref().zip(s.last.as_ref())) {
+        out.push_str(&format!(
+            "\n  the stub's    {:.2}x p50 (its requests grow with the conversation)",
+            last.p50_ms / early.p50_ms.max(f64::MIN_POSITIVE),
+        ));
     }
     out
 }

@@ -6,8 +6,9 @@
 //! 50 turns, and the server's resident memory per session.
 //!
 //! With [`LoadOptions::stub_url`] the model stub the server calls is then asked directly, as
-//! many requests at the same concurrency, and the report says what a served turn adds over it
-//! (issue 47 item 4).
+//! many requests at the same concurrency, each carrying the conversation so far as the server's
+//! do, and the report says what a served turn adds over it, and beside the turn windows the
+//! stub's own time for the same turns (issue 47 items 3 and 4).
 //!
 //! With [`LoadOptions::idempotency`] every turn carries a key of its own (`Idempotency-Key` over
 //! HTTP, `key` on a WebSocket), to measure what keys cost (issue 34 item 3).
@@ -63,7 +64,8 @@ pub struct LoadOptions {
     /// The model the server answers with, when it is a stub one can ask directly (an
     /// OpenAI-compatible base URL, `http://127.0.0.1:8765/v1`, as `scripts/stub-model.py`
     /// prints): after the served turns, the same number of requests go straight to it at the
-    /// same concurrency, so the report says what the server adds over its model (issue 47).
+    /// same concurrency, each with its conversation so far, so the report says what the server
+    /// adds over its model (issue 47).
     pub stub_url: Option<String>,
 }
 
@@ -120,8 +122,9 @@ pub struct LoadReport {
     pub last: Option<TurnWindow>,
     /// The model stub asked directly in the same run ([`LoadOptions::stub_url`]).
     pub stub: Option<StubReport>,
-    /// What a served turn adds over the stub's own answer at the median: `p50_ms` less the
-    /// stub's p50 (one turn is one model call with no plugin asking for more).
+    /// What a served turn adds over the stub's own answer to a request as long at the median:
+    /// `p50_ms` less the stub's p50 (one turn is one model call with no plugin asking for
+    /// more).
     pub overhead_p50_ms: Option<f64>,
     /// Whether the credential may not read `/metrics` (it is for admins): hook calls/s and
     /// resident memory are then unknown (0 and absent).
@@ -129,7 +132,9 @@ pub struct LoadReport {
 }
 
 /// The model stub asked directly, each of `sessions` clients sending `turns` chat completions
-/// one after another on a kept-alive connection, as the served turns were sent.
+/// one after another on a kept-alive connection, as the served turns were sent, each carrying
+/// its client's conversation so far as the server's requests carry the session's history (not
+/// the server's system text or tool definitions).
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StubReport {
@@ -145,6 +150,11 @@ pub struct StubReport {
     pub p50_ms: f64,
     /// 99th percentile latency, milliseconds.
     pub p99_ms: f64,
+    /// The stub's requests of turns 51-100, when each conversation has at least 100 turns: what
+    /// [`LoadReport::early`] is beside.
+    pub early: Option<TurnWindow>,
+    /// The stub's requests of the last 50 turns: what [`LoadReport::last`] is beside.
+    pub last: Option<TurnWindow>,
 }
 
 /// The mean cost of a range of turns (by their number within a session), over every session.
@@ -402,40 +412,48 @@ pub async fn run(
     })
 }
 
-/// Asks the stub directly: as many clients as sessions, each sending as many chat completions
-/// as a session had turns, one after another.
+/// Asks the stub directly: as many clients as sessions, each holding a conversation of as many
+/// turns as a session had, one request after another. Each request carries the conversation so
+/// far (every earlier user message and the stub's answer to it, then the new one), as the
+/// server's request to its model does: the stub's time grows with the history, and a served
+/// turn is compared with the stub answering a request of its length, not a one-message one.
 async fn stub_run(shared: &Arc<Shared>, url: &str) -> Result<StubReport, LoadError> {
     let endpoint = format!("{}/chat/completions", url.trim_end_matches('/'));
     let latencies = Arc::new(Mutex::new(
         Histogram::<u64>::new(3).map_err(|e| LoadError::Histogram(e.to_string()))?,
     ));
+    let per_turn = Arc::new(Mutex::new(PerTurn::new(shared.options.turns)));
     let errors = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
     let runs = (0..shared.options.sessions).map(|i| {
         let (http, endpoint) = (shared.http.clone(), endpoint.clone());
-        let (latencies, errors) = (latencies.clone(), errors.clone());
+        let (latencies, per_turn, errors) = (latencies.clone(), per_turn.clone(), errors.clone());
         let turns = shared.options.turns;
         tokio::spawn(async move {
+            let mut messages = Vec::with_capacity(2 * turns);
             for turn in 0..turns {
-                let body = serde_json::json!({
-                    "model": "stub",
-                    "messages": [{ "role": "user", "content": turn_text(i, turn) }],
-                });
+                messages.push(serde_json::json!({ "role": "user", "content": turn_text(i, turn) }));
+                let body = serde_json::json!({ "model": "stub", "messages": messages });
                 let sent = Instant::now();
-                let answered = match http.post(&endpoint).json(&body).send().await {
-                    Ok(response) if response.status().is_success() => {
-                        response.bytes().await.is_ok()
-                    }
-                    _ => false,
+                let answer = match http.post(&endpoint).json(&body).send().await {
+                    Ok(response) if response.status().is_success() => response.bytes().await.ok(),
+                    _ => None,
                 };
-                if answered {
-                    let micros = u64::try_from(sent.elapsed().as_micros()).unwrap_or(u64::MAX);
-                    let _ = latencies
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .record(micros.max(1));
-                } else {
+                let Some(answer) = answer else {
                     errors.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                };
+                let micros = u64::try_from(sent.elapsed().as_micros()).unwrap_or(u64::MAX);
+                per_turn
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .record(turn, micros, answer.len() as u64);
+                let _ = latencies
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .record(micros.max(1));
+                if let Some(text) = answer_text(&answer) {
+                    messages.push(serde_json::json!({ "role": "assistant", "content": text }));
                 }
             }
         })
@@ -450,6 +468,10 @@ async fn stub_run(shared: &Arc<Shared>, url: &str) -> Result<StubReport, LoadErr
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .clone();
+    let (early, last) = per_turn
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .windows();
     let requests = latencies.len();
     Ok(StubReport {
         url: url.to_owned(),
@@ -462,7 +484,18 @@ async fn stub_run(shared: &Arc<Shared>, url: &str) -> Result<StubReport, LoadErr
         },
         p50_ms: latencies.value_at_quantile(0.5) as f64 / 1000.0,
         p99_ms: latencies.value_at_quantile(0.99) as f64 / 1000.0,
+        early,
+        last,
     })
+}
+
+/// The text of an OpenAI-compatible chat completion's first choice, if it has one.
+fn answer_text(answer: &[u8]) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_slice(answer).ok()?;
+    value
+        .pointer("/choices/0/message/content")?
+        .as_str()
+        .map(str::to_owned)
 }
 
 /// An HTTP client of the load's own: one for `/metrics`, the stub and the closes, and one per
