@@ -13,6 +13,15 @@ Usage (from a checkout, after `cargo build --release --bin hookline`):
 process per client; every hookline client on a session of its own) and reports turns/s, p50
 and p99. `--hookline` (repeatable) runs the given builds side by side in the same rounds, e.g.
 `--hookline before=/tmp/hookline-old --hookline after=target/release/hookline`.
+`--commit-per-turn` also runs each hookline build with `serve --commit-per-turn` (one append a
+turn instead of durable steps), labelled `<label>/commit`.
+
+Each round also asks the stub directly, twice: with the one-message request the other gateways
+forward, and with a conversation growing as a hookline session's does (the same warm-up and
+timed turns, each request carrying every earlier user message and answer: hookline's request to
+its model carries the session's history, so the stub's own time grows with it). Each server's
+overhead over the stub is its p50 less the stub's for its kind of request, in the same round
+(hookline's without its system text and tool definitions, about 1 KB).
 
 Each gateway is optional beside hookline: give the `litellm` executable of a venv where
 `pip install 'litellm[proxy]'` ran, and `start-server.js` of `npm install @portkey-ai/gateway`
@@ -51,6 +60,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KIT = os.path.join(ROOT, "sdk", "python", "src", "hookline_plugin")
 STUB = os.path.join(ROOT, "scripts", "stub-model.py")
+
+STUB_ONE = "the stub, one message"
+STUB_CONVERSATION = "the stub, a conversation"
 
 HOOKLINE_PLUGIN = '''from hookline_plugin import Plugin
 
@@ -147,7 +159,29 @@ class Server:
         return time.perf_counter() - started
 
 
-def start_hookline(hooks, stub_url, work, label, binary, hook):
+def stub_p50(port, warm_up, turns, conversation):
+    """The stub's p50 (seconds) asked directly on one kept-alive connection: `turns` requests
+    after `warm_up`, each with one user message, or with `conversation` each carrying every
+    earlier one and its answer, as a hookline session's request to its model does."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    messages, times = [], []
+    for turn in range(warm_up + turns):
+        user = {"role": "user", "content": "Say ok."}
+        messages = messages + [user] if conversation else [user]
+        body = json.dumps({"model": "stub", "messages": messages}).encode()
+        started = time.perf_counter()
+        conn.request("POST", "/v1/chat/completions", body=body,
+                     headers={"content-type": "application/json"})
+        answer = json.loads(conn.getresponse().read())
+        if turn >= warm_up:
+            times.append(time.perf_counter() - started)
+        if conversation:
+            messages.append(answer["choices"][0]["message"])
+    conn.close()
+    return statistics.median(times)
+
+
+def start_hookline(hooks, stub_url, work, label, binary, hook, flags=()):
     plugins = os.path.join(work, f"{label}-{hooks}")
     os.makedirs(plugins)
     for index in range(hooks):
@@ -167,7 +201,7 @@ def start_hookline(hooks, stub_url, work, label, binary, hook):
     os.makedirs(store)
     argv = [binary, "serve", "--listen", f"127.0.0.1:{port}", "--plugins", plugins,
             "--workspace-root", store,
-            "--provider", "openai", "--base-url", stub_url, "--model", "stub"]
+            "--provider", "openai", "--base-url", stub_url, "--model", "stub", *flags]
     server = Server(label, hooks, argv, port, env=env, cwd=work)
     if not wait_http(port, "/healthz"):
         server.stop()
@@ -300,13 +334,17 @@ def main():
     parser.add_argument("--hookline", action="append", metavar="[LABEL=]PATH",
                         help="a hookline binary to run (repeat to compare builds in one run; "
                              "default: target/release/hookline)")
+    parser.add_argument("--commit-per-turn", action="store_true",
+                        help="also run each hookline build with `serve --commit-per-turn`")
     args = parser.parse_args()
     binaries = []
     for given in args.hookline or [os.path.join(ROOT, "target", "release", "hookline")]:
         label, _, path = given.rpartition("=")
         # Absolute: each server runs in a directory of its own.
-        binaries.append((label or ("hookline" if not binaries else f"hookline-{len(binaries) + 1}"),
-                         os.path.abspath(path)))
+        label = label or ("hookline" if not binaries else f"hookline-{len(binaries) + 1}")
+        binaries.append((label, os.path.abspath(path), ()))
+        if args.commit_per_turn:
+            binaries.append((f"{label}/commit", os.path.abspath(path), ("--commit-per-turn",)))
     counts = [int(n) for n in args.hooks.split(",")]
     work = tempfile.mkdtemp(prefix="hookline-gateways-")
     stub_port = free_port()
@@ -316,8 +354,9 @@ def main():
     try:
         time.sleep(0.5)
         for hooks in counts:
-            for label, binary in binaries:
-                servers.append(start_hookline(hooks, stub_url, work, label, binary, args.hook))
+            for label, binary, flags in binaries:
+                servers.append(start_hookline(hooks, stub_url, work, label, binary, args.hook,
+                                              flags))
             if args.litellm:
                 servers.append(start_litellm(hooks, stub_url, work, args.litellm))
             if args.portkey:
@@ -328,8 +367,11 @@ def main():
         results = {(s.kind, s.hooks): [] for s in servers}
         concurrent = {(s.kind, s.hooks): [] for s in servers}
         loads = []
+        stub_rounds = {STUB_ONE: [], STUB_CONVERSATION: []}
         for round_ in range(args.rounds):
             loads.append(os.getloadavg()[0])
+            stub_rounds[STUB_ONE].append(stub_p50(stub_port, 20, args.turns, False))
+            stub_rounds[STUB_CONVERSATION].append(stub_p50(stub_port, 10, args.turns, True))
             for server in servers:
                 # A fresh conversation each round (hookline; the others keep no history), so a
                 # round's turns see the same history lengths as the round before.
@@ -341,8 +383,8 @@ def main():
                     concurrent[(server.kind, server.hooks)].append(
                         throughput(server, args.clients, args.seconds))
             print(f"round {round_ + 1} done, load {loads[-1]:.2f}", file=sys.stderr)
-        labels = [label for label, _ in binaries]
-        report(results, counts, loads, labels)
+        labels = [label for label, _, _ in binaries]
+        report(results, counts, loads, labels, stub_rounds)
         if args.clients:
             report_concurrent(concurrent, counts, args.clients, labels)
     finally:
@@ -358,19 +400,28 @@ def ordered(results, labels):
     return sorted({kind for kind, _ in results}, key=order.index)
 
 
-def report(results, counts, loads, labels):
+def report(results, counts, loads, labels, stub_rounds):
     print(f"load average (1 min) at each round: {', '.join(f'{l:.2f}' for l in loads)}")
+    for name, rounds in stub_rounds.items():
+        print(f"{name}: p50 {statistics.median(rounds) * 1000:.3f} ms "
+              f"(rounds {', '.join(f'{v * 1000:.3f}' for v in rounds)})")
     kinds = ordered(results, labels)
-    print("gateway   " + "".join(f"{n:>4} hooks p50 " for n in counts) + "  per hook")
+    print("gateway          " + "".join(f"{n:>4} hooks p50 " for n in counts) + "  per hook"
+          + "".join(f"  over the stub, {n} hooks" for n in counts))
     for kind in kinds:
         medians = {n: statistics.median(results[(kind, n)]) * 1000 for n in counts}
         top = max(counts)
         slope = (medians[top] - medians[min(counts)]) / (top - min(counts)) if top != min(counts) else 0.0
         row = "".join(f"{medians[n]:>11.3f} ms" for n in counts)
-        print(f"{kind:<10}{row}   {slope:.3f} ms")
+        # Round by round against the stub asked as this server asks it.
+        stub = stub_rounds[STUB_ONE if kind in ("litellm", "portkey") else STUB_CONVERSATION]
+        over = "".join(
+            f"{statistics.median(v - s for v, s in zip(results[(kind, n)], stub)) * 1000:>21.3f} ms"
+            for n in counts)
+        print(f"{kind:<17}{row}   {slope:.3f} ms{over}")
         rounds = "; ".join(f"{n}: " + ", ".join(f"{v * 1000:.3f}" for v in results[(kind, n)])
                            for n in counts)
-        print(f"          rounds (ms) {rounds}")
+        print(f"                 rounds (ms) {rounds}")
 
 
 def report_concurrent(concurrent, counts, clients, labels):
@@ -384,7 +435,7 @@ def report_concurrent(concurrent, counts, clients, labels):
             p99 = statistics.median(r[2] for r in runs) * 1000
             failed = sum(r[3] for r in runs)
             cells.append(f"{n} hooks: {rate:,.0f}/s p50 {p50_:.2f} p99 {p99:.2f} ms ({failed} failed)")
-        print(f"{kind:<10}" + "; ".join(cells))
+        print(f"{kind:<17}" + "; ".join(cells))
 
 
 if __name__ == "__main__":
