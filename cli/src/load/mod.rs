@@ -434,8 +434,11 @@ async fn stub_run(shared: &Arc<Shared>, url: &str) -> Result<StubReport, LoadErr
             for turn in 0..turns {
                 messages.push(serde_json::json!({ "role": "user", "content": turn_text(i, turn) }));
                 let body = serde_json::json!({ "model": "stub", "messages": messages });
+                // Encoded before the clock starts: the served turn's client sends a short text,
+                // and its server's encoding of the history is in the served turn's time.
+                let request = http.post(&endpoint).json(&body);
                 let sent = Instant::now();
-                let answer = match http.post(&endpoint).json(&body).send().await {
+                let answer = match request.send().await {
                     Ok(response) if response.status().is_success() => response.bytes().await.ok(),
                     _ => None,
                 };
