@@ -61,6 +61,26 @@ fn gateway(stub_url: &str, dir: &std::path::Path, arbiters: Vec<actix::ArbiterHa
         .unwrap()
 }
 
+/// `hookline load` over HTTP against `addr`: `sessions` x `turns`, the stub at `stub_url` asked
+/// directly after them when given.
+fn load_options(
+    addr: std::net::SocketAddr,
+    sessions: usize,
+    turns: usize,
+    stub_url: Option<&str>,
+) -> LoadOptions {
+    LoadOptions {
+        url: format!("http://{addr}"),
+        sessions,
+        turns,
+        transport: Transport::Http,
+        token: None,
+        keep: false,
+        idempotency: None,
+        stub_url: stub_url.map(str::to_owned),
+    }
+}
+
 /// `hookline load` with `options`, on a thread and runtime of its own (as the command runs it),
 /// so the server under test keeps this test's actix runtime to itself.
 async fn load(options: LoadOptions) -> LoadReport {
@@ -83,16 +103,7 @@ async fn load_with_a_stub_url_asks_the_stub_directly_and_reports_the_overhead() 
     let arbiter = actix::Arbiter::new();
     let gateway = gateway(&stub_url, dir.path(), vec![arbiter.handle()]);
     let (addr, handle) = start(gateway, ServeConfig::new(dir.path())).await.unwrap();
-    let options = LoadOptions {
-        url: format!("http://{addr}"),
-        sessions: 2,
-        turns: 3,
-        transport: Transport::Http,
-        token: None,
-        keep: false,
-        idempotency: None,
-        stub_url: Some(stub_url.clone()),
-    };
+    let options = load_options(addr, 2, 3, Some(&stub_url));
     let report = load(options).await;
     handle.drain("test", None).await.unwrap();
     assert_eq!((report.turns, report.error_count()), (6, 0), "{report:?}");
@@ -121,16 +132,7 @@ async fn the_stub_is_asked_with_each_conversation_so_far_and_timed_beside_the_tu
     let gateway = gateway(&stub_url, dir.path(), vec![arbiter.handle()]);
     let (addr, handle) = start(gateway, ServeConfig::new(dir.path())).await.unwrap();
     let turns = 100;
-    let options = LoadOptions {
-        url: format!("http://{addr}"),
-        sessions: 1,
-        turns,
-        transport: Transport::Http,
-        token: None,
-        keep: false,
-        idempotency: None,
-        stub_url: Some(stub_url.clone()),
-    };
+    let options = load_options(addr, 1, turns, Some(&stub_url));
     let report = load(options).await;
     handle.drain("test", None).await.unwrap();
     assert_eq!((report.turns, report.error_count()), (100, 0), "{report:?}");
@@ -170,16 +172,7 @@ async fn a_served_turn_without_arbiters_of_its_own_runs_on_its_shard() {
     let dir = tempfile::tempdir().unwrap();
     let gateway = gateway(&stub_url, dir.path(), Vec::new());
     let (addr, handle) = start(gateway, ServeConfig::new(dir.path())).await.unwrap();
-    let options = LoadOptions {
-        url: format!("http://{addr}"),
-        sessions: 4,
-        turns: 2,
-        transport: Transport::Http,
-        token: None,
-        keep: false,
-        idempotency: None,
-        stub_url: None,
-    };
+    let options = load_options(addr, 4, 2, None);
     let report = load(options).await;
     handle.drain("test", None).await.unwrap();
     assert_eq!((report.turns, report.error_count()), (8, 0), "{report:?}");
