@@ -14,6 +14,14 @@ use hookline::server::{start, ServeConfig};
 
 const ANSWER: &str = r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":12,"completion_tokens":1}}"#;
 
+/// The same answer streamed, in two parts.
+const STREAMED: &str = concat!(
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"o\"}}]}\n\n",
+    "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"k\"},\"finish_reason\":\"stop\"}]}\n\n",
+    "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":12,\"completion_tokens\":1}}\n\n",
+    "data: [DONE]\n\n",
+);
+
 /// A stub model on a thread of its own, counting the requests it answers.
 fn stub(count: Arc<AtomicU64>) -> String {
     stub_seeing(count, Arc::default())
@@ -37,7 +45,13 @@ fn stub_seeing(count: Arc<AtomicU64>, seen: Arc<Mutex<Vec<Vec<String>>>>) -> Str
                     let roles = request["messages"].as_array().unwrap().iter();
                     let roles = roles.map(|m| m["role"].as_str().unwrap().to_owned());
                     seen.lock().unwrap().push(roles.collect());
-                    async { ([("content-type", "application/json")], ANSWER) }
+                    // Streamed when asked, as `scripts/stub-model.py` answers.
+                    let answer = if request["stream"] == true {
+                        ("text/event-stream", STREAMED)
+                    } else {
+                        ("application/json", ANSWER)
+                    };
+                    async move { ([("content-type", answer.0)], answer.1) }
                 }),
             );
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

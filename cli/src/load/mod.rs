@@ -134,7 +134,8 @@ pub struct LoadReport {
 /// The model stub asked directly, each of `sessions` clients sending `turns` chat completions
 /// one after another on a kept-alive connection, as the served turns were sent, each carrying
 /// its client's conversation so far as the server's requests carry the session's history (not
-/// the server's system text or tool definitions).
+/// the server's system text or tool definitions), and asking for a streamed answer as the
+/// server does.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StubReport {
@@ -433,7 +434,13 @@ async fn stub_run(shared: &Arc<Shared>, url: &str) -> Result<StubReport, LoadErr
             let mut messages = Vec::with_capacity(2 * turns);
             for turn in 0..turns {
                 messages.push(serde_json::json!({ "role": "user", "content": turn_text(i, turn) }));
-                let body = serde_json::json!({ "model": "stub", "messages": messages });
+                // Streamed, as the server asks for every answer.
+                let body = serde_json::json!({
+                    "model": "stub",
+                    "messages": messages,
+                    "stream": true,
+                    "stream_options": { "include_usage": true },
+                });
                 // Encoded before the clock starts: the served turn's client sends a short text,
                 // and its server's encoding of the history is in the served turn's time.
                 let request = http.post(&endpoint).json(&body);
@@ -492,13 +499,31 @@ async fn stub_run(shared: &Arc<Shared>, url: &str) -> Result<StubReport, LoadErr
     })
 }
 
-/// The text of an OpenAI-compatible chat completion's first choice, if it has one.
+/// The text of an OpenAI-compatible chat completion's first choice, if it has one: from a
+/// streamed answer (`data:` lines, each a chunk whose delta carries a part of it) or, from a
+/// stub that answers whole whatever it is asked, from its message.
 fn answer_text(answer: &[u8]) -> Option<String> {
-    let value: serde_json::Value = serde_json::from_slice(answer).ok()?;
-    value
-        .pointer("/choices/0/message/content")?
-        .as_str()
-        .map(str::to_owned)
+    if let Ok(whole) = serde_json::from_slice::<serde_json::Value>(answer) {
+        return whole
+            .pointer("/choices/0/message/content")?
+            .as_str()
+            .map(str::to_owned);
+    }
+    let text = std::str::from_utf8(answer).ok()?;
+    let parts: Vec<String> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .filter_map(|data| serde_json::from_str::<serde_json::Value>(data.trim()).ok())
+        .filter_map(|chunk| {
+            Some(
+                chunk
+                    .pointer("/choices/0/delta/content")?
+                    .as_str()?
+                    .to_owned(),
+            )
+        })
+        .collect();
+    (!parts.is_empty()).then(|| parts.concat())
 }
 
 /// An HTTP client of the load's own: one for `/metrics`, the stub and the closes, and one per
@@ -717,6 +742,22 @@ fn parse_scrape(text: &str) -> Scrape {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answers_text_is_read_streamed_or_whole() {
+        let streamed = concat!(
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"o\"}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"k\"}}]}\n\n",
+            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1}}\n\n",
+            "data: [DONE]\n\n",
+        );
+        assert_eq!(answer_text(streamed.as_bytes()).as_deref(), Some("ok"));
+        let whole = r#"{"choices":[{"index":0,"message":{"role":"assistant","content":"ok"}}]}"#;
+        assert_eq!(answer_text(whole.as_bytes()).as_deref(), Some("ok"));
+        assert_eq!(answer_text(b"data: [DONE]\n\n"), None);
+        assert_eq!(answer_text(b"<html>busy</html>"), None);
+    }
 
     #[test]
     fn keyed_turns_get_a_key_each_and_plain_ones_none() {
