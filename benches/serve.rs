@@ -17,7 +17,7 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hookline::cli::load::{LoadOptions, Transport};
+use hookline::cli::load::LoadOptions;
 use hookline::host::demo::{example_plugins, WordCount};
 use hookline::host::gateway::{Gateway, GatewayLimits, OpenSession};
 use hookline::host::provider::EchoProvider;
@@ -71,16 +71,7 @@ async fn served(arbiters: &[actix::Arbiter]) -> (f64, u64) {
     let dir = tempfile::tempdir().unwrap();
     let gateway = gateway(dir.path(), arbiters);
     let (addr, handle) = start(gateway, ServeConfig::new(dir.path())).await.unwrap();
-    let options = LoadOptions {
-        url: format!("http://{addr}"),
-        sessions: SESSIONS,
-        turns: TURNS,
-        transport: Transport::Http,
-        token: None,
-        keep: false,
-        idempotency: None,
-        stub_url: None,
-    };
+    let options = LoadOptions::new(format!("http://{addr}"), SESSIONS, TURNS);
     let report = load_on_own_runtime(options).await;
     handle.drain("bench", None).await.unwrap();
     (report.seconds, report.error_count())

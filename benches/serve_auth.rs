@@ -32,7 +32,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
-use hookline::cli::load::{LoadOptions, LoadReport, Transport};
+use hookline::cli::load::{LoadOptions, LoadReport};
 use hookline::host::gateway::GatewayLimits;
 use hookline::host::provider::EchoProvider;
 use hookline::host::store::{ApiKeyRecord, ApiKeyTable, FileApiKeys, Role};
@@ -165,14 +165,8 @@ async fn add_key(table: &FileApiKeys, tenant: &str) -> String {
 /// The load driver on a thread and runtime of its own, as `hookline load` runs.
 async fn load(url: &str, token: Option<&str>, sessions: usize, turns: usize) -> LoadReport {
     let options = LoadOptions {
-        url: url.to_owned(),
-        sessions,
-        turns,
-        transport: Transport::Http,
         token: token.map(str::to_owned),
-        keep: false,
-        idempotency: None,
-        stub_url: None,
+        ..LoadOptions::new(url, sessions, turns)
     };
     let report = load_on_own_runtime(options).await;
     assert_eq!(

@@ -18,7 +18,7 @@ mod support;
 
 use std::sync::Arc;
 
-use hookline::cli::load::{LoadOptions, LoadReport, Transport};
+use hookline::cli::load::{LoadOptions, LoadReport};
 use hookline::host::gateway::GatewayLimits;
 use hookline::host::Host;
 use hookline::providers::{OpenAiConfig, OpenAiProvider};
@@ -66,14 +66,8 @@ async fn served(
         .expect("the gateway starts");
     let (addr, handle) = start(gateway, ServeConfig::new(dir.path())).await.unwrap();
     let options = LoadOptions {
-        url: format!("http://{addr}"),
-        sessions,
-        turns,
-        transport: Transport::Http,
-        token: None,
-        keep: false,
-        idempotency: None,
         stub_url: Some(stub_url.to_owned()),
+        ..LoadOptions::new(format!("http://{addr}"), sessions, turns)
     };
     let report = load_on_own_runtime(options).await;
     handle.drain("bench", None).await.unwrap();

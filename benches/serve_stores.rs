@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use cluster_support::{Client, Node};
 use futures::StreamExt as _;
-use hookline::cli::load::{run as drive, LoadOptions, LoadReport, Transport};
+use hookline::cli::load::{run as drive, LoadOptions, LoadReport};
 use support::median;
 
 const ROUNDS: usize = 3;
@@ -72,16 +72,7 @@ impl Variant {
 }
 
 async fn load(node: &Node, (sessions, turns): (usize, usize)) -> LoadReport {
-    let options = LoadOptions {
-        url: node.url.clone(),
-        sessions,
-        turns,
-        transport: Transport::Http,
-        token: None,
-        keep: false,
-        idempotency: None,
-        stub_url: None,
-    };
+    let options = LoadOptions::new(node.url.clone(), sessions, turns);
     let report = drive(options, Arc::new(())).await.unwrap();
     assert_eq!(report.error_count(), 0, "{:?}", report.errors);
     report
@@ -121,14 +112,8 @@ async fn failover(dir: &std::path::Path, url: &str) -> (f64, f64) {
     let b = Node::start("failover-b", dir, url, &["--node", "b"]);
     let client = Client::new();
     let options = LoadOptions {
-        url: a.url.clone(),
-        sessions: RESUMED,
-        turns: 1,
-        transport: Transport::Http,
-        token: None,
         keep: true,
-        idempotency: None,
-        stub_url: None,
+        ..LoadOptions::new(a.url.clone(), RESUMED, 1)
     };
     let report = drive(options, Arc::new(())).await.unwrap();
     assert_eq!(report.error_count(), 0, "{:?}", report.errors);

@@ -362,14 +362,10 @@ async fn load_with_idempotency_sends_every_turn_with_a_key_of_its_own() {
     let served = serve(Arc::new(EchoProvider::new()), |_| {}, |_| {}).await;
     for (transport, prefix) in [(Transport::Http, "http"), (Transport::Ws, "ws")] {
         let options = LoadOptions {
-            url: served.url(""),
-            sessions: 2,
-            turns: 2,
             transport,
-            token: None,
             keep: true,
             idempotency: Some(prefix.into()),
-            stub_url: None,
+            ..LoadOptions::new(served.url(""), 2, 2)
         };
         let report = drive(options.clone(), Arc::new(())).await.unwrap();
         assert_eq!((report.turns, report.error_count()), (4, 0), "{report:?}");

@@ -8,7 +8,7 @@ mod serve_support;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use hookline::cli::load::{run as drive, LoadOptions, LoadReport, Transport};
+use hookline::cli::load::{run as drive, LoadOptions, LoadReport};
 use hookline::host::provider::EchoProvider;
 use hookline::host::store::{ApiKeyRecord, ApiKeyTable, FileApiKeys, Role};
 use hookline::server::KeyTable;
@@ -51,14 +51,8 @@ async fn load_runs_with_a_clients_key_and_says_the_metrics_are_not_readable() {
     )
     .await;
     let options = |token: Option<&str>| LoadOptions {
-        url: format!("http://{}", served.addr),
-        sessions: 2,
-        turns: 3,
-        transport: Transport::Http,
         token: token.map(str::to_owned),
-        keep: false,
-        idempotency: None,
-        stub_url: None,
+        ..LoadOptions::new(format!("http://{}", served.addr), 2, 3)
     };
     let client = load(options(Some(&key))).await;
     assert_eq!(client.error_count(), 0, "{:?}", client.errors);

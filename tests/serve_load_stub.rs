@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use hookline::cli::load::{run as drive, LoadOptions, LoadReport, Transport};
+use hookline::cli::load::{run as drive, LoadOptions, LoadReport};
 use hookline::host::gateway::{Gateway, GatewayLimits};
 use hookline::host::Host;
 use hookline::providers::{OpenAiConfig, OpenAiProvider};
@@ -84,14 +84,8 @@ fn load_options(
     stub_url: Option<&str>,
 ) -> LoadOptions {
     LoadOptions {
-        url: format!("http://{addr}"),
-        sessions,
-        turns,
-        transport: Transport::Http,
-        token: None,
-        keep: false,
-        idempotency: None,
         stub_url: stub_url.map(str::to_owned),
+        ..LoadOptions::new(format!("http://{addr}"), sessions, turns)
     }
 }
 

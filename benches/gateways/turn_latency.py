@@ -18,8 +18,9 @@ turn instead of durable steps), labelled `<label>/commit`.
 
 Each round also asks the stub directly, twice: with the one-message request the other gateways
 forward, and with a conversation growing as a hookline session's does (the same warm-up and
-timed turns, each request carrying every earlier user message and answer: hookline's request to
-its model carries the session's history, so the stub's own time grows with it). Each server's
+timed turns, each request carrying every earlier user message and answer and asking for a
+streamed answer, as hookline asks its model: the request carries the session's history, so the
+stub's own time grows with it). Each server's
 overhead over the stub is its p50 less the stub's for its kind of request, in the same round
 (hookline's without its system text and tool definitions, about 1 KB).
 
@@ -161,24 +162,38 @@ class Server:
 
 def stub_p50(port, warm_up, turns, conversation):
     """The stub's p50 (seconds) asked directly on one kept-alive connection: `turns` requests
-    after `warm_up`, each with one user message, or with `conversation` each carrying every
-    earlier one and its answer, as a hookline session's request to its model does."""
+    after `warm_up`, each with one user message and a whole answer (as LiteLLM and Portkey
+    forward this script's requests), or with `conversation` as a hookline session asks its
+    model: each request carrying every earlier message and answer, the answer streamed."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     messages, times = [], []
     for turn in range(warm_up + turns):
         user = {"role": "user", "content": "Say ok."}
-        messages = messages + [user] if conversation else [user]
-        body = json.dumps({"model": "stub", "messages": messages}).encode()
+        if conversation:
+            messages.append(user)
+        else:
+            messages = [user]
+        request = {"model": "stub", "messages": messages}
+        if conversation:
+            request.update(stream=True, stream_options={"include_usage": True})
+        body = json.dumps(request).encode()
         started = time.perf_counter()
         conn.request("POST", "/v1/chat/completions", body=body,
                      headers={"content-type": "application/json"})
-        answer = json.loads(conn.getresponse().read())
+        answer = conn.getresponse().read()
         if turn >= warm_up:
             times.append(time.perf_counter() - started)
         if conversation:
-            messages.append(answer["choices"][0]["message"])
+            messages.append({"role": "assistant", "content": streamed_text(answer)})
     conn.close()
     return statistics.median(times)
+
+
+def streamed_text(answer):
+    """The text of a streamed chat completion: its chunks' deltas, in order."""
+    chunks = (json.loads(line[5:]) for line in answer.decode().splitlines()
+              if line.startswith("data:") and line[5:].strip() != "[DONE]")
+    return "".join(c["choices"][0]["delta"].get("content", "") for c in chunks if c["choices"])
 
 
 def start_hookline(hooks, stub_url, work, label, binary, hook, flags=()):

@@ -70,6 +70,22 @@ pub struct LoadOptions {
 }
 
 impl LoadOptions {
+    /// `sessions` x `turns` against the server at `url`, over HTTP, with no credential, no
+    /// idempotency keys and no stub; the sessions are closed at the end. Set the other fields
+    /// with struct update syntax (`LoadOptions { keep: true, ..LoadOptions::new(url, 2, 3) }`).
+    pub fn new(url: impl Into<String>, sessions: usize, turns: usize) -> Self {
+        Self {
+            url: url.into(),
+            sessions,
+            turns,
+            transport: Transport::Http,
+            token: None,
+            keep: false,
+            idempotency: None,
+            stub_url: None,
+        }
+    }
+
     /// The key of turn `turn` of session number `session`, when turns carry keys.
     pub fn turn_key(&self, session: usize, turn: usize) -> Option<String> {
         self.idempotency
@@ -433,17 +449,13 @@ async fn stub_run(shared: &Arc<Shared>, url: &str) -> Result<StubReport, LoadErr
         tokio::spawn(async move {
             let mut messages = Vec::with_capacity(2 * turns);
             for turn in 0..turns {
-                messages.push(serde_json::json!({ "role": "user", "content": turn_text(i, turn) }));
-                // Streamed, as the server asks for every answer.
-                let body = serde_json::json!({
-                    "model": "stub",
-                    "messages": messages,
-                    "stream": true,
-                    "stream_options": { "include_usage": true },
+                messages.push(StubMessage {
+                    role: "user",
+                    content: turn_text(i, turn),
                 });
                 // Encoded before the clock starts: the served turn's client sends a short text,
                 // and its server's encoding of the history is in the served turn's time.
-                let request = http.post(&endpoint).json(&body);
+                let request = http.post(&endpoint).json(&StubRequest::streamed(&messages));
                 let sent = Instant::now();
                 let answer = match request.send().await {
                     Ok(response) if response.status().is_success() => response.bytes().await.ok(),
@@ -462,8 +474,11 @@ async fn stub_run(shared: &Arc<Shared>, url: &str) -> Result<StubReport, LoadErr
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .record(micros.max(1));
-                if let Some(text) = answer_text(&answer) {
-                    messages.push(serde_json::json!({ "role": "assistant", "content": text }));
+                if let Some(content) = answer_text(&answer) {
+                    messages.push(StubMessage {
+                        role: "assistant",
+                        content,
+                    });
                 }
             }
         })
@@ -499,6 +514,40 @@ async fn stub_run(shared: &Arc<Shared>, url: &str) -> Result<StubReport, LoadErr
     })
 }
 
+/// A chat completion as the server asks its model for one: the conversation so far, streamed.
+#[derive(Serialize)]
+struct StubRequest<'a> {
+    model: &'static str,
+    messages: &'a [StubMessage],
+    stream: bool,
+    stream_options: StreamOptions,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+/// One message of a stub conversation.
+#[derive(Serialize)]
+struct StubMessage {
+    role: &'static str,
+    content: String,
+}
+
+impl<'a> StubRequest<'a> {
+    fn streamed(messages: &'a [StubMessage]) -> Self {
+        Self {
+            model: "stub",
+            messages,
+            stream: true,
+            stream_options: StreamOptions {
+                include_usage: true,
+            },
+        }
+    }
+}
+
 /// The text of an OpenAI-compatible chat completion's first choice, if it has one: from a
 /// streamed answer (`data:` lines, each a chunk whose delta carries a part of it) or, from a
 /// stub that answers whole whatever it is asked, from its message.
@@ -515,12 +564,8 @@ fn answer_text(answer: &[u8]) -> Option<String> {
         .filter_map(|line| line.strip_prefix("data:"))
         .filter_map(|data| serde_json::from_str::<serde_json::Value>(data.trim()).ok())
         .filter_map(|chunk| {
-            Some(
-                chunk
-                    .pointer("/choices/0/delta/content")?
-                    .as_str()?
-                    .to_owned(),
-            )
+            let part = chunk.pointer("/choices/0/delta/content")?;
+            part.as_str().map(str::to_owned)
         })
         .collect();
     (!parts.is_empty()).then(|| parts.concat())
@@ -761,16 +806,7 @@ mod tests {
 
     #[test]
     fn keyed_turns_get_a_key_each_and_plain_ones_none() {
-        let mut options = LoadOptions {
-            url: String::new(),
-            sessions: 2,
-            turns: 2,
-            transport: Transport::Http,
-            token: None,
-            keep: false,
-            idempotency: None,
-            stub_url: None,
-        };
+        let mut options = LoadOptions::new("", 2, 2);
         assert_eq!(options.turn_key(0, 0), None);
         options.idempotency = Some("p".into());
         assert_eq!(options.turn_key(1, 0).as_deref(), Some("p-1-0"));
